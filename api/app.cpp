@@ -1,0 +1,106 @@
+#include "api/app.h"
+
+#include <openssl/rand.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "api/rest_routes.h"
+#include "billing/catalog.h"
+#include "providers/local/local_provider.h"
+#include "sql/migrations.h"
+
+namespace tsum::api {
+
+namespace fs = std::filesystem;
+
+std::string executable_dir() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : p.parent_path().string();
+}
+
+namespace {
+// A random id kept in the database: instances are tagged with it, so two daemons with different
+// databases never sweep each other's instances.
+Result<std::string> instance_tag(daemon::Db& db) {
+  auto get = db.prepare("SELECT value FROM meta WHERE key = 'instance_id'");
+  if (!get) return get.error();
+  auto row = get->step();
+  if (!row) return row.error();
+  if (*row) return "tsum-" + get->text(0);
+  unsigned char raw[6];
+  RAND_bytes(raw, sizeof raw);
+  std::string id;
+  for (unsigned char b : raw) id += "0123456789abcdef"[b >> 4], id += "0123456789abcdef"[b & 15];
+  auto put = db.prepare("INSERT INTO meta (key, value) VALUES ('instance_id', ?)");
+  if (!put) return put.error();
+  if (auto s = put->bind(id).run(); !s) return s.error();
+  return "tsum-" + id;
+}
+}  // namespace
+
+Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions opts) {
+  if (opts.db_path.empty()) return make_error(Code::invalid_argument, "--db is required");
+  if (opts.state_dir.empty()) opts.state_dir = opts.db_path + ".state";
+  std::error_code abs_ec;
+  opts.state_dir = fs::absolute(opts.state_dir, abs_ec).string();
+  if (opts.trainer_path.empty()) opts.trainer_path = executable_dir() + "/tsum-train";
+  std::unique_ptr<App> app(new App(io, std::move(opts)));
+  auto& o = app->opts_;
+
+  auto db = daemon::Db::open(o.db_path);
+  if (!db) return db.error();
+  app->db_ = std::move(*db);
+  if (auto v = app->db_->migrate(sql::migrations()); !v) return v.error();
+  auto tag = instance_tag(*app->db_);
+  if (!tag) return tag.error();
+  app->tag_ = *tag;
+
+  std::error_code ec;
+  fs::create_directories(o.state_dir, ec);
+  if (ec) return make_error(Code::unavailable, "state dir " + o.state_dir + ": " + ec.message());
+
+  auto catalog = billing::parse_catalog(find_embedded(billing::embedded_catalogs(), "local.json"));
+  if (!catalog) return catalog.error();
+  app->providers_.add(std::make_unique<providers::LocalProvider>(
+      providers::LocalOptions{.state_dir = o.state_dir, .catalog = *catalog, .cpus = {}}));
+
+  app->ledger_ = std::make_unique<daemon::Ledger>(*app->db_, app->clock_);
+  app->store_ = std::make_unique<daemon::Store>(*app->db_, app->clock_);
+  app->tokens_ = std::make_unique<daemon::TokenStore>(*app->db_, app->clock_);
+  app->views_ = std::make_unique<daemon::Views>(*app->store_, *app->ledger_);
+  return app;
+}
+
+App::~App() = default;
+
+boost::asio::awaitable<Result<uint16_t>> App::start() {
+  server_ = std::make_unique<HttpServer>(io_, router_);
+  // The run manager needs the bound port for the agents' URL, and the routes need the run manager.
+  auto port = server_->listen(opts_.listen_host, opts_.listen_port);
+  if (!port) co_return port.error();
+  port_ = *port;
+  std::string host = opts_.listen_host == "0.0.0.0" || opts_.listen_host == "::" ? "127.0.0.1" : opts_.listen_host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  daemon::RunManagerOptions ro;
+  ro.daemon_url = "http://" + host + ":" + std::to_string(port_);
+  ro.tag = tag_;
+  ro.trainer_path = opts_.trainer_path;
+  ro.data_dir = opts_.data_dir;
+  ro.results_dir = opts_.state_dir + "/results";
+  ro.max_concurrent = opts_.max_concurrent;
+  runs_ = std::make_unique<daemon::RunManager>(
+      io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_}, ro);
+  add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_});
+  co_await runs_->reconcile();
+  runs_->start();
+  co_return port_;
+}
+
+boost::asio::awaitable<void> App::shutdown() {
+  if (runs_) co_await runs_->shutdown(std::chrono::seconds(60));
+  if (server_) server_->stop();
+}
+
+}  // namespace tsum::api

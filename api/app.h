@@ -1,0 +1,69 @@
+// App wires one tsumd together: the SQLite database (migrated at open), the ledger, the providers, the run
+// manager and the HTTP server with the REST routes. `tsumd serve` and `tsumd quickstart` both run one.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+
+#include "api/http_server.h"
+#include "api/router.h"
+#include "common/clock.h"
+#include "daemon/db.h"
+#include "daemon/ledger.h"
+#include "daemon/provider_registry.h"
+#include "daemon/run_manager.h"
+#include "daemon/store.h"
+#include "daemon/token_store.h"
+#include "daemon/views.h"
+
+namespace tsum::api {
+
+struct AppOptions {
+  std::string db_path;                 // required
+  std::string listen_host = "127.0.0.1";
+  uint16_t listen_port = 0;            // 0: any free port
+  std::string state_dir;               // default: <db_path>.state
+  std::string trainer_path;            // default: tsum-train next to this executable
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int max_concurrent = 1;
+};
+
+class App {
+ public:
+  // Opens and migrates the database and builds every part. Nothing listens or runs yet.
+  static Result<std::unique_ptr<App>> create(boost::asio::io_context& io, AppOptions opts);
+  ~App();
+
+  // Binds the listener, reconciles what a previous daemon left, then starts dispatching runs.
+  boost::asio::awaitable<Result<uint16_t>> start();
+  // Cancels live runs (terminating their instances), then stops the HTTP server.
+  boost::asio::awaitable<void> shutdown();
+
+  daemon::TokenStore& tokens() { return *tokens_; }
+  uint16_t port() const { return port_; }
+
+ private:
+  App(boost::asio::io_context& io, AppOptions opts) : io_(io), opts_(std::move(opts)) {}
+
+  boost::asio::io_context& io_;
+  AppOptions opts_;
+  SystemClock clock_;
+  std::unique_ptr<daemon::Db> db_;
+  std::unique_ptr<daemon::Ledger> ledger_;
+  std::unique_ptr<daemon::Store> store_;
+  std::unique_ptr<daemon::TokenStore> tokens_;
+  std::unique_ptr<daemon::Views> views_;
+  daemon::ProviderRegistry providers_;
+  std::unique_ptr<daemon::RunManager> runs_;
+  Router router_;
+  std::unique_ptr<HttpServer> server_;
+  uint16_t port_ = 0;
+  std::string tag_;
+};
+
+// Directory of the running executable (/proc/self/exe), for finding tsum-train beside tsumd.
+std::string executable_dir();
+
+}  // namespace tsum::api

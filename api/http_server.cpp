@@ -1,0 +1,130 @@
+#include "api/http_server.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <unordered_map>
+
+#include "api/http_session.h"
+
+namespace tsum::api {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::ip::tcp;
+
+namespace {
+constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
+// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
+constexpr std::chrono::milliseconds kAcceptBackoff{100};
+}  // namespace
+
+// Shared by the HttpServer and its coroutines; touched only on the io_context thread (or before run()).
+struct HttpServer::State {
+  State(asio::io_context& io, const Router& router, ServerOptions opts)
+      : io(io), router(router), opts(std::move(opts)), acceptor(io), backoff(io) {}
+
+  void stop() {
+    if (stopped) return;
+    stopped = true;
+    boost::system::error_code ec;
+    acceptor.close(ec);
+    backoff.cancel();
+    for (auto& [id, session] : sessions) session->close();  // sessions unregister themselves later
+  }
+
+  // Accepts until stop(); spawns serve_session per connection.
+  static awaitable<void> accept_loop(std::shared_ptr<State> state);
+  // Runs one connection and keeps it in `sessions` while it is open.
+  static awaitable<void> serve_session(std::shared_ptr<State> state, tcp::socket socket);
+
+  asio::io_context& io;
+  const Router& router;
+  ServerOptions opts;
+  tcp::acceptor acceptor;
+  asio::steady_timer backoff;
+  std::unordered_map<std::uint64_t, std::shared_ptr<HttpSession>> sessions;
+  std::uint64_t next_session_id = 0;
+  bool stopped = false;
+};
+
+awaitable<void> HttpServer::State::accept_loop(std::shared_ptr<State> state) {
+  while (!state->stopped) {
+    auto [ec, socket] = co_await state->acceptor.async_accept(kUseTuple);
+    if (state->stopped) break;
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !state->acceptor.is_open()) break;
+      state->backoff.expires_after(kAcceptBackoff);
+      co_await state->backoff.async_wait(kUseTuple);
+      continue;
+    }
+    asio::co_spawn(state->io, serve_session(state, std::move(socket)), asio::detached);
+  }
+}
+
+awaitable<void> HttpServer::State::serve_session(std::shared_ptr<State> state, tcp::socket socket) {
+  if (state->stopped) co_return;  // `socket` closes as the frame ends
+  auto session = std::make_shared<HttpSession>(std::move(socket), state->router, state->opts);
+  const std::uint64_t id = state->next_session_id++;
+  state->sessions.emplace(id, session);
+  try {
+    co_await session->run();
+  } catch (...) {
+    // run() does not throw; this guards the registry below against a future change.
+  }
+  session->close();
+  state->sessions.erase(id);
+}
+
+HttpServer::HttpServer(asio::io_context& io, const Router& router, ServerOptions opts)
+    : state_(std::make_shared<State>(io, router, std::move(opts))) {}
+
+HttpServer::~HttpServer() { state_->stop(); }
+
+Result<std::uint16_t> HttpServer::listen(const std::string& host, std::uint16_t port) {
+  if (state_->stopped) return make_error(Code::cancelled, "server is stopped");
+  if (state_->acceptor.is_open()) return make_error(Code::already_exists, "server is already listening");
+
+  boost::system::error_code ec;
+  tcp::resolver resolver(state_->io);
+  auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    return make_error(Code::invalid_argument, "cannot resolve listen host '" + host + "': " + ec.message());
+  }
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+  const std::string where = endpoint.address().to_string() + ":" + std::to_string(port);
+
+  tcp::acceptor& acceptor = state_->acceptor;
+  auto fail = [&](const char* step) {
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    return make_error(Code::unavailable, std::string(step) + " " + where + ": " + ec.message());
+  };
+  acceptor.open(endpoint.protocol(), ec);
+  if (ec) return fail("open");
+  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (ec) return fail("set SO_REUSEADDR on");
+  acceptor.bind(endpoint, ec);
+  if (ec) return fail("bind");
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail("listen on");
+  const tcp::endpoint bound = acceptor.local_endpoint(ec);
+  if (ec) return fail("get local endpoint of");
+
+  asio::co_spawn(state_->io, State::accept_loop(state_), asio::detached);
+  return bound.port();
+}
+
+void HttpServer::stop() {
+  asio::dispatch(state_->io, [state = state_] { state->stop(); });
+}
+
+std::size_t HttpServer::connection_count() const { return state_->sessions.size(); }
+
+}  // namespace tsum::api

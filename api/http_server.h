@@ -1,0 +1,60 @@
+// HttpServer: accepts TCP connections and serves each with an HttpSession (see http_session.h for the
+// per-connection contract: keep-alive, deadlines, error answers).
+//
+// Threading: everything runs on the given io_context; the server starts no threads. The daemon runs the
+// io_context on one thread. listen() must be called before run() or on the io_context thread; stop() may be
+// called from any thread; the destructor must run on the io_context thread or after run() has returned.
+//
+// Lifetime: `router` must outlive the io_context's work (handlers may still be running after stop()). The
+// server's internal state is shared with its coroutines, so destroying the HttpServer while they are pending
+// is safe: the destructor stops the server and the coroutines finish on their own.
+//
+// Usage:
+//   Router router;
+//   router.add("GET", "/v1/runs/{id}", get_run);
+//   HttpServer server(io, router, {});
+//   auto port = server.listen("127.0.0.1", 8080);
+//   if (!port) return port.error();
+//   io.run();  // returns after server.stop() once open connections and running handlers have finished
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "api/router.h"
+#include "api/server_options.h"
+#include "common/result.h"
+
+namespace tsum::api {
+
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& io, const Router& router, ServerOptions opts = {});
+  ~HttpServer();
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port and starts accepting. `host` is an IP address or a resolvable name ("127.0.0.1",
+  // "0.0.0.0", "::1", "localhost"); port 0 picks an ephemeral port. Returns the bound port.
+  // Errors: invalid_argument (host does not resolve), unavailable (bind/listen failed, e.g. port in use),
+  // already_exists (already listening), cancelled (stop() was called).
+  Result<std::uint16_t> listen(const std::string& host, std::uint16_t port);
+
+  // Stops accepting and closes every open connection (their pending reads/writes fail). Handlers already
+  // running finish, but their responses are not sent. Safe to call twice and from any thread (the work is
+  // dispatched to the io_context).
+  void stop();
+
+  // Number of open connections (io_context thread only). For tests and metrics.
+  std::size_t connection_count() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace tsum::api

@@ -1,0 +1,148 @@
+#include "api/quickstart.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <cstdio>
+#include <future>
+#include <iostream>
+#include <thread>
+
+#include "api/app.h"
+#include "api/http_client.h"
+
+namespace tsum::api {
+
+using nlohmann::json;
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+void print_table(const json& exp) {
+  const auto& rules = exp["spec"]["billing"];
+  std::printf("\n%-10s", "config");
+  for (const char* p : {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"})
+    std::printf(" %9s", p);
+  std::printf(" %9s %8s", "t_sum", "accuracy");
+  for (const auto& r : rules) std::printf(" %20s", r.get<std::string>().c_str());
+  std::printf("\n");
+  for (const auto& run : exp["runs"]) {
+    std::printf("%-10s", run["config"]["instance_type"].get<std::string>().c_str());
+    for (const auto& [name, v] : run["phases"].items()) std::printf(" %9s", v.is_null() ? "-" : fmt("%.3f", v.get<double>()).c_str());
+    std::printf(" %9s", run["t_sum"].is_null() ? "-" : fmt("%.3f", run["t_sum"].get<double>()).c_str());
+    const auto& acc = run["metrics"]["test_accuracy"];
+    std::printf(" %8s", acc.is_null() ? "-" : fmt("%.4f", acc.get<double>()).c_str());
+    for (const auto& r : rules) {
+      const auto& c = run["cost"][r.get<std::string>()];
+      std::string cell = c.is_null() ? "-" : fmt("$%.6f", c["amount"].get<double>()) + " (" +
+                                                 fmt("%.0f", c["billed_s"].get<double>()) + "s)";
+      std::printf(" %20s", cell.c_str());
+    }
+    std::printf("   %s%s\n", run["status"].get<std::string>().c_str(),
+                run["reason"].get<std::string>().empty() ? "" : (": " + run["reason"].get<std::string>()).c_str());
+  }
+  const auto& s = exp["summary"];
+  std::printf("\n");
+  for (const auto& [rule, best] : s["cheapest"].items())
+    std::printf("cheapest under %-20s %s at $%.6f\n", rule.c_str(),
+                best["config"]["instance_type"].get<std::string>().c_str(), best["amount"].get<double>());
+  if (!s["fastest"].is_null())
+    std::printf("fastest:                           %s with t_sum %.3f s\n",
+                s["fastest"]["config"]["instance_type"].get<std::string>().c_str(),
+                s["fastest"]["mean_t_sum"].get<double>());
+}
+
+}  // namespace
+
+int run_quickstart(const QuickstartOptions& q) {
+  boost::asio::io_context io;
+  AppOptions o;
+  o.db_path = q.db_path;
+  o.data_dir = q.data_dir;
+  o.trainer_path = q.trainer_path;
+  auto app = App::create(io, o);
+  if (!app) {
+    std::cerr << "tsumd quickstart: " << app.error().detail << "\n";
+    return 1;
+  }
+  auto token = (*app)->tokens().create_admin();  // before the io thread owns the database
+  if (!token) {
+    std::cerr << "tsumd quickstart: " << token.error().detail << "\n";
+    return 1;
+  }
+  std::promise<Result<uint16_t>> started;
+  boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> { started.set_value(co_await (*app)->start()); },
+                        boost::asio::detached);
+  std::thread loop([&] { io.run(); });
+  auto stop = [&] {
+    boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> {
+      co_await (*app)->shutdown();
+      io.stop();
+    }, boost::asio::detached);
+    loop.join();
+  };
+  auto port = started.get_future().get();
+  if (!port) {
+    std::cerr << "tsumd quickstart: " << port.error().detail << "\n";
+    stop();
+    return 1;
+  }
+  std::printf("tsumd quickstart: embedded daemon on http://127.0.0.1:%u, database %s\n", *port, q.db_path.c_str());
+
+  json body = {{"name", "quickstart"},
+               {"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", q.epochs},
+                             {"limit", q.limit}, {"test_limit", q.test_limit}}},
+               {"configs", {{{"provider", "local"}, {"instance_type", "local-1c"}},
+                            {{"provider", "local"}, {"instance_type", "local-2c"}}}},
+               {"repetitions", 1},
+               {"billing", {"per_second_60s_min", "per_minute", "per_10_minutes", "per_hour"}}};
+  Headers auth = {{"Authorization", "Bearer " + *token}, {"Content-Type", "application/json"}};
+  auto created = http_call("127.0.0.1", *port, "POST", "/v1/experiments", body.dump(), auth);
+  if (created.status != 201) {
+    std::cerr << "tsumd quickstart: POST /v1/experiments: " << created.status << " " << created.body << created.error << "\n";
+    stop();
+    return 1;
+  }
+  int64_t id = created.json()["id"].get<int64_t>();
+  std::printf("experiment %lld: Fashion-MNIST, MNIST CNN, %d epoch(s) on %d images, tested on %d, on local-1c and local-2c\n",
+              static_cast<long long>(id), q.epochs, q.limit, q.test_limit);
+
+  json exp;
+  std::map<int64_t, std::string> seen;
+  for (;;) {
+    auto r = http_call("127.0.0.1", *port, "GET", "/v1/experiments/" + std::to_string(id), "", auth);
+    if (r.status != 200) {
+      std::cerr << "tsumd quickstart: GET experiment: " << r.status << " " << r.body << r.error << "\n";
+      stop();
+      return 1;
+    }
+    exp = r.json();
+    for (const auto& run : exp["runs"]) {
+      auto rid = run["id"].get<int64_t>();
+      auto st = run["status"].get<std::string>();
+      if (seen[rid] != st) {
+        seen[rid] = st;
+        std::printf("  run %lld (%s): %s\n", static_cast<long long>(rid),
+                    run["config"]["instance_type"].get<std::string>().c_str(), st.c_str());
+        std::fflush(stdout);
+      }
+    }
+    auto status = exp["status"].get<std::string>();
+    if (status == "done" || status == "failed" || status == "cancelled") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  print_table(exp);
+  std::printf("\nThe results stay in %s. To browse them over the API:\n", q.db_path.c_str());
+  std::printf("  TOKEN=$(tsumd token create --db %s)\n", q.db_path.c_str());
+  std::printf("  tsumd serve --db %s --listen 127.0.0.1:8080 &\n", q.db_path.c_str());
+  std::printf("  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8080/v1/experiments/%lld\n",
+              static_cast<long long>(id));
+  stop();
+  return exp["status"] == "done" ? 0 : 1;
+}
+
+}  // namespace tsum::api

@@ -1,0 +1,22 @@
+// `tsumd quickstart`: starts an embedded daemon on a free loopback port, runs Fashion-MNIST through the
+// MNIST CNN on local-1c and local-2c via the REST API (real HTTP), and prints the phase table, the cost
+// under the four built-in billing rules, the cheapest config per rule and the fastest config.
+#pragma once
+
+#include <string>
+
+namespace tsum::api {
+
+struct QuickstartOptions {
+  std::string db_path = "tsum-quickstart.db";
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string trainer_path;  // default: beside tsumd
+  int epochs = 1;
+  int limit = 10000;
+  int test_limit = 2000;
+};
+
+// Returns the process exit code: 0 when every run finished done.
+int run_quickstart(const QuickstartOptions& opts);
+
+}  // namespace tsum::api

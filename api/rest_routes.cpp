@@ -1,0 +1,178 @@
+#include "api/rest_routes.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "common/json_util.h"
+
+namespace tsum::api {
+
+using nlohmann::json;
+using daemon::AgentEvent;
+
+namespace {
+
+using Awaitable = boost::asio::awaitable<Response>;
+
+Response unprocessable(const std::string& detail) { return error_response(422, "invalid_argument", detail); }
+
+// 404 for anything but a positive decimal id.
+std::optional<int64_t> id_param(const Request& req) {
+  const std::string& s = req.params.at("id");
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+// The request's bearer token, checked. Admin routes pass run_id = 0; the events route passes its run.
+std::optional<Response> check_auth(const Request& req, daemon::TokenStore& tokens, int64_t run_id = 0) {
+  std::string h = req.header("Authorization");
+  if (h.size() < 8 || (h.compare(0, 7, "Bearer ") != 0 && h.compare(0, 7, "bearer ") != 0))
+    return error_response(401, "unauthenticated", "missing 'Authorization: Bearer <token>' header");
+  auto info = tokens.authenticate(std::string_view(h).substr(7));
+  if (!info) return error_response(401, "unauthenticated", "invalid or revoked token");
+  if (info->admin) return std::nullopt;
+  if (run_id != 0 && info->run_id == run_id) return std::nullopt;
+  return error_response(401, "unauthenticated",
+                        run_id ? "this run token belongs to another run" : "a run token cannot use this route");
+}
+
+Response from_error(const Error& e) {
+  if (e.code == Code::invalid_argument) return unprocessable(e.detail);
+  return error_response(e);
+}
+
+Result<AgentEvent> parse_event(const json& j) {
+  auto bad = [](std::string d) { return make_error(Code::invalid_argument, std::move(d)); };
+  if (!j.is_object()) return bad("the event must be a JSON object");
+  for (const auto& [k, _] : j.items())
+    if (k != "phase" && k != "mark" && k != "mono_s" && k != "attrs") return bad("unknown field '" + k + "'");
+  if (!j.contains("phase") || !j["phase"].is_string()) return bad("'phase' must be a string");
+  auto phase = daemon::parse_phase(j["phase"].get<std::string>());
+  if (!phase) return bad("unknown phase '" + j["phase"].get<std::string>() + "'");
+  if (!daemon::is_agent_phase(*phase))
+    return bad("phase '" + j["phase"].get<std::string>() + "' is timed by the daemon, not the agent");
+  if (!j.contains("mark") || !j["mark"].is_string()) return bad("'mark' must be a string");
+  static const std::map<std::string, AgentEvent::Kind> kMarks = {{"begin", AgentEvent::Kind::begin},
+                                                                  {"end", AgentEvent::Kind::end},
+                                                                  {"progress", AgentEvent::Kind::progress},
+                                                                  {"error", AgentEvent::Kind::error}};
+  auto mark = kMarks.find(j["mark"].get<std::string>());
+  if (mark == kMarks.end()) return bad("'mark' must be begin, end, progress or error");
+  if (!j.contains("mono_s") || !j["mono_s"].is_number()) return bad("'mono_s' must be a number");
+  double mono = j["mono_s"].get<double>();
+  if (!std::isfinite(mono) || mono < 0) return bad("'mono_s' must be a finite number >= 0");
+  AgentEvent ev{*phase, mark->second, mono, json::object()};
+  if (j.contains("attrs")) {
+    if (!j["attrs"].is_object()) return bad("'attrs' must be an object");
+    ev.attrs = j["attrs"];
+  }
+  if (ev.kind == AgentEvent::Kind::progress &&
+      (!ev.attrs.contains("epoch") || !ev.attrs["epoch"].is_number_integer()))
+    return bad("a progress event needs an integer attrs.epoch");
+  return ev;
+}
+
+}  // namespace
+
+void add_rest_routes(Router& router, RestContext c) {
+  router.add("GET", "/healthz", [](Request&) -> Awaitable { co_return json_response(200, {{"status", "ok"}}); });
+
+  router.add("GET", "/v1/offers", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    json out = json::array();
+    for (auto* p : c.providers.all()) {
+      const providers::Requirements any;
+      auto offers = co_await p->offers(any);
+      if (!offers) continue;
+      for (const auto& o : *offers)
+        out.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
+                       {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
+                       {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
+                       {"note", o.note}});
+    }
+    co_return json_response(200, {{"offers", out}});
+  });
+
+  router.add("POST", "/v1/experiments", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto body = parse_json_safely(req.body);
+    if (!body) co_return error_response(400, "invalid_argument", "malformed JSON body");
+    auto spec = daemon::experiment_spec_from_json(*body);
+    if (!spec) co_return unprocessable(spec.error().detail);
+    std::vector<daemon::PricedConfig> priced;
+    for (const auto& cfg : spec->configs) {
+      auto* p = c.providers.get(cfg.provider);
+      if (!p) co_return unprocessable("provider '" + cfg.provider + "' is not configured");
+      const providers::Requirements wanted{.instance_type = cfg.instance_type};
+      auto offers = co_await p->offers(wanted);
+      if (!offers) co_return error_response(offers.error());
+      if (offers->empty()) {
+        const providers::Requirements any;
+        auto all = co_await p->offers(any);
+        std::string names;
+        for (const auto& o : all ? *all : std::vector<providers::Offer>{})
+          names += (names.empty() ? "" : ", ") + o.instance_type;
+        co_return unprocessable("provider '" + cfg.provider + "' does not offer '" + cfg.instance_type +
+                                "' (offers: " + names + ")");
+      }
+      priced.push_back({cfg, offers->front().hourly_price, offers->front().currency});
+    }
+    auto id = c.store.create_experiment(*spec, priced);
+    if (!id) co_return error_response(id.error());
+    c.runs.notify();
+    co_return json_response(201, {{"id", *id}});
+  });
+
+  router.add("GET", "/v1/experiments", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto all = c.views.experiments();
+    if (!all) co_return error_response(all.error());
+    co_return json_response(200, {{"experiments", *all}});
+  });
+
+  router.add("GET", "/v1/experiments/{id}", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no experiment '" + req.params["id"] + "'");
+    auto e = c.views.experiment(*id);
+    if (!e) co_return error_response(e.error());
+    co_return json_response(200, *e);
+  });
+
+  router.add("GET", "/v1/runs/{id}", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
+    auto r = c.views.run(*id);
+    if (!r) co_return error_response(r.error());
+    co_return json_response(200, *r);
+  });
+
+  router.add("DELETE", "/v1/runs/{id}", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
+    if (auto s = c.runs.cancel(*id, "cancelled by user"); !s) co_return error_response(s.error());
+    auto r = c.views.run(*id);
+    if (!r) co_return error_response(r.error());
+    co_return json_response(202, *r);
+  });
+
+  router.add("POST", "/v1/runs/{id}/events", [c](Request& req) -> Awaitable {
+    auto id = id_param(req);
+    if (auto denied = check_auth(req, c.tokens, id.value_or(-1))) co_return *denied;
+    if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
+    auto body = parse_json_safely(req.body);
+    if (!body) co_return error_response(400, "invalid_argument", "malformed JSON body");
+    auto ev = parse_event(*body);
+    if (!ev) co_return unprocessable(ev.error().detail);
+    auto out = c.ledger.apply_agent_event(*id, *ev);
+    if (!out) co_return from_error(out.error());
+    c.runs.on_agent_event(*id, *ev);
+    co_return json_response(200, {{"recorded", out->recorded}, {"duplicate", !out->recorded}});
+  });
+}
+
+}  // namespace tsum::api

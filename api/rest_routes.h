@@ -1,0 +1,38 @@
+// The /v1 REST API on top of the daemon's services. Every /v1 route needs "Authorization: Bearer <token>";
+// an admin token reaches all of them, a run token only POST /v1/runs/{its id}/events.
+//
+//   GET    /healthz                   {"status":"ok"}, no auth
+//   GET    /v1/offers                 offers of every configured provider, with hourly price
+//   POST   /v1/experiments            experiment body → 201 {"id": ...}
+//   GET    /v1/experiments            all experiments, without their runs
+//   GET    /v1/experiments/{id}       status, progress, runs, summary
+//   GET    /v1/runs/{id}              one run
+//   POST   /v1/runs/{id}/events       agent marks (idempotent by run, phase and mark)
+//   DELETE /v1/runs/{id}              cancel: terminate the instance, mark the run cancelled
+//
+// Errors are {"error": code, "detail": text}: 400 malformed JSON, 401 missing/wrong token, 404 unknown
+// resource, 409 state conflict (e.g. a finished run), 422 a well-formed body with invalid content.
+#pragma once
+
+#include "api/router.h"
+#include "daemon/ledger.h"
+#include "daemon/provider_registry.h"
+#include "daemon/run_manager.h"
+#include "daemon/store.h"
+#include "daemon/token_store.h"
+#include "daemon/views.h"
+
+namespace tsum::api {
+
+struct RestContext {
+  daemon::Store& store;
+  daemon::Views& views;
+  daemon::Ledger& ledger;
+  daemon::TokenStore& tokens;
+  daemon::RunManager& runs;
+  daemon::ProviderRegistry& providers;
+};
+
+void add_rest_routes(Router& router, RestContext ctx);
+
+}  // namespace tsum::api

@@ -1,0 +1,134 @@
+#!/bin/sh
+# tsum agent: runs inside the instance and performs install -> load_data -> start -> learn -> verify -> save,
+# posting a begin and an end mark for each phase to the daemon.
+#
+# Why a POSIX shell script: it must run on a stock Debian/Ubuntu cloud image the moment it boots. /bin/sh,
+# curl, cp and gzip are there; a binary of ours would be tied to the glibc we built it against.
+#
+# Protocol: POST $TSUM_URL/v1/runs/$TSUM_RUN_ID/events with "Authorization: Bearer $TSUM_TOKEN" and body
+#   {"phase":"learn","mark":"begin"|"end"|"progress"|"error","mono_s":<seconds>,"attrs":{...}}
+# mono_s is CLOCK_BOOTTIME (/proc/uptime), the same clock tsum-train stamps its events with, so phase
+# durations are taken inside the instance and do not depend on when an event reaches the daemon.
+# Events are spooled to files first and sent in order; while the daemon is unreachable (connection refused,
+# timeout, 5xx) they wait in the spool and are retried with backoff, so none is lost. The daemon ignores
+# duplicates, so resending is always safe. A 4xx is final (e.g. the run was cancelled).
+#
+# Environment:
+#   TSUM_URL, TSUM_RUN_ID, TSUM_TOKEN   required
+#   TSUM_TRAIN_SRC | TSUM_TRAIN_URL     where install gets tsum-train (a local path, or a URL to download)
+#   TSUM_DATA_SRC                       directory with the IDX files (gzipped or raw)
+#   TSUM_TRAIN_ARGS                     extra tsum-train flags (epochs, limits, threads)
+#   TSUM_RESULTS_DIR                    where save puts the checkpoint and the event log
+#   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
+set -u
+: "${TSUM_URL:?}" "${TSUM_RUN_ID:?}" "${TSUM_TOKEN:?}"
+WORK=$(pwd)
+SPOOL="$WORK/spool"
+mkdir -p "$SPOOL" "$WORK/bin" "$WORK/data" "$WORK/out"
+SEQ=0
+
+log() { echo "tsum-agent: $*" >&2; }
+now() { read -r up _ < /proc/uptime; echo "$up"; }
+json_str() { printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\037' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"; }
+
+flush() {
+  for f in "$SPOOL"/*.json; do
+    [ -e "$f" ] || return 0
+    code=$(curl -sS -o "$WORK/last_response" -w '%{http_code}' --connect-timeout 3 --max-time 15 \
+      -H "Authorization: Bearer $TSUM_TOKEN" -H 'Content-Type: application/json' \
+      --data-binary "@$f" "$TSUM_URL/v1/runs/$TSUM_RUN_ID/events" 2>>"$WORK/curl.err") || code=000
+    case $code in
+      2??) rm -f "$f" ;;
+      4??) log "event $(basename "$f") refused, HTTP $code: $(cat "$WORK/last_response")"; mv "$f" "$f.refused" ;;
+      *) return 1 ;;
+    esac
+  done
+}
+
+# emit PHASE MARK MONO_S [ATTRS_JSON]
+emit() {
+  SEQ=$((SEQ + 1))
+  f=$(printf '%s/%06d' "$SPOOL" "$SEQ")
+  printf '{"phase":"%s","mark":"%s","mono_s":%s,"attrs":%s}\n' "$1" "$2" "$3" "${4:-{\}}" > "$f.tmp" &&
+    mv "$f.tmp" "$f.json"
+  flush || log "daemon unreachable; $(ls "$SPOOL" | grep -c '\.json$') event(s) spooled"
+}
+
+drain() {
+  deadline=$(( $(date +%s) + ${TSUM_DRAIN_S:-600} ))
+  delay=1
+  until flush; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then log "giving up: daemon unreachable"; return 1; fi
+    sleep "$delay"
+    delay=$((delay * 2)); [ "$delay" -gt 10 ] && delay=10
+  done
+}
+
+fail() {  # fail PHASE DETAIL
+  log "$1 failed: $2"
+  emit "$1" error "$(now)" "{\"detail\":$(json_str "$2")}"
+  drain
+  exit 1
+}
+
+# install: make tsum-train available and check that it runs here.
+emit install begin "$(now)"
+if [ -n "${TSUM_TRAIN_SRC:-}" ]; then
+  cp "$TSUM_TRAIN_SRC" "$WORK/bin/tsum-train" 2>"$WORK/install.err" || fail install "copy $TSUM_TRAIN_SRC: $(cat "$WORK/install.err")"
+elif [ -n "${TSUM_TRAIN_URL:-}" ]; then
+  curl -fsS --retry 5 --max-time 600 -o "$WORK/bin/tsum-train" "$TSUM_TRAIN_URL" 2>"$WORK/install.err" ||
+    fail install "download $TSUM_TRAIN_URL: $(cat "$WORK/install.err")"
+else
+  fail install "neither TSUM_TRAIN_SRC nor TSUM_TRAIN_URL is set"
+fi
+chmod +x "$WORK/bin/tsum-train"
+"$WORK/bin/tsum-train" --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
+emit install end "$(now)"
+
+# load_data: copy or decompress the dataset into the instance.
+emit load_data begin "$(now)"
+for name in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  src="${TSUM_DATA_SRC:-/usr/share/datasets/fashion-mnist}/$name"
+  if [ -f "$src.gz" ]; then
+    gzip -dc "$src.gz" > "$WORK/data/$name" 2>"$WORK/data.err" || fail load_data "decompress $src.gz: $(cat "$WORK/data.err")"
+  elif [ -f "$src" ]; then
+    cp "$src" "$WORK/data/$name" || fail load_data "copy $src failed"
+  else
+    fail load_data "$src(.gz) not found"
+  fi
+done
+emit load_data end "$(now)"
+
+# start, learn, verify: the trainer's own events mark the boundaries.
+rm -f "$WORK/events.fifo"; mkfifo "$WORK/events.fifo"
+emit start begin "$(now)"
+# shellcheck disable=SC2086  # TSUM_TRAIN_ARGS is a list of flags
+"$WORK/bin/tsum-train" --data "$WORK/data" --checkpoint "$WORK/out/model.pt" ${TSUM_TRAIN_ARGS:-} \
+  > "$WORK/events.fifo" 2> "$WORK/train.err" &
+trainer=$!
+phase=start
+saved=""
+while IFS= read -r line; do
+  printf '%s\n' "$line" >> "$WORK/events.jsonl"
+  ev=${line#'{"event":"'}; ev=${ev%%'"'*}
+  mono=${line#*'"mono_s":'}; mono=${mono%%[,\}]*}
+  case $ev in
+    ready) emit start end "$mono" "$line"; emit learn begin "$mono"; phase=learn ;;
+    epoch) emit learn progress "$mono" "$line" ;;
+    learn_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; phase=verify ;;
+    verify) emit verify end "$mono" "$line"; emit save begin "$mono"; phase=save ;;
+    saved) saved=$line ;;
+  esac
+done < "$WORK/events.fifo"
+wait "$trainer"; rc=$?
+[ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
+[ -n "$saved" ] || fail save "tsum-train finished without saving a checkpoint"
+
+# save: put the checkpoint and the event log where they outlive the instance.
+if [ -n "${TSUM_RESULTS_DIR:-}" ]; then
+  mkdir -p "$TSUM_RESULTS_DIR" && cp "$WORK/out/model.pt" "$WORK/events.jsonl" "$TSUM_RESULTS_DIR/" ||
+    fail save "copy results to $TSUM_RESULTS_DIR failed"
+fi
+emit save end "$(now)" "$saved"
+drain || exit 1
+log "done"

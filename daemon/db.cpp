@@ -1,0 +1,122 @@
+#include "daemon/db.h"
+
+#include <charconv>
+
+namespace tsum::daemon {
+
+namespace {
+Error sqlite_error(sqlite3* db, std::string_view what) {
+  int rc = sqlite3_extended_errcode(db);
+  Code code = Code::internal;
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) code = Code::unavailable;
+  if ((rc & 0xff) == SQLITE_CONSTRAINT) code = Code::already_exists;
+  return make_error(code, std::string(what) + ": " + sqlite3_errmsg(db));
+}
+}  // namespace
+
+std::string Stmt::text(int col) const {
+  auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_.get(), col));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_.get(), col))) : std::string();
+}
+
+Result<bool> Stmt::step() {
+  int rc = sqlite3_step(s_.get());
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return sqlite_error(db_, "sqlite step");
+}
+
+Status Stmt::run() {
+  for (;;) {
+    auto r = step();
+    if (!r) return r.error();
+    if (!*r) return {};
+  }
+}
+
+Result<std::unique_ptr<Db>> Db::open(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = raw ? sqlite3_errmsg(raw) : "out of memory";
+    sqlite3_close(raw);
+    return make_error(Code::unavailable, "open database " + path + ": " + msg);
+  }
+  std::unique_ptr<Db> db(new Db(raw));
+  sqlite3_busy_timeout(raw, 5000);
+  if (auto s = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !s)
+    return make_error(s.code(), "database " + path + ": " + s.error().detail);
+  return db;
+}
+
+Db::~Db() { sqlite3_close_v2(db_); }
+
+Status Db::exec(std::string_view sql) {
+  char* err = nullptr;
+  std::string s(sql);
+  if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    Error e = sqlite_error(db_, "sqlite exec");
+    e.detail = "sqlite exec: " + msg;
+    return e;
+  }
+  return {};
+}
+
+Result<Stmt> Db::prepare(std::string_view sql) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &s, nullptr) != SQLITE_OK)
+    return sqlite_error(db_, "sqlite prepare");
+  return Stmt(db_, s);
+}
+
+Result<int> Db::schema_version() {
+  auto st = prepare("PRAGMA user_version");
+  if (!st) return st.error();
+  auto row = st->step();
+  if (!row) return row.error();
+  return static_cast<int>(st->int64(0));
+}
+
+Result<int> Db::migrate(std::span<const EmbeddedFile> migrations) {
+  auto current = schema_version();
+  if (!current) return current.error();
+  int version = *current;
+  int latest = 0;
+  for (const auto& m : migrations) {
+    int n = 0;
+    auto [p, ec] = std::from_chars(m.name.data(), m.name.data() + m.name.size(), n);
+    if (ec != std::errc() || p != m.name.data() + 4)
+      return make_error(Code::internal, "migration " + std::string(m.name) + " lacks an NNNN_ prefix");
+    latest = std::max(latest, n);
+    if (n <= version) continue;
+    Transaction tx(*this);
+    if (!tx.begun()) return tx.begun().error();
+    if (auto s = exec(m.data); !s)
+      return make_error(s.code(), "migration " + std::string(m.name) + ": " + s.error().detail);
+    if (auto s = exec("PRAGMA user_version = " + std::to_string(n)); !s) return s.error();
+    if (auto s = tx.commit(); !s) return s.error();
+    version = n;
+  }
+  if (version > latest)
+    return make_error(Code::invalid_argument, "database schema version " + std::to_string(version) +
+                                                  " is newer than this tsumd knows (" + std::to_string(latest) + ")");
+  return version;
+}
+
+Transaction::Transaction(Db& db)
+    : db_(db), nested_(db.in_transaction()), begun_(db.exec(nested_ ? "SAVEPOINT tx" : "BEGIN IMMEDIATE")) {}
+
+Transaction::~Transaction() {
+  if (begun_ && !done_) (void)db_.exec(nested_ ? "ROLLBACK TO tx; RELEASE tx" : "ROLLBACK");
+}
+
+Status Transaction::commit() {
+  auto s = db_.exec(nested_ ? "RELEASE tx" : "COMMIT");
+  if (s) done_ = true;
+  return s;
+}
+
+}  // namespace tsum::daemon

@@ -1,0 +1,114 @@
+// A thin owner of one SQLite connection: WAL mode, foreign keys on, a busy timeout, prepared statements
+// with typed binds, and RAII transactions. Errors come back as values; nothing here throws.
+//
+// Not thread-safe: the daemon uses one connection from its single io_context thread.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "common/embedded.h"
+#include "common/result.h"
+
+namespace tsum::daemon {
+
+using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s, &sqlite3_finalize) {}
+
+  // Binds parameters 1..N in order. int, int64_t, double, string-like, nullptr and std::optional work.
+  template <class... Args>
+  Stmt& bind(const Args&... args) {
+    int i = 0;
+    (bind_one(++i, args), ...);
+    return *this;
+  }
+  // Binds one parameter at a 1-based index.
+  template <class T>
+  Stmt& bind_at(int i, const T& v) {
+    bind_one(i, v);
+    return *this;
+  }
+  // Steps once. true: a row is ready to read; false: done.
+  Result<bool> step();
+  // Runs to completion, ignoring rows.
+  Status run();
+
+  bool is_null(int col) const { return sqlite3_column_type(s_.get(), col) == SQLITE_NULL; }
+  int64_t int64(int col) const { return sqlite3_column_int64(s_.get(), col); }
+  double real(int col) const { return sqlite3_column_double(s_.get(), col); }
+  std::string text(int col) const;
+  std::optional<double> opt_real(int col) const {
+    return is_null(col) ? std::nullopt : std::optional<double>(real(col));
+  }
+
+ private:
+  void bind_one(int i, std::nullptr_t) { sqlite3_bind_null(s_.get(), i); }
+  void bind_one(int i, int v) { sqlite3_bind_int64(s_.get(), i, v); }
+  void bind_one(int i, int64_t v) { sqlite3_bind_int64(s_.get(), i, v); }
+  void bind_one(int i, double v) { sqlite3_bind_double(s_.get(), i, v); }
+  void bind_one(int i, std::string_view v) {
+    sqlite3_bind_text(s_.get(), i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void bind_one(int i, const std::string& v) { bind_one(i, std::string_view(v)); }
+  void bind_one(int i, const char* v) { bind_one(i, std::string_view(v)); }
+  template <class T>
+  void bind_one(int i, const std::optional<T>& v) {
+    if (v) bind_one(i, *v); else bind_one(i, nullptr);
+  }
+
+  sqlite3* db_;
+  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s_;
+};
+
+class Db {
+ public:
+  // Opens (creating if needed) the database at path, in WAL mode with foreign keys enforced.
+  static Result<std::unique_ptr<Db>> open(const std::string& path);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  Status exec(std::string_view sql);
+  Result<Stmt> prepare(std::string_view sql);
+  int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
+  int changes() const { return sqlite3_changes(db_); }
+  bool in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
+
+  // Applies, in order and each in its own transaction, every migration whose NNNN prefix is above the
+  // database's user_version. Returns the schema version now in force. A database newer than this binary
+  // is refused with failed_precondition-like invalid_argument, never downgraded.
+  Result<int> migrate(std::span<const EmbeddedFile> migrations);
+  Result<int> schema_version();
+
+ private:
+  explicit Db(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+};
+
+// BEGIN IMMEDIATE on construction (a SAVEPOINT when already inside a transaction, so transactions nest);
+// rolled back on destruction unless commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(Db& db);
+  ~Transaction();
+  Status begun() const { return begun_; }
+  Status commit();
+
+ private:
+  Db& db_;
+  bool nested_;
+  Status begun_;
+  bool done_ = false;
+};
+
+}  // namespace tsum::daemon

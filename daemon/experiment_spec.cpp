@@ -1,0 +1,160 @@
+#include "daemon/experiment_spec.h"
+
+#include <initializer_list>
+#include "common/json_util.h"
+#include <set>
+
+namespace tsum::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+Error bad(std::string what) { return make_error(Code::invalid_argument, std::move(what)); }
+
+std::optional<Error> reject_unknown(const json& obj, std::string_view where,
+                                    std::initializer_list<std::string_view> known) {
+  for (const auto& [key, _] : obj.items()) {
+    bool ok = false;
+    for (auto k : known) ok = ok || k == key;
+    if (!ok) return bad("unknown field '" + std::string(where) + key + "'");
+  }
+  return std::nullopt;
+}
+
+// An integer field in [lo, hi]; absent gives nullopt.
+Result<std::optional<int>> int_field(const json& obj, const char* key, std::string_view where, int lo, int hi) {
+  if (!obj.contains(key) || obj[key].is_null()) return std::optional<int>{};
+  const json& v = obj[key];
+  if (!v.is_number_integer()) return bad("'" + std::string(where) + key + "' must be an integer");
+  auto n = v.get<int64_t>();
+  if (n < lo || n > hi)
+    return bad("'" + std::string(where) + key + "' must be between " + std::to_string(lo) + " and " +
+               std::to_string(hi) + ", got " + std::to_string(n));
+  return std::optional<int>(static_cast<int>(n));
+}
+
+Result<std::string> string_field(const json& obj, const char* key, std::string_view where, bool required,
+                                 std::string fallback = "") {
+  if (!obj.contains(key)) {
+    if (required) return bad("missing field '" + std::string(where) + key + "'");
+    return fallback;
+  }
+  if (!obj[key].is_string()) return bad("'" + std::string(where) + key + "' must be a string");
+  auto s = obj[key].get<std::string>();
+  if (s.size() > 200) return bad("'" + std::string(where) + key + "' is longer than 200 characters");
+  return s;
+}
+
+Result<Workload> parse_workload(const json& j) {
+  if (!j.is_object()) return bad("'workload' must be an object");
+  if (auto e = reject_unknown(j, "workload.", {"model", "dataset", "epochs", "limit", "test_limit", "batch", "threads"}))
+    return *e;
+  Workload w;
+  auto model = string_field(j, "model", "workload.", false, w.model);
+  if (!model) return model.error();
+  if (*model != "mnist_cnn") return bad("workload.model '" + *model + "' is not supported (supported: mnist_cnn)");
+  w.model = *model;
+  auto dataset = string_field(j, "dataset", "workload.", false, w.dataset);
+  if (!dataset) return dataset.error();
+  if (*dataset != "fashion-mnist")
+    return bad("workload.dataset '" + *dataset + "' is not supported (supported: fashion-mnist)");
+  w.dataset = *dataset;
+  auto epochs = int_field(j, "epochs", "workload.", 1, 1000);
+  if (!epochs) return epochs.error();
+  w.epochs = epochs->value_or(1);
+  auto limit = int_field(j, "limit", "workload.", 1, 60000);
+  auto test_limit = int_field(j, "test_limit", "workload.", 1, 10000);
+  auto batch = int_field(j, "batch", "workload.", 1, 65536);
+  auto threads = int_field(j, "threads", "workload.", 1, 1024);
+  for (auto* r : {&limit, &test_limit, &batch, &threads})
+    if (!*r) return r->error();
+  w.limit = *limit;
+  w.test_limit = *test_limit;
+  w.batch = *batch;
+  w.threads = *threads;
+  return w;
+}
+
+}  // namespace
+
+std::string Workload::train_args() const {
+  std::string a = "--model " + model + " --epochs " + std::to_string(epochs);
+  if (limit) a += " --limit " + std::to_string(*limit);
+  if (test_limit) a += " --test-limit " + std::to_string(*test_limit);
+  if (batch) a += " --batch " + std::to_string(*batch);
+  if (threads) a += " --threads " + std::to_string(*threads);
+  return a;
+}
+
+json Workload::to_json() const {
+  json j = {{"model", model}, {"dataset", dataset}, {"epochs", epochs}};
+  if (limit) j["limit"] = *limit;
+  if (test_limit) j["test_limit"] = *test_limit;
+  if (batch) j["batch"] = *batch;
+  if (threads) j["threads"] = *threads;
+  return j;
+}
+
+json ExperimentSpec::to_json() const {
+  json cfgs = json::array();
+  for (const auto& c : configs) cfgs.push_back({{"provider", c.provider}, {"instance_type", c.instance_type}});
+  json rules = json::array();
+  for (const auto& r : billing) rules.push_back(r.name);
+  return {{"name", name}, {"workload", workload.to_json()}, {"configs", cfgs}, {"repetitions", repetitions},
+          {"billing", rules}};
+}
+
+Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
+  if (!j.is_object()) return bad("the body must be a JSON object");
+  if (auto e = reject_unknown(j, "", {"name", "workload", "configs", "repetitions", "billing"})) return *e;
+  ExperimentSpec spec;
+  auto name = string_field(j, "name", "", false, "experiment");
+  if (!name) return name.error();
+  spec.name = *name;
+  if (!j.contains("workload")) return bad("missing field 'workload'");
+  auto w = parse_workload(j["workload"]);
+  if (!w) return w.error();
+  spec.workload = *w;
+
+  if (!j.contains("configs") || !j["configs"].is_array() || j["configs"].empty())
+    return bad("'configs' must be a non-empty array");
+  if (j["configs"].size() > 100) return bad("'configs' has more than 100 entries");
+  for (size_t i = 0; i < j["configs"].size(); ++i) {
+    const json& c = j["configs"][i];
+    std::string where = "configs[" + std::to_string(i) + "].";
+    if (!c.is_object()) return bad("'" + where.substr(0, where.size() - 1) + "' must be an object");
+    if (auto e = reject_unknown(c, where, {"provider", "instance_type"})) return *e;
+    auto provider = string_field(c, "provider", where, true);
+    if (!provider) return provider.error();
+    auto type = string_field(c, "instance_type", where, true);
+    if (!type) return type.error();
+    spec.configs.push_back({*provider, *type});
+  }
+
+  auto reps = int_field(j, "repetitions", "", 1, 100);
+  if (!reps) return reps.error();
+  spec.repetitions = reps->value_or(1);
+
+  if (j.contains("billing")) {
+    if (!j["billing"].is_array() || j["billing"].empty()) return bad("'billing' must be a non-empty array of rules");
+    std::set<std::string> seen;
+    for (const auto& r : j["billing"]) {
+      if (!r.is_string()) return bad("'billing' entries must be strings");
+      auto rule = billing::parse_rule(r.get<std::string>());
+      if (!rule) return rule.error();
+      if (seen.insert(rule->name).second) spec.billing.push_back(*rule);
+    }
+  } else {
+    spec.billing = billing::builtin_rules();
+  }
+  return spec;
+}
+
+Result<ExperimentSpec> parse_experiment_spec(std::string_view body) {
+  auto j = parse_json_safely(body);
+  if (!j) return bad("malformed JSON");
+  return experiment_spec_from_json(*j);
+}
+
+}  // namespace tsum::daemon

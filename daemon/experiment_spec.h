@@ -1,0 +1,56 @@
+// The experiment request body, parsed and validated. Unknown fields are errors, so a typo is reported
+// instead of silently ignored.
+//
+// {"name": "...",
+//  "workload": {"model": "mnist_cnn", "dataset": "fashion-mnist", "epochs": 1, "limit": 2000,
+//               "test_limit": 1000, "batch": 128, "threads": 0},
+//  "configs": [{"provider": "local", "instance_type": "local-1c"}, ...],
+//  "repetitions": 1,
+//  "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour", "step:S,min:M"]}
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "billing/billing_rule.h"
+#include "common/result.h"
+
+namespace tsum::daemon {
+
+struct Workload {
+  std::string model = "mnist_cnn";
+  std::string dataset = "fashion-mnist";
+  int epochs = 1;
+  std::optional<int> limit;
+  std::optional<int> test_limit;
+  std::optional<int> batch;
+  std::optional<int> threads;  // default: the instance's CPUs
+
+  // The tsum-train flags for this workload (without --data and --checkpoint).
+  std::string train_args() const;
+  nlohmann::json to_json() const;
+};
+
+struct RunConfig {
+  std::string provider;
+  std::string instance_type;
+};
+
+struct ExperimentSpec {
+  std::string name;
+  Workload workload;
+  std::vector<RunConfig> configs;
+  int repetitions = 1;
+  std::vector<billing::BillingRule> billing;
+
+  nlohmann::json to_json() const;
+};
+
+// Parses the JSON text of a request body. invalid_argument with a message naming the field on any
+// malformed JSON, unknown field, wrong type or out-of-range value.
+Result<ExperimentSpec> parse_experiment_spec(std::string_view body);
+Result<ExperimentSpec> experiment_spec_from_json(const nlohmann::json& j);
+
+}  // namespace tsum::daemon

@@ -1,0 +1,81 @@
+// The run ledger: the one door through which a run's status changes and its phase marks are written.
+//
+// - advance() is the only writer of runs.status. It validates the transition, writes the status and an
+//   entry in run_transitions in one transaction.
+// - record_mark() writes a phase's begin or end once. A repeated or replayed mark is ignored (the schema's
+//   primary key with ON CONFLICT DO NOTHING), so no retry can move a measured time.
+// - apply_agent_event() applies one agent event atomically: the startup end (first sign of life, on the
+//   daemon's clock), the phase mark, and the status that phase implies.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "daemon/db.h"
+#include "daemon/run_status.h"
+
+namespace tsum::daemon {
+
+struct PhaseMark {
+  double t = 0;
+  ClockDomain clock = ClockDomain::daemon;
+  nlohmann::json attrs;
+};
+
+struct PhaseRecord {
+  std::optional<PhaseMark> begin;
+  std::optional<PhaseMark> end;
+  // end - begin when both are present on the same clock.
+  std::optional<double> seconds() const;
+};
+
+// What an agent reports: a phase's begin or end on its monotonic clock, a learn-progress sample,
+// or an error that ends the run.
+struct AgentEvent {
+  enum class Kind { begin, end, progress, error };
+  Phase phase = Phase::install;
+  Kind kind = Kind::begin;
+  double mono_s = 0;
+  nlohmann::json attrs = nlohmann::json::object();
+};
+
+struct EventOutcome {
+  bool recorded = false;   // false: a duplicate, nothing changed
+  bool first_sign_of_life = false;
+};
+
+class Ledger {
+ public:
+  Ledger(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
+
+  // Moves run_id to `to`. Allowed: forward along the lifecycle from a non-terminal status (skipping is
+  // fine), to failed or cancelled from any non-terminal status, and to done only from terminating.
+  // Advancing to the current status is a no-op. Anything else is invalid_argument; an unknown run is
+  // not_found. A terminal run refuses every change with already_exists.
+  Status advance(int64_t run_id, RunStatus to, std::string_view reason);
+
+  // Writes one mark. Result: true if written, false if that mark already existed (left unchanged).
+  Result<bool> record_mark(int64_t run_id, Phase phase, Mark mark, double t, ClockDomain clock,
+                           const nlohmann::json& attrs = nlohmann::json::object());
+
+  // Applies an agent event in one transaction. A queued or finished run refuses it with already_exists.
+  Result<EventOutcome> apply_agent_event(int64_t run_id, const AgentEvent& ev);
+
+  // Stores the provider's handle for the run. Written once: a second call with a different handle fails.
+  Status set_instance(int64_t run_id, const nlohmann::json& handle);
+
+  Result<RunStatus> status(int64_t run_id);
+  Result<std::map<Phase, PhaseRecord>> phases(int64_t run_id);
+
+ private:
+  Status advance_locked(int64_t run_id, RunStatus from, RunStatus to, std::string_view reason);
+
+  Db& db_;
+  const Clock& clock_;
+};
+
+}  // namespace tsum::daemon

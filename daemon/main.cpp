@@ -1,0 +1,179 @@
+// tsumd: the tsum daemon and its command line.
+//
+//   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--trainer PATH] [--data DIR]
+//               [--max-concurrent N]
+//   tsumd token create --db PATH
+//   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api/app.h"
+#include "api/quickstart.h"
+#include "sql/migrations.h"
+
+namespace asio = boost::asio;
+using namespace tsum;
+
+namespace {
+
+constexpr const char* kUsage = R"(usage:
+  tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
+  tsumd token create --db PATH
+  tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
+)";
+
+int usage_error(const std::string& msg) {
+  std::cerr << "tsumd: " << msg << "\n" << kUsage;
+  return 2;
+}
+
+// --key value pairs after the subcommand words. Unknown keys are reported by the caller.
+bool parse_flags(const std::vector<std::string>& args, size_t from, std::map<std::string, std::string>& out,
+                 std::string& err) {
+  for (size_t i = from; i < args.size(); i += 2) {
+    if (!args[i].starts_with("--") || i + 1 >= args.size()) {
+      err = "expected --flag value, got '" + args[i] + "'";
+      return false;
+    }
+    out[args[i].substr(2)] = args[i + 1];
+  }
+  return true;
+}
+
+bool only_known(const std::map<std::string, std::string>& flags, std::initializer_list<std::string_view> known,
+                std::string& err) {
+  for (const auto& [k, _] : flags) {
+    bool ok = false;
+    for (auto n : known) ok = ok || n == k;
+    if (!ok) {
+      err = "unknown flag --" + k;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool to_int(const std::string& s, int& out) {
+  try {
+    size_t n = 0;
+    out = std::stoi(s, &n);
+    return n == s.size();
+  } catch (...) {
+    return false;
+  }
+}
+
+int serve(std::map<std::string, std::string> flags) {
+  api::AppOptions o;
+  o.db_path = flags["db"];
+  std::string listen = flags.count("listen") ? flags["listen"] : "127.0.0.1:8080";
+  auto colon = listen.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !to_int(listen.substr(colon + 1), port) || port < 0 || port > 65535)
+    return usage_error("--listen must be HOST:PORT");
+  o.listen_host = listen.substr(0, colon);
+  if (o.listen_host.size() > 2 && o.listen_host.front() == '[') o.listen_host = o.listen_host.substr(1, o.listen_host.size() - 2);
+  o.listen_port = static_cast<uint16_t>(port);
+  if (flags.count("state-dir")) o.state_dir = flags["state-dir"];
+  if (flags.count("trainer")) o.trainer_path = flags["trainer"];
+  if (flags.count("data")) o.data_dir = flags["data"];
+  if (flags.count("max-concurrent") && (!to_int(flags["max-concurrent"], o.max_concurrent) || o.max_concurrent < 1))
+    return usage_error("--max-concurrent must be a positive integer");
+
+  asio::io_context io;
+  auto app = api::App::create(io, o);
+  if (!app) {
+    std::cerr << "tsumd: " << app.error().detail << "\n";
+    return 1;
+  }
+  int rc = 0;
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    auto port = co_await (*app)->start();
+    if (!port) {
+      std::cerr << "tsumd: " << port.error().detail << "\n";
+      rc = 1;
+      signals.cancel();
+      co_await (*app)->shutdown();
+      co_return;
+    }
+    std::cerr << "tsumd: listening on " << o.listen_host << ":" << *port << "\n";
+  }, asio::detached);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    std::cerr << "tsumd: signal " << sig << ": cancelling runs and terminating their instances\n";
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      co_await (*app)->shutdown();
+      io.stop();
+    }, asio::detached);
+  });
+  io.run();
+  std::cerr << "tsumd: stopped\n";
+  return rc;
+}
+
+int token_create(std::map<std::string, std::string> flags) {
+  if (flags["db"].empty()) return usage_error("token create needs --db PATH");
+  auto db = daemon::Db::open(flags["db"]);
+  if (!db) {
+    std::cerr << "tsumd: " << db.error().detail << "\n";
+    return 1;
+  }
+  if (auto v = (*db)->migrate(sql::migrations()); !v) {
+    std::cerr << "tsumd: " << v.error().detail << "\n";
+    return 1;
+  }
+  SystemClock clock;
+  daemon::TokenStore tokens(**db, clock);
+  auto t = tokens.create_admin();
+  if (!t) {
+    std::cerr << "tsumd: " << t.error().detail << "\n";
+    return 1;
+  }
+  std::cout << *t << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  std::map<std::string, std::string> flags;
+  std::string err;
+  if (args[0] == "serve") {
+    if (!parse_flags(args, 1, flags, err) ||
+        !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent"}, err))
+      return usage_error(err);
+    if (flags["db"].empty()) return usage_error("serve needs --db PATH");
+    return serve(flags);
+  }
+  if (args[0] == "token" && args.size() > 1 && args[1] == "create") {
+    if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db"}, err)) return usage_error(err);
+    return token_create(flags);
+  }
+  if (args[0] == "quickstart") {
+    if (!parse_flags(args, 1, flags, err) ||
+        !only_known(flags, {"db", "epochs", "limit", "test-limit", "data", "trainer"}, err))
+      return usage_error(err);
+    api::QuickstartOptions q;
+    if (flags.count("db")) q.db_path = flags["db"];
+    if (flags.count("data")) q.data_dir = flags["data"];
+    if (flags.count("trainer")) q.trainer_path = flags["trainer"];
+    for (auto [key, dst] : {std::pair{"epochs", &q.epochs}, {"limit", &q.limit}, {"test-limit", &q.test_limit}})
+      if (flags.count(key) && (!to_int(flags[key], *dst) || *dst < 1))
+        return usage_error(std::string("--") + key + " must be a positive integer");
+    return api::run_quickstart(q);
+  }
+  return usage_error("unknown command '" + args[0] + "'");
+}

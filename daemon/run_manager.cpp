@@ -1,0 +1,269 @@
+#include "daemon/run_manager.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <iostream>
+
+#include "common/embedded.h"
+
+namespace tsum::daemon {
+
+std::span<const EmbeddedFile> agent_files();  // compiled in from daemon/agent/
+
+namespace asio = boost::asio;
+using providers::InstanceHandle;
+using providers::InstanceState;
+using std::chrono::milliseconds;
+
+struct RunManager::LiveRun {
+  explicit LiveRun(asio::io_context& io, int64_t run_id) : id(run_id), wake(io) {}
+  int64_t id;
+  std::optional<std::string> cancel_reason;
+  std::optional<std::string> agent_error;
+  bool saved = false;
+  asio::steady_timer wake;
+  void poke() { wake.cancel(); }
+};
+
+namespace {
+void log_line(const std::string& s) { std::cerr << "tsumd: " << s << std::endl; }
+}  // namespace
+
+RunManager::RunManager(asio::io_context& io, Services services, RunManagerOptions opts)
+    : io_(io), s_(services), opts_(std::move(opts)), dispatch_wake_(io) {}
+
+RunManager::~RunManager() = default;
+
+asio::awaitable<void> RunManager::sleep_for(milliseconds d) {
+  asio::steady_timer t(io_, d);
+  boost::system::error_code ec;
+  co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+void RunManager::start() {
+  if (dispatching_) return;
+  dispatching_ = true;
+  asio::co_spawn(io_, dispatch_loop(), asio::detached);
+}
+
+void RunManager::notify() { dispatch_wake_.cancel(); }
+
+asio::awaitable<void> RunManager::dispatch_loop() {
+  while (!stopping_) {
+    if (static_cast<int>(live_.size()) < opts_.max_concurrent) {
+      auto queued = s_.store.runs_in({RunStatus::queued});
+      if (!queued) log_line("dispatcher: " + queued.error().detail);
+      for (const auto& r : queued ? *queued : std::vector<RunRow>{}) {
+        if (static_cast<int>(live_.size()) >= opts_.max_concurrent) break;
+        auto live = std::make_shared<LiveRun>(io_, r.id);
+        live_[r.id] = live;
+        asio::co_spawn(io_, run_one(live), asio::detached);
+      }
+    }
+    dispatch_wake_.expires_after(milliseconds(500));
+    boost::system::error_code ec;
+    co_await dispatch_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+void RunManager::finish(int64_t run_id, RunStatus status, const std::string& reason) {
+  if (auto s = s_.ledger.advance(run_id, status, reason); !s)
+    log_line("run " + std::to_string(run_id) + ": " + s.error().detail);
+  (void)s_.tokens.revoke_run(run_id);
+}
+
+asio::awaitable<void> RunManager::run_one(std::shared_ptr<LiveRun> live) {
+  std::pair<RunStatus, std::string> outcome{RunStatus::failed, "internal error"};
+  try {
+    outcome = co_await provision_and_watch(*live);
+  } catch (const std::exception& e) {
+    outcome = {RunStatus::failed, std::string("internal error: ") + e.what()};
+  }
+  // Whatever happened, an instance that was created is terminated before the run is finished.
+  auto row = s_.store.run(live->id);
+  if (row && row->instance && !is_terminal(row->status)) {
+    auto* p = s_.providers.get(row->provider);
+    auto h = InstanceHandle::from_json(*row->instance);
+    // Plain statements around co_await: GCC 12 miscompiles co_await inside ?: and with temporaries.
+    Status st = make_error(Code::internal, "provider " + row->provider + " vanished");
+    if (p) st = co_await terminate_and_time(live->id, *p, h);
+    if (!st) outcome = {RunStatus::failed, outcome.second + (outcome.second.empty() ? "" : "; ") +
+                                               "terminate failed: " + st.error().detail};
+  }
+  if (row && !is_terminal(row->status)) finish(live->id, outcome.first, outcome.second);
+  live_.erase(live->id);
+  notify();
+}
+
+asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_watch(LiveRun& live) {
+  using Result = std::pair<RunStatus, std::string>;
+  auto row = s_.store.run(live.id);
+  if (!row) co_return Result{RunStatus::failed, row.error().detail};
+  auto* provider = s_.providers.get(row->provider);
+  if (!provider) co_return Result{RunStatus::failed, "provider '" + row->provider + "' is not configured"};
+  auto exp = s_.store.experiment(row->experiment_id);
+  if (!exp) co_return Result{RunStatus::failed, exp.error().detail};
+  if (auto st = s_.ledger.advance(live.id, RunStatus::provisioning, "dispatched"); !st)
+    co_return Result{RunStatus::failed, st.error().detail};
+
+  // Named, not a temporary: GCC 12 mishandles temporaries inside co_await expressions.
+  const providers::Requirements wanted{.instance_type = row->instance_type};
+  auto offers = co_await provider->offers(wanted);
+  if (!offers || offers->empty())
+    co_return Result{RunStatus::failed, "no offer for " + row->instance_type +
+                                            (offers ? "" : ": " + offers.error().detail)};
+  auto token = s_.tokens.create_for_run(live.id);
+  if (!token) co_return Result{RunStatus::failed, token.error().detail};
+
+  providers::LaunchSpec spec;
+  spec.run_id = std::to_string(live.id);
+  spec.tag = opts_.tag;
+  spec.idempotency_token = "run" + std::to_string(live.id) + "-" + opts_.tag;
+  spec.agent_script = std::string(find_embedded(agent_files(), "tsum-agent.sh"));
+  spec.env = {{"TSUM_URL", opts_.daemon_url},
+              {"TSUM_RUN_ID", spec.run_id},
+              {"TSUM_TOKEN", *token},
+              {"TSUM_TRAIN_SRC", opts_.trainer_path},
+              {"TSUM_DATA_SRC", opts_.data_dir},
+              {"TSUM_TRAIN_ARGS", exp->spec.workload.train_args()},
+              {"TSUM_RESULTS_DIR", opts_.results_dir + "/run-" + spec.run_id}};
+
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)s_.ledger.record_mark(live.id, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
+  auto handle = co_await provider->create(offers->front(), spec);
+  if (!handle) co_return Result{RunStatus::failed, "create failed: " + handle.error().detail};
+  if (auto st = s_.ledger.set_instance(live.id, handle->to_json()); !st)
+    co_return Result{RunStatus::failed, st.error().detail};
+  (void)s_.ledger.advance(live.id, RunStatus::booting, "instance " + handle->id + " created");
+
+  auto next_describe = t0;
+  for (;;) {
+    if (live.cancel_reason) co_return Result{RunStatus::cancelled, *live.cancel_reason};
+    if (live.agent_error) co_return Result{RunStatus::failed, *live.agent_error};
+    if (live.saved) co_return Result{RunStatus::done, ""};
+    auto now = std::chrono::steady_clock::now();
+    auto phases = s_.ledger.phases(live.id);
+    bool alive_signal = phases && phases->count(Phase::startup) && (*phases)[Phase::startup].end;
+    if (!alive_signal && now - t0 > opts_.startup_deadline)
+      co_return Result{RunStatus::failed, "no sign of life from the agent within " +
+                                              std::to_string(opts_.startup_deadline.count()) + " s"};
+    if (now - t0 > opts_.run_deadline)
+      co_return Result{RunStatus::failed, "run exceeded its deadline of " + std::to_string(opts_.run_deadline.count()) + " s"};
+    if (now >= next_describe) {
+      next_describe = now + std::chrono::seconds(1);
+      auto st = co_await provider->describe(*handle);
+      if (live.saved || live.agent_error || live.cancel_reason) continue;  // events arrived meanwhile
+      if (st && st->state == InstanceState::gone)
+        co_return Result{RunStatus::failed, "instance disappeared: " + st->detail};
+      if (st && st->state == InstanceState::exited)  // the agent delivers its events before it exits
+        co_return Result{RunStatus::failed, st->detail + " before the run finished"};
+    }
+    live.wake.expires_after(opts_.poll);
+    boost::system::error_code ec;
+    co_await live.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+asio::awaitable<Status> RunManager::terminate_and_time(int64_t run_id, providers::Provider& p,
+                                                       const InstanceHandle& h) {
+  (void)s_.ledger.advance(run_id, RunStatus::terminating, "");
+  (void)s_.ledger.record_mark(run_id, Phase::poweroff, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
+  const auto deadline = std::chrono::steady_clock::now() + opts_.poweroff_deadline;
+  Status last;
+  for (milliseconds backoff(50);; backoff = std::min(backoff * 2, milliseconds(5000))) {
+    last = co_await p.terminate(h);
+    if (last) {
+      auto st = co_await p.describe(h);
+      if (st && st->state == InstanceState::gone) {
+        (void)s_.ledger.record_mark(run_id, Phase::poweroff, Mark::end, s_.clock.now_s(), ClockDomain::daemon);
+        co_return Status{};
+      }
+    }
+    if (std::chrono::steady_clock::now() + backoff > deadline) break;
+    co_await sleep_for(backoff);
+  }
+  co_return make_error(Code::timeout, "instance " + h.id + " not confirmed gone within " +
+                                          std::to_string(opts_.poweroff_deadline.count()) + " s" +
+                                          (last ? "" : ": " + last.error().detail));
+}
+
+Status RunManager::cancel(int64_t run_id, std::string reason) {
+  if (auto it = live_.find(run_id); it != live_.end()) {
+    if (!it->second->cancel_reason) it->second->cancel_reason = std::move(reason);
+    it->second->poke();
+    return {};
+  }
+  auto st = s_.ledger.status(run_id);
+  if (!st) return st.error();
+  if (is_terminal(*st))
+    return make_error(Code::already_exists, "run " + std::to_string(run_id) + " is already " +
+                                                std::string(status_name(*st)));
+  // Not live and not finished: still queued (a live run is always in live_).
+  return s_.ledger.advance(run_id, RunStatus::cancelled, reason);
+}
+
+void RunManager::on_agent_event(int64_t run_id, const AgentEvent& ev) {
+  auto it = live_.find(run_id);
+  if (it == live_.end()) return;
+  if (ev.kind == AgentEvent::Kind::error && !it->second->agent_error)
+    it->second->agent_error = std::string(phase_name(ev.phase)) + " failed: " + ev.attrs.value("detail", "");
+  if (ev.kind == AgentEvent::Kind::end && ev.phase == Phase::save) it->second->saved = true;
+  it->second->poke();
+}
+
+asio::awaitable<void> RunManager::reconcile() {
+  auto unfinished = s_.store.runs_in({RunStatus::provisioning, RunStatus::booting, RunStatus::installing,
+                                      RunStatus::loading, RunStatus::starting, RunStatus::learning,
+                                      RunStatus::verifying, RunStatus::saving, RunStatus::terminating});
+  if (!unfinished) {
+    log_line("reconcile: " + unfinished.error().detail);
+    co_return;
+  }
+  for (const auto& r : *unfinished) {
+    std::string was(status_name(r.status));
+    auto* p = s_.providers.get(r.provider);
+    std::string reason;
+    if (!r.instance) {
+      reason = "daemon restarted while the run was " + was + ", before an instance was recorded";
+    } else if (!p) {
+      reason = "daemon restarted while the run was " + was + "; provider " + r.provider + " is not configured";
+    } else {
+      auto h = InstanceHandle::from_json(*r.instance);
+      auto st = co_await p->describe(h);
+      if (st && st->state == InstanceState::gone) {
+        reason = "instance " + h.id + " was gone after a daemon restart (run was " + was + ")";
+      } else {
+        auto t = co_await terminate_and_time(r.id, *p, h);
+        reason = "daemon restarted while the run was " + was + "; instance " + h.id +
+                 (t ? " terminated" : " could not be terminated: " + t.error().detail);
+      }
+    }
+    finish(r.id, RunStatus::failed, reason);
+    log_line("reconcile: run " + std::to_string(r.id) + " failed: " + reason);
+  }
+  // Strays: tagged instances with no live run (none is live yet), e.g. created just before a crash.
+  for (auto* p : s_.providers.all()) {
+    auto strays = co_await p->list_tagged(opts_.tag);
+    if (!strays) continue;
+    for (const auto& h : *strays) {
+      auto t = co_await p->terminate(h);
+      log_line("reconcile: stray " + std::string(p->name()) + " instance " + h.id +
+               (t ? " terminated" : " could not be terminated: " + t.error().detail));
+    }
+  }
+}
+
+asio::awaitable<void> RunManager::shutdown(std::chrono::seconds deadline) {
+  stopping_ = true;
+  dispatch_wake_.cancel();
+  for (auto& [id, live] : live_) {
+    if (!live->cancel_reason) live->cancel_reason = "daemon shutting down";
+    live->poke();
+  }
+  auto until = std::chrono::steady_clock::now() + deadline;
+  while (!live_.empty() && std::chrono::steady_clock::now() < until) co_await sleep_for(milliseconds(20));
+}
+
+}  // namespace tsum::daemon

@@ -1,0 +1,92 @@
+// RunManager owns every live run. Each run is one coroutine that provisions an instance, watches the agent's
+// progress, and always ends by terminating the instance and timing its poweroff, whatever happened before.
+// A dispatcher starts queued runs (oldest first) while fewer than max_concurrent are live.
+//
+// At start, reconcile() settles what a previous daemon left behind: every unfinished run's instance is
+// terminated (or found gone) and the run marked failed with a reason; tagged strays with no live run are
+// terminated. All status changes go through the Ledger.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "daemon/ledger.h"
+#include "daemon/provider_registry.h"
+#include "daemon/store.h"
+#include "daemon/token_store.h"
+
+namespace tsum::daemon {
+
+struct RunManagerOptions {
+  std::string daemon_url;       // where agents post their events
+  std::string tag = "tsum";     // ownership tag on every instance this daemon creates
+  std::string trainer_path;     // tsum-train, handed to local agents for their install phase
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string results_dir;      // where agents save checkpoints and event logs
+  int max_concurrent = 1;
+  std::chrono::seconds startup_deadline{600};   // create → the agent's first event
+  std::chrono::seconds run_deadline{6 * 3600};  // create → save end
+  std::chrono::seconds poweroff_deadline{300};  // terminate → the provider confirms it is gone
+  std::chrono::milliseconds poll{250};
+};
+
+struct Services {
+  Db& db;
+  Ledger& ledger;
+  Store& store;
+  TokenStore& tokens;
+  ProviderRegistry& providers;
+  const Clock& clock;
+};
+
+class RunManager {
+ public:
+  RunManager(boost::asio::io_context& io, Services services, RunManagerOptions opts);
+  ~RunManager();
+
+  // Settles the runs and instances a previous daemon left behind. Call once, before start().
+  boost::asio::awaitable<void> reconcile();
+  // Starts the dispatcher.
+  void start();
+  // New queued runs exist: look now rather than at the next poll.
+  void notify();
+
+  // Cancels a run: a live one is terminated by its coroutine, a queued one is marked cancelled at once.
+  // already_exists for a finished run, not_found for an unknown one.
+  Status cancel(int64_t run_id, std::string reason);
+  // The agent reported an event the run's coroutine must act on.
+  void on_agent_event(int64_t run_id, const AgentEvent& ev);
+
+  // Stops dispatching, cancels every live run and waits (up to deadline) until their instances are gone.
+  boost::asio::awaitable<void> shutdown(std::chrono::seconds deadline);
+  size_t live() const { return live_.size(); }
+
+ private:
+  struct LiveRun;
+  boost::asio::awaitable<void> dispatch_loop();
+  boost::asio::awaitable<void> run_one(std::shared_ptr<LiveRun> live);
+  // The run's body up to (not including) termination. Returns the final status and reason.
+  boost::asio::awaitable<std::pair<RunStatus, std::string>> provision_and_watch(LiveRun& live);
+  // terminating → terminate → wait until gone, timing poweroff. Returns an error if it could not confirm.
+  boost::asio::awaitable<Status> terminate_and_time(int64_t run_id, providers::Provider& p,
+                                                    const providers::InstanceHandle& h);
+  boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d);
+  void finish(int64_t run_id, RunStatus status, const std::string& reason);
+
+  boost::asio::io_context& io_;
+  Services s_;
+  RunManagerOptions opts_;
+  std::map<int64_t, std::shared_ptr<LiveRun>> live_;
+  boost::asio::steady_timer dispatch_wake_;
+  bool stopping_ = false;
+  bool dispatching_ = false;
+};
+
+}  // namespace tsum::daemon

@@ -1,0 +1,143 @@
+#include "daemon/store.h"
+
+namespace tsum::daemon {
+
+using nlohmann::json;
+
+namespace {
+constexpr std::string_view kRunColumns =
+    "SELECT id, experiment_id, config_index, repetition, provider, instance_type, hourly_price, currency, "
+    "status, reason, instance, created_at, updated_at FROM runs ";
+
+RunRow read_run(const Stmt& st) {
+  RunRow r;
+  r.id = st.int64(0);
+  r.experiment_id = st.int64(1);
+  r.config_index = static_cast<int>(st.int64(2));
+  r.repetition = static_cast<int>(st.int64(3));
+  r.provider = st.text(4);
+  r.instance_type = st.text(5);
+  r.hourly_price = st.real(6);
+  r.currency = st.text(7);
+  r.status = parse_status(st.text(8)).value_or(RunStatus::failed);
+  r.reason = st.text(9);
+  if (!st.is_null(10)) {
+    auto j = json::parse(st.text(10), nullptr, false);
+    if (!j.is_discarded()) r.instance = std::move(j);
+  }
+  r.created_at = st.real(11);
+  r.updated_at = st.real(12);
+  return r;
+}
+}  // namespace
+
+Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced) {
+  Transaction tx(db_);
+  if (!tx.begun()) return tx.begun().error();
+  double now = clock_.now_s();
+  auto ins = db_.prepare("INSERT INTO experiments (name, spec, created_at) VALUES (?, ?, ?)");
+  if (!ins) return ins.error();
+  if (auto s = ins->bind(spec.name, spec.to_json().dump(), now).run(); !s) return s.error();
+  int64_t id = db_.last_insert_id();
+  // Repetition-major order, so a queue drained in id order interleaves the configs.
+  for (int rep = 1; rep <= spec.repetitions; ++rep) {
+    for (size_t i = 0; i < priced.size(); ++i) {
+      const auto& p = priced[i];
+      auto st = db_.prepare(
+          "INSERT INTO runs (experiment_id, config_index, repetition, provider, instance_type, hourly_price, "
+          "currency, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)");
+      if (!st) return st.error();
+      if (auto s = st->bind(id, static_cast<int64_t>(i), rep, p.config.provider, p.config.instance_type,
+                            p.hourly_price, p.currency, now, now).run();
+          !s)
+        return s.error();
+    }
+  }
+  if (auto s = tx.commit(); !s) return s.error();
+  return id;
+}
+
+Result<ExperimentRow> Store::experiment(int64_t id) {
+  auto st = db_.prepare("SELECT id, name, spec, created_at FROM experiments WHERE id = ?");
+  if (!st) return st.error();
+  st->bind(id);
+  auto row = st->step();
+  if (!row) return row.error();
+  if (!*row) return make_error(Code::not_found, "experiment " + std::to_string(id) + " not found");
+  auto spec = parse_experiment_spec(st->text(2));
+  if (!spec) return make_error(Code::internal, "experiment " + std::to_string(id) + ": " + spec.error().detail);
+  return ExperimentRow{st->int64(0), st->text(1), std::move(*spec), st->real(3)};
+}
+
+Result<std::vector<ExperimentRow>> Store::experiments() {
+  auto st = db_.prepare("SELECT id FROM experiments ORDER BY id");
+  if (!st) return st.error();
+  std::vector<int64_t> ids;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    ids.push_back(st->int64(0));
+  }
+  std::vector<ExperimentRow> out;
+  for (auto id : ids) {
+    auto e = experiment(id);
+    if (!e) return e.error();
+    out.push_back(std::move(*e));
+  }
+  return out;
+}
+
+Result<std::vector<RunRow>> Store::query_runs(std::string_view where, const std::vector<SqlValue>& args) {
+  auto st = db_.prepare(std::string(kRunColumns) + std::string(where));
+  if (!st) return st.error();
+  int i = 0;
+  for (const auto& a : args)
+    std::visit([&](const auto& v) { st->bind_at(++i, v); }, a);
+  std::vector<RunRow> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.push_back(read_run(*st));
+  }
+  return out;
+}
+
+Result<RunRow> Store::run(int64_t id) {
+  auto rows = query_runs("WHERE id = ?", {id});
+  if (!rows) return rows.error();
+  if (rows->empty()) return make_error(Code::not_found, "run " + std::to_string(id) + " not found");
+  return std::move(rows->front());
+}
+
+Result<std::vector<RunRow>> Store::runs_of(int64_t experiment_id) {
+  return query_runs("WHERE experiment_id = ? ORDER BY config_index, repetition", {experiment_id});
+}
+
+Result<std::vector<RunRow>> Store::runs_in(std::initializer_list<RunStatus> statuses) {
+  std::string where = "WHERE status IN (";
+  std::vector<SqlValue> args;
+  for (auto s : statuses) {
+    where += args.empty() ? "?" : ", ?";
+    args.emplace_back(std::string(status_name(s)));
+  }
+  return query_runs(where + ") ORDER BY id", args);
+}
+
+Result<std::vector<json>> Store::epochs_of(int64_t run_id) {
+  auto st = db_.prepare("SELECT attrs FROM run_epochs WHERE run_id = ? ORDER BY epoch");
+  if (!st) return st.error();
+  st->bind(run_id);
+  std::vector<json> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    auto j = json::parse(st->text(0), nullptr, false);
+    if (!j.is_discarded()) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace tsum::daemon

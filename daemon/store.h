@@ -1,0 +1,69 @@
+// Reading and creating experiments and runs. Status changes do not happen here: they go through the
+// Ledger. Creating an experiment inserts it and all its runs (queued) in one transaction.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "daemon/db.h"
+#include "daemon/experiment_spec.h"
+#include "daemon/run_status.h"
+
+namespace tsum::daemon {
+
+struct RunRow {
+  int64_t id = 0;
+  int64_t experiment_id = 0;
+  int config_index = 0;
+  int repetition = 0;
+  std::string provider;
+  std::string instance_type;
+  double hourly_price = 0;
+  std::string currency;
+  RunStatus status = RunStatus::queued;
+  std::string reason;
+  std::optional<nlohmann::json> instance;
+  double created_at = 0;
+  double updated_at = 0;
+};
+
+struct ExperimentRow {
+  int64_t id = 0;
+  std::string name;
+  ExperimentSpec spec;
+  double created_at = 0;
+};
+
+// Price of one config, looked up by the caller from the provider's offers.
+struct PricedConfig {
+  RunConfig config;
+  double hourly_price = 0;
+  std::string currency;
+};
+
+class Store {
+ public:
+  Store(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
+
+  // Inserts the experiment and repetitions × configs queued runs. priced[i] belongs to spec.configs[i].
+  Result<int64_t> create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced);
+  Result<ExperimentRow> experiment(int64_t id);
+  Result<std::vector<ExperimentRow>> experiments();
+  Result<RunRow> run(int64_t id);
+  Result<std::vector<RunRow>> runs_of(int64_t experiment_id);
+  // Runs in any of the given statuses, oldest first.
+  Result<std::vector<RunRow>> runs_in(std::initializer_list<RunStatus> statuses);
+  // The trainer's per-epoch samples of a run, in epoch order.
+  Result<std::vector<nlohmann::json>> epochs_of(int64_t run_id);
+
+ private:
+  Result<std::vector<RunRow>> query_runs(std::string_view where, const std::vector<SqlValue>& args);
+
+  Db& db_;
+  const Clock& clock_;
+};
+
+}  // namespace tsum::daemon

@@ -1,0 +1,168 @@
+#include "daemon/views.h"
+
+#include <cmath>
+
+namespace tsum::daemon {
+
+using nlohmann::json;
+
+Result<json> Views::run_json(const RunRow& r, const std::vector<billing::BillingRule>& rules) {
+  auto phases = ledger_.phases(r.id);
+  if (!phases) return phases.error();
+  json ph = json::object();
+  double t_sum = 0;
+  bool complete = true;
+  for (auto name : kPhaseNames) {
+    auto it = phases->find(*parse_phase(name));
+    std::optional<double> secs = it == phases->end() ? std::nullopt : it->second.seconds();
+    if (secs) {
+      ph[std::string(name)] = *secs;
+      t_sum += *secs;
+    } else {
+      ph[std::string(name)] = nullptr;
+      complete = false;
+    }
+  }
+  json metrics = json::object();
+  if (auto it = phases->find(Phase::verify); it != phases->end() && it->second.end) {
+    const auto& a = it->second.end->attrs;
+    if (a.contains("test_accuracy")) metrics["test_accuracy"] = a["test_accuracy"];
+    if (a.contains("test_loss")) metrics["test_loss"] = a["test_loss"];
+  }
+  if (auto it = phases->find(Phase::learn); it != phases->end() && it->second.end) {
+    const auto& a = it->second.end->attrs;
+    if (a.contains("images_per_s")) metrics["images_per_s"] = a["images_per_s"];
+  }
+  if (auto it = phases->find(Phase::start); it != phases->end() && it->second.end) {
+    const auto& a = it->second.end->attrs;
+    if (a.contains("threads")) metrics["threads"] = a["threads"];
+  }
+  auto epochs = store_.epochs_of(r.id);
+  if (!epochs) return epochs.error();
+
+  json cost = json::object();
+  if (complete) {
+    for (const auto& rule : rules) {
+      double billed = billing::billed_seconds(rule, t_sum);
+      cost[rule.name] = {{"billed_s", billed},
+                         {"amount", billing::cost(rule, r.hourly_price, t_sum)},
+                         {"currency", r.currency}};
+    }
+  }
+  return json{{"id", r.id},
+              {"experiment_id", r.experiment_id},
+              {"config_index", r.config_index},
+              {"config", {{"provider", r.provider}, {"instance_type", r.instance_type}}},
+              {"repetition", r.repetition},
+              {"status", status_name(r.status)},
+              {"reason", r.reason},
+              {"hourly_price", r.hourly_price},
+              {"phases", ph},
+              {"t_sum", complete ? json(t_sum) : json(nullptr)},
+              {"metrics", metrics},
+              {"epochs", *epochs},
+              {"cost", cost},
+              {"instance", r.instance ? *r.instance : json(nullptr)},
+              {"created_at", r.created_at},
+              {"updated_at", r.updated_at}};
+}
+
+Result<json> Views::run(int64_t run_id) {
+  auto r = store_.run(run_id);
+  if (!r) return r.error();
+  auto e = store_.experiment(r->experiment_id);
+  if (!e) return e.error();
+  return run_json(*r, e->spec.billing);
+}
+
+Result<json> Views::experiment(int64_t experiment_id) {
+  auto e = store_.experiment(experiment_id);
+  if (!e) return e.error();
+  auto rows = store_.runs_of(experiment_id);
+  if (!rows) return rows.error();
+  json runs = json::array();
+  int terminal = 0, done = 0, failed = 0, cancelled = 0, queued = 0;
+  for (const auto& r : *rows) {
+    auto j = run_json(r, e->spec.billing);
+    if (!j) return j.error();
+    runs.push_back(std::move(*j));
+    terminal += is_terminal(r.status);
+    done += r.status == RunStatus::done;
+    failed += r.status == RunStatus::failed;
+    cancelled += r.status == RunStatus::cancelled;
+    queued += r.status == RunStatus::queued;
+  }
+  int total = static_cast<int>(rows->size());
+  std::string status = terminal < total ? (queued == total ? "queued" : "running")
+                       : done == total  ? "done"
+                       : failed > 0     ? "failed"
+                                        : "cancelled";
+  return json{{"id", e->id},
+              {"name", e->name},
+              {"status", status},
+              {"progress", {{"runs", total}, {"finished", terminal}, {"done", done}, {"failed", failed},
+                            {"cancelled", cancelled}}},
+              {"spec", e->spec.to_json()},
+              {"created_at", e->created_at},
+              {"runs", runs},
+              {"summary", summarize(runs, e->spec.billing)}};
+}
+
+Result<json> Views::experiments() {
+  auto all = store_.experiments();
+  if (!all) return all.error();
+  json out = json::array();
+  for (const auto& e : *all) {
+    auto j = experiment(e.id);
+    if (!j) return j.error();
+    j->erase("runs");
+    out.push_back(std::move(*j));
+  }
+  return out;
+}
+
+json summarize(const json& runs, const std::vector<billing::BillingRule>& rules) {
+  struct Acc {
+    json config;
+    int n = 0;
+    double t_sum = 0;
+    std::map<std::string, double> cost;
+    std::string currency;
+  };
+  std::map<int, Acc> per;
+  for (const auto& r : runs) {
+    if (r["status"] != "done" || r["t_sum"].is_null()) continue;
+    auto& a = per[r["config_index"].get<int>()];
+    a.config = r["config"];
+    a.n += 1;
+    a.t_sum += r["t_sum"].get<double>();
+    for (const auto& rule : rules) {
+      a.cost[rule.name] += r["cost"][rule.name]["amount"].get<double>();
+      a.currency = r["cost"][rule.name]["currency"].get<std::string>();
+    }
+  }
+  json configs = json::array();
+  json cheapest = json::object();
+  json fastest = nullptr;
+  for (auto& [idx, a] : per) {
+    json costs = json::object();
+    for (auto& [rule, total] : a.cost) costs[rule] = total / a.n;
+    double mean_t = a.t_sum / a.n;
+    configs.push_back({{"config_index", idx}, {"config", a.config}, {"runs_done", a.n}, {"mean_t_sum", mean_t},
+                       {"mean_cost", costs}, {"currency", a.currency}});
+    if (fastest.is_null() || mean_t < fastest["mean_t_sum"].get<double>())
+      fastest = {{"config_index", idx}, {"config", a.config}, {"mean_t_sum", mean_t}};
+    for (const auto& rule : rules) {
+      double c = costs[rule.name].get<double>();
+      auto& best = cheapest[rule.name];
+      bool better = best.is_null() || c < best["amount"].get<double>() - 1e-12 ||
+                    (std::fabs(c - best["amount"].get<double>()) <= 1e-12 && mean_t < best["mean_t_sum"].get<double>());
+      if (better)
+        best = {{"config_index", idx}, {"config", a.config}, {"amount", c}, {"currency", a.currency},
+                {"mean_t_sum", mean_t}};
+    }
+  }
+  return {{"configs", configs}, {"cheapest", cheapest}, {"fastest", fastest}};
+}
+
+}  // namespace tsum::daemon

@@ -1,0 +1,31 @@
+// The JSON the API returns for runs and experiments: phases in seconds, t_sum, metrics, cost under each
+// billing rule, and an experiment summary naming the cheapest config per rule and the fastest config.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/ledger.h"
+#include "daemon/store.h"
+
+namespace tsum::daemon {
+
+class Views {
+ public:
+  Views(Store& store, Ledger& ledger) : store_(store), ledger_(ledger) {}
+
+  Result<nlohmann::json> run(int64_t run_id);
+  Result<nlohmann::json> experiment(int64_t experiment_id);
+  Result<nlohmann::json> experiments();
+
+ private:
+  Result<nlohmann::json> run_json(const RunRow& r, const std::vector<billing::BillingRule>& rules);
+
+  Store& store_;
+  Ledger& ledger_;
+};
+
+// Summary over run JSONs (as produced by Views) of one experiment: per config, the mean t_sum and mean
+// cost per rule over its done runs; the cheapest config per rule (ties go to the faster) and the fastest.
+nlohmann::json summarize(const nlohmann::json& runs, const std::vector<billing::BillingRule>& rules);
+
+}  // namespace tsum::daemon

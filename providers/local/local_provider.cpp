@@ -1,0 +1,238 @@
+#include "providers/local/local_provider.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "providers/local/process_group.h"
+
+namespace tsum::providers {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+using nlohmann::json;
+
+namespace {
+
+std::vector<int> affinity_cpus() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &mask)) cpus.push_back(c);
+  return cpus;
+}
+
+Result<json> read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return make_error(Code::not_found, p.string() + ": missing");
+  auto j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return make_error(Code::internal, p.string() + ": not a JSON object");
+  return j;
+}
+
+Status write_json_atomic(const fs::path& p, const json& j) {
+  fs::path tmp = p;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    if (!out.flush()) return make_error(Code::internal, "write " + tmp.string() + " failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) return make_error(Code::internal, "rename " + tmp.string() + ": " + ec.message());
+  return {};
+}
+
+InstanceHandle handle_of(const json& inst) {
+  return {"local", inst.value("id", ""),
+          {{"sandbox", inst.value("sandbox", "")}, {"pid", inst.value("pid", 0)},
+           {"start_ticks", inst.value("start_ticks", uint64_t{0})}, {"cpus", inst.value("cpus", json::array())}}};
+}
+
+Task<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+}  // namespace
+
+LocalProvider::LocalProvider(LocalOptions opts) : opts_(std::move(opts)) {
+  if (opts_.cpus.empty()) opts_.cpus = affinity_cpus();
+  std::error_code ec;
+  opts_.state_dir = fs::absolute(opts_.state_dir, ec).string();  // agents run with the sandbox as cwd
+  fs::create_directories(instances_dir(), ec);
+}
+
+std::string LocalProvider::instances_dir() const { return (fs::path(opts_.state_dir) / "local").string(); }
+
+int LocalProvider::cores_of(std::string_view t) {
+  if (!t.starts_with("local-") || !t.ends_with("c") || t.size() < 8) return 0;
+  int n = 0;
+  for (char ch : t.substr(6, t.size() - 7)) {
+    if (ch < '0' || ch > '9' || n > 100000) return 0;
+    n = n * 10 + (ch - '0');
+  }
+  return n;
+}
+
+std::vector<Offer> LocalProvider::all_offers() const {
+  std::vector<Offer> out;
+  for (int n = 1; n <= static_cast<int>(opts_.cpus.size()); ++n) {
+    std::string type = "local-" + std::to_string(n) + "c";
+    Offer o;
+    o.provider = "local";
+    o.instance_type = type;
+    o.vcpus = n;
+    o.hourly_price = opts_.catalog.hourly_price(type, n).value_or(0);
+    o.currency = opts_.catalog.currency;
+    o.region = "localhost";
+    if (const auto* c = opts_.catalog.find(type)) o.note = "priced as " + c->emulates;
+    else if (opts_.catalog.per_vcpu_hourly) o.note = "priced per vCPU";
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+Task<Result<std::vector<Offer>>> LocalProvider::offers(const Requirements& req) {
+  std::vector<Offer> out;
+  for (auto& o : all_offers())
+    if ((req.instance_type.empty() || o.instance_type == req.instance_type) && o.vcpus >= req.min_vcpus &&
+        req.gpus == 0)
+      out.push_back(std::move(o));
+  co_return out;
+}
+
+Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const LaunchSpec& spec) {
+  int n = cores_of(offer.instance_type);
+  if (n <= 0) co_return make_error(Code::invalid_argument, "unknown local instance type '" + offer.instance_type + "'");
+  if (n > static_cast<int>(opts_.cpus.size()))
+    co_return make_error(Code::invalid_argument, offer.instance_type + " is larger than this host (" +
+                                                     std::to_string(opts_.cpus.size()) + " usable CPUs)");
+  if (spec.idempotency_token.empty()) co_return make_error(Code::invalid_argument, "create needs an idempotency token");
+
+  // Idempotency and core accounting come from the pidfiles themselves, so they survive a daemon crash.
+  std::set<int> busy;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(instances_dir(), ec)) {
+    auto inst = read_json(entry.path() / "instance.json");
+    if (!inst) continue;
+    if (inst->value("idempotency_token", "") == spec.idempotency_token) co_return handle_of(*inst);
+    for (int c : inst->value("cpus", std::vector<int>{})) busy.insert(c);
+  }
+  std::vector<int> cpus;
+  for (int c : opts_.cpus)
+    if (!busy.count(c) && static_cast<int>(cpus.size()) < n) cpus.push_back(c);
+  if (static_cast<int>(cpus.size()) < n)
+    co_return make_error(Code::unavailable, "only " + std::to_string(opts_.cpus.size() - busy.size()) +
+                                                " of " + std::to_string(opts_.cpus.size()) + " CPUs are free for " +
+                                                offer.instance_type);
+
+  std::string id = "local-" + spec.run_id + "-" + spec.idempotency_token.substr(0, 8);
+  fs::path sandbox = fs::path(instances_dir()) / id;
+  fs::create_directories(sandbox, ec);
+  if (ec) co_return make_error(Code::unavailable, "create sandbox " + sandbox.string() + ": " + ec.message());
+  json inst = {{"id", id},           {"run_id", spec.run_id}, {"tag", spec.tag},
+               {"idempotency_token", spec.idempotency_token}, {"sandbox", sandbox.string()},
+               {"cpus", cpus},       {"pid", 0},              {"start_ticks", 0}};
+  // The pidfile exists before the process does, so a crash in between still leaves a findable sandbox.
+  if (auto s = write_json_atomic(sandbox / "instance.json", inst); !s) co_return s.error();
+  {
+    std::ofstream script(sandbox / "agent.sh", std::ios::trunc);
+    script << spec.agent_script;
+  }
+  local::SpawnSpec ss;
+  ss.argv = {"/bin/sh", (sandbox / "agent.sh").string()};
+  ss.env = spec.env;
+  for (const char* k : {"PATH", "LANG", "HOME", "TMPDIR"})
+    if (const char* v = getenv(k); v && !ss.env.count(k)) ss.env[k] = v;
+  ss.env["TSUM_SANDBOX"] = sandbox.string();
+  ss.cwd = sandbox.string();
+  ss.log_path = (sandbox / "agent.log").string();
+  ss.cpus = cpus;
+  auto spawned = local::spawn_session(ss);
+  if (!spawned) {
+    fs::remove_all(sandbox, ec);
+    co_return spawned.error();
+  }
+  inst["pid"] = spawned->pid;
+  inst["start_ticks"] = spawned->start_ticks;
+  if (auto s = write_json_atomic(sandbox / "instance.json", inst); !s) {
+    local::signal_group(spawned->pid, spawned->start_ticks, SIGKILL);
+    co_return s.error();
+  }
+  co_return handle_of(inst);
+}
+
+Task<Result<InstanceStatus>> LocalProvider::describe(const InstanceHandle& h) {
+  fs::path sandbox = h.data.value("sandbox", "");
+  auto inst = read_json(sandbox / "instance.json");
+  if (sandbox.empty() || !inst) co_return InstanceStatus{InstanceState::gone, "sandbox is gone", ""};
+  pid_t pid = inst->value("pid", 0);
+  if (pid == 0) co_return InstanceStatus{InstanceState::pending, "agent not started", "127.0.0.1"};
+  std::optional<int> exit_status;
+  bool alive = local::group_alive(pid, inst->value("start_ticks", uint64_t{0}), &exit_status);
+  fs::path exit_file = sandbox / "agent.exit";
+  if (exit_status) std::ofstream(exit_file) << *exit_status << "\n";
+  if (alive) co_return InstanceStatus{InstanceState::running, "agent running", "127.0.0.1"};
+  std::string detail = "agent exited";
+  if (std::ifstream in(exit_file); in) {
+    int code = -1;
+    if (in >> code) detail += " with status " + std::to_string(code);
+  }
+  co_return InstanceStatus{InstanceState::exited, detail, "127.0.0.1"};
+}
+
+Task<Status> LocalProvider::terminate(const InstanceHandle& h) {
+  fs::path sandbox = h.data.value("sandbox", "");
+  if (sandbox.empty()) co_return make_error(Code::invalid_argument, "local handle without a sandbox");
+  auto inst = read_json(sandbox / "instance.json");
+  std::error_code ec;
+  if (!inst) {
+    fs::remove_all(sandbox, ec);  // no pidfile: nothing can be running from it
+    co_return Status{};
+  }
+  pid_t pid = inst->value("pid", 0);
+  uint64_t ticks = inst->value("start_ticks", uint64_t{0});
+  if (pid > 0) {
+    using clock = std::chrono::steady_clock;
+    auto start = clock::now();
+    bool killed = false;
+    local::signal_group(pid, ticks, SIGTERM);
+    while (local::group_alive(pid, ticks)) {
+      auto waited = clock::now() - start;
+      if (waited > opts_.kill_deadline)
+        co_return make_error(Code::timeout, "process group " + std::to_string(pid) + " survived SIGKILL");
+      if (!killed && waited > opts_.kill_grace) {
+        local::signal_group(pid, ticks, SIGKILL);
+        killed = true;
+      }
+      co_await sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  fs::remove_all(sandbox, ec);
+  if (ec) co_return make_error(Code::internal, "remove " + sandbox.string() + ": " + ec.message());
+  co_return Status{};
+}
+
+Task<Result<std::vector<InstanceHandle>>> LocalProvider::list_tagged(std::string_view tag) {
+  std::vector<InstanceHandle> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(instances_dir(), ec)) {
+    auto inst = read_json(entry.path() / "instance.json");
+    if (inst && inst->value("tag", "") == tag) out.push_back(handle_of(*inst));
+  }
+  co_return out;
+}
+
+}  // namespace tsum::providers

@@ -1,0 +1,51 @@
+// The local provider: the embedded default. An "instance" is
+//   - a sandbox directory  <state_dir>/local/<id>/  holding instance.json (the pidfile), the agent script,
+//     its log and whatever the agent puts there;
+//   - a CPU affinity set of N cores of this host, never shared with another live local instance;
+//   - the agent's process group (the agent runs as a session leader; the trainer inherits its group).
+// Types are local-1c … local-<N>c for the N CPUs the daemon may use; larger offers are refused.
+// terminate() kills the process group (SIGTERM, then SIGKILL after a grace period), removes the sandbox and
+// is idempotent. list_tagged() scans the pidfiles, so leftovers of a crashed daemon are found again.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "billing/catalog.h"
+#include "providers/provider.h"
+
+namespace tsum::providers {
+
+struct LocalOptions {
+  std::string state_dir;                       // required
+  billing::Catalog catalog;                    // prices for local-Nc
+  std::vector<int> cpus;                       // usable CPU ids; empty: this process's affinity mask
+  std::chrono::milliseconds kill_grace{3000};  // SIGTERM → SIGKILL
+  std::chrono::milliseconds kill_deadline{10000};
+};
+
+class LocalProvider final : public Provider {
+ public:
+  explicit LocalProvider(LocalOptions opts);
+
+  std::string_view name() const override { return "local"; }
+  Capabilities capabilities() const override { return {.gpus = false, .spot = false, .docker = false, .native = true}; }
+  Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
+  Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
+  Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<Status> terminate(const InstanceHandle& h) override;
+  Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
+
+  // Parses "local-<N>c"; 0 when the name is not of that form.
+  static int cores_of(std::string_view instance_type);
+  const std::vector<int>& cpus() const { return opts_.cpus; }
+
+ private:
+  std::vector<Offer> all_offers() const;
+  std::string instances_dir() const;
+
+  LocalOptions opts_;
+};
+
+}  // namespace tsum::providers

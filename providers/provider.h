@@ -1,0 +1,97 @@
+// The provider contract: one adapter per cloud (or per local machine). Every call is safe to repeat
+// after a crash: create is idempotent by LaunchSpec::idempotency_token, terminate treats "already gone"
+// as success, describe reports a vanished instance as InstanceState::gone.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace tsum::providers {
+
+template <class T>
+using Task = boost::asio::awaitable<T>;
+
+// What a provider can do, as data.
+struct Capabilities {
+  bool gpus = false;
+  bool spot = false;
+  bool docker = false;
+  bool native = true;
+};
+
+struct Requirements {
+  std::string instance_type;  // empty: any
+  int min_vcpus = 0;
+  int gpus = 0;
+};
+
+struct Offer {
+  std::string provider;
+  std::string instance_type;
+  int vcpus = 0;
+  double memory_gib = 0;
+  int gpus = 0;
+  std::string gpu_type;
+  double hourly_price = 0;  // on-demand
+  std::string currency = "USD";
+  std::string region;
+  std::string note;  // e.g. which cloud family a local type emulates
+};
+
+struct LaunchSpec {
+  std::string run_id;
+  std::string tag;                 // ownership tag, used by list_tagged for orphan sweeps
+  std::string idempotency_token;   // the same token never creates two instances
+  std::string agent_script;        // POSIX sh run as the instance's entry point
+  std::map<std::string, std::string> env;  // passed to the agent (daemon URL, run token, workload)
+};
+
+// Stored verbatim in SQLite; enough to find the instance again after a daemon restart.
+struct InstanceHandle {
+  std::string provider;
+  std::string id;
+  nlohmann::json data = nlohmann::json::object();
+
+  nlohmann::json to_json() const { return {{"provider", provider}, {"id", id}, {"data", data}}; }
+  static InstanceHandle from_json(const nlohmann::json& j) {
+    return {j.value("provider", ""), j.value("id", ""), j.value("data", nlohmann::json::object())};
+  }
+};
+
+enum class InstanceState { pending, running, exited, gone };
+
+constexpr std::string_view state_name(InstanceState s) {
+  switch (s) {
+    case InstanceState::pending: return "pending";
+    case InstanceState::running: return "running";
+    case InstanceState::exited: return "exited";
+    case InstanceState::gone: return "gone";
+  }
+  return "gone";
+}
+
+struct InstanceStatus {
+  InstanceState state = InstanceState::gone;
+  std::string detail;   // e.g. "agent exited with code 3"
+  std::string address;  // reachable address, if any
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  virtual std::string_view name() const = 0;
+  virtual Capabilities capabilities() const = 0;
+  virtual Task<Result<std::vector<Offer>>> offers(const Requirements& req) = 0;
+  virtual Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) = 0;
+  virtual Task<Result<InstanceStatus>> describe(const InstanceHandle& h) = 0;
+  virtual Task<Status> terminate(const InstanceHandle& h) = 0;
+  virtual Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) = 0;
+};
+
+}  // namespace tsum::providers

@@ -1,0 +1,133 @@
+#include <doctest/doctest.h>
+
+#include "daemon/fixture.h"
+
+using namespace tsum;
+using namespace tsum::daemon;
+using tsum::testing::DaemonFixture;
+
+TEST_CASE("creating an experiment queues configs x repetitions runs") {
+  DaemonFixture f;
+  auto runs = f.store.runs_of(f.experiment_id);
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 2);
+  CHECK((*runs)[0].status == RunStatus::queued);
+  CHECK((*runs)[0].instance_type == "local-1c");
+  CHECK((*runs)[1].instance_type == "local-2c");
+}
+
+TEST_CASE("advance moves forward, may skip, and records every transition") {
+  DaemonFixture f;
+  int64_t run = 1;
+  CHECK(f.ledger.advance(run, RunStatus::provisioning, "dispatched").ok());
+  CHECK(f.ledger.advance(run, RunStatus::provisioning, "again").ok());  // same status: no-op
+  CHECK(f.ledger.advance(run, RunStatus::learning, "skip ahead").ok());
+  auto back = f.ledger.advance(run, RunStatus::booting, "backwards");
+  CHECK(back.code() == Code::invalid_argument);
+  auto early_done = f.ledger.advance(run, RunStatus::done, "");
+  CHECK(early_done.code() == Code::invalid_argument);  // done only after terminating
+  CHECK(f.ledger.advance(run, RunStatus::terminating, "").ok());
+  CHECK(f.ledger.advance(run, RunStatus::done, "").ok());
+  CHECK(*f.ledger.status(run) == RunStatus::done);
+  // A finished run never changes again.
+  CHECK(f.ledger.advance(run, RunStatus::failed, "late").code() == Code::already_exists);
+  CHECK(*f.ledger.status(run) == RunStatus::done);
+
+  auto st = f.db->prepare("SELECT from_status, to_status FROM run_transitions WHERE run_id = 1 ORDER BY seq");
+  std::vector<std::string> seen;
+  while (*st->step()) seen.push_back(st->text(0) + ">" + st->text(1));
+  CHECK(seen == std::vector<std::string>{"queued>provisioning", "provisioning>learning", "learning>terminating",
+                                         "terminating>done"});
+}
+
+TEST_CASE("failed and cancelled are reachable from any unfinished status, with the reason kept") {
+  DaemonFixture f;
+  CHECK(f.ledger.advance(1, RunStatus::cancelled, "cancelled by user").ok());
+  CHECK(f.ledger.advance(2, RunStatus::learning, "").ok());
+  CHECK(f.ledger.advance(2, RunStatus::failed, "agent died").ok());
+  CHECK(f.store.run(2)->reason == "agent died");
+  CHECK(f.ledger.advance(99, RunStatus::failed, "").code() == Code::not_found);
+}
+
+TEST_CASE("a phase mark is written once: a replay cannot move it, and the database refuses updates") {
+  DaemonFixture f;
+  auto first = f.ledger.record_mark(1, Phase::learn, Mark::begin, 100.0, ClockDomain::agent);
+  REQUIRE(first.ok());
+  CHECK(*first);
+  auto replay = f.ledger.record_mark(1, Phase::learn, Mark::begin, 555.0, ClockDomain::agent);
+  REQUIRE(replay.ok());
+  CHECK_FALSE(*replay);
+  CHECK(f.ledger.record_mark(1, Phase::learn, Mark::end, 130.5, ClockDomain::agent).ok());
+  auto phases = f.ledger.phases(1);
+  REQUIRE(phases.ok());
+  CHECK((*phases)[Phase::learn].begin->t == 100.0);
+  CHECK((*phases)[Phase::learn].seconds().value() == doctest::Approx(30.5));
+
+  // Even raw SQL cannot rewrite or delete a measured mark.
+  CHECK_FALSE(f.db->exec("UPDATE phase_marks SET t = 0 WHERE run_id = 1").ok());
+  CHECK_FALSE(f.db->exec("DELETE FROM phase_marks WHERE run_id = 1").ok());
+  CHECK_FALSE(f.db->exec("INSERT INTO phase_marks (run_id, phase, mark, t, clock, received_at) "
+                         "VALUES (1, 'learn', 'begin', 1, 'agent', 1)").ok());
+  CHECK((*f.ledger.phases(1))[Phase::learn].begin->t == 100.0);
+}
+
+TEST_CASE("marks on different clocks do not make a duration") {
+  DaemonFixture f;
+  REQUIRE(f.ledger.record_mark(1, Phase::save, Mark::begin, 10, ClockDomain::agent).ok());
+  REQUIRE(f.ledger.record_mark(1, Phase::save, Mark::end, 1e9, ClockDomain::daemon).ok());
+  CHECK_FALSE((*f.ledger.phases(1))[Phase::save].seconds().has_value());
+}
+
+TEST_CASE("an agent event ends startup on the daemon clock once, records its mark and moves the status") {
+  DaemonFixture f;
+  REQUIRE(f.ledger.advance(1, RunStatus::booting, "").ok());
+  REQUIRE(f.ledger.record_mark(1, Phase::startup, Mark::begin, f.clock.now_s(), ClockDomain::daemon).ok());
+  f.clock.advance(12.5);
+  AgentEvent ev{Phase::install, AgentEvent::Kind::begin, 1000.0, {}};
+  auto out = f.ledger.apply_agent_event(1, ev);
+  REQUIRE(out.ok());
+  CHECK(out->recorded);
+  CHECK(out->first_sign_of_life);
+  CHECK(*f.ledger.status(1) == RunStatus::installing);
+
+  f.clock.advance(100);
+  auto dup = f.ledger.apply_agent_event(1, ev);  // a retried event
+  REQUIRE(dup.ok());
+  CHECK_FALSE(dup->recorded);
+  CHECK_FALSE(dup->first_sign_of_life);
+  auto phases = *f.ledger.phases(1);
+  CHECK(phases[Phase::startup].seconds().value() == doctest::Approx(12.5));
+  CHECK(phases[Phase::install].begin->t == 1000.0);
+
+  // A late begin of an earlier phase never moves the run backwards.
+  REQUIRE(f.ledger.apply_agent_event(1, {Phase::learn, AgentEvent::Kind::begin, 1010.0, {}}).ok());
+  REQUIRE(f.ledger.apply_agent_event(1, {Phase::load_data, AgentEvent::Kind::begin, 1001.0, {}}).ok());
+  CHECK(*f.ledger.status(1) == RunStatus::learning);
+}
+
+TEST_CASE("progress events are idempotent by epoch; daemon phases and finished runs are refused") {
+  DaemonFixture f;
+  CHECK(f.ledger.apply_agent_event(1, {Phase::install, AgentEvent::Kind::begin, 1, {}}).code() ==
+        Code::already_exists);  // still queued: no instance exists that could report
+  REQUIRE(f.ledger.advance(1, RunStatus::booting, "").ok());
+  AgentEvent p{Phase::learn, AgentEvent::Kind::progress, 5, {{"epoch", 1}, {"loss", 0.5}}};
+  CHECK(f.ledger.apply_agent_event(1, p)->recorded);
+  p.attrs["loss"] = 9.9;
+  CHECK_FALSE(f.ledger.apply_agent_event(1, p)->recorded);
+  CHECK((*f.store.epochs_of(1))[0]["loss"] == 0.5);
+
+  CHECK(f.ledger.apply_agent_event(1, {Phase::poweroff, AgentEvent::Kind::end, 1, {}}).code() ==
+        Code::invalid_argument);
+  REQUIRE(f.ledger.advance(2, RunStatus::cancelled, "").ok());
+  CHECK(f.ledger.apply_agent_event(2, {Phase::install, AgentEvent::Kind::begin, 1, {}}).code() ==
+        Code::already_exists);
+}
+
+TEST_CASE("an instance handle is stored once") {
+  DaemonFixture f;
+  nlohmann::json h = {{"provider", "local"}, {"id", "a"}};
+  CHECK(f.ledger.set_instance(1, h).ok());
+  CHECK(f.ledger.set_instance(1, h).ok());  // the same handle again: idempotent
+  CHECK(f.ledger.set_instance(1, {{"provider", "local"}, {"id", "b"}}).code() == Code::already_exists);
+  CHECK(f.store.run(1)->instance.value()["id"] == "a");
+}

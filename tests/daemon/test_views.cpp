@@ -1,0 +1,82 @@
+#include <doctest/doctest.h>
+
+#include "daemon/fixture.h"
+#include "daemon/views.h"
+
+using namespace tsum;
+using namespace tsum::daemon;
+using nlohmann::json;
+
+using tsum::testing::DaemonFixture;
+
+namespace {
+// Writes all eight phases for a run so that t_sum = sum(secs).
+void finish_run(DaemonFixture& f, int64_t run, const std::array<double, 8>& secs) {
+  double t = 1000;
+  for (size_t i = 0; i < 8; ++i) {
+    auto p = static_cast<Phase>(i);
+    auto clock = is_agent_phase(p) ? ClockDomain::agent : ClockDomain::daemon;
+    REQUIRE(f.ledger.record_mark(run, p, Mark::begin, t, clock).ok());
+    REQUIRE(f.ledger.record_mark(run, p, Mark::end, t + secs[i], clock,
+                                 p == Phase::verify ? json{{"test_accuracy", 0.8}} : json::object()).ok());
+    t += secs[i] + 1;
+  }
+  REQUIRE(f.ledger.advance(run, RunStatus::terminating, "").ok());
+  REQUIRE(f.ledger.advance(run, RunStatus::done, "").ok());
+}
+}  // namespace
+
+TEST_CASE("a finished run shows 8 phases, t_sum as their sum, accuracy and cost per rule") {
+  DaemonFixture f;
+  finish_run(f, 1, {5, 1, 2, 3, 40, 4, 1, 2.5});
+  Views v(f.store, f.ledger);
+  auto r = v.run(1);
+  REQUIRE(r.ok());
+  CHECK((*r)["status"] == "done");
+  CHECK((*r)["phases"].size() == 8);
+  CHECK((*r)["t_sum"].get<double>() == doctest::Approx(58.5));
+  CHECK((*r)["metrics"]["test_accuracy"] == 0.8);
+  CHECK((*r)["cost"]["per_second_60s_min"]["billed_s"] == 60);
+  CHECK((*r)["cost"]["per_hour"]["billed_s"] == 3600);
+  CHECK((*r)["cost"]["per_hour"]["amount"].get<double>() == doctest::Approx(0.085));
+  CHECK((*r)["cost"]["per_minute"]["currency"] == "USD");
+
+  auto unfinished = v.run(2);
+  REQUIRE(unfinished.ok());
+  CHECK((*unfinished)["t_sum"].is_null());
+  CHECK((*unfinished)["cost"].empty());
+  CHECK(v.run(77).code() == Code::not_found);
+}
+
+TEST_CASE("summary: cheapest per rule, ties broken toward the faster config, and the fastest config") {
+  auto rules = std::vector<billing::BillingRule>{*billing::parse_rule("per_hour"), *billing::parse_rule("per_second_60s_min")};
+  auto run = [](int idx, double t, double hourly, const char* type) {
+    json cost = json::object();
+    for (const char* name : {"per_hour", "per_second_60s_min"}) {
+      auto rule = *billing::parse_rule(name);
+      cost[name] = {{"billed_s", billing::billed_seconds(rule, t)}, {"amount", billing::cost(rule, hourly, t)},
+                    {"currency", "USD"}};
+    }
+    return json{{"status", "done"}, {"config_index", idx}, {"t_sum", t},
+                {"config", {{"provider", "local"}, {"instance_type", type}}}, {"cost", cost}};
+  };
+  // 1 core at half the price takes 2.1x as long: cheaper inside the one billed hour, dearer per second.
+  json runs = json::array({run(0, 2100, 0.05, "local-1c"), run(1, 1000, 0.10, "local-2c")});
+  auto s = summarize(runs, rules);
+  CHECK(s["cheapest"]["per_hour"]["config"]["instance_type"] == "local-1c");
+  CHECK(s["cheapest"]["per_second_60s_min"]["config"]["instance_type"] == "local-2c");
+  CHECK(s["fastest"]["config"]["instance_type"] == "local-2c");
+
+  // Equal cost under per_hour (both inside the first hour at the same price): the faster one wins.
+  json tie = json::array({run(0, 1900, 0.10, "local-1c"), run(1, 1000, 0.10, "local-2c")});
+  CHECK(summarize(tie, rules)["cheapest"]["per_hour"]["config"]["instance_type"] == "local-2c");
+
+  // Failed runs do not count; repetitions are averaged.
+  json reps = json::array({run(0, 100, 0.1, "local-1c"), run(0, 300, 0.1, "local-1c")});
+  reps.push_back(run(1, 1, 0.1, "local-2c"));
+  reps.back()["status"] = "failed";
+  auto s2 = summarize(reps, rules);
+  CHECK(s2["configs"].size() == 1);
+  CHECK(s2["configs"][0]["mean_t_sum"] == 200);
+  CHECK(s2["fastest"]["config"]["instance_type"] == "local-1c");
+}

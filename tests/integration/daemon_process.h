@@ -1,0 +1,135 @@
+// A real `tsumd serve` child process on a free loopback port, plus helpers to talk to it.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/http_client.h"
+#include "support/temp_dir.h"
+
+namespace tsum::testing {
+
+inline uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Runs a command and returns its stdout (trimmed of the final newline).
+inline std::string run_capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+template <class F>
+bool eventually(F f, std::chrono::milliseconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return f();
+}
+
+class DaemonProcess {
+ public:
+  explicit DaemonProcess(std::string db) : db_(std::move(db)) {}
+  ~DaemonProcess() { stop(SIGKILL); }
+
+  void start() {
+    port_ = free_port();
+    std::string listen = "127.0.0.1:" + std::to_string(port_);
+    log_ = db_ + ".log";
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      FILE* f = freopen(log_.c_str(), "a", stderr);
+      (void)f;
+      execl(TSUMD_BIN, TSUMD_BIN, "serve", "--db", db_.c_str(), "--listen", listen.c_str(), nullptr);
+      _exit(127);
+    }
+    bool up = eventually([&] { return api::http_call("127.0.0.1", port_, "GET", "/healthz").status == 200; },
+                         std::chrono::seconds(30));
+    if (!up) FAIL("tsumd did not come up; log:\n" << log());
+  }
+
+  // Sends sig and waits (up to 90 s) for the exit. Returns the wait status, nullopt if not running.
+  std::optional<int> stop(int sig) {
+    if (pid_ <= 0) return std::nullopt;
+    kill(pid_, sig);
+    int status = 0;
+    for (int i = 0; i < 900; ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return status;
+  }
+
+  std::string admin_token() const { return run_capture(std::string(TSUMD_BIN) + " token create --db " + db_); }
+  uint16_t port() const { return port_; }
+  std::string log() const {
+    std::ifstream in(log_);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  api::HttpResult call(const std::string& method, const std::string& target, const std::string& token,
+                       const std::string& body = "") const {
+    api::Headers h;
+    if (!token.empty()) h.push_back({"Authorization", "Bearer " + token});
+    if (!body.empty()) h.push_back({"Content-Type", "application/json"});
+    return api::http_call("127.0.0.1", port_, method, target, body, h);
+  }
+
+ private:
+  std::string db_;
+  std::string log_;
+  pid_t pid_ = 0;
+  uint16_t port_ = 0;
+};
+
+// The example body with a tiny workload.
+inline std::string tiny_experiment(int limit = 300, int test_limit = 200,
+                                   const std::vector<std::string>& types = {"local-1c"}) {
+  nlohmann::json configs = nlohmann::json::array();
+  for (const auto& t : types) configs.push_back({{"provider", "local"}, {"instance_type", t}});
+  nlohmann::json body = {
+      {"name", "it"},
+      {"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}, {"limit", limit},
+                    {"test_limit", test_limit}}},
+      {"configs", configs},
+      {"repetitions", 1},
+      {"billing", {"per_second_60s_min", "per_minute", "per_10_minutes", "per_hour"}}};
+  return body.dump();
+}
+
+}  // namespace tsum::testing

@@ -1,0 +1,91 @@
+// Auth and bad input against the real daemon over loopback. Nothing here may crash it.
+#include <doctest/doctest.h>
+
+#include "common/clock.h"
+#include "daemon/db.h"
+#include "daemon/token_store.h"
+#include "integration/daemon_process.h"
+
+using namespace tsum;
+using namespace tsum::testing;
+
+TEST_CASE("auth: no token, a wrong token, and a run token used on another run") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  REQUIRE(admin.starts_with("tsum_"));
+  d.start();
+
+  CHECK(d.call("GET", "/healthz", "").status == 200);
+  auto none = d.call("GET", "/v1/offers", "");
+  CHECK(none.status == 401);
+  CHECK(none.json()["error"] == "unauthenticated");
+  CHECK(d.call("GET", "/v1/offers", "tsum_wrong").status == 401);
+  auto offers = d.call("GET", "/v1/offers", admin);
+  REQUIRE(offers.status == 200);
+  CHECK(offers.json()["offers"][0]["instance_type"] == "local-1c");
+  CHECK(offers.json()["offers"][0]["hourly_price"].get<double>() > 0);
+
+  // Two queued-then-running runs; a token for run 1 (made as the daemon makes it) is refused on run 2.
+  auto created = d.call("POST", "/v1/experiments", admin, tiny_experiment(200, 100, {"local-1c", "local-1c"}));
+  REQUIRE(created.status == 201);
+  std::string run1_token;
+  {
+    auto db = daemon::Db::open(dir.file("t.db"));
+    REQUIRE(db.ok());
+    SystemClock clock;
+    daemon::TokenStore tokens(**db, clock);
+    run1_token = *tokens.create_for_run(1);
+  }
+  const std::string ev = R"({"phase":"install","mark":"begin","mono_s":1.5})";
+  auto other = d.call("POST", "/v1/runs/2/events", run1_token, ev);
+  CHECK(other.status == 401);
+  CHECK(other.json()["detail"] == "this run token belongs to another run");
+  CHECK(d.call("GET", "/v1/runs/1", run1_token).status == 401);           // not an admin route for it
+  CHECK(d.call("GET", "/v1/experiments/1", run1_token).status == 401);
+  CHECK(d.call("POST", "/v1/runs/1/events", "", ev).status == 401);
+  auto own = d.call("POST", "/v1/runs/1/events", run1_token, R"({"phase":"nope","mark":"begin","mono_s":1})");
+  CHECK(own.status == 422);  // authenticated, then validated
+  CHECK(d.call("GET", "/v1/runs/1", admin).status == 200);
+
+  // Let both runs finish so the test leaves nothing behind.
+  CHECK(eventually([&] { return d.call("GET", "/v1/experiments/1", admin).json()["status"] != "running"; },
+                   std::chrono::seconds(120)));
+}
+
+TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error and the daemon keeps serving") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start();
+  auto post = [&](const std::string& body) { return d.call("POST", "/v1/experiments", admin, body); };
+
+  auto r = post("{\"name\": ");
+  CHECK(r.status == 400);
+  CHECK(r.json()["error"] == "invalid_argument");
+  CHECK(r.json()["detail"] == "malformed JSON body");
+  CHECK(post("not json at all").status == 400);
+  CHECK(post(std::string(200000, '[')).status == 400);  // deep nesting is refused, not recursed into
+  auto unknown = post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-1c"}],"colour":1})");
+  CHECK(unknown.status == 422);
+  CHECK(unknown.json()["detail"] == "unknown field 'colour'");
+  auto big = post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-64c"}]})");
+  CHECK(big.status == 422);
+  CHECK(big.json()["detail"].get<std::string>().find("local-64c") != std::string::npos);
+  CHECK(post(R"({"workload":{},"configs":[{"provider":"aws","instance_type":"c6i.large"}]})").status == 422);
+  CHECK(post(std::string(3 << 20, ' ')).status == 413);
+
+  CHECK(d.call("GET", "/v1/experiments/999", admin).status == 404);
+  CHECK(d.call("GET", "/v1/experiments/abc", admin).status == 404);
+  CHECK(d.call("GET", "/v1/runs/-1", admin).status == 404);
+  CHECK(d.call("DELETE", "/v1/runs/12345", admin).status == 404);
+  CHECK(d.call("GET", "/v1/nothing", admin).status == 404);
+  CHECK(d.call("PUT", "/v1/experiments", admin, "{}").status == 405);
+
+  // Garbage on the socket, then a normal request still works.
+  api::HttpConnection raw;
+  REQUIRE(raw.connect("127.0.0.1", d.port()));
+  raw.send_raw("\x16\x03\x01 this is not HTTP\r\n\r\n");
+  CHECK(d.call("GET", "/healthz", "").status == 200);
+  CHECK(d.call("GET", "/v1/experiments", admin).json()["experiments"].empty());  // nothing bad was stored
+}

@@ -1,0 +1,69 @@
+// Crash and shutdown: a killed daemon leaves no paid instance running once it is back, and SIGTERM
+// terminates instances before the daemon exits.
+#include <doctest/doctest.h>
+
+#include "integration/daemon_process.h"
+
+using namespace tsum;
+using namespace tsum::testing;
+
+namespace {
+// Starts a long run and waits until it is learning. Returns the agent's process group.
+int start_learning_run(DaemonProcess& d, const std::string& admin) {
+  REQUIRE(d.call("POST", "/v1/experiments", admin, tiny_experiment(60000, 10000)).status == 201);
+  bool learning = eventually([&] { return d.call("GET", "/v1/runs/1", admin).json()["status"] == "learning"; },
+                             std::chrono::seconds(60));
+  INFO(d.log());
+  REQUIRE(learning);
+  int pgid = d.call("GET", "/v1/runs/1", admin).json()["instance"]["data"]["pid"].get<int>();
+  REQUIRE(pgid > 1);
+  REQUIRE(kill(-pgid, 0) == 0);
+  return pgid;
+}
+}  // namespace
+
+TEST_CASE("kill -9 while learning, restart on the same database: no process left, run terminal with a reason") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start();
+  int pgid = start_learning_run(d, admin);
+
+  auto status = d.stop(SIGKILL);
+  REQUIRE(status.has_value());
+  CHECK(WIFSIGNALED(*status));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  REQUIRE(kill(-pgid, 0) == 0);  // the orphaned agent and trainer are still running, still "paid"
+
+  auto restarted_at = std::chrono::steady_clock::now();
+  d.start();
+  bool clean = eventually([&] {
+    auto run = d.call("GET", "/v1/runs/1", admin).json();
+    return kill(-pgid, 0) == -1 && (run["status"] == "failed" || run["status"] == "cancelled");
+  }, std::chrono::seconds(30));
+  INFO(d.log());
+  CHECK(clean);
+  CHECK(std::chrono::steady_clock::now() - restarted_at < std::chrono::seconds(30));
+  auto run = d.call("GET", "/v1/runs/1", admin).json();
+  CHECK(run["status"] == "failed");
+  CHECK(run["reason"].get<std::string>().find("daemon restarted while the run was learning") != std::string::npos);
+  CHECK(run["phases"]["poweroff"].get<double>() >= 0);  // the termination was timed
+  CHECK(run["phases"]["install"].get<double>() >= 0);   // what was measured before the crash is kept
+}
+
+TEST_CASE("SIGTERM cancels live runs, terminates their instances and exits cleanly") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start();
+  int pgid = start_learning_run(d, admin);
+  auto status = d.stop(SIGTERM);
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+  CHECK(kill(-pgid, 0) == -1);
+  d.start();  // the reconciler has nothing left to do
+  auto run = d.call("GET", "/v1/runs/1", admin).json();
+  CHECK(run["status"] == "cancelled");
+  CHECK(run["reason"] == "daemon shutting down");
+}

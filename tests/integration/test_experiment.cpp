@@ -1,0 +1,100 @@
+// A tiny real experiment through the REST API: real tsum-train, real Fashion-MNIST, real SQLite, real HTTP.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "billing/billing_rule.h"
+#include "integration/daemon_process.h"
+
+using namespace tsum;
+using namespace tsum::testing;
+namespace fs = std::filesystem;
+
+TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost per rule, summary") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start();
+
+  auto created = d.call("POST", "/v1/experiments", admin, tiny_experiment(300, 200, {"local-1c", "local-2c"}));
+  REQUIRE(created.status == 201);
+  int64_t id = created.json()["id"].get<int64_t>();
+
+  nlohmann::json exp;
+  bool finished = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + std::to_string(id), admin).json();
+    return exp["status"] == "done" || exp["status"] == "failed";
+  }, std::chrono::seconds(240));
+  INFO(exp.dump(2));
+  INFO(d.log());
+  REQUIRE(finished);
+  REQUIRE(exp["status"] == "done");
+  REQUIRE(exp["runs"].size() == 2);
+
+  for (const auto& run : exp["runs"]) {
+    CHECK(run["status"] == "done");
+    const auto& phases = run["phases"];
+    REQUIRE(phases.size() == 8);
+    double sum = 0;
+    for (const char* p : {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"}) {
+      CAPTURE(p);
+      REQUIRE(phases[p].is_number());
+      CHECK(phases[p].get<double>() >= 0);
+      sum += phases[p].get<double>();
+    }
+    CHECK(phases["learn"].get<double>() > 0);
+    double t_sum = run["t_sum"].get<double>();
+    CHECK(std::fabs(sum - t_sum) <= 0.01 * t_sum);
+    double acc = run["metrics"]["test_accuracy"].get<double>();
+    CHECK(acc > 0.1);  // better than chance after 300 images
+    CHECK(acc <= 1.0);
+    double hourly = run["hourly_price"].get<double>();
+    CHECK(hourly > 0);
+    for (const char* name : {"per_second_60s_min", "per_minute", "per_10_minutes", "per_hour"}) {
+      CAPTURE(name);
+      auto rule = *billing::parse_rule(name);
+      const auto& c = run["cost"][name];
+      CHECK(c["billed_s"].get<double>() == doctest::Approx(billing::billed_seconds(rule, t_sum)));
+      CHECK(c["amount"].get<double>() == doctest::Approx(hourly * c["billed_s"].get<double>() / 3600));
+      CHECK(c["currency"] == "USD");
+    }
+    CHECK(run["epochs"].size() == 1);
+    // The checkpoint outlives the instance; the sandbox does not.
+    CHECK(fs::file_size(dir.file("t.db.state/results/run-" + std::to_string(run["id"].get<int>()) + "/model.pt")) > 0);
+  }
+  CHECK(fs::is_empty(dir.file("t.db.state/local")));
+  // Under a 60 s minimum both cost one minute, so local-1c (half the price) is cheapest; per hour too.
+  CHECK(exp["summary"]["cheapest"]["per_hour"]["config"]["instance_type"] == "local-1c");
+  CHECK(exp["summary"]["cheapest"]["per_minute"]["config"]["instance_type"] == "local-1c");
+  CHECK(exp["summary"]["fastest"]["config"].is_object());
+
+  // A replayed event can no longer touch a finished run, and the measured phases stay as they were.
+  auto before = d.call("GET", "/v1/runs/1", admin).json()["phases"];
+  auto replay = d.call("POST", "/v1/runs/1/events", admin, R"({"phase":"learn","mark":"begin","mono_s":0})");
+  CHECK(replay.status == 409);
+  CHECK(d.call("GET", "/v1/runs/1", admin).json()["phases"] == before);
+  CHECK(d.call("DELETE", "/v1/runs/1", admin).status == 409);
+}
+
+TEST_CASE("cancel: DELETE terminates the instance and marks the run cancelled; a queued run is cancelled at once") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start();
+  REQUIRE(d.call("POST", "/v1/experiments", admin, tiny_experiment(60000, 10000, {"local-1c", "local-1c"})).status == 201);
+  REQUIRE(eventually([&] { return d.call("GET", "/v1/runs/1", admin).json()["status"] == "learning"; },
+                     std::chrono::seconds(60)));
+  auto pgid = d.call("GET", "/v1/runs/1", admin).json()["instance"]["data"]["pid"].get<int>();
+  CHECK(d.call("DELETE", "/v1/runs/2", admin).status == 202);  // queued behind run 1
+  CHECK(d.call("GET", "/v1/runs/2", admin).json()["status"] == "cancelled");
+  CHECK(d.call("DELETE", "/v1/runs/1", admin).status == 202);
+  REQUIRE(eventually([&] { return d.call("GET", "/v1/runs/1", admin).json()["status"] == "cancelled"; },
+                     std::chrono::seconds(30)));
+  auto run = d.call("GET", "/v1/runs/1", admin).json();
+  CHECK(run["reason"] == "cancelled by user");
+  CHECK(run["phases"]["poweroff"].get<double>() >= 0);
+  CHECK(run["phases"]["learn"].is_null());  // never ended: no duration is made up
+  CHECK(kill(-pgid, 0) == -1);              // the agent's whole process group is gone
+  CHECK(d.call("GET", "/v1/experiments/1", admin).json()["status"] == "cancelled");
+}

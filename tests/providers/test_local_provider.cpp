@@ -1,0 +1,166 @@
+// The local provider with real processes: sandboxes, affinity, process groups, pidfiles.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "billing/catalog.h"
+#include "providers/local/local_provider.h"
+#include "providers/local/process_group.h"
+#include "support/run_sync.h"
+#include "support/temp_dir.h"
+
+using namespace tsum;
+using namespace tsum::providers;
+using tsum::testing::run_sync;
+namespace fs = std::filesystem;
+
+namespace {
+
+LocalProvider make_provider(const std::string& state, std::vector<int> cpus = {}) {
+  auto cat = billing::parse_catalog(find_embedded(billing::embedded_catalogs(), "local.json"));
+  REQUIRE(cat.ok());
+  LocalOptions o{.state_dir = state, .catalog = *cat, .cpus = std::move(cpus)};
+  o.kill_grace = std::chrono::milliseconds(500);
+  return LocalProvider(o);
+}
+
+// An "agent" that starts a child in its own group and writes both pids, then waits.
+const char* kSleeper = R"(#!/bin/sh
+sleep 300 &
+echo $! > child.pid
+grep Cpus_allowed_list /proc/self/status > cpus.txt
+echo "$TSUM_HELLO" > hello.txt
+wait
+)";
+
+LaunchSpec spec(const std::string& run, const std::string& script = kSleeper) {
+  return {.run_id = run, .tag = "tsum-test", .idempotency_token = "tok-" + run, .agent_script = script,
+          .env = {{"TSUM_HELLO", "hi " + run}}};
+}
+
+Offer offer(const std::string& type) { return {.provider = "local", .instance_type = type}; }
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+template <class F>
+bool eventually(F f, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return f();
+}
+
+bool pid_alive(pid_t pid) { return local::process_start_ticks(pid).has_value(); }
+
+}  // namespace
+
+TEST_CASE("offers list local-1c..local-<N>c priced from the catalog; larger types are refused") {
+  testing::TempDir dir;
+  auto p = make_provider(dir.path().string(), {0, 1});
+  auto offers = run_sync(p.offers({}));
+  REQUIRE(offers.ok());
+  REQUIRE(offers->size() == 2);
+  CHECK((*offers)[0].instance_type == "local-1c");
+  CHECK((*offers)[1].hourly_price == doctest::Approx(0.085));
+  CHECK(run_sync(p.offers({.instance_type = "local-3c"}))->empty());
+  auto big = run_sync(p.create(offer("local-3c"), spec("1")));
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.error().code == Code::invalid_argument);
+  CHECK(big.error().detail.find("larger than this host") != std::string::npos);
+  CHECK(LocalProvider::cores_of("local-12c") == 12);
+  CHECK(LocalProvider::cores_of("local-c") == 0);
+  CHECK(LocalProvider::cores_of("aws-2c") == 0);
+}
+
+TEST_CASE("an instance is a sandbox, a pinned core set and a process group; terminate removes all of it") {
+  testing::TempDir dir;
+  auto p = make_provider(dir.path().string(), {0});
+  auto h = run_sync(p.create(offer("local-1c"), spec("7")));
+  REQUIRE(h.ok());
+  fs::path sandbox = h->data["sandbox"].get<std::string>();
+  REQUIRE(eventually([&] { return fs::exists(sandbox / "hello.txt") && fs::exists(sandbox / "cpus.txt"); }));
+  CHECK(read_file(sandbox / "hello.txt") == "hi 7\n");
+  CHECK(read_file(sandbox / "cpus.txt").find("\t0\n") != std::string::npos);  // pinned to CPU 0
+
+  auto st = run_sync(p.describe(*h));
+  REQUIRE(st.ok());
+  CHECK(st->state == InstanceState::running);
+  pid_t agent = h->data["pid"].get<int>();
+  REQUIRE(eventually([&] { return fs::exists(sandbox / "child.pid") && !read_file(sandbox / "child.pid").empty(); }));
+  pid_t child = std::stoi(read_file(sandbox / "child.pid"));
+  CHECK(getpgid(child) == agent);  // the agent's child is in the agent's group
+
+  // Idempotent create: the same token gives the same instance, no second process.
+  auto again = run_sync(p.create(offer("local-1c"), spec("7")));
+  REQUIRE(again.ok());
+  CHECK(again->id == h->id);
+  // The only core is taken: another instance is refused until this one is gone.
+  auto busy = run_sync(p.create(offer("local-1c"), spec("8")));
+  CHECK(busy.code() == Code::unavailable);
+
+  REQUIRE(run_sync(p.terminate(*h)).ok());
+  CHECK_FALSE(fs::exists(sandbox));
+  CHECK(eventually([&] { return !pid_alive(child) && !pid_alive(agent); }));
+  CHECK(run_sync(p.describe(*h))->state == InstanceState::gone);
+  CHECK(run_sync(p.terminate(*h)).ok());  // idempotent
+  CHECK(run_sync(p.create(offer("local-1c"), spec("8"))).ok());
+}
+
+TEST_CASE("an agent that ignores SIGTERM is killed after the grace period") {
+  testing::TempDir dir;
+  auto p = make_provider(dir.path().string(), {0});
+  auto h = run_sync(p.create(offer("local-1c"), spec("1", "trap '' TERM\nwhile :; do sleep 1; done\n")));
+  REQUIRE(h.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(run_sync(p.terminate(*h)).ok());
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(400));
+  CHECK_FALSE(pid_alive(h->data["pid"].get<int>()));
+}
+
+TEST_CASE("an agent that exits is reported as exited with its status") {
+  testing::TempDir dir;
+  auto p = make_provider(dir.path().string(), {0});
+  auto h = run_sync(p.create(offer("local-1c"), spec("1", "exit 3\n")));
+  REQUIRE(h.ok());
+  REQUIRE(eventually([&] { return run_sync(p.describe(*h))->state == InstanceState::exited; }));
+  CHECK(run_sync(p.describe(*h))->detail == "agent exited with status 3");
+  CHECK(run_sync(p.terminate(*h)).ok());
+}
+
+TEST_CASE("list_tagged finds the instances another provider object (a crashed daemon) left behind") {
+  testing::TempDir dir;
+  InstanceHandle left;
+  {
+    auto first = make_provider(dir.path().string(), {0, 1});
+    auto h = run_sync(first.create(offer("local-1c"), spec("5")));
+    REQUIRE(h.ok());
+    left = *h;
+  }
+  auto second = make_provider(dir.path().string(), {0, 1});
+  auto found = run_sync(second.list_tagged("tsum-test"));
+  REQUIRE(found.ok());
+  REQUIRE(found->size() == 1);
+  CHECK((*found)[0].id == left.id);
+  CHECK(run_sync(second.list_tagged("someone-else"))->empty());
+  REQUIRE(run_sync(second.terminate((*found)[0])).ok());
+  CHECK(run_sync(second.list_tagged("tsum-test"))->empty());
+  CHECK_FALSE(pid_alive(left.data["pid"].get<int>()));
+}
+
+TEST_CASE("a recorded pid that now belongs to another process is never signalled") {
+  pid_t me = getpid();
+  auto ticks = local::process_start_ticks(me);
+  REQUIRE(ticks.has_value());
+  CHECK_FALSE(local::group_alive(me, *ticks + 12345));
+}

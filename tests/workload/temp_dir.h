@@ -1,0 +1,85 @@
+// Test helpers: a self-deleting temporary directory and writers for small IDX files.
+#pragma once
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tsum::workload::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tsum-workload-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void put_u32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+  out.push_back(static_cast<std::uint8_t>(v >> 24));
+  out.push_back(static_cast<std::uint8_t>(v >> 16));
+  out.push_back(static_cast<std::uint8_t>(v >> 8));
+  out.push_back(static_cast<std::uint8_t>(v));
+}
+
+// IDX images bytes: header for `count` images of rows x cols, then `payload` bytes (pixel i is
+// i % 251), so a payload shorter than count*rows*cols makes a truncated file.
+inline std::vector<std::uint8_t> idx_images(std::uint32_t count, std::uint32_t rows,
+                                            std::uint32_t cols, std::size_t payload,
+                                            std::uint32_t magic = 0x00000803) {
+  std::vector<std::uint8_t> out;
+  put_u32(out, magic);
+  put_u32(out, count);
+  put_u32(out, rows);
+  put_u32(out, cols);
+  for (std::size_t i = 0; i < payload; ++i) out.push_back(static_cast<std::uint8_t>(i % 251));
+  return out;
+}
+
+// IDX labels bytes: header for `count` labels, then `payload` labels (label i is i % 10).
+inline std::vector<std::uint8_t> idx_labels(std::uint32_t count, std::size_t payload,
+                                            std::uint32_t magic = 0x00000801) {
+  std::vector<std::uint8_t> out;
+  put_u32(out, magic);
+  put_u32(out, count);
+  for (std::size_t i = 0; i < payload; ++i) out.push_back(static_cast<std::uint8_t>(i % 10));
+  return out;
+}
+
+inline void write_raw(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+inline void write_gz(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  gzFile gz = gzopen(path.c_str(), "wb");
+  if (gz == nullptr) throw std::runtime_error("gzopen failed: " + path);
+  if (!bytes.empty()) gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(gz);
+}
+
+inline std::vector<std::uint8_t> read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace tsum::workload::testing

@@ -1,0 +1,164 @@
+// End-to-end tests: run the real tsum-train binary on real data and check its event stream.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "temp_dir.h"
+#include "workload/options.h"
+
+using namespace tsum::workload::testing;
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs tsum-train with `args` (already shell-quoted where needed); stderr goes through a file.
+RunResult run_train(const TempDir& dir, const std::string& args) {
+  const std::string err_path = dir.file("stderr.txt");
+  const std::string cmd = std::string("'") + TSUM_TRAIN_BIN + "' " + args + " 2>'" + err_path + "'";
+  RunResult r;
+  std::FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const auto err = read_all(err_path);
+  r.err.assign(err.begin(), err.end());
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+bool has(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("tsum-train: a tiny real run emits ready, epochs, learn_end, verify, saved in order") {
+  TempDir dir;
+  const std::string ckpt = dir.file("model.pt");
+  const auto r = run_train(dir, "--limit 512 --epochs 2 --threads 1 --test-limit 300 --checkpoint '" +
+                                    ckpt + "' --data " + TSUM_FASHION_MNIST_DIR);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto lines = lines_of(r.out);
+  REQUIRE(lines.size() == 6);
+
+  const std::vector<std::string> expected = {"ready", "epoch", "epoch", "learn_end", "verify", "saved"};
+  std::vector<nlohmann::ordered_json> events;
+  double last_mono = 0.0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    CAPTURE(lines[i]);
+    // The agent's sed script relies on this exact prefix.
+    CHECK(lines[i].rfind("{\"event\":\"" + expected[i] + "\",\"mono_s\":", 0) == 0);
+    auto j = nlohmann::ordered_json::parse(lines[i]);
+    REQUIRE(j.is_object());
+    auto it = j.begin();
+    CHECK(it.key() == "event");
+    ++it;
+    CHECK(it.key() == "mono_s");
+    for (const auto& [key, value] : j.items()) CHECK_FALSE(value.is_structured());
+    const double mono = j["mono_s"].get<double>();
+    CHECK(mono >= last_mono);
+    last_mono = mono;
+    events.push_back(std::move(j));
+  }
+
+  const auto& ready = events[0];
+  CHECK(ready["model"] == "mnist_cnn");
+  CHECK(ready["params"] == 1199882);
+  CHECK(ready["threads"] == 1);
+  CHECK(ready["train_images"] == 512);
+  CHECK(ready["test_images"] == 300);
+  CHECK(ready["device"] == "cpu");
+
+  for (int e = 1; e <= 2; ++e) {
+    const auto& epoch = events[static_cast<std::size_t>(e)];
+    CHECK(epoch["epoch"] == e);
+    CHECK(epoch["epochs"] == 2);
+    REQUIRE(epoch["loss"].is_number());
+    CHECK(std::isfinite(epoch["loss"].get<double>()));
+    CHECK(epoch["loss"].get<double>() > 0.0);
+    CHECK(epoch["train_accuracy"].get<double>() >= 0.0);
+    CHECK(epoch["train_accuracy"].get<double>() <= 1.0);
+    CHECK(epoch["images_per_s"].get<double>() > 0.0);
+    CHECK(epoch["seconds"].get<double>() > 0.0);
+  }
+  CHECK(events[2]["loss"].get<double>() < events[1]["loss"].get<double>());
+
+  CHECK(events[3]["epochs"] == 2);
+  CHECK(events[3]["seconds"].get<double>() > 0.0);
+  CHECK(events[3]["images_per_s"].get<double>() > 0.0);
+
+  // 2 epochs of 512 images already beat chance (10%) by a wide margin on Fashion-MNIST.
+  CHECK(events[4]["test_accuracy"].get<double>() > 0.4);
+  CHECK(std::isfinite(events[4]["test_loss"].get<double>()));
+  CHECK(events[4]["test_images"] == 300);
+
+  CHECK(events[5]["path"] == ckpt);
+  REQUIRE(std::filesystem::exists(ckpt));
+  CHECK(events[5]["bytes"] == static_cast<std::int64_t>(std::filesystem::file_size(ckpt)));
+  CHECK(events[5]["bytes"].get<std::int64_t>() > 4 * 1199882);
+}
+
+TEST_CASE("tsum-train: default threads follow the affinity mask") {
+  TempDir dir;
+  const auto r = run_train(dir, "--limit 128 --test-limit 100 --checkpoint '" + dir.file("m.pt") + "'");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto ready = nlohmann::json::parse(lines_of(r.out).at(0));
+  CHECK(ready["threads"] == tsum::workload::affinity_cpu_count());
+}
+
+TEST_CASE("tsum-train: bad data exits 2 naming the file, with nothing on stdout") {
+  TempDir dir;
+  const std::string images = dir.file("train-images-idx3-ubyte.gz");
+  write_gz(images, idx_images(60000, 28, 28, 1000));
+  write_gz(dir.file("train-labels-idx1-ubyte.gz"), idx_labels(60000, 60000));
+  const auto r = run_train(dir, "--data '" + dir.path().string() + "' --checkpoint '" +
+                                    dir.file("m.pt") + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(has(r.err, images + ": truncated"));
+}
+
+TEST_CASE("tsum-train: missing data directory exits 2 naming the file") {
+  TempDir dir;
+  const auto r = run_train(dir, "--data '" + dir.file("absent") + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(has(r.err, dir.file("absent") + "/train-images-idx3-ubyte.gz"));
+}
+
+TEST_CASE("tsum-train: bad usage exits 2 with usage on stderr; --help exits 0") {
+  TempDir dir;
+  for (const std::string args : {"--bogus 1", "--epochs 0", "--model nope", "--optimizer nope"}) {
+    CAPTURE(args);
+    const auto r = run_train(dir, args + " --data /nonexistent");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_FALSE(r.err.empty());
+  }
+  CHECK(has(run_train(dir, "--bogus 1").err, "usage: tsum-train"));
+  const auto help = run_train(dir, "--help");
+  CHECK(help.exit_code == 0);
+  CHECK(has(help.out, "--checkpoint"));
+}
