@@ -51,10 +51,9 @@ Status Ledger::advance_locked(int64_t run_id, RunStatus from, RunStatus to, std:
                       "run " + std::to_string(run_id) + ": cannot go from " + std::string(status_name(from)) +
                           " to " + std::string(status_name(to)));
   double now = clock_.now_s();
-  auto up = db_.prepare("UPDATE runs SET status = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END, "
-                        "updated_at = ? WHERE id = ?");
+  auto up = db_.prepare("UPDATE runs SET status = ?, reason = ?, updated_at = ? WHERE id = ?");
   if (!up) return up.error();
-  if (auto s = up->bind(status_name(to), reason, reason, now, run_id).run(); !s) return s;
+  if (auto s = up->bind(status_name(to), reason, now, run_id).run(); !s) return s;
   auto log = db_.prepare(
       "INSERT INTO run_transitions (run_id, seq, from_status, to_status, reason, at) "
       "VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_transitions WHERE run_id = ?1), ?2, ?3, ?4, ?5)");
