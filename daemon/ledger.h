@@ -54,7 +54,8 @@ class Ledger {
 
   // Moves run_id to `to`. Allowed: forward along the lifecycle from a non-terminal status (skipping is
   // fine), to failed or cancelled from any non-terminal status, and to done only from terminating.
-  // Advancing to the current status is a no-op. Anything else is invalid_argument; an unknown run is
+  // The run's reason becomes `reason` (history stays in run_transitions). Advancing to the current
+  // status is a no-op. Anything else is invalid_argument; an unknown run is
   // not_found. A terminal run refuses every change with already_exists.
   Status advance(int64_t run_id, RunStatus to, std::string_view reason);
 
