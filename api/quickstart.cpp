@@ -9,6 +9,7 @@
 
 #include "api/app.h"
 #include "api/http_client.h"
+#include "daemon/run_status.h"
 
 namespace tsum::api {
 
@@ -22,41 +23,52 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-void print_table(const json& exp) {
-  const auto& rules = exp["spec"]["billing"];
-  std::printf("\n%-10s", "config");
-  for (const char* p : {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"})
-    std::printf(" %9s", p);
-  std::printf(" %9s %8s", "t_sum", "accuracy");
-  for (const auto& r : rules) std::printf(" %20s", r.get<std::string>().c_str());
-  std::printf("\n");
-  for (const auto& run : exp["runs"]) {
-    std::printf("%-10s", run["config"]["instance_type"].get<std::string>().c_str());
-    for (const auto& [name, v] : run["phases"].items()) std::printf(" %9s", v.is_null() ? "-" : fmt("%.3f", v.get<double>()).c_str());
-    std::printf(" %9s", run["t_sum"].is_null() ? "-" : fmt("%.3f", run["t_sum"].get<double>()).c_str());
-    const auto& acc = run["metrics"]["test_accuracy"];
-    std::printf(" %8s", acc.is_null() ? "-" : fmt("%.4f", acc.get<double>()).c_str());
-    for (const auto& r : rules) {
-      const auto& c = run["cost"][r.get<std::string>()];
-      std::string cell = c.is_null() ? "-" : fmt("$%.6f", c["amount"].get<double>()) + " (" +
-                                                 fmt("%.0f", c["billed_s"].get<double>()) + "s)";
-      std::printf(" %20s", cell.c_str());
-    }
-    std::printf("   %s%s\n", run["status"].get<std::string>().c_str(),
-                run["reason"].get<std::string>().empty() ? "" : (": " + run["reason"].get<std::string>()).c_str());
-  }
-  const auto& s = exp["summary"];
-  std::printf("\n");
-  for (const auto& [rule, best] : s["cheapest"].items())
-    std::printf("cheapest under %-20s %s at $%.6f\n", rule.c_str(),
-                best["config"]["instance_type"].get<std::string>().c_str(), best["amount"].get<double>());
-  if (!s["fastest"].is_null())
-    std::printf("fastest:                           %s with t_sum %.3f s\n",
-                s["fastest"]["config"]["instance_type"].get<std::string>().c_str(),
-                s["fastest"]["mean_t_sum"].get<double>());
-}
+std::string cell(const json& v, const char* f) { return v.is_number() ? fmt(f, v.get<double>()) : "-"; }
 
 }  // namespace
+
+std::string format_table(const json& exp) {
+  std::string out;
+  auto put = [&out](const char* f, const std::string& s) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, f, s.c_str());
+    out += buf;
+  };
+  const json rules = exp["spec"].value("billing", json::array());
+  put("\n%-10s", "config");
+  for (auto p : daemon::kPhaseNames) put(" %9s", std::string(p));
+  put(" %9s", "t_sum");
+  put(" %8s", "accuracy");
+  for (const auto& r : rules) put(" %20s", r.get<std::string>());
+  out += "\n";
+  for (const auto& run : exp["runs"]) {
+    put("%-10s", run["config"]["instance_type"].get<std::string>());
+    // By name, never by position: the JSON object's keys are sorted alphabetically.
+    for (auto p : daemon::kPhaseNames) put(" %9s", cell(run["phases"][std::string(p)], "%.3f"));
+    put(" %9s", cell(run["t_sum"], "%.3f"));
+    put(" %8s", cell(run["metrics"].value("test_accuracy", json()), "%.4f"));
+    for (const auto& r : rules) {
+      const json c = run["cost"].value(r.get<std::string>(), json());
+      put(" %20s", c.is_null() ? "-"
+                               : fmt("$%.6f", c["amount"].get<double>()) + " (" +
+                                     fmt("%.0f", c["billed_s"].get<double>()) + "s)");
+    }
+    std::string reason = run.value("reason", "");
+    put("   %s\n", run["status"].get<std::string>() + (reason.empty() ? "" : ": " + reason));
+  }
+  const auto& s = exp["summary"];
+  out += "\n";
+  for (const auto& [rule, best] : s["cheapest"].items()) {
+    put("cheapest under %-20s", rule);
+    put(" %s", best["config"]["instance_type"].get<std::string>());
+    put(" at %s\n", fmt("$%.6f", best["amount"].get<double>()));
+  }
+  if (!s["fastest"].is_null()) {
+    put("fastest:                            %s", s["fastest"]["config"]["instance_type"].get<std::string>());
+    put(" with t_sum %s s\n", fmt("%.3f", s["fastest"]["mean_t_sum"].get<double>()));
+  }
+  return out;
+}
 
 int run_quickstart(const QuickstartOptions& q) {
   boost::asio::io_context io;
@@ -135,7 +147,7 @@ int run_quickstart(const QuickstartOptions& q) {
     if (status == "done" || status == "failed" || status == "cancelled") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  print_table(exp);
+  std::fputs(format_table(exp).c_str(), stdout);
   std::printf("\nThe results stay in %s. To browse them over the API:\n", q.db_path.c_str());
   std::printf("  TOKEN=$(tsumd token create --db %s)\n", q.db_path.c_str());
   std::printf("  tsumd serve --db %s --listen 127.0.0.1:8080 &\n", q.db_path.c_str());

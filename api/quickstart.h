@@ -3,6 +3,7 @@
 // under the four built-in billing rules, the cheapest config per rule and the fastest config.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace tsum::api {
@@ -15,6 +16,10 @@ struct QuickstartOptions {
   int limit = 10000;
   int test_limit = 2000;
 };
+
+// The quickstart table of an experiment as GET /v1/experiments/{id} returns it: per run the 8 phase seconds,
+// t_sum, test accuracy and cost under each rule; then the cheapest config per rule and the fastest.
+std::string format_table(const nlohmann::json& experiment);
 
 // Returns the process exit code: 0 when every run finished done.
 int run_quickstart(const QuickstartOptions& opts);

@@ -1,5 +1,6 @@
 #include "providers/local/process_group.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -89,15 +90,58 @@ Result<Spawned> spawn_session(const SpawnSpec& spec) {
   return s;
 }
 
+namespace {
+
+// Fields 3 (state) and 5 (pgrp) of /proc/<pid>/stat.
+bool stat_state_pgrp(const std::string& pid, char* state, pid_t* pgrp) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return false;
+  auto close = line.rfind(')');  // comm may hold spaces and parentheses
+  if (close == std::string::npos) return false;
+  std::istringstream rest(line.substr(close + 2));
+  std::string st;
+  long ppid = 0, pg = 0;
+  rest >> st >> ppid >> pg;
+  if (!rest || st.empty()) return false;
+  *state = st[0];
+  *pgrp = static_cast<pid_t>(pg);
+  return true;
+}
+
+}  // namespace
+
+bool group_has_live_member(pid_t pgid) {
+  DIR* d = opendir("/proc");
+  if (!d) return true;  // cannot tell: assume alive, the caller's deadline still holds
+  bool live = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char state = 0;
+    pid_t pgrp = 0;
+    if (stat_state_pgrp(e->d_name, &state, &pgrp) && pgrp == pgid && state != 'Z' && state != 'X') {
+      live = true;
+      break;
+    }
+  }
+  closedir(d);
+  return live;
+}
+
 bool group_alive(pid_t pgid, uint64_t start_ticks, std::optional<int>* exit_status) {
   if (pgid <= 1) return false;
-  int status = 0;
-  pid_t r = waitpid(pgid, &status, WNOHANG);  // reaps the leader if it is our child
-  if (r == pgid && exit_status && !*exit_status)
-    *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // Reap every member that is our child: the leader, and orphans re-parented to us as subreaper.
+  for (;;) {
+    int status = 0;
+    pid_t r = waitpid(-pgid, &status, WNOHANG);
+    if (r <= 0) break;
+    if (r == pgid && exit_status && !*exit_status)
+      *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
   if (auto ticks = process_start_ticks(pgid); ticks && start_ticks && *ticks != start_ticks)
     return false;  // the pid now belongs to someone else
-  return kill(-pgid, 0) == 0 || errno == EPERM;
+  if (kill(-pgid, 0) != 0 && errno != EPERM) return false;
+  return group_has_live_member(pgid);
 }
 
 void signal_group(pid_t pgid, uint64_t start_ticks, int sig) {

@@ -32,9 +32,13 @@ Result<Spawned> spawn_session(const SpawnSpec& spec);
 // starttime of a live (non-zombie) process, nullopt if none.
 std::optional<uint64_t> process_start_ticks(pid_t pid);
 
-// True while any process of group pgid is alive and the group is still the one we started: its leader
-// is either gone or has the recorded start time. Reaps the leader if it is our child and has exited,
-// writing its wait status to *exit_status once.
+// Whether any process of group pgid is running. Zombies do not count: they have exited and only wait for
+// a parent (perhaps an init that reaps slowly) to collect them, though kill(-pgid, 0) still finds them.
+bool group_has_live_member(pid_t pgid);
+
+// True while any process of group pgid is alive (zombies do not count) and the group is still the one we
+// started: its leader is either gone or has the recorded start time. Reaps every exited member that is our
+// child, writing the leader's wait status to *exit_status once.
 bool group_alive(pid_t pgid, uint64_t start_ticks, std::optional<int>* exit_status = nullptr);
 
 // Sends sig to the whole group if it is still ours (see group_alive).

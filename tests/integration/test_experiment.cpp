@@ -3,12 +3,16 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
+#include "api/quickstart.h"
 #include "billing/billing_rule.h"
 #include "integration/daemon_process.h"
+#include "providers/local/process_group.h"
 
 using namespace tsum;
 using namespace tsum::testing;
+using tsum::providers::local::group_has_live_member;
 namespace fs = std::filesystem;
 
 TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost per rule, summary") {
@@ -44,6 +48,11 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
       sum += phases[p].get<double>();
     }
     CHECK(phases["learn"].get<double>() > 0);
+    // learn is the trainer's own training time (ready → learn_end), not some neighbouring phase's.
+    REQUIRE(run["epochs"].size() == 1);
+    double epoch_s = run["epochs"][0]["seconds"].get<double>();
+    CHECK(phases["learn"].get<double>() >= epoch_s);
+    CHECK(phases["learn"].get<double>() <= epoch_s + 0.5);
     double t_sum = run["t_sum"].get<double>();
     CHECK(std::fabs(sum - t_sum) <= 0.01 * t_sum);
     double acc = run["metrics"]["test_accuracy"].get<double>();
@@ -59,7 +68,6 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
       CHECK(c["amount"].get<double>() == doctest::Approx(hourly * c["billed_s"].get<double>() / 3600));
       CHECK(c["currency"] == "USD");
     }
-    CHECK(run["epochs"].size() == 1);
     // The checkpoint outlives the instance; the sandbox does not.
     CHECK(fs::file_size(dir.file("t.db.state/results/run-" + std::to_string(run["id"].get<int>()) + "/model.pt")) > 0);
   }
@@ -68,6 +76,9 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
   CHECK(exp["summary"]["cheapest"]["per_hour"]["config"]["instance_type"] == "local-1c");
   CHECK(exp["summary"]["cheapest"]["per_minute"]["config"]["instance_type"] == "local-1c");
   CHECK(exp["summary"]["fastest"]["config"].is_object());
+  std::string table = api::format_table(exp);
+  CHECK(table.find("local-1c") != std::string::npos);
+  CHECK(table.find("cheapest under per_hour") != std::string::npos);
 
   // A replayed event can no longer touch a finished run, and the measured phases stay as they were.
   auto before = d.call("GET", "/v1/runs/1", admin).json()["phases"];
@@ -95,6 +106,37 @@ TEST_CASE("cancel: DELETE terminates the instance and marks the run cancelled; a
   CHECK(run["reason"] == "cancelled by user");
   CHECK(run["phases"]["poweroff"].get<double>() >= 0);
   CHECK(run["phases"]["learn"].is_null());  // never ended: no duration is made up
-  CHECK(kill(-pgid, 0) == -1);              // the agent's whole process group is gone
+  CHECK(!group_has_live_member(pgid));              // the agent's whole process group is gone
   CHECK(d.call("GET", "/v1/experiments/1", admin).json()["status"] == "cancelled");
+}
+
+TEST_CASE("the quickstart table puts each phase under its own column") {
+  nlohmann::json run = {
+      {"config", {{"provider", "local"}, {"instance_type", "local-1c"}}},
+      {"status", "done"},
+      {"reason", ""},
+      {"phases", {{"startup", 1.0}, {"install", 2.0}, {"load_data", 3.0}, {"start", 4.0}, {"learn", 5.0},
+                  {"verify", 6.0}, {"save", 7.0}, {"poweroff", 8.0}}},
+      {"t_sum", 36.0},
+      {"metrics", {{"test_accuracy", 0.5}}},
+      {"cost", {{"per_hour", {{"billed_s", 3600.0}, {"amount", 0.0425}, {"currency", "USD"}}}}}};
+  nlohmann::json exp = {{"spec", {{"billing", {"per_hour"}}}},
+                        {"runs", {run}},
+                        {"summary", {{"cheapest", {{"per_hour", {{"config", run["config"]}, {"amount", 0.0425}}}}},
+                                     {"fastest", {{"config", run["config"]}, {"mean_t_sum", 36.0}}}}}};
+  std::string table = api::format_table(exp);
+  INFO(table);
+  auto header = table.find("startup");
+  auto row = table.find("local-1c");
+  REQUIRE(header != std::string::npos);
+  REQUIRE(row != std::string::npos);
+  std::istringstream cells(table.substr(row));
+  std::string type, v;
+  cells >> type;
+  for (const char* want : {"1.000", "2.000", "3.000", "4.000", "5.000", "6.000", "7.000", "8.000", "36.000", "0.5000"}) {
+    cells >> v;
+    CHECK(v == want);
+  }
+  CHECK(table.find("$0.042500 (3600s)") != std::string::npos);
+  CHECK(table.find("fastest:") != std::string::npos);
 }

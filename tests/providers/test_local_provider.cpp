@@ -164,3 +164,20 @@ TEST_CASE("a recorded pid that now belongs to another process is never signalled
   REQUIRE(ticks.has_value());
   CHECK_FALSE(local::group_alive(me, *ticks + 12345));
 }
+
+TEST_CASE("a group whose only member is a zombie is not running, though kill(-pgid, 0) still finds it") {
+  testing::TempDir dir;
+  auto s = local::spawn_session({.argv = {"/bin/sleep", "300"}, .cwd = dir.path().string(),
+                                 .log_path = dir.file("log")});
+  REQUIRE(s.ok());
+  CHECK(local::group_has_live_member(s->pid));
+  REQUIRE(kill(s->pid, SIGKILL) == 0);
+  // Not reaped yet: the killed leader is a zombie child of ours.
+  REQUIRE(eventually([&] { return !local::process_start_ticks(s->pid).has_value(); }));
+  CHECK(kill(-s->pid, 0) == 0);
+  CHECK_FALSE(local::group_has_live_member(s->pid));
+  std::optional<int> status;
+  CHECK_FALSE(local::group_alive(s->pid, s->start_ticks, &status));  // reaps it
+  CHECK(status == 128 + SIGKILL);
+  CHECK(kill(-s->pid, 0) == -1);
+}
