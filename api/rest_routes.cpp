@@ -1,5 +1,7 @@
 #include "api/rest_routes.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -43,11 +45,34 @@ Response from_error(const Error& e) {
   return error_response(e);
 }
 
+// {"cpu_pct": {"min": 1, "avg": 2, "max": 3}, ...}: metric names are short identifiers, values finite.
+Result<daemon::PhaseStats> parse_stats(const json& j) {
+  auto bad = [](std::string d) { return make_error(Code::invalid_argument, "'stats': " + std::move(d)); };
+  if (!j.is_object()) return bad("must be an object");
+  if (j.size() > 32) return bad("at most 32 metrics");
+  daemon::PhaseStats out;
+  for (const auto& [metric, v] : j.items()) {
+    bool name_ok = !metric.empty() && metric.size() <= 32 &&
+                   std::all_of(metric.begin(), metric.end(), [](char c) { return std::islower(c) || c == '_'; });
+    if (!name_ok) return bad("metric names are lower_case identifiers, got '" + metric + "'");
+    if (!v.is_object() || v.size() != 3) return bad(metric + " must be {\"min\", \"avg\", \"max\"}");
+    daemon::MinAvgMax m;
+    for (auto [key, field] : {std::pair{"min", &m.min}, {"avg", &m.avg}, {"max", &m.max}}) {
+      if (!v.contains(key) || !v[key].is_number() || !std::isfinite(v[key].get<double>()))
+        return bad(metric + "." + key + " must be a finite number");
+      *field = v[key].get<double>();
+    }
+    out[metric] = m;
+  }
+  return out;
+}
+
 Result<AgentEvent> parse_event(const json& j) {
   auto bad = [](std::string d) { return make_error(Code::invalid_argument, std::move(d)); };
   if (!j.is_object()) return bad("the event must be a JSON object");
   for (const auto& [k, _] : j.items())
-    if (k != "phase" && k != "mark" && k != "mono_s" && k != "attrs") return bad("unknown field '" + k + "'");
+    if (k != "phase" && k != "mark" && k != "mono_s" && k != "attrs" && k != "stats")
+      return bad("unknown field '" + k + "'");
   if (!j.contains("phase") || !j["phase"].is_string()) return bad("'phase' must be a string");
   auto phase = daemon::parse_phase(j["phase"].get<std::string>());
   if (!phase) return bad("unknown phase '" + j["phase"].get<std::string>() + "'");
@@ -67,6 +92,12 @@ Result<AgentEvent> parse_event(const json& j) {
   if (j.contains("attrs")) {
     if (!j["attrs"].is_object()) return bad("'attrs' must be an object");
     ev.attrs = j["attrs"];
+  }
+  if (j.contains("stats")) {
+    auto stats = parse_stats(j["stats"]);
+    if (!stats) return stats.error();
+    if (ev.kind != AgentEvent::Kind::end) return bad("only an end mark carries 'stats'");
+    ev.stats = std::move(*stats);
   }
   if (ev.kind == AgentEvent::Kind::progress &&
       (!ev.attrs.contains("epoch") || !ev.attrs["epoch"].is_number_integer()))

@@ -97,6 +97,8 @@ Result<EventOutcome> Ledger::apply_agent_event(int64_t run_id, const AgentEvent&
                            ClockDomain::agent, ev.attrs);
     if (!rec) return rec.error();
     out.recorded = *rec;
+    if (*rec && ev.kind == Kind::end)
+      if (auto s = record_stats(run_id, ev.phase, ev.stats); !s) return s.error();
   } else if (ev.kind == Kind::progress) {
     auto st = db_.prepare("INSERT INTO run_epochs (run_id, epoch, attrs) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
     if (!st) return st.error();
@@ -113,6 +115,17 @@ Result<EventOutcome> Ledger::apply_agent_event(int64_t run_id, const AgentEvent&
       return s.error();
   if (auto s = tx.commit(); !s) return s.error();
   return out;
+}
+
+Status Ledger::record_stats(int64_t run_id, Phase phase, const PhaseStats& stats) {
+  for (const auto& [metric, v] : stats) {
+    auto st = db_.prepare(
+        "INSERT INTO phase_stats (run_id, phase, metric, min, avg, max) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING");
+    if (!st) return st.error();
+    if (auto s = st->bind(run_id, phase_name(phase), metric, v.min, v.avg, v.max).run(); !s) return s;
+  }
+  return {};
 }
 
 Status Ledger::set_instance(int64_t run_id, const nlohmann::json& handle) {
@@ -139,6 +152,16 @@ Result<std::map<Phase, PhaseRecord>> Ledger::phases(int64_t run_id) {
                 parse_attrs(st->text(4))};
     auto& rec = out[*phase];
     (st->text(1) == "begin" ? rec.begin : rec.end) = std::move(m);
+  }
+  auto stats = db_.prepare("SELECT phase, metric, min, avg, max FROM phase_stats WHERE run_id = ?");
+  if (!stats) return stats.error();
+  stats->bind(run_id);
+  for (;;) {
+    auto row = stats->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    if (auto phase = parse_phase(stats->text(0)))
+      out[*phase].stats[stats->text(1)] = {stats->real(2), stats->real(3), stats->real(4)};
   }
   return out;
 }

@@ -26,9 +26,16 @@ struct PhaseMark {
   nlohmann::json attrs;
 };
 
+// One resource metric over a phase (e.g. cpu_pct, rss_bytes, read_bps), measured inside the instance.
+struct MinAvgMax {
+  double min = 0, avg = 0, max = 0;
+};
+using PhaseStats = std::map<std::string, MinAvgMax>;
+
 struct PhaseRecord {
   std::optional<PhaseMark> begin;
   std::optional<PhaseMark> end;
+  PhaseStats stats;
   // end - begin when both are present on the same clock.
   std::optional<double> seconds() const;
 };
@@ -41,6 +48,7 @@ struct AgentEvent {
   Kind kind = Kind::begin;
   double mono_s = 0;
   nlohmann::json attrs = nlohmann::json::object();
+  PhaseStats stats;  // end marks only: the phase's resource statistics
 };
 
 struct EventOutcome {
@@ -64,6 +72,7 @@ class Ledger {
                            const nlohmann::json& attrs = nlohmann::json::object());
 
   // Applies an agent event in one transaction. A queued or finished run refuses it with already_exists.
+  // An end mark's stats are stored with it, once: a replayed end changes neither.
   Result<EventOutcome> apply_agent_event(int64_t run_id, const AgentEvent& ev);
 
   // Stores the provider's handle for the run. Written once: a second call with a different handle fails.
@@ -74,6 +83,7 @@ class Ledger {
 
  private:
   Status advance_locked(int64_t run_id, RunStatus from, RunStatus to, std::string_view reason);
+  Status record_stats(int64_t run_id, Phase phase, const PhaseStats& stats);
 
   Db& db_;
   const Clock& clock_;

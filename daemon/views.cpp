@@ -10,10 +10,15 @@ Result<json> Views::run_json(const RunRow& r, const std::vector<billing::Billing
   auto phases = ledger_.phases(r.id);
   if (!phases) return phases.error();
   json ph = json::object();
+  json stats = json::object();
   double t_sum = 0;
   bool complete = true;
   for (auto name : kPhaseNames) {
     auto it = phases->find(*parse_phase(name));
+    if (it != phases->end() && !it->second.stats.empty()) {
+      json& m = stats[std::string(name)];
+      for (const auto& [metric, v] : it->second.stats) m[metric] = {{"min", v.min}, {"avg", v.avg}, {"max", v.max}};
+    }
     std::optional<double> secs = it == phases->end() ? std::nullopt : it->second.seconds();
     if (secs) {
       ph[std::string(name)] = *secs;
@@ -61,6 +66,7 @@ Result<json> Views::run_json(const RunRow& r, const std::vector<billing::Billing
               {"t_sum", complete ? json(t_sum) : json(nullptr)},
               {"metrics", metrics},
               {"epochs", *epochs},
+              {"stats", stats},
               {"cost", cost},
               {"instance", r.instance ? *r.instance : json(nullptr)},
               {"created_at", r.created_at},

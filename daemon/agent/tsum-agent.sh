@@ -6,9 +6,14 @@
 # curl, cp and gzip are there; a binary of ours would be tied to the glibc we built it against.
 #
 # Protocol: POST $TSUM_URL/v1/runs/$TSUM_RUN_ID/events with "Authorization: Bearer $TSUM_TOKEN" and body
-#   {"phase":"learn","mark":"begin"|"end"|"progress"|"error","mono_s":<seconds>,"attrs":{...}}
+#   {"phase":"learn","mark":"begin"|"end"|"progress"|"error","mono_s":<seconds>,"attrs":{...},"stats":{...}}
 # mono_s is CLOCK_BOOTTIME (/proc/uptime), the same clock tsum-train stamps its events with, so phase
 # durations are taken inside the instance and do not depend on when an event reaches the daemon.
+# An end mark carries the phase's resource statistics, as the seed's dstat run recorded them:
+#   "stats": {"cpu_pct": {"min","avg","max"}, "rss_bytes": {...}, "read_bps": {...}, "write_bps": {...},
+#             "gpu_util_pct": {...}, "gpu_mem_bytes": {...}}   (GPU ones only where nvidia-smi runs)
+# taken over every process of the agent's session (agent, tsum-train, their children), sampled every
+# TSUM_SAMPLE_S seconds (default 1) and at each mark. cpu_pct is of one core (200 = two busy cores).
 # Events are spooled to files first and sent in order; while the daemon is unreachable (connection refused,
 # timeout, 5xx) they wait in the spool and are retried with backoff, so none is lost. The daemon ignores
 # duplicates, so resending is always safe. A 4xx is final (e.g. the run was cancelled).
@@ -20,6 +25,7 @@
 #   TSUM_TRAIN_ARGS                     extra tsum-train flags (epochs, limits, threads)
 #   TSUM_RESULTS_DIR                    where save puts the checkpoint and the event log
 #   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
+#   TSUM_SAMPLE_S                       resource sampling interval in seconds (default 1)
 set -u
 : "${TSUM_URL:?}" "${TSUM_RUN_ID:?}" "${TSUM_TOKEN:?}"
 WORK=$(pwd)
@@ -29,6 +35,49 @@ SEQ=0
 
 log() { echo "tsum-agent: $*" >&2; }
 now() { read -r up _ < /proc/uptime; echo "$up"; }
+
+# Resource sampling. A sample line is "mono_s cpu_ticks rss_bytes read_bytes write_bytes [gpu_util gpu_mem]",
+# cumulative over the session (a reaped child's CPU time and I/O move into its parent's counters).
+SID=$(awk '{sub(/^[0-9]+ \(.*\) /, ""); print $4}' /proc/$$/stat)
+PAGE=$(getconf PAGESIZE)
+HZ=$(getconf CLK_TCK)
+HAVE_GPU=0
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && HAVE_GPU=1
+sample() {
+  read -r up _ < /proc/uptime
+  gpu=""
+  [ "$HAVE_GPU" = 1 ] && gpu=$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits 2>/dev/null |
+    awk -F', *' '{u += $1; m += $2} END {printf " %.0f %.0f", u / (NR ? NR : 1), m * 1048576}')
+  { grep -H '' /proc/[0-9]*/stat; grep -H '_bytes:' /proc/[0-9]*/io; } 2>/dev/null |
+    awk -v sid="$SID" -v up="$up" -v page="$PAGE" -v gpu="$gpu" '
+      /\/stat:/ { split($0, p, "/"); s = $0; sub(/^[^ ]* \(.*\) /, "", s); split(s, f, " ")
+                  if (f[4] == sid) { mine[p[3]] = 1; cpu += f[12] + f[13] + f[14] + f[15]; rss += f[22] }; next }
+      { split($0, p, "/"); if (!(p[3] in mine)) next
+        if (index($0, ":read_bytes:")) rb += $2; else if (index($0, ":write_bytes:")) wb += $2 }
+      END { printf "%s %.0f %.0f %.0f %.0f%s\n", up, cpu, rss * page, rb, wb, gpu }' >> "$WORK/samples"
+}
+
+# stats BEGIN_MONO: min/avg/max of each metric from BEGIN_MONO to the newest sample, as a JSON object.
+stats() {
+  sort -n "$WORK/samples" | awk -v b="$1" -v hz="$HZ" '
+    function acc(k, v) { if (!(k in mn) || v < mn[k]) mn[k] = v; if (!(k in mx) || v > mx[k]) mx[k] = v }
+    function out(k, avg) { printf "%s\"%s\":{\"min\":%.6g,\"avg\":%.6g,\"max\":%.6g}", (o++ ? "," : ""), k, mn[k], avg, mx[k] }
+    $1 < b { next }
+    { n++; t[n] = $1; acc("rss_bytes", $3); rss += $3
+      if (NF >= 7) { acc("gpu_util_pct", $6); acc("gpu_mem_bytes", $7); gu += $6; gm += $7 }
+      c[n] = $2; r[n] = $4; w[n] = $5
+      if (n == 1) l = 1  # rates over spans of at least 0.25 s: shorter ones are mostly tick quantization
+      else if ((dt = t[n] - t[l]) >= 0.25) {
+        acc("cpu_pct", 100 * (c[n] - c[l]) / hz / dt); acc("read_bps", (r[n] - r[l]) / dt)
+        acc("write_bps", (w[n] - w[l]) / dt); l = n } }
+    END { printf "{"
+      if (n) { out("rss_bytes", rss / n); if ("gpu_util_pct" in mn) { out("gpu_util_pct", gu / n); out("gpu_mem_bytes", gm / n) } }
+      if (n > 1 && (dt = t[n] - t[1]) >= 0.005) {
+        if (!("cpu_pct" in mn)) { acc("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); acc("read_bps", (r[n] - r[1]) / dt)
+                                  acc("write_bps", (w[n] - w[1]) / dt) }
+        out("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); out("read_bps", (r[n] - r[1]) / dt); out("write_bps", (w[n] - w[1]) / dt) }
+      printf "}" }'
+}
 json_str() { printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\037' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"; }
 
 flush() {
@@ -45,11 +94,16 @@ flush() {
   done
 }
 
-# emit PHASE MARK MONO_S [ATTRS_JSON]
+# emit PHASE MARK MONO_S [ATTRS_JSON]. An end mark also carries the phase's stats since its begin mark.
 emit() {
   SEQ=$((SEQ + 1))
   f=$(printf '%s/%06d' "$SPOOL" "$SEQ")
-  printf '{"phase":"%s","mark":"%s","mono_s":%s,"attrs":%s}\n' "$1" "$2" "$3" "${4:-{\}}" > "$f.tmp" &&
+  extra=""
+  case $2 in
+    begin) sample; eval "BEGIN_$1=\$3" ;;
+    end) sample; eval "b=\${BEGIN_$1:-\$3}"; extra=",\"stats\":$(stats "$b")" ;;
+  esac
+  printf '{"phase":"%s","mark":"%s","mono_s":%s,"attrs":%s%s}\n' "$1" "$2" "$3" "${4:-{\}}" "$extra" > "$f.tmp" &&
     mv "$f.tmp" "$f.json"
   flush || log "daemon unreachable; $(ls "$SPOOL" | grep -c '\.json$') event(s) spooled"
 }
@@ -70,6 +124,11 @@ fail() {  # fail PHASE DETAIL
   drain
   exit 1
 }
+
+# The sampler runs until the agent exits (or the instance is terminated with the whole session).
+( while :; do sample; sleep "${TSUM_SAMPLE_S:-1}"; done ) &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null' EXIT
 
 # install: make tsum-train available and check that it runs here.
 emit install begin "$(now)"

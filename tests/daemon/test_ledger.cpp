@@ -105,6 +105,25 @@ TEST_CASE("an agent event ends startup on the daemon clock once, records its mar
   CHECK(*f.ledger.status(1) == RunStatus::learning);
 }
 
+TEST_CASE("an end mark's resource stats are stored with it, once") {
+  DaemonFixture f;
+  REQUIRE(f.ledger.advance(1, RunStatus::booting, "").ok());
+  REQUIRE(f.ledger.apply_agent_event(1, {Phase::learn, AgentEvent::Kind::begin, 10.0, {}}).ok());
+  AgentEvent end{Phase::learn, AgentEvent::Kind::end, 20.0, {}, {{"cpu_pct", {50, 97.5, 100}}, {"rss_bytes", {1e8, 2e8, 3e8}}}};
+  REQUIRE(f.ledger.apply_agent_event(1, end).ok());
+  end.stats["cpu_pct"] = {0, 0, 0};  // a replay with other numbers changes nothing
+  end.stats["read_bps"] = {1, 2, 3};
+  auto replay = f.ledger.apply_agent_event(1, end);
+  REQUIRE(replay.ok());
+  CHECK_FALSE(replay->recorded);
+  auto learn = (*f.ledger.phases(1))[Phase::learn];
+  REQUIRE(learn.stats.size() == 2);
+  CHECK(learn.stats["cpu_pct"].avg == 97.5);
+  CHECK(learn.stats["rss_bytes"].max == 3e8);
+  CHECK_FALSE(f.db->exec("UPDATE phase_stats SET avg = 0").ok());
+  CHECK_FALSE(f.db->exec("DELETE FROM phase_stats").ok());
+}
+
 TEST_CASE("progress events are idempotent by epoch; daemon phases and finished runs are refused") {
   DaemonFixture f;
   CHECK(f.ledger.apply_agent_event(1, {Phase::install, AgentEvent::Kind::begin, 1, {}}).code() ==

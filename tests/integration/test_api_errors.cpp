@@ -82,6 +82,26 @@ TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error an
   CHECK(d.call("GET", "/v1/nothing", admin).status == 404);
   CHECK(d.call("PUT", "/v1/experiments", admin, "{}").status == 405);
 
+  // Agent events are validated before anything is stored.
+  auto event = [&](const std::string& body) { return d.call("POST", "/v1/runs/7/events", admin, body); };
+  auto no_phase = event(R"({"mark":"begin","mono_s":1})");
+  CHECK(no_phase.status == 422);
+  CHECK(no_phase.json()["detail"] == "'phase' must be a string");
+  CHECK(event(R"({"phase":"learn","mark":"end","mono_s":1,"extra":true})").json()["detail"] == "unknown field 'extra'");
+  CHECK(event(R"({"phase":"learn","mark":"end","mono_s":-5})").status == 422);
+  CHECK(event(R"({"phase":"startup","mark":"end","mono_s":1})").status == 422);
+  auto stats = [&](const std::string& s) {
+    return event(R"({"phase":"learn","mark":"end","mono_s":1,"stats":)" + s + "}");
+  };
+  CHECK(stats("[]").json()["detail"] == "'stats': must be an object");
+  CHECK(stats(R"({"cpu_pct":{"min":1,"avg":2}})").status == 422);
+  CHECK(stats(R"({"cpu_pct":{"min":1,"avg":"2","max":3}})").json()["detail"] ==
+        "'stats': cpu_pct.avg must be a finite number");
+  CHECK(stats(R"({"CPU%":{"min":1,"avg":2,"max":3}})").status == 422);
+  CHECK(event(R"({"phase":"learn","mark":"begin","mono_s":1,"stats":{"cpu_pct":{"min":1,"avg":2,"max":3}}})")
+            .json()["detail"] == "only an end mark carries 'stats'");
+  CHECK(stats(R"({"cpu_pct":{"min":1,"avg":2,"max":3}})").status == 404);  // valid, but there is no run 7
+
   // Garbage on the socket, then a normal request still works.
   api::HttpConnection raw;
   REQUIRE(raw.connect("127.0.0.1", d.port()));

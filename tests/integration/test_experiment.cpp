@@ -68,6 +68,23 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
       CHECK(c["amount"].get<double>() == doctest::Approx(hourly * c["billed_s"].get<double>() / 3600));
       CHECK(c["currency"] == "USD");
     }
+    // Every inner phase carries the resource statistics the agent sampled inside the instance.
+    for (const char* p : {"install", "load_data", "start", "learn", "verify", "save"}) {
+      CAPTURE(p);
+      const auto& st = run["stats"][p];
+      REQUIRE(st.is_object());
+      REQUIRE(st.contains("rss_bytes"));
+      CHECK(st["rss_bytes"]["max"].get<double>() > 0);
+      CHECK(st["rss_bytes"]["min"].get<double>() <= st["rss_bytes"]["max"].get<double>());
+    }
+    // Training keeps a core busy and holds the data set and the model in memory.
+    const auto& learn = run["stats"]["learn"];
+    REQUIRE(learn.contains("cpu_pct"));
+    CHECK(learn["cpu_pct"]["avg"].get<double>() > 30);
+    CHECK(learn["cpu_pct"]["max"].get<double>() <= 100.0 * 2 + 20);  // at most the pinned cores, with jitter
+    CHECK(learn["rss_bytes"]["max"].get<double>() > 50e6);
+    // load_data writes the decompressed data set into the sandbox.
+    CHECK(run["stats"]["load_data"].contains("write_bps"));
     // The checkpoint outlives the instance; the sandbox does not.
     CHECK(fs::file_size(dir.file("t.db.state/results/run-" + std::to_string(run["id"].get<int>()) + "/model.pt")) > 0);
   }
