@@ -136,6 +136,9 @@ void add_rest_routes(Router& router, RestContext c) {
     for (const auto& cfg : spec->configs) {
       auto* p = c.providers.get(cfg.provider);
       if (!p) co_return unprocessable("provider '" + cfg.provider + "' is not configured");
+      if (cfg.runtime == "docker" && !p->capabilities().docker)
+        co_return unprocessable("provider '" + cfg.provider + "' cannot run the docker runtime" +
+                                (cfg.provider == "local" ? " (no Docker engine is used locally); use native" : ""));
       const providers::Requirements wanted{.instance_type = cfg.instance_type};
       auto offers = co_await p->offers(wanted);
       if (!offers) co_return error_response(offers.error());

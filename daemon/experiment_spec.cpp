@@ -76,6 +76,61 @@ Result<Workload> parse_workload(const json& j) {
   return w;
 }
 
+// A field that is one value or a non-empty array of them, as strings (integers are written out).
+Result<std::vector<std::string>> one_or_many(const json& c, const char* key, const std::string& where, bool integer) {
+  std::string name = "'" + where + "." + key + "'";
+  json values = c[key].is_array() ? c[key] : json::array({c[key]});
+  if (values.empty()) return bad(name + " must not be an empty list");
+  std::vector<std::string> out;
+  for (const auto& v : values) {
+    if (integer) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 4096)
+        return bad(name + " must be a positive integer or a list of them");
+      out.push_back(std::to_string(v.get<int64_t>()));
+    } else {
+      if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 200)
+        return bad(name + " must be a string or a list of strings");
+      out.push_back(v.get<std::string>());
+    }
+  }
+  return out;
+}
+
+// One entry of "configs", expanded as a product over its list-valued fields.
+Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& where) {
+  if (!c.is_object()) return bad("'" + where + "' must be an object");
+  if (auto e = reject_unknown(c, where + ".", {"provider", "instance_type", "cores", "runtime"})) return *e;
+  auto provider = string_field(c, "provider", where + ".", true);
+  if (!provider) return provider.error();
+  if (c.contains("instance_type") == c.contains("cores"))
+    return bad("'" + where + "' needs exactly one of 'instance_type' and 'cores'");
+  std::vector<std::string> types;
+  if (c.contains("cores")) {
+    if (*provider != "local")
+      return bad("'" + where + ".cores' works for the local provider only; name an 'instance_type'");
+    auto cores = one_or_many(c, "cores", where, true);
+    if (!cores) return cores.error();
+    for (const auto& n : *cores) types.push_back("local-" + n + "c");
+  } else {
+    auto t = one_or_many(c, "instance_type", where, false);
+    if (!t) return t.error();
+    types = std::move(*t);
+  }
+  std::vector<std::string> runtimes = {"native"};
+  if (c.contains("runtime")) {
+    auto r = one_or_many(c, "runtime", where, false);
+    if (!r) return r.error();
+    for (const auto& x : *r)
+      if (x != "native" && x != "docker")
+        return bad("'" + where + ".runtime' must be \"native\" or \"docker\", got '" + x + "'");
+    runtimes = std::move(*r);
+  }
+  std::vector<RunConfig> out;
+  for (const auto& t : types)
+    for (const auto& r : runtimes) out.push_back({*provider, t, r});
+  return out;
+}
+
 }  // namespace
 
 std::string Workload::train_args() const {
@@ -98,7 +153,8 @@ json Workload::to_json() const {
 
 json ExperimentSpec::to_json() const {
   json cfgs = json::array();
-  for (const auto& c : configs) cfgs.push_back({{"provider", c.provider}, {"instance_type", c.instance_type}});
+  for (const auto& c : configs)
+    cfgs.push_back({{"provider", c.provider}, {"instance_type", c.instance_type}, {"runtime", c.runtime}});
   json rules = json::array();
   for (const auto& r : billing) rules.push_back(r.name);
   return {{"name", name}, {"workload", workload.to_json()}, {"configs", cfgs}, {"repetitions", repetitions},
@@ -119,22 +175,17 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
 
   if (!j.contains("configs") || !j["configs"].is_array() || j["configs"].empty())
     return bad("'configs' must be a non-empty array");
-  if (j["configs"].size() > 100) return bad("'configs' has more than 100 entries");
   for (size_t i = 0; i < j["configs"].size(); ++i) {
-    const json& c = j["configs"][i];
-    std::string where = "configs[" + std::to_string(i) + "].";
-    if (!c.is_object()) return bad("'" + where.substr(0, where.size() - 1) + "' must be an object");
-    if (auto e = reject_unknown(c, where, {"provider", "instance_type"})) return *e;
-    auto provider = string_field(c, "provider", where, true);
-    if (!provider) return provider.error();
-    auto type = string_field(c, "instance_type", where, true);
-    if (!type) return type.error();
-    spec.configs.push_back({*provider, *type});
+    auto expanded = expand_config(j["configs"][i], "configs[" + std::to_string(i) + "]");
+    if (!expanded) return expanded.error();
+    spec.configs.insert(spec.configs.end(), expanded->begin(), expanded->end());
+    if (spec.configs.size() > kMaxConfigs)
+      return bad("'configs' expands to more than " + std::to_string(kMaxConfigs) + " configurations");
   }
 
   auto reps = int_field(j, "repetitions", "", 1, 100);
   if (!reps) return reps.error();
-  spec.repetitions = reps->value_or(1);
+  spec.repetitions = reps->value_or(kDefaultRepetitions);
 
   if (j.contains("billing")) {
     if (!j["billing"].is_array() || j["billing"].empty()) return bad("'billing' must be a non-empty array of rules");

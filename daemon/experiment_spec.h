@@ -5,8 +5,14 @@
 //  "workload": {"model": "mnist_cnn", "dataset": "fashion-mnist", "epochs": 1, "limit": 2000,
 //               "test_limit": 1000, "batch": 128, "threads": 0},
 //  "configs": [{"provider": "local", "instance_type": "local-1c"}, ...],
-//  "repetitions": 1,
+//  "repetitions": 10,
 //  "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour", "step:S,min:M"]}
+//
+// A config is a matrix when a field holds a list: it expands to the product of its lists, e.g.
+//   {"provider": "local", "cores": [1, 2], "runtime": ["native", "docker"]}   → 4 configs
+//   {"provider": "aws", "instance_type": ["c6i.2xlarge", "g5.xlarge"]}        → 2 configs
+// `cores` (local only) names local-<N>c. `runtime` is native (default) or docker. repetitions defaults to
+// 10, as the seed ran every configuration.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -36,7 +42,11 @@ struct Workload {
 struct RunConfig {
   std::string provider;
   std::string instance_type;
+  std::string runtime = "native";  // or "docker"
 };
+
+inline constexpr int kDefaultRepetitions = 10;
+inline constexpr size_t kMaxConfigs = 100;
 
 struct ExperimentSpec {
   std::string name;

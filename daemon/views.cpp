@@ -1,6 +1,8 @@
 #include "daemon/views.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace tsum::daemon {
 
@@ -127,12 +129,23 @@ Result<json> Views::experiments() {
   return out;
 }
 
+json describe(const std::vector<double>& xs) {
+  if (xs.empty()) return nullptr;
+  double n = static_cast<double>(xs.size());
+  double mean = std::accumulate(xs.begin(), xs.end(), 0.0) / n;
+  double ss = 0;
+  for (double x : xs) ss += (x - mean) * (x - mean);
+  double stderr_ = xs.size() > 1 ? std::sqrt(ss / (n - 1)) / std::sqrt(n) : 0.0;
+  auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
+  return {{"n", xs.size()}, {"mean", mean}, {"stderr", stderr_}, {"min", *lo}, {"max", *hi}};
+}
+
 json summarize(const json& runs, const std::vector<billing::BillingRule>& rules) {
   struct Acc {
     json config;
-    int n = 0;
-    double t_sum = 0;
-    std::map<std::string, double> cost;
+    std::map<std::string, std::vector<double>> phases;
+    std::vector<double> t_sum;
+    std::map<std::string, std::vector<double>> cost;
     std::string currency;
   };
   std::map<int, Acc> per;
@@ -140,10 +153,12 @@ json summarize(const json& runs, const std::vector<billing::BillingRule>& rules)
     if (r["status"] != "done" || r["t_sum"].is_null()) continue;
     auto& a = per[r["config_index"].get<int>()];
     a.config = r["config"];
-    a.n += 1;
-    a.t_sum += r["t_sum"].get<double>();
+    a.t_sum.push_back(r["t_sum"].get<double>());
+    if (r.contains("phases"))
+      for (const auto& [phase, secs] : r["phases"].items())
+        if (secs.is_number()) a.phases[phase].push_back(secs.get<double>());
     for (const auto& rule : rules) {
-      a.cost[rule.name] += r["cost"][rule.name]["amount"].get<double>();
+      a.cost[rule.name].push_back(r["cost"][rule.name]["amount"].get<double>());
       a.currency = r["cost"][rule.name]["currency"].get<std::string>();
     }
   }
@@ -151,11 +166,17 @@ json summarize(const json& runs, const std::vector<billing::BillingRule>& rules)
   json cheapest = json::object();
   json fastest = nullptr;
   for (auto& [idx, a] : per) {
-    json costs = json::object();
-    for (auto& [rule, total] : a.cost) costs[rule] = total / a.n;
-    double mean_t = a.t_sum / a.n;
-    configs.push_back({{"config_index", idx}, {"config", a.config}, {"runs_done", a.n}, {"mean_t_sum", mean_t},
-                       {"mean_cost", costs}, {"currency", a.currency}});
+    json costs = json::object(), cost_stats = json::object(), phase_stats = json::object();
+    for (auto& [rule, xs] : a.cost) {
+      cost_stats[rule] = describe(xs);
+      costs[rule] = cost_stats[rule]["mean"];
+    }
+    for (auto& [phase, xs] : a.phases) phase_stats[phase] = describe(xs);
+    json t = describe(a.t_sum);
+    double mean_t = t["mean"].get<double>();
+    configs.push_back({{"config_index", idx}, {"config", a.config}, {"runs_done", a.t_sum.size()},
+                       {"mean_t_sum", mean_t}, {"mean_cost", costs}, {"currency", a.currency},
+                       {"t_sum", t}, {"phases", phase_stats}, {"cost", cost_stats}});
     if (fastest.is_null() || mean_t < fastest["mean_t_sum"].get<double>())
       fastest = {{"config_index", idx}, {"config", a.config}, {"mean_t_sum", mean_t}};
     for (const auto& rule : rules) {

@@ -24,8 +24,12 @@ class Views {
   Ledger& ledger_;
 };
 
-// Summary over run JSONs (as produced by Views) of one experiment: per config, the mean t_sum and mean
-// cost per rule over its done runs; the cheapest config per rule (ties go to the faster) and the fastest.
+// Summary over run JSONs (as produced by Views) of one experiment: per config over its done runs, every
+// phase, t_sum and cost per rule as {n, mean, stderr, min, max} (plus mean_t_sum and mean_cost); the
+// cheapest config per rule by mean cost (ties go to the faster) and the fastest by mean t_sum.
+// {n, mean, stderr, min, max} of xs; stderr is the sample standard deviation over sqrt(n), 0 for one value.
+nlohmann::json describe(const std::vector<double>& xs);
+
 nlohmann::json summarize(const nlohmann::json& runs, const std::vector<billing::BillingRule>& rules);
 
 }  // namespace tsum::daemon

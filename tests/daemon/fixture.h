@@ -37,7 +37,8 @@ struct DaemonFixture {
   daemon::Ledger ledger{*db, clock};
   int64_t experiment_id = create_experiment(
       store, R"({"name":"t","workload":{"epochs":1,"limit":100},"configs":[
-                 {"provider":"local","instance_type":"local-1c"},{"provider":"local","instance_type":"local-2c"}]})");
+                 {"provider":"local","instance_type":"local-1c"},{"provider":"local","instance_type":"local-2c"}],
+                 "repetitions":1})");
 };
 
 }  // namespace tsum::testing

@@ -80,3 +80,33 @@ TEST_CASE("summary: cheapest per rule, ties broken toward the faster config, and
   CHECK(s2["configs"][0]["mean_t_sum"] == 200);
   CHECK(s2["fastest"]["config"]["instance_type"] == "local-1c");
 }
+
+TEST_CASE("aggregation per config: mean, stderr, min and max of every phase, of t_sum and of cost") {
+  auto d = describe({2, 4, 4, 4, 5, 5, 7, 9});  // mean 5, sample sd sqrt(32/7)
+  CHECK(d["n"] == 8);
+  CHECK(d["mean"].get<double>() == doctest::Approx(5));
+  CHECK(d["stderr"].get<double>() == doctest::Approx(std::sqrt(32.0 / 7) / std::sqrt(8.0)));
+  CHECK(d["min"] == 2);
+  CHECK(d["max"] == 9);
+  CHECK(describe({3})["stderr"] == 0);
+  CHECK(describe({}).is_null());
+
+  auto rules = std::vector<billing::BillingRule>{*billing::parse_rule("per_second_60s_min")};
+  json runs = json::array();
+  for (double learn : {10.0, 20.0, 30.0}) {
+    double t = learn + 5;
+    runs.push_back({{"status", "done"}, {"config_index", 0}, {"t_sum", t},
+                    {"config", {{"provider", "local"}, {"instance_type", "local-1c"}}},
+                    {"phases", {{"startup", 5.0}, {"learn", learn}}},
+                    {"cost", {{"per_second_60s_min", {{"amount", t}, {"currency", "USD"}}}}}});
+  }
+  auto c = summarize(runs, rules)["configs"][0];
+  CHECK(c["runs_done"] == 3);
+  CHECK(c["phases"]["learn"]["mean"].get<double>() == doctest::Approx(20));
+  CHECK(c["phases"]["learn"]["stderr"].get<double>() == doctest::Approx(10 / std::sqrt(3.0)));
+  CHECK(c["phases"]["startup"]["stderr"] == 0);
+  CHECK(c["t_sum"]["min"] == 15);
+  CHECK(c["t_sum"]["max"] == 35);
+  CHECK(c["cost"]["per_second_60s_min"]["mean"].get<double>() == doctest::Approx(25));
+  CHECK(c["mean_cost"]["per_second_60s_min"].get<double>() == doctest::Approx(25));
+}
