@@ -1,11 +1,14 @@
 #include "api/app.h"
 
 #include <openssl/rand.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "api/rest_routes.h"
+#include "api/schedule_routes.h"
 #include "billing/catalog.h"
 #include "providers/local/local_provider.h"
 #include "sql/migrations.h"
@@ -92,13 +95,18 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   ro.max_concurrent = opts_.max_concurrent;
   runs_ = std::make_unique<daemon::RunManager>(
       io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_}, ro);
+  schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, clock_,
+                                                   [this] { runs_->notify(); });
   add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_});
+  add_schedule_routes(router_, *schedules_, *tokens_);
   co_await runs_->reconcile();
   runs_->start();
+  boost::asio::co_spawn(io_, schedules_->run(), boost::asio::detached);
   co_return port_;
 }
 
 boost::asio::awaitable<void> App::shutdown() {
+  if (schedules_) schedules_->stop();
   if (runs_) co_await runs_->shutdown(std::chrono::seconds(60));
   if (server_) server_->stop();
 }

@@ -14,6 +14,7 @@
 #include "daemon/ledger.h"
 #include "daemon/provider_registry.h"
 #include "daemon/run_manager.h"
+#include "daemon/scheduler.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
 #include "daemon/views.h"
@@ -57,6 +58,7 @@ class App {
   std::unique_ptr<daemon::Views> views_;
   daemon::ProviderRegistry providers_;
   std::unique_ptr<daemon::RunManager> runs_;
+  std::unique_ptr<daemon::Scheduler> schedules_;
   Router router_;
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;

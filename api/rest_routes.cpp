@@ -5,7 +5,9 @@
 #include <charconv>
 #include <cmath>
 
+#include "api/route_helpers.h"
 #include "common/json_util.h"
+#include "daemon/submit.h"
 
 namespace tsum::api {
 
@@ -15,35 +17,6 @@ using daemon::AgentEvent;
 namespace {
 
 using Awaitable = boost::asio::awaitable<Response>;
-
-Response unprocessable(const std::string& detail) { return error_response(422, "invalid_argument", detail); }
-
-// 404 for anything but a positive decimal id.
-std::optional<int64_t> id_param(const Request& req) {
-  const std::string& s = req.params.at("id");
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
-}
-
-// The request's bearer token, checked. Admin routes pass run_id = 0; the events route passes its run.
-std::optional<Response> check_auth(const Request& req, daemon::TokenStore& tokens, int64_t run_id = 0) {
-  std::string h = req.header("Authorization");
-  if (h.size() < 8 || (h.compare(0, 7, "Bearer ") != 0 && h.compare(0, 7, "bearer ") != 0))
-    return error_response(401, "unauthenticated", "missing 'Authorization: Bearer <token>' header");
-  auto info = tokens.authenticate(std::string_view(h).substr(7));
-  if (!info) return error_response(401, "unauthenticated", "invalid or revoked token");
-  if (info->admin) return std::nullopt;
-  if (run_id != 0 && info->run_id == run_id) return std::nullopt;
-  return error_response(401, "unauthenticated",
-                        run_id ? "this run token belongs to another run" : "a run token cannot use this route");
-}
-
-Response from_error(const Error& e) {
-  if (e.code == Code::invalid_argument) return unprocessable(e.detail);
-  return error_response(e);
-}
 
 // {"cpu_pct": {"min": 1, "avg": 2, "max": 3}, ...}: metric names are short identifiers, values finite.
 Result<daemon::PhaseStats> parse_stats(const json& j) {
@@ -132,28 +105,9 @@ void add_rest_routes(Router& router, RestContext c) {
     if (!body) co_return error_response(400, "invalid_argument", "malformed JSON body");
     auto spec = daemon::experiment_spec_from_json(*body);
     if (!spec) co_return unprocessable(spec.error().detail);
-    std::vector<daemon::PricedConfig> priced;
-    for (const auto& cfg : spec->configs) {
-      auto* p = c.providers.get(cfg.provider);
-      if (!p) co_return unprocessable("provider '" + cfg.provider + "' is not configured");
-      if (cfg.runtime == "docker" && !p->capabilities().docker)
-        co_return unprocessable("provider '" + cfg.provider + "' cannot run the docker runtime" +
-                                (cfg.provider == "local" ? " (no Docker engine is used locally); use native" : ""));
-      const providers::Requirements wanted{.instance_type = cfg.instance_type};
-      auto offers = co_await p->offers(wanted);
-      if (!offers) co_return error_response(offers.error());
-      if (offers->empty()) {
-        const providers::Requirements any;
-        auto all = co_await p->offers(any);
-        std::string names;
-        for (const auto& o : all ? *all : std::vector<providers::Offer>{})
-          names += (names.empty() ? "" : ", ") + o.instance_type;
-        co_return unprocessable("provider '" + cfg.provider + "' does not offer '" + cfg.instance_type +
-                                "' (offers: " + names + ")");
-      }
-      priced.push_back({cfg, offers->front().hourly_price, offers->front().currency});
-    }
-    auto id = c.store.create_experiment(*spec, priced);
+    auto priced = co_await daemon::price_configs(*spec, c.providers);
+    if (!priced) co_return from_error(priced.error());
+    auto id = c.store.create_experiment(*spec, *priced);
     if (!id) co_return error_response(id.error());
     c.runs.notify();
     co_return json_response(201, {{"id", *id}});

@@ -31,13 +31,14 @@ RunRow read_run(const Stmt& st) {
 }
 }  // namespace
 
-Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced) {
+Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced,
+                                         std::optional<int64_t> schedule_id) {
   Transaction tx(db_);
   if (!tx.begun()) return tx.begun().error();
   double now = clock_.now_s();
-  auto ins = db_.prepare("INSERT INTO experiments (name, spec, created_at) VALUES (?, ?, ?)");
+  auto ins = db_.prepare("INSERT INTO experiments (name, spec, created_at, schedule_id) VALUES (?, ?, ?, ?)");
   if (!ins) return ins.error();
-  if (auto s = ins->bind(spec.name, spec.to_json().dump(), now).run(); !s) return s.error();
+  if (auto s = ins->bind(spec.name, spec.to_json().dump(), now, schedule_id).run(); !s) return s.error();
   int64_t id = db_.last_insert_id();
   // Repetition-major order, so a queue drained in id order interleaves the configs.
   for (int rep = 1; rep <= spec.repetitions; ++rep) {

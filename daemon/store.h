@@ -49,7 +49,9 @@ class Store {
   Store(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
 
   // Inserts the experiment and repetitions × configs queued runs. priced[i] belongs to spec.configs[i].
-  Result<int64_t> create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced);
+  // schedule_id: the schedule that fired it, if any.
+  Result<int64_t> create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced,
+                                    std::optional<int64_t> schedule_id = std::nullopt);
   Result<ExperimentRow> experiment(int64_t id);
   Result<std::vector<ExperimentRow>> experiments();
   Result<RunRow> run(int64_t id);

@@ -1,0 +1,36 @@
+#include "api/route_helpers.h"
+
+#include <charconv>
+
+namespace tsum::api {
+
+Response unprocessable(const std::string& detail) { return error_response(422, "invalid_argument", detail); }
+
+std::optional<int64_t> id_param(const Request& req) {
+  auto it = req.params.find("id");
+  if (it == req.params.end()) return std::nullopt;
+  const std::string& s = it->second;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+std::optional<Response> check_auth(const Request& req, daemon::TokenStore& tokens, int64_t run_id) {
+  std::string h = req.header("Authorization");
+  if (h.size() < 8 || (h.compare(0, 7, "Bearer ") != 0 && h.compare(0, 7, "bearer ") != 0))
+    return error_response(401, "unauthenticated", "missing 'Authorization: Bearer <token>' header");
+  auto info = tokens.authenticate(std::string_view(h).substr(7));
+  if (!info) return error_response(401, "unauthenticated", "invalid or revoked token");
+  if (info->admin) return std::nullopt;
+  if (run_id != 0 && info->run_id == run_id) return std::nullopt;
+  return error_response(401, "unauthenticated",
+                        run_id ? "this run token belongs to another run" : "a run token cannot use this route");
+}
+
+Response from_error(const Error& e) {
+  if (e.code == Code::invalid_argument) return unprocessable(e.detail);
+  return error_response(e);
+}
+
+}  // namespace tsum::api

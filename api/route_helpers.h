@@ -1,0 +1,26 @@
+// Small pieces every REST route file shares: path ids, bearer-token checks and error mapping.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "api/http_types.h"
+#include "daemon/token_store.h"
+
+namespace tsum::api {
+
+// 422 with {"error": "invalid_argument", "detail": ...}: a well-formed body with invalid content.
+Response unprocessable(const std::string& detail);
+
+// The positive decimal path parameter "id"; nullopt (answer 404) for anything else.
+std::optional<int64_t> id_param(const Request& req);
+
+// The request's bearer token, checked: nullopt when allowed, else the 401 to send. Admin routes pass
+// run_id = 0; a run's events route passes its run, which that run's token may also use.
+std::optional<Response> check_auth(const Request& req, daemon::TokenStore& tokens, int64_t run_id = 0);
+
+// invalid_argument → 422; other codes as error_response maps them.
+Response from_error(const Error& e);
+
+}  // namespace tsum::api

@@ -1,0 +1,315 @@
+#include "daemon/scheduler.h"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cmath>
+
+#include "daemon/submit.h"
+
+namespace tsum::daemon {
+
+using nlohmann::json;
+namespace asio = boost::asio;
+
+namespace {
+
+Error bad(std::string what) { return make_error(Code::invalid_argument, std::move(what)); }
+
+SysSeconds to_sys(double unix_s) { return SysSeconds(std::chrono::seconds(static_cast<int64_t>(std::floor(unix_s)))); }
+double to_unix(SysSeconds t) { return static_cast<double>(t.time_since_epoch().count()); }
+
+std::string local_time(double unix_s, const std::string& zone) {
+  cctz::time_zone tz;
+  if (!cctz::load_time_zone(zone, &tz)) tz = cctz::utc_time_zone();
+  return cctz::format("%Y-%m-%dT%H:%M:%S%Ez", to_sys(unix_s), tz);
+}
+
+json spec_json(const ScheduleSpec& s) {
+  return {{"name", s.name},         {"cron", s.cron},     {"timezone", s.timezone},
+          {"experiment", s.experiment}, {"budget", s.budget ? json(*s.budget) : json(nullptr)},
+          {"missed", s.missed},     {"enabled", s.enabled}};
+}
+
+}  // namespace
+
+Result<ScheduleSpec> parse_schedule(const json& body) {
+  if (!body.is_object()) return bad("the body must be a JSON object");
+  for (const auto& [k, _] : body.items())
+    if (k != "name" && k != "cron" && k != "timezone" && k != "experiment" && k != "budget" && k != "missed" &&
+        k != "enabled")
+      return bad("unknown field '" + k + "'");
+  ScheduleSpec s;
+  if (body.contains("name")) {
+    if (!body["name"].is_string() || body["name"].get<std::string>().size() > 200)
+      return bad("'name' must be a string of at most 200 characters");
+    s.name = body["name"];
+  }
+  if (!body.contains("cron") || !body["cron"].is_string()) return bad("'cron' must be a string, e.g. \"0 2 * * *\"");
+  s.cron = body["cron"];
+  if (body.contains("timezone")) {
+    if (!body["timezone"].is_string()) return bad("'timezone' must be an IANA zone name, e.g. \"Europe/Moscow\"");
+    s.timezone = body["timezone"];
+  }
+  auto cron = CronSchedule::parse(s.cron, s.timezone);
+  if (!cron) return make_error(cron.error().code, "'cron': " + cron.error().detail);
+  if (!body.contains("experiment")) return bad("missing field 'experiment'");
+  auto exp = experiment_spec_from_json(body["experiment"]);
+  if (!exp) return bad("'experiment': " + exp.error().detail);
+  s.experiment = body["experiment"];
+  if (body.contains("budget") && !body["budget"].is_null()) {
+    if (!body["budget"].is_number() || !(body["budget"].get<double>() > 0))
+      return bad("'budget' must be a positive number");
+    s.budget = body["budget"].get<double>();
+  }
+  if (body.contains("missed")) {
+    if (body["missed"] != "skip" && body["missed"] != "catch_up") return bad("'missed' must be \"skip\" or \"catch_up\"");
+    s.missed = body["missed"];
+  }
+  if (body.contains("enabled")) {
+    if (!body["enabled"].is_boolean()) return bad("'enabled' must be true or false");
+    s.enabled = body["enabled"];
+  }
+  return s;
+}
+
+Scheduler::Scheduler(asio::io_context& io, Db& db, Store& store, ProviderRegistry& providers, const Clock& clock,
+                     std::function<void()> on_experiment)
+    : db_(db), store_(store), providers_(providers), clock_(clock), on_experiment_(std::move(on_experiment)),
+      timer_(io) {}
+
+Result<std::optional<double>> Scheduler::next_after(const ScheduleSpec& spec, double after) {
+  auto cron = CronSchedule::parse(spec.cron, spec.timezone);
+  if (!cron) return cron.error();
+  auto t = cron->next(to_sys(after));
+  if (!t) return std::optional<double>{};  // never fires again
+  return std::optional<double>(to_unix(*t));
+}
+
+Result<int64_t> Scheduler::create(const ScheduleSpec& spec) {
+  double now = clock_.now_s();
+  auto next = next_after(spec, now);
+  if (!next) return next.error();
+  auto st = db_.prepare(
+      "INSERT INTO schedules (name, cron, timezone, experiment, budget, missed, enabled, next_fire_at, created_at, "
+      "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!st) return st.error();
+  if (auto s = st->bind(spec.name, spec.cron, spec.timezone, spec.experiment.dump(), spec.budget, spec.missed,
+                        spec.enabled ? 1 : 0, *next, now, now).run();
+      !s)
+    return s.error();
+  int64_t id = db_.last_insert_id();
+  wake();
+  return id;
+}
+
+Status Scheduler::update(int64_t id, const ScheduleSpec& spec) {
+  if (auto r = row(id); !r) return r.error();
+  double now = clock_.now_s();
+  auto next = next_after(spec, now);
+  if (!next) return next.error();
+  auto st = db_.prepare(
+      "UPDATE schedules SET name = ?, cron = ?, timezone = ?, experiment = ?, budget = ?, missed = ?, enabled = ?, "
+      "next_fire_at = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL");
+  if (!st) return st.error();
+  if (auto s = st->bind(spec.name, spec.cron, spec.timezone, spec.experiment.dump(), spec.budget, spec.missed,
+                        spec.enabled ? 1 : 0, *next, now, id).run();
+      !s)
+    return s;
+  wake();
+  return {};
+}
+
+Status Scheduler::remove(int64_t id) {
+  if (auto r = row(id); !r) return r.error();
+  // Kept as a row: the experiments it fired still point at it.
+  auto st = db_.prepare("UPDATE schedules SET deleted_at = ?, enabled = 0, next_fire_at = NULL WHERE id = ?");
+  if (!st) return st.error();
+  if (auto s = st->bind(clock_.now_s(), id).run(); !s) return s;
+  wake();
+  return {};
+}
+
+Result<Scheduler::Row> Scheduler::row(int64_t id) {
+  auto st = db_.prepare(
+      "SELECT name, cron, timezone, experiment, budget, missed, enabled, next_fire_at FROM schedules "
+      "WHERE id = ? AND deleted_at IS NULL");
+  if (!st) return st.error();
+  st->bind(id);
+  auto found = st->step();
+  if (!found) return found.error();
+  if (!*found) return make_error(Code::not_found, "schedule " + std::to_string(id) + " not found");
+  Row r;
+  r.id = id;
+  r.spec.name = st->text(0);
+  r.spec.cron = st->text(1);
+  r.spec.timezone = st->text(2);
+  r.spec.experiment = json::parse(st->text(3), nullptr, false);
+  r.spec.budget = st->opt_real(4);
+  r.spec.missed = st->text(5);
+  r.spec.enabled = st->int64(6) != 0;
+  r.next_fire_at = st->opt_real(7);
+  return r;
+}
+
+Result<json> Scheduler::get(int64_t id) {
+  auto r = row(id);
+  if (!r) return r.error();
+  json out = spec_json(r->spec);
+  out["id"] = id;
+  out["next_fire_at"] = r->next_fire_at ? json(*r->next_fire_at) : json(nullptr);
+  out["next_fire_local"] = r->next_fire_at ? json(local_time(*r->next_fire_at, r->spec.timezone)) : json(nullptr);
+  auto st = db_.prepare(
+      "SELECT due_at, fired_at, outcome, experiment_id, detail FROM schedule_firings WHERE schedule_id = ? "
+      "ORDER BY due_at DESC LIMIT 20");
+  if (!st) return st.error();
+  st->bind(id);
+  json firings = json::array();
+  for (;;) {
+    auto more = st->step();
+    if (!more) return more.error();
+    if (!*more) break;
+    firings.push_back({{"due_at", st->real(0)},
+                       {"fired_at", st->real(1)},
+                       {"outcome", st->text(2)},
+                       {"experiment_id", st->is_null(3) ? json(nullptr) : json(st->int64(3))},
+                       {"detail", st->text(4)}});
+  }
+  out["firings"] = firings;
+  return out;
+}
+
+Result<json> Scheduler::list() {
+  auto st = db_.prepare("SELECT id FROM schedules WHERE deleted_at IS NULL ORDER BY id");
+  if (!st) return st.error();
+  std::vector<int64_t> ids;
+  for (;;) {
+    auto more = st->step();
+    if (!more) return more.error();
+    if (!*more) break;
+    ids.push_back(st->int64(0));
+  }
+  json out = json::array();
+  for (int64_t id : ids) {
+    auto j = get(id);
+    if (!j) return j.error();
+    j->erase("firings");
+    out.push_back(std::move(*j));
+  }
+  return out;
+}
+
+Result<json> Scheduler::next(int64_t id, int count) {
+  auto r = row(id);
+  if (!r) return r.error();
+  auto cron = CronSchedule::parse(r->spec.cron, r->spec.timezone);
+  if (!cron) return cron.error();
+  json out = json::array();
+  SysSeconds after = to_sys(clock_.now_s());
+  for (int i = 0; i < count; ++i) {
+    auto t = cron->next(after);
+    if (!t) break;
+    out.push_back({{"at", to_unix(*t)}, {"local", local_time(to_unix(*t), r->spec.timezone)}});
+    after = *t;
+  }
+  return out;
+}
+
+Result<std::vector<Scheduler::Row>> Scheduler::due(double now) {
+  auto st = db_.prepare(
+      "SELECT id FROM schedules WHERE deleted_at IS NULL AND enabled = 1 AND next_fire_at IS NOT NULL "
+      "AND next_fire_at <= ? ORDER BY next_fire_at");
+  if (!st) return st.error();
+  st->bind(now);
+  std::vector<int64_t> ids;
+  for (;;) {
+    auto more = st->step();
+    if (!more) return more.error();
+    if (!*more) break;
+    ids.push_back(st->int64(0));
+  }
+  std::vector<Row> out;
+  for (int64_t id : ids) {
+    auto r = row(id);
+    if (!r) return r.error();
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+Status Scheduler::record(const Row& r, double due, double now, std::string_view outcome,
+                         std::optional<int64_t> experiment, const std::string& detail) {
+  auto next = next_after(r.spec, now);
+  if (!next) return next.error();
+  auto ins = db_.prepare(
+      "INSERT INTO schedule_firings (schedule_id, due_at, fired_at, outcome, experiment_id, detail) "
+      "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+  if (!ins) return ins.error();
+  if (auto s = ins->bind(r.id, due, now, outcome, experiment, detail).run(); !s) return s;
+  auto up = db_.prepare("UPDATE schedules SET next_fire_at = ? WHERE id = ?");
+  if (!up) return up.error();
+  return up->bind(*next, r.id).run();
+}
+
+asio::awaitable<void> Scheduler::fire(const Row& r, double now) {
+  const double due = *r.next_fire_at;
+  if (now - due > kLateAfter.count() && r.spec.missed == "skip") {
+    (void)record(r, due, now, "skipped", std::nullopt,
+                 "missed (the daemon was not running at " + local_time(due, r.spec.timezone) + ")");
+    co_return;
+  }
+  auto spec = experiment_spec_from_json(r.spec.experiment);
+  if (!spec) {
+    (void)record(r, due, now, "failed", std::nullopt, spec.error().detail);
+    co_return;
+  }
+  spec->name = r.spec.name + " @ " + local_time(due, r.spec.timezone);
+  auto priced = co_await price_configs(*spec, providers_);
+  // The schedule may have changed while the providers answered: fire only what is still due.
+  auto still = row(r.id);
+  if (!still || !still->spec.enabled || still->next_fire_at != r.next_fire_at) co_return;
+  now = clock_.now_s();
+  if (!priced) {
+    (void)record(r, due, now, "failed", std::nullopt, priced.error().detail);
+    co_return;
+  }
+  Transaction tx(db_);
+  if (!tx.begun()) co_return;
+  auto id = store_.create_experiment(*spec, *priced, r.id);
+  if (!id) co_return;
+  std::string detail = now - due > kLateAfter.count() ? "caught up: missed while the daemon was not running" : "";
+  if (!record(r, due, now, "fired", *id, detail) || !tx.commit()) co_return;
+  on_experiment_();
+}
+
+void Scheduler::wake() { timer_.cancel(); }
+
+void Scheduler::stop() {
+  stopping_ = true;
+  timer_.cancel();
+}
+
+asio::awaitable<void> Scheduler::tick() {
+  double now = clock_.now_s();
+  auto rows = due(now);
+  if (!rows) co_return;
+  for (const auto& r : *rows) {
+    if (stopping_) co_return;
+    co_await fire(r, now);
+  }
+}
+
+asio::awaitable<void> Scheduler::run() {
+  while (!stopping_) {
+    co_await tick();
+    // Sleep until the earliest due time, but at most a minute: the wall clock may jump.
+    double wait_s = 60;
+    auto st = db_.prepare(
+        "SELECT MIN(next_fire_at) FROM schedules WHERE deleted_at IS NULL AND enabled = 1 AND next_fire_at IS NOT NULL");
+    if (st && *st->step() && !st->is_null(0)) wait_s = std::clamp(st->real(0) - clock_.now_s(), 0.0, 60.0);
+    timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000) + 1));
+    boost::system::error_code ec;
+    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+}  // namespace tsum::daemon

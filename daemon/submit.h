@@ -1,0 +1,20 @@
+// Turning a validated experiment spec into queued runs: every config is checked against its provider's offers
+// (unknown provider, unknown type, a runtime the provider cannot run) and priced. The REST route and the
+// scheduler both submit through here, so a scheduled firing is checked exactly as a user's request is.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <optional>
+#include <vector>
+
+#include "daemon/experiment_spec.h"
+#include "daemon/provider_registry.h"
+#include "daemon/store.h"
+
+namespace tsum::daemon {
+
+// invalid_argument naming the config for anything a provider refuses; other codes for provider failures.
+boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const ExperimentSpec& spec,
+                                                                        ProviderRegistry& providers);
+
+}  // namespace tsum::daemon
