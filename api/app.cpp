@@ -97,7 +97,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
       io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_}, ro);
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, clock_,
                                                    [this] { runs_->notify(); });
-  add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_});
+  add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, ro.results_dir});
   add_schedule_routes(router_, *schedules_, *tokens_);
   co_await runs_->reconcile();
   runs_->start();

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <fstream>
 #include <cmath>
 
 #include "api/route_helpers.h"
 #include "common/json_util.h"
+#include "daemon/export.h"
 #include "daemon/submit.h"
 
 namespace tsum::api {
@@ -127,6 +129,37 @@ void add_rest_routes(Router& router, RestContext c) {
     auto e = c.views.experiment(*id);
     if (!e) co_return error_response(e.error());
     co_return json_response(200, *e);
+  });
+
+  router.add("GET", "/v1/experiments/{id}/export", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no experiment '" + req.params["id"] + "'");
+    std::string format = req.query.count("format") ? req.query.at("format") : "json";
+    if (format != "csv" && format != "json") co_return unprocessable("'format' must be csv or json");
+    auto e = c.views.experiment(*id);
+    if (!e) co_return error_response(e.error());
+    if (format == "json") co_return json_response(200, {{"experiment_id", *id}, {"runs", daemon::export_rows(*e)}});
+    Response r;
+    r.content_type = "text/csv; charset=utf-8";
+    r.headers.push_back({"Content-Disposition",
+                         "attachment; filename=\"experiment-" + std::to_string(*id) + ".csv\""});
+    r.body = daemon::export_csv(*e);
+    co_return r;
+  });
+
+  // The agent's resource samples of a run, dstat-like CSV (what save copied into the results directory).
+  router.add("GET", "/v1/runs/{id}/samples.csv", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
+    if (auto run = c.store.run(*id); !run) co_return error_response(run.error());
+    std::ifstream in(c.results_dir + "/run-" + std::to_string(*id) + "/samples.csv");
+    if (!in) co_return error_response(404, "not_found", "run " + std::to_string(*id) + " has no saved samples");
+    Response r;
+    r.content_type = "text/csv; charset=utf-8";
+    r.body.assign(std::istreambuf_iterator<char>(in), {});
+    co_return r;
   });
 
   router.add("GET", "/v1/runs/{id}", [c](Request& req) -> Awaitable {

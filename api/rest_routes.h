@@ -6,7 +6,9 @@
 //   POST   /v1/experiments            experiment body → 201 {"id": ...}
 //   GET    /v1/experiments            all experiments, without their runs
 //   GET    /v1/experiments/{id}       status, progress, runs, summary
+//   GET    /v1/experiments/{id}/export?format=csv|json   one row per run (phases, t_sum, cost, resources)
 //   GET    /v1/runs/{id}              one run
+//   GET    /v1/runs/{id}/samples.csv  the run's resource samples over time, dstat-like
 //   POST   /v1/runs/{id}/events       agent marks (idempotent by run, phase and mark)
 //   DELETE /v1/runs/{id}              cancel: terminate the instance, mark the run cancelled
 //
@@ -31,6 +33,7 @@ struct RestContext {
   daemon::TokenStore& tokens;
   daemon::RunManager& runs;
   daemon::ProviderRegistry& providers;
+  std::string results_dir;  // where runs' saved results live: <results_dir>/run-<id>/
 };
 
 void add_rest_routes(Router& router, RestContext ctx);

@@ -23,7 +23,7 @@
 #   TSUM_TRAIN_SRC | TSUM_TRAIN_URL     where install gets tsum-train (a local path, or a URL to download)
 #   TSUM_DATA_SRC                       directory with the IDX files (gzipped or raw)
 #   TSUM_TRAIN_ARGS                     extra tsum-train flags (epochs, limits, threads)
-#   TSUM_RESULTS_DIR                    where save puts the checkpoint and the event log
+#   TSUM_RESULTS_DIR                    where save puts the checkpoint, the event log and samples.csv
 #   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
 #   TSUM_SAMPLE_S                       resource sampling interval in seconds (default 1)
 set -u
@@ -92,6 +92,16 @@ flush() {
       *) return 1 ;;
     esac
   done
+}
+
+# samples_csv: every sample so far as dstat-like CSV, rates between consecutive samples.
+samples_csv() {
+  echo "mono_s,cpu_pct,rss_bytes,read_bps,write_bps,gpu_util_pct,gpu_mem_bytes"
+  sort -n "$WORK/samples" | awk -v hz="$HZ" '
+    n++ && (dt = $1 - t) >= 0.005 {
+      printf "%s,%.1f,%.0f,%.0f,%.0f,%s,%s\n", $1, 100 * ($2 - c) / hz / dt, $3, ($4 - r) / dt, ($5 - w) / dt,
+             (NF >= 7 ? $6 : ""), (NF >= 7 ? $7 : "") }
+    { t = $1; c = $2; r = $4; w = $5 }'
 }
 
 # emit PHASE MARK MONO_S [ATTRS_JSON]. An end mark also carries the phase's stats since its begin mark.
@@ -185,7 +195,8 @@ wait "$trainer"; rc=$?
 
 # save: put the checkpoint and the event log where they outlive the instance.
 if [ -n "${TSUM_RESULTS_DIR:-}" ]; then
-  mkdir -p "$TSUM_RESULTS_DIR" && cp "$WORK/out/model.pt" "$WORK/events.jsonl" "$TSUM_RESULTS_DIR/" ||
+  samples_csv > "$WORK/samples.csv"
+  mkdir -p "$TSUM_RESULTS_DIR" && cp "$WORK/out/model.pt" "$WORK/events.jsonl" "$WORK/samples.csv" "$TSUM_RESULTS_DIR/" ||
     fail save "copy results to $TSUM_RESULTS_DIR failed"
 fi
 emit save end "$(now)" "$saved"

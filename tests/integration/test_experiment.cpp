@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <algorithm>
 #include <sstream>
 
 #include "api/quickstart.h"
@@ -93,6 +94,21 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
   CHECK(exp["summary"]["cheapest"]["per_hour"]["config"]["instance_type"] == "local-1c");
   CHECK(exp["summary"]["cheapest"]["per_minute"]["config"]["instance_type"] == "local-1c");
   CHECK(exp["summary"]["fastest"]["config"].is_object());
+  // Export: the same runs as CSV and JSON, and each run's resource samples over time.
+  auto csv = d.call("GET", "/v1/experiments/" + std::to_string(id) + "/export?format=csv", admin);
+  CHECK(csv.status == 200);
+  CHECK(std::count(csv.body.begin(), csv.body.end(), '\n') == 3);  // header + 2 runs
+  CHECK(csv.body.rfind("run_id,experiment_id,", 0) == 0);
+  auto rows = d.call("GET", "/v1/experiments/" + std::to_string(id) + "/export", admin).json()["runs"];
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["t_sum"] == exp["runs"][0]["t_sum"]);
+  CHECK(rows[0]["learn_cpu_pct_avg"].is_number());
+  CHECK(d.call("GET", "/v1/experiments/" + std::to_string(id) + "/export?format=xml", admin).status == 422);
+  auto samples = d.call("GET", "/v1/runs/1/samples.csv", admin);
+  CHECK(samples.status == 200);
+  CHECK(samples.body.rfind("mono_s,cpu_pct,rss_bytes,read_bps,write_bps,gpu_util_pct,gpu_mem_bytes\n", 0) == 0);
+  CHECK(std::count(samples.body.begin(), samples.body.end(), '\n') >= 3);
+
   std::string table = api::format_table(exp);
   CHECK(table.find("local-1c") != std::string::npos);
   CHECK(table.find("cheapest under per_hour") != std::string::npos);

@@ -1,0 +1,66 @@
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "daemon/export.h"
+
+using namespace tsum::daemon;
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t end; (end = s.find("\r\n", start)) != std::string::npos; start = end + 2)
+    out.push_back(s.substr(start, end - start));
+  return out;
+}
+
+json experiment() {
+  json phases = {{"startup", 1.5}, {"install", 2.0}, {"load_data", 0.5}, {"start", 1.0},
+                 {"learn", 10.0},  {"verify", 0.5},  {"save", 0.25},     {"poweroff", 0.25}};
+  json done = {{"id", 7}, {"experiment_id", 3}, {"config_index", 1}, {"repetition", 2}, {"status", "done"},
+               {"reason", ""}, {"config", {{"provider", "local"}, {"instance_type", "local-2c"}}},
+               {"phases", phases}, {"t_sum", 16.0}, {"metrics", {{"test_accuracy", 0.75}, {"images_per_s", 900.0}}},
+               {"cost", {{"per_hour", {{"billed_s", 3600.0}, {"amount", 0.085}, {"currency", "USD"}}}}},
+               {"stats", {{"learn", {{"cpu_pct", {{"min", 90.0}, {"avg", 180.0}, {"max", 200.0}}}}}}}};
+  json failed = {{"id", 8}, {"experiment_id", 3}, {"config_index", 0}, {"repetition", 1}, {"status", "failed"},
+                 {"reason", "load_data failed: data, \"truncated\""},
+                 {"config", {{"provider", "local"}, {"instance_type", "local-1c"}}},
+                 {"phases", {{"startup", 1.0}}}, {"t_sum", nullptr}, {"metrics", json::object()},
+                 {"cost", json::object()}};
+  return {{"spec", {{"billing", {"per_hour"}},
+                    {"configs", {{{"provider", "local"}, {"instance_type", "local-1c"}, {"runtime", "native"}},
+                                 {{"provider", "local"}, {"instance_type", "local-2c"}, {"runtime", "native"}}}}}},
+          {"runs", {done, failed}}};
+}
+
+}  // namespace
+
+TEST_CASE("export: one row per run, with phases, t_sum, accuracy, cost per rule and resource min/avg/max") {
+  auto cols = export_columns({"per_hour"});
+  CHECK(cols.size() == 9 + 8 + 4 + 2 + 6 * 6 * 3);
+  auto rows = export_rows(experiment());
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["run_id"] == 7);
+  CHECK(rows[0]["learn"] == 10.0);
+  CHECK(rows[0]["t_sum"] == 16.0);
+  CHECK(rows[0]["cost_per_hour"] == 0.085);
+  CHECK(rows[0]["billed_s_per_hour"] == 3600.0);
+  CHECK(rows[0]["learn_cpu_pct_avg"] == 180.0);
+  CHECK(rows[0]["learn_rss_bytes_max"].is_null());
+  CHECK(rows[1]["t_sum"].is_null());
+
+  auto lines = split_lines(export_csv(experiment()));
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].rfind("run_id,experiment_id,config_index,provider,instance_type,runtime,repetition,status,reason,"
+                       "startup,install,load_data,start,learn,verify,save,poweroff,t_sum,test_accuracy",
+                       0) == 0);
+  CHECK(lines[1].rfind("7,3,1,local,local-2c,native,2,done,,1.5,2.0,0.5,1.0,10.0,0.5,0.25,0.25,16.0,0.75,900.0,USD,3600.0,0.085,",
+                       0) == 0);
+  // A reason with a comma and quotes is quoted, and missing values are empty cells.
+  CHECK(lines[2].find(",failed,\"load_data failed: data, \"\"truncated\"\"\",1.0,,,") != std::string::npos);
+  size_t commas = std::count(lines[0].begin(), lines[0].end(), ',');
+  CHECK(std::count(lines[1].begin(), lines[1].end(), ',') == static_cast<long>(commas));
+}
