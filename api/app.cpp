@@ -92,7 +92,8 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   ro.trainer_path = opts_.trainer_path;
   ro.data_dir = opts_.data_dir;
   ro.results_dir = opts_.state_dir + "/results";
-  ro.max_concurrent = opts_.max_concurrent;
+  ro.limits = opts_.limits;
+  if (ro.limits.local_cores <= 0) ro.limits.local_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   runs_ = std::make_unique<daemon::RunManager>(
       io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_}, ro);
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, clock_,

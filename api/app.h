@@ -28,7 +28,7 @@ struct AppOptions {
   std::string state_dir;               // default: <db_path>.state
   std::string trainer_path;            // default: tsum-train next to this executable
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  int max_concurrent = 1;
+  daemon::QueueLimits limits;          // local_cores 0: this host's CPU count
 };
 
 class App {

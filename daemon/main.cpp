@@ -25,6 +25,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
+              [--max-per-provider P=N,...] [--max-per-type T=N,...]
   tsumd token create --db PATH
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
 )";
@@ -84,8 +85,12 @@ int serve(std::map<std::string, std::string> flags) {
   if (flags.count("state-dir")) o.state_dir = flags["state-dir"];
   if (flags.count("trainer")) o.trainer_path = flags["trainer"];
   if (flags.count("data")) o.data_dir = flags["data"];
-  if (flags.count("max-concurrent") && (!to_int(flags["max-concurrent"], o.max_concurrent) || o.max_concurrent < 1))
+  if (flags.count("max-concurrent") && (!to_int(flags["max-concurrent"], o.limits.global) || o.limits.global < 1))
     return usage_error("--max-concurrent must be a positive integer");
+  if (flags.count("max-per-provider") && !daemon::parse_caps(flags["max-per-provider"], &o.limits.per_provider))
+    return usage_error("--max-per-provider must look like local=1,aws=4");
+  if (flags.count("max-per-type") && !daemon::parse_caps(flags["max-per-type"], &o.limits.per_type))
+    return usage_error("--max-per-type must look like c6i.large=2,g5.xlarge=1");
 
   asio::io_context io;
   auto app = api::App::create(io, o);
@@ -153,7 +158,7 @@ int main(int argc, char** argv) {
   std::string err;
   if (args[0] == "serve") {
     if (!parse_flags(args, 1, flags, err) ||
-        !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent"}, err))
+        !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider", "max-per-type"}, err))
       return usage_error(err);
     if (flags["db"].empty()) return usage_error("serve needs --db PATH");
     return serve(flags);

@@ -18,8 +18,9 @@ using providers::InstanceState;
 using std::chrono::milliseconds;
 
 struct RunManager::LiveRun {
-  explicit LiveRun(asio::io_context& io, int64_t run_id) : id(run_id), wake(io) {}
+  LiveRun(asio::io_context& io, QueueEntry e) : id(e.run_id), entry(std::move(e)), wake(io) {}
   int64_t id;
+  QueueEntry entry;
   std::optional<std::string> cancel_reason;
   std::optional<std::string> agent_error;
   bool saved = false;
@@ -52,13 +53,19 @@ void RunManager::notify() { dispatch_wake_.cancel(); }
 
 asio::awaitable<void> RunManager::dispatch_loop() {
   while (!stopping_) {
-    if (static_cast<int>(live_.size()) < opts_.max_concurrent) {
+    if (static_cast<int>(live_.size()) < opts_.limits.global) {
       auto queued = s_.store.runs_in({RunStatus::queued});
       if (!queued) log_line("dispatcher: " + queued.error().detail);
+      std::vector<QueueEntry> waiting, running;
+      std::map<int64_t, QueueEntry> by_id;
       for (const auto& r : queued ? *queued : std::vector<RunRow>{}) {
-        if (static_cast<int>(live_.size()) >= opts_.max_concurrent) break;
-        auto live = std::make_shared<LiveRun>(io_, r.id);
-        live_[r.id] = live;
+        waiting.push_back({r.id, r.experiment_id, r.provider, r.instance_type});
+        by_id[r.id] = waiting.back();
+      }
+      for (const auto& [_, l] : live_) running.push_back(l->entry);
+      for (int64_t id : admit(waiting, running, opts_.limits)) {
+        auto live = std::make_shared<LiveRun>(io_, by_id[id]);
+        live_[id] = live;
         asio::co_spawn(io_, run_one(live), asio::detached);
       }
     }

@@ -1,6 +1,7 @@
 // RunManager owns every live run. Each run is one coroutine that provisions an instance, watches the agent's
 // progress, and always ends by terminating the instance and timing its poweroff, whatever happened before.
-// A dispatcher starts queued runs (oldest first) while fewer than max_concurrent are live.
+// A dispatcher starts queued runs as the queue limits allow (daemon/admission.h): caps, local cores, fairness.
+// The queue is the runs table, so it survives a restart.
 //
 // At start, reconcile() settles what a previous daemon left behind: every unfinished run's instance is
 // terminated (or found gone) and the run marked failed with a reason; tagged strays with no live run are
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "daemon/admission.h"
 #include "daemon/ledger.h"
 #include "daemon/provider_registry.h"
 #include "daemon/store.h"
@@ -30,7 +32,7 @@ struct RunManagerOptions {
   std::string trainer_path;     // tsum-train, handed to local agents for their install phase
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string results_dir;      // where agents save checkpoints and event logs
-  int max_concurrent = 1;
+  QueueLimits limits;            // global, per provider and per type caps; local cores
   std::chrono::seconds startup_deadline{600};   // create → the agent's first event
   std::chrono::seconds run_deadline{6 * 3600};  // create → save end
   std::chrono::seconds poweroff_deadline{300};  // terminate → the provider confirms it is gone

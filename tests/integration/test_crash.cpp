@@ -30,6 +30,9 @@ TEST_CASE("kill -9 while learning, restart on the same database: no process left
   std::string admin = d.admin_token();
   d.start();
   int pgid = start_learning_run(d, admin);
+  // A second experiment waits in the queue behind it (one run at a time).
+  REQUIRE(d.call("POST", "/v1/experiments", admin, tiny_experiment(200, 100)).status == 201);
+  REQUIRE(d.call("GET", "/v1/runs/2", admin).json()["status"] == "queued");
 
   auto status = d.stop(SIGKILL);
   REQUIRE(status.has_value());
@@ -51,6 +54,12 @@ TEST_CASE("kill -9 while learning, restart on the same database: no process left
   CHECK(run["reason"].get<std::string>().find("daemon restarted while the run was learning") != std::string::npos);
   CHECK(run["phases"]["poweroff"].get<double>() >= 0);  // the termination was timed
   CHECK(run["phases"]["install"].get<double>() >= 0);   // what was measured before the crash is kept
+
+  // The queue survived the crash: the waiting run starts and finishes on the restarted daemon.
+  bool queued_ran = eventually([&] { return d.call("GET", "/v1/runs/2", admin).json()["status"] == "done"; },
+                               std::chrono::seconds(120));
+  INFO(d.call("GET", "/v1/runs/2", admin).json().dump(2));
+  CHECK(queued_ran);
 }
 
 TEST_CASE("SIGTERM cancels live runs, terminates their instances and exits cleanly") {

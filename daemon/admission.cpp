@@ -1,0 +1,74 @@
+#include "daemon/admission.h"
+
+#include <charconv>
+#include <set>
+
+namespace tsum::daemon {
+
+int local_cores_of(const std::string& provider, const std::string& instance_type) {
+  if (provider != "local" || instance_type.size() < 8 || instance_type.rfind("local-", 0) != 0 ||
+      instance_type.back() != 'c')
+    return 0;
+  int n = 0;
+  const char* b = instance_type.data() + 6;
+  const char* e = instance_type.data() + instance_type.size() - 1;
+  auto [p, ec] = std::from_chars(b, e, n);
+  return ec == std::errc() && p == e && n > 0 ? n : 0;
+}
+
+std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vector<QueueEntry>& live,
+                           const QueueLimits& limits) {
+  int running = 0, cores_used = 0;
+  std::map<std::string, int> by_provider, by_type;
+  std::map<int64_t, int> by_experiment;
+  auto take = [&](const QueueEntry& e) {
+    ++running;
+    ++by_provider[e.provider];
+    ++by_type[e.instance_type];
+    ++by_experiment[e.experiment_id];
+    cores_used += local_cores_of(e.provider, e.instance_type);
+  };
+  for (const auto& e : live) take(e);
+  auto fits = [&](const QueueEntry& e) {
+    if (auto it = limits.per_provider.find(e.provider); it != limits.per_provider.end() && by_provider[e.provider] >= it->second)
+      return false;
+    if (auto it = limits.per_type.find(e.instance_type); it != limits.per_type.end() && by_type[e.instance_type] >= it->second)
+      return false;
+    int cores = local_cores_of(e.provider, e.instance_type);
+    return limits.local_cores <= 0 || cores == 0 || cores_used + cores <= limits.local_cores;
+  };
+
+  std::vector<int64_t> out;
+  std::set<size_t> taken;
+  while (running < limits.global) {
+    size_t best = queued.size();
+    for (size_t i = 0; i < queued.size(); ++i) {
+      if (taken.count(i) || !fits(queued[i])) continue;
+      if (best == queued.size() || by_experiment[queued[i].experiment_id] < by_experiment[queued[best].experiment_id])
+        best = i;
+    }
+    if (best == queued.size()) break;
+    taken.insert(best);
+    take(queued[best]);
+    out.push_back(queued[best].run_id);
+  }
+  return out;
+}
+
+bool parse_caps(const std::string& text, std::map<std::string, int>* out) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? text.size() : comma + 1;
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) return false;
+    int n = 0;
+    auto [p, ec] = std::from_chars(item.data() + eq + 1, item.data() + item.size(), n);
+    if (ec != std::errc() || p != item.data() + item.size() || n < 1) return false;
+    (*out)[item.substr(0, eq)] = n;
+  }
+  return true;
+}
+
+}  // namespace tsum::daemon

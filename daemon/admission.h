@@ -1,0 +1,41 @@
+// Which queued runs may start now. Pure: the dispatcher feeds it the queue and the live runs.
+//
+// Limits: a global cap, caps per provider and per instance type (cloud quotas), and on the local provider
+// the host's cores: two live local runs never share a core, so a local-<N>c run waits for N free cores.
+// Fairness: experiments take turns. Each pick goes to the experiment with the fewest live runs (counting
+// the ones picked in this call), ties to the oldest queued run; within an experiment runs start in queue
+// order, though a later run that fits may start while an earlier one waits for cores.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tsum::daemon {
+
+struct QueueLimits {
+  int global = 1;
+  std::map<std::string, int> per_provider;   // absent: no cap beyond the global one
+  std::map<std::string, int> per_type;       // by instance type
+  int local_cores = 0;                       // host cores for the local provider; 0: do not check
+};
+
+struct QueueEntry {
+  int64_t run_id = 0;
+  int64_t experiment_id = 0;
+  std::string provider;
+  std::string instance_type;
+};
+
+// Cores a local instance type takes (local-4c → 4); 0 for anything else.
+int local_cores_of(const std::string& provider, const std::string& instance_type);
+
+// The runs of `queued` (oldest first) to start now, in start order.
+std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vector<QueueEntry>& live,
+                           const QueueLimits& limits);
+
+// Parses "local=1,aws=4" into a cap map. Empty text gives an empty map; false on a malformed entry.
+bool parse_caps(const std::string& text, std::map<std::string, int>* out);
+
+}  // namespace tsum::daemon
