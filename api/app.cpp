@@ -66,8 +66,10 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
 
   auto catalog = billing::parse_catalog(find_embedded(billing::embedded_catalogs(), "local.json"));
   if (!catalog) return catalog.error();
-  app->providers_.add(std::make_unique<providers::LocalProvider>(
-      providers::LocalOptions{.state_dir = o.state_dir, .catalog = *catalog, .cpus = {}}));
+  app->providers_.add(std::make_unique<daemon::MeteredProvider>(
+      std::make_unique<providers::LocalProvider>(
+          providers::LocalOptions{.state_dir = o.state_dir, .catalog = *catalog, .cpus = {}}),
+      app->provider_calls_));
 
   app->ledger_ = std::make_unique<daemon::Ledger>(*app->db_, app->clock_);
   app->store_ = std::make_unique<daemon::Store>(*app->db_, app->clock_);
@@ -100,6 +102,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
                                                    [this] { runs_->notify(); });
   add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, ro.results_dir});
   add_schedule_routes(router_, *schedules_, *tokens_);
+  add_metrics_route(router_, *db_, *views_, *tokens_, provider_calls_);
   co_await runs_->reconcile();
   runs_->start();
   boost::asio::co_spawn(io_, schedules_->run(), boost::asio::detached);

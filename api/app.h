@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "daemon/db.h"
 #include "daemon/ledger.h"
+#include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
 #include "daemon/run_manager.h"
 #include "daemon/scheduler.h"
@@ -56,6 +57,7 @@ class App {
   std::unique_ptr<daemon::Store> store_;
   std::unique_ptr<daemon::TokenStore> tokens_;
   std::unique_ptr<daemon::Views> views_;
+  daemon::ProviderCallMetrics provider_calls_;  // before providers_: the metered providers refer to it
   daemon::ProviderRegistry providers_;
   std::unique_ptr<daemon::RunManager> runs_;
   std::unique_ptr<daemon::Scheduler> schedules_;

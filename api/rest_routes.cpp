@@ -196,4 +196,21 @@ void add_rest_routes(Router& router, RestContext c) {
   });
 }
 
+void add_metrics_route(Router& router, daemon::Db& db, daemon::Views& views, daemon::TokenStore& tokens,
+                       const daemon::ProviderCallMetrics& calls) {
+  router.add("GET", "/metrics", [&db, &views, &tokens, &calls](Request& req) -> Awaitable {
+    std::string h = req.header("Authorization");
+    auto info = h.size() > 7 ? tokens.authenticate(std::string_view(h).substr(7)) : Result<daemon::TokenInfo>(
+                                   make_error(Code::not_found, "no token"));
+    if (!info || !(info->admin || info->metrics))
+      co_return error_response(401, "unauthenticated", "GET /metrics needs an admin or a metrics token");
+    auto body = daemon::render_metrics(db, views, calls);
+    if (!body) co_return error_response(body.error());
+    Response r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = std::move(*body);
+    co_return r;
+  });
+}
+
 }  // namespace tsum::api

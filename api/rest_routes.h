@@ -18,6 +18,7 @@
 
 #include "api/router.h"
 #include "daemon/ledger.h"
+#include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
 #include "daemon/run_manager.h"
 #include "daemon/store.h"
@@ -37,5 +38,9 @@ struct RestContext {
 };
 
 void add_rest_routes(Router& router, RestContext ctx);
+
+// GET /metrics, Prometheus text format (daemon/metrics.h). An admin or a metrics-scope token may read it.
+void add_metrics_route(Router& router, daemon::Db& db, daemon::Views& views, daemon::TokenStore& tokens,
+                       const daemon::ProviderCallMetrics& calls);
 
 }  // namespace tsum::api

@@ -24,6 +24,7 @@ std::optional<Response> check_auth(const Request& req, daemon::TokenStore& token
   if (!info) return error_response(401, "unauthenticated", "invalid or revoked token");
   if (info->admin) return std::nullopt;
   if (run_id != 0 && info->run_id == run_id) return std::nullopt;
+  if (info->metrics) return error_response(401, "unauthenticated", "a metrics token may only read GET /metrics");
   return error_response(401, "unauthenticated",
                         run_id ? "this run token belongs to another run" : "a run token cannot use this route");
 }

@@ -2,7 +2,7 @@
 //
 //   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--trainer PATH] [--data DIR]
 //               [--max-concurrent N]
-//   tsumd token create --db PATH
+//   tsumd token create --db PATH [--scope admin|metrics]
 //   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
               [--max-per-provider P=N,...] [--max-per-type T=N,...]
-  tsumd token create --db PATH
+  tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
 )";
 
@@ -137,7 +137,9 @@ int token_create(std::map<std::string, std::string> flags) {
   }
   SystemClock clock;
   daemon::TokenStore tokens(**db, clock);
-  auto t = tokens.create_admin();
+  std::string scope = flags.count("scope") ? flags["scope"] : "admin";
+  if (scope != "admin" && scope != "metrics") return usage_error("--scope must be admin or metrics");
+  auto t = scope == "admin" ? tokens.create_admin() : tokens.create_metrics();
   if (!t) {
     std::cerr << "tsumd: " << t.error().detail << "\n";
     return 1;
@@ -164,7 +166,7 @@ int main(int argc, char** argv) {
     return serve(flags);
   }
   if (args[0] == "token" && args.size() > 1 && args[1] == "create") {
-    if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db"}, err)) return usage_error(err);
+    if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db", "scope"}, err)) return usage_error(err);
     return token_create(flags);
   }
   if (args[0] == "quickstart") {

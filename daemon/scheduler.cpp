@@ -281,6 +281,17 @@ asio::awaitable<void> Scheduler::fire(const Row& r, double now) {
   on_experiment_();
 }
 
+double Scheduler::seconds_to_next_due(double at_most) {
+  // The statement is finished before the caller sleeps: a statement left open would hold a read snapshot,
+  // hiding every later write by another connection (e.g. `tsumd token create`) from this one.
+  auto st = db_.prepare(
+      "SELECT MIN(next_fire_at) FROM schedules WHERE deleted_at IS NULL AND enabled = 1 AND next_fire_at IS NOT NULL");
+  if (!st) return at_most;
+  auto row = st->step();
+  if (!row || !*row || st->is_null(0)) return at_most;
+  return std::clamp(st->real(0) - clock_.now_s(), 0.0, at_most);
+}
+
 void Scheduler::wake() { timer_.cancel(); }
 
 void Scheduler::stop() {
@@ -302,10 +313,7 @@ asio::awaitable<void> Scheduler::run() {
   while (!stopping_) {
     co_await tick();
     // Sleep until the earliest due time, but at most a minute: the wall clock may jump.
-    double wait_s = 60;
-    auto st = db_.prepare(
-        "SELECT MIN(next_fire_at) FROM schedules WHERE deleted_at IS NULL AND enabled = 1 AND next_fire_at IS NOT NULL");
-    if (st && *st->step() && !st->is_null(0)) wait_s = std::clamp(st->real(0) - clock_.now_s(), 0.0, 60.0);
+    double wait_s = seconds_to_next_due(60);
     timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000) + 1));
     boost::system::error_code ec;
     co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));

@@ -78,6 +78,7 @@ class Scheduler {
   boost::asio::awaitable<void> fire(const Row& r, double now);
   Status record(const Row& r, double due, double now, std::string_view outcome, std::optional<int64_t> experiment,
                 const std::string& detail);
+  double seconds_to_next_due(double at_most);
   void wake();
 
   Db& db_;

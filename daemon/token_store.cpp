@@ -36,6 +36,7 @@ Result<std::string> TokenStore::insert(std::string_view scope, std::optional<int
 }
 
 Result<std::string> TokenStore::create_admin() { return insert("admin", std::nullopt); }
+Result<std::string> TokenStore::create_metrics() { return insert("metrics", std::nullopt); }
 Result<std::string> TokenStore::create_for_run(int64_t run_id) { return insert("run", run_id); }
 
 Result<TokenInfo> TokenStore::authenticate(std::string_view token) {
@@ -47,6 +48,7 @@ Result<TokenInfo> TokenStore::authenticate(std::string_view token) {
   if (!*row) return make_error(Code::not_found, "unknown or revoked token");
   TokenInfo info;
   info.admin = st->text(0) == "admin";
+  info.metrics = st->text(0) == "metrics";
   if (!st->is_null(1)) info.run_id = st->int64(1);
   return info;
 }

@@ -13,6 +13,7 @@ namespace tsum::daemon {
 
 struct TokenInfo {
   bool admin = false;
+  bool metrics = false;  // may read GET /metrics only
   int64_t run_id = 0;  // for run tokens
 };
 
@@ -22,6 +23,7 @@ class TokenStore {
 
   Result<std::string> create_admin();
   Result<std::string> create_for_run(int64_t run_id);
+  Result<std::string> create_metrics();
   // not_found for an unknown or revoked token.
   Result<TokenInfo> authenticate(std::string_view token);
   // Revokes every token of a run (its agent can post no more).

@@ -29,14 +29,25 @@ TEST_CASE("auth: no token, a wrong token, and a run token used on another run") 
   // Two queued-then-running runs; a token for run 1 (made as the daemon makes it) is refused on run 2.
   auto created = d.call("POST", "/v1/experiments", admin, tiny_experiment(200, 100, {"local-1c", "local-1c"}));
   REQUIRE(created.status == 201);
-  std::string run1_token;
+  std::string run1_token, metrics_token;
   {
     auto db = daemon::Db::open(dir.file("t.db"));
     REQUIRE(db.ok());
     SystemClock clock;
     daemon::TokenStore tokens(**db, clock);
-    run1_token = *tokens.create_for_run(1);
+    auto run1 = tokens.create_for_run(1);
+    auto metrics = tokens.create_metrics();
+    REQUIRE_MESSAGE(run1.ok(), run1.error().detail);
+    REQUIRE_MESSAGE(metrics.ok(), metrics.error().detail);
+    run1_token = *run1;
+    metrics_token = *metrics;
   }
+  // A metrics token reads /metrics and nothing else; a run token cannot read it.
+  CHECK(d.call("GET", "/metrics", metrics_token).status == 200);
+  auto scoped = d.call("GET", "/v1/experiments", metrics_token);
+  CHECK(scoped.status == 401);
+  CHECK(scoped.json()["detail"] == "a metrics token may only read GET /metrics");
+  CHECK(d.call("GET", "/metrics", run1_token).status == 401);
   const std::string ev = R"({"phase":"install","mark":"begin","mono_s":1.5})";
   auto other = d.call("POST", "/v1/runs/2/events", run1_token, ev);
   CHECK(other.status == 401);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <algorithm>
+#include <map>
+#include <regex>
 #include <sstream>
 
 #include "api/quickstart.h"
@@ -15,6 +17,27 @@ using namespace tsum;
 using namespace tsum::testing;
 using tsum::providers::local::group_has_live_member;
 namespace fs = std::filesystem;
+
+namespace {
+// Every sample line is `name{labels} value`; histogram buckets are cumulative and end at +Inf == _count.
+void check_prometheus_text(const std::string& text) {
+  static const std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.eE+-]+$)");
+  std::istringstream in(text);
+  std::map<std::string, double> last_bucket;
+  for (std::string line; std::getline(in, line);) {
+    CAPTURE(line);
+    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
+    REQUIRE(std::regex_match(line, sample));
+    auto b = line.find("_bucket{");
+    if (b == std::string::npos) continue;
+    std::string series = line.substr(0, line.find(",le=") == std::string::npos ? line.find("le=") : line.find(",le="));
+    double v = std::stod(line.substr(line.rfind(' ') + 1));
+    if (last_bucket.count(series)) CHECK(v >= last_bucket[series]);
+    last_bucket[series] = v;
+  }
+  CHECK_FALSE(last_bucket.empty());
+}
+}  // namespace
 
 TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost per rule, summary") {
   TempDir dir;
@@ -94,6 +117,18 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
   CHECK(exp["summary"]["cheapest"]["per_hour"]["config"]["instance_type"] == "local-1c");
   CHECK(exp["summary"]["cheapest"]["per_minute"]["config"]["instance_type"] == "local-1c");
   CHECK(exp["summary"]["fastest"]["config"].is_object());
+  // Metrics: Prometheus text, well formed, from the same numbers.
+  auto metrics = d.call("GET", "/metrics", admin);
+  REQUIRE(metrics.status == 200);
+  check_prometheus_text(metrics.body);
+  CHECK(metrics.body.find("tsum_runs{status=\"done\"} 2\n") != std::string::npos);
+  CHECK(metrics.body.find("tsum_queue_depth 0\n") != std::string::npos);
+  CHECK(metrics.body.find("tsum_phase_seconds_count{phase=\"learn\"} 2\n") != std::string::npos);
+  CHECK(metrics.body.find("tsum_provider_call_seconds_count{provider=\"local\",op=\"create\"} 2\n") !=
+        std::string::npos);
+  CHECK(metrics.body.find("tsum_spend_total{rule=\"per_hour\",currency=\"USD\"} ") != std::string::npos);
+  CHECK(d.call("GET", "/metrics", "").status == 401);
+
   // Export: the same runs as CSV and JSON, and each run's resource samples over time.
   auto csv = d.call("GET", "/v1/experiments/" + std::to_string(id) + "/export?format=csv", admin);
   CHECK(csv.status == 200);
