@@ -161,8 +161,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req) const {
   return std::move(t.response);
 }
 
-Task<Result<HttpResponse>> HttpClient::send_once(HttpRequest req) {
-  auto initiation = [this, req = std::move(req)](auto handler) mutable {
+Task<Result<HttpResponse>> HttpClient::send_once(const HttpRequest& req) {
+  auto initiation = [this, req](auto handler) mutable {
     // Keeps the caller's io_context running until the result is posted back.
     auto caller = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
     asio::post(pool_, [this, req = std::move(req), handler = std::move(handler), caller]() mutable {
@@ -176,16 +176,16 @@ Task<Result<HttpResponse>> HttpClient::send_once(HttpRequest req) {
       std::move(initiation), asio::use_awaitable);
 }
 
-Task<Result<HttpResponse>> HttpClient::send(HttpRequest req) {
+Task<Result<HttpResponse>> HttpClient::send(const HttpRequest& req) {
   const RetryPolicy& policy = opts_.retry;
   const auto deadline = steady::now() + policy.deadline;
-  const milliseconds per_attempt = req.timeout;
+  HttpRequest one = req;
   Result<HttpResponse> last = make_error(Code::timeout, req.method + " " + req.url + ": no time left for an attempt");
   for (int attempt = 1;; ++attempt) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - steady::now());
     if (left <= milliseconds(0)) break;
-    req.timeout = std::min(per_attempt, left);
-    last = co_await send_once(req);
+    one.timeout = std::min(req.timeout, left);
+    last = co_await send_once(one);
     if (last.ok()) last->attempts = attempt;
     if (!retryable(last) || attempt >= policy.max_attempts) co_return last;
     milliseconds wait = backoff_delay(policy, attempt, uniform01());

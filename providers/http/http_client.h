@@ -46,10 +46,12 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // Sends req with retries. Each attempt gets req.timeout, cut to what is left of the policy's deadline.
-  Task<Result<HttpResponse>> send(HttpRequest req);
+  // req is read until the returned task completes (co_await it at once, with a named request: GCC 12
+  // mishandles temporaries inside co_await expressions).
+  Task<Result<HttpResponse>> send(const HttpRequest& req);
 
   // One attempt, no retries, req.timeout as its deadline.
-  Task<Result<HttpResponse>> send_once(HttpRequest req);
+  Task<Result<HttpResponse>> send_once(const HttpRequest& req);
 
   const HttpClientOptions& options() const { return opts_; }
 
