@@ -3,7 +3,9 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include <climits>
 #include <memory>
+#include <mutex>
 
 namespace tsum::providers::aws {
 
@@ -56,6 +58,9 @@ std::vector<const XmlNode*> XmlNode::all(std::string_view child_name) const {
 }
 
 Result<XmlNode> parse_xml(std::string_view text, int max_depth) {
+  static std::once_flag init;
+  std::call_once(init, [] { xmlInitParser(); });  // not thread-safe when left to the first parse
+  if (text.size() > static_cast<std::size_t>(INT_MAX)) return make_error(Code::invalid_argument, "xml: document too large");
   std::unique_ptr<xmlParserCtxt, DocDeleter> ctxt(xmlNewParserCtxt());
   if (!ctxt) return make_error(Code::internal, "xml: out of memory");
   const int options = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOBLANKS;

@@ -2,7 +2,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -12,6 +11,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <exception>
+#include <stdexcept>
 #include <optional>
 #include <thread>
 
@@ -27,6 +27,8 @@ namespace {
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::seconds kWriteTimeout{30};
+// A session that fails (an exception from Beast, say) ends alone; it must not take the server thread along.
+constexpr auto kIgnoreErrors = [](std::exception_ptr) {};
 
 LoopbackRequest to_request(const bhttp::request<bhttp::string_body>& msg) {
   LoopbackRequest req{std::string(msg.method_string()), std::string(msg.target())};
@@ -43,6 +45,24 @@ LoopbackReply call(const LoopbackHandler& handler, const LoopbackRequest& req) {
   }
 }
 
+// The reply as a Beast response; a 500 when the handler produced something unsendable (a bad status or
+// header).
+bhttp::response<bhttp::string_body> to_response(LoopbackReply reply, unsigned version, bool keep_alive) {
+  bhttp::response<bhttp::string_body> res;
+  try {
+    if (reply.status < 100 || reply.status > 999) throw std::invalid_argument("status " + std::to_string(reply.status));
+    res = {static_cast<bhttp::status>(reply.status), version};
+    for (auto& [name, value] : reply.headers) res.insert(name, value);
+    res.body() = std::move(reply.body);
+  } catch (const std::exception& e) {
+    res = {bhttp::status::internal_server_error, version};
+    res.body() = std::string("handler produced an unsendable reply: ") + e.what();
+  }
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  return res;
+}
+
 }  // namespace
 
 struct LoopbackServer::Impl {
@@ -57,12 +77,13 @@ struct LoopbackServer::Impl {
     for (;;) {
       auto [ec, socket] = co_await acceptor.async_accept(kTuple);
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-      if (!ec) asio::co_spawn(io, serve(std::move(socket)), asio::detached);
+      if (!ec) asio::co_spawn(io, serve(std::move(socket)), kIgnoreErrors);
     }
   }
 
   asio::awaitable<void> serve(tcp::socket socket) {
-    socket.set_option(tcp::no_delay(true));
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
     if (!tls) {
       beast::tcp_stream stream(std::move(socket));
       co_await session(stream);
@@ -98,11 +119,7 @@ struct LoopbackServer::Impl {
 
   template <class Stream>
   asio::awaitable<bool> write(Stream& stream, const bhttp::request<bhttp::string_body>& msg, LoopbackReply reply) {
-    bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(reply.status), msg.version()};
-    for (auto& [name, value] : reply.headers) res.insert(name, value);
-    res.body() = std::move(reply.body);
-    res.keep_alive(msg.keep_alive());
-    res.prepare_payload();
+    auto res = to_response(std::move(reply), msg.version(), msg.keep_alive());
     beast::get_lowest_layer(stream).expires_after(kWriteTimeout);
     auto [ec, n] = co_await bhttp::async_write(stream, res, kTuple);
     co_return !ec;
@@ -141,10 +158,10 @@ Result<std::uint16_t> LoopbackServer::start(const LoopbackOptions& opts) {
     s.acceptor.close(ec);
     return make_error(Code::unavailable, "listen on " + opts.host + ":" + std::to_string(opts.port) + ": " + ec.message());
   }
-  std::uint16_t port = s.acceptor.local_endpoint().port();
+  std::uint16_t port = s.acceptor.local_endpoint(ec).port();
   std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
   base_url_ = (s.tls ? "https://" : "http://") + host + ":" + std::to_string(port);
-  asio::co_spawn(s.io, s.accept_loop(), asio::detached);
+  asio::co_spawn(s.io, s.accept_loop(), kIgnoreErrors);
   s.thread = std::thread([&s] { s.io.run(); });
   return port;
 }

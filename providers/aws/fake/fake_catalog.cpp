@@ -87,6 +87,33 @@ bool matches(const json& prod, const json& filters) {
   return true;
 }
 
+FakeAnswer get_products_checked(std::string_view json_body, std::string_view region, int page_size) {
+  auto body = parse_json_safely(json_body);
+  if (!body || !body->is_object()) return json_error(400, "SerializationException", "the body is not a JSON object");
+  std::string service = body->value("ServiceCode", "");
+  if (service.empty()) return json_error(400, "InvalidParameterException", "ServiceCode is required");
+  json filters = body->value("Filters", json::array());
+  if (!filters.is_array()) return json_error(400, "InvalidParameterException", "Filters must be a list");
+  for (const auto& f : filters)
+    if (!f.is_object() || f.value("Type", "") != "TERM_MATCH" || !f.contains("Field") || !f.contains("Value"))
+      return json_error(400, "InvalidParameterException", "each filter needs Type TERM_MATCH, Field and Value");
+  json max = body->value("MaxResults", json(100));
+  if (!max.is_number_integer() || max.get<long>() < 1 || max.get<long>() > 100)
+    return json_error(400, "InvalidParameterException", "MaxResults must be between 1 and 100");
+  std::vector<json> picked;
+  if (service == "AmazonEC2")
+    for (auto& p : all_products(region))
+      if (matches(p, filters)) picked.push_back(std::move(p));
+  std::optional<std::string> token;
+  if (body->contains("NextToken") && (*body)["NextToken"].is_string()) token = (*body)["NextToken"].get<std::string>();
+  auto w = page_window(picked.size(), token, max.get<long>(), page_size);
+  if (!w) return json_error(400, "InvalidNextTokenException", "the NextToken is not valid");
+  json out = {{"FormatVersion", "aws_v1"}, {"PriceList", json::array()}};
+  for (std::size_t i = w->begin; i < w->end; ++i) out["PriceList"].push_back(picked[i].dump());  // JSON in a string
+  if (!w->next_token.empty()) out["NextToken"] = w->next_token;
+  return {200, out.dump(), "application/x-amz-json-1.1"};
+}
+
 }  // namespace
 
 std::span<const FakeInstanceType> fake_instance_types() { return kTypes; }
@@ -151,30 +178,11 @@ FakeAnswer describe_spot_price_history(const Fields& params, std::string_view re
 }
 
 FakeAnswer get_products(std::string_view json_body, std::string_view region, int page_size) {
-  auto body = parse_json_safely(json_body);
-  if (!body || !body->is_object()) return json_error(400, "SerializationException", "the body is not a JSON object");
-  std::string service = body->value("ServiceCode", "");
-  if (service.empty()) return json_error(400, "InvalidParameterException", "ServiceCode is required");
-  json filters = body->value("Filters", json::array());
-  if (!filters.is_array()) return json_error(400, "InvalidParameterException", "Filters must be a list");
-  for (const auto& f : filters)
-    if (!f.is_object() || f.value("Type", "") != "TERM_MATCH" || !f.contains("Field") || !f.contains("Value"))
-      return json_error(400, "InvalidParameterException", "each filter needs Type TERM_MATCH, Field and Value");
-  json max = body->value("MaxResults", json(100));
-  if (!max.is_number_integer() || max.get<long>() < 1 || max.get<long>() > 100)
-    return json_error(400, "InvalidParameterException", "MaxResults must be between 1 and 100");
-  std::vector<json> picked;
-  if (service == "AmazonEC2")
-    for (auto& p : all_products(region))
-      if (matches(p, filters)) picked.push_back(std::move(p));
-  std::optional<std::string> token;
-  if (body->contains("NextToken") && (*body)["NextToken"].is_string()) token = (*body)["NextToken"].get<std::string>();
-  auto w = page_window(picked.size(), token, max.get<long>(), page_size);
-  if (!w) return json_error(400, "InvalidNextTokenException", "the NextToken is not valid");
-  json out = {{"FormatVersion", "aws_v1"}, {"PriceList", json::array()}};
-  for (std::size_t i = w->begin; i < w->end; ++i) out["PriceList"].push_back(picked[i].dump());  // JSON in a string
-  if (!w->next_token.empty()) out["NextToken"] = w->next_token;
-  return {200, out.dump(), "application/x-amz-json-1.1"};
+  try {
+    return get_products_checked(json_body, region, page_size);
+  } catch (const json::exception& e) {  // a field of the wrong type
+    return json_error(400, "SerializationException", e.what());
+  }
 }
 
 }  // namespace tsum::providers::aws::fake
