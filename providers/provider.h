@@ -26,30 +26,31 @@ struct Capabilities {
 };
 
 struct Requirements {
-  std::string instance_type;  // empty: any
+  std::string instance_type = {};  // empty: any
   int min_vcpus = 0;
   int gpus = 0;
 };
 
 struct Offer {
-  std::string provider;
-  std::string instance_type;
+  std::string provider = {};
+  std::string instance_type = {};
   int vcpus = 0;
   double memory_gib = 0;
   int gpus = 0;
-  std::string gpu_type;
+  std::string gpu_type = {};
   double hourly_price = 0;  // on-demand
   std::string currency = "USD";
-  std::string region;
-  std::string note;  // e.g. which cloud family a local type emulates
+  std::string region = {};
+  std::string note = {};  // e.g. which cloud family a local type emulates
+  double spot_hourly_price = 0;  // the current spot price where the provider has one; 0: none known
 };
 
 struct LaunchSpec {
-  std::string run_id;
-  std::string tag;                 // ownership tag, used by list_tagged for orphan sweeps
-  std::string idempotency_token;   // the same token never creates two instances
-  std::string agent_script;        // POSIX sh run as the instance's entry point
-  std::map<std::string, std::string> env;  // passed to the agent (daemon URL, run token, workload)
+  std::string run_id = {};
+  std::string tag = {};                 // ownership tag, used by list_tagged for orphan sweeps
+  std::string idempotency_token = {};   // the same token never creates two instances
+  std::string agent_script = {};        // POSIX sh run as the instance's entry point
+  std::map<std::string, std::string> env = {};  // passed to the agent (daemon URL, run token, workload)
 };
 
 // Stored verbatim in SQLite; enough to find the instance again after a daemon restart.

@@ -1,0 +1,129 @@
+#include "providers/aws/aws_api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/json_util.h"
+#include "providers/aws/ec2_xml.h"
+
+namespace tsum::providers::aws {
+
+namespace {
+
+bool one_of(std::string_view code, std::initializer_list<std::string_view> codes) {
+  for (auto c : codes)
+    if (code == c) return true;
+  return false;
+}
+
+// Maps an AWS error code (EC2's or a JSON service's) and the HTTP status to a tsum error.
+Error aws_error(const std::string& what, int status, const std::string& code, const std::string& message) {
+  std::string detail = what + " (HTTP " + std::to_string(status) + "): " + (code.empty() ? "no error code" : code) +
+                       (message.empty() ? "" : ": " + message);
+  Code c = Code::invalid_argument;
+  if (code.ends_with("NotFound") || code.ends_with("NotFoundException")) c = Code::not_found;
+  else if (code == "IdempotentParameterMismatch") c = Code::already_exists;
+  else if (one_of(code, {"RequestLimitExceeded", "Throttling", "ThrottlingException", "InsufficientInstanceCapacity",
+                         "InsufficientAddressCapacity", "Unavailable", "ServiceUnavailable", "InternalError",
+                         "InternalErrorException"}) || status == 429 || status >= 500)
+    c = Code::unavailable;
+  return make_error(c, detail);
+}
+
+std::chrono::system_clock::time_point to_time_point(double epoch_s) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(epoch_s)));
+}
+
+// A JSON-protocol error: {"__type": "...#ThrottlingException", "message": "..."} or the x-amzn-ErrorType header.
+std::pair<std::string, std::string> json_error(const http::HttpResponse& r) {
+  std::string code, message;
+  if (auto h = r.header("x-amzn-ErrorType")) code = std::string(h->substr(0, h->find(':')));
+  if (auto doc = parse_json_safely(r.body); doc && doc->is_object()) {
+    if (code.empty()) code = doc->value("__type", "");
+    message = doc->value("message", doc->value("Message", ""));
+  }
+  if (auto hash = code.rfind('#'); hash != std::string::npos) code = code.substr(hash + 1);
+  return {code, message};
+}
+
+}  // namespace
+
+Result<BaseUrl> parse_base_url(std::string_view url) {
+  auto bad = [&](const char* why) {
+    return make_error(Code::invalid_argument, "endpoint '" + std::string(url) + "': " + why);
+  };
+  std::size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos || (url.substr(0, scheme_end) != "https" && url.substr(0, scheme_end) != "http"))
+    return bad("must start with https:// or http://");
+  if (url.find_first_of("?#") != std::string_view::npos) return bad("must have no query or fragment");
+  std::string_view rest = url.substr(scheme_end + 3);
+  std::size_t slash = rest.find('/');
+  std::string_view host = rest.substr(0, slash);
+  if (host.empty() || host.find_first_of(" @") != std::string_view::npos) return bad("has no valid host");
+  std::string path(slash == std::string_view::npos ? "/" : rest.substr(slash));
+  if (!path.ends_with('/')) path += '/';
+  return BaseUrl{std::string(url.substr(0, scheme_end + 3)) + std::string(host) + path, std::string(host), path};
+}
+
+Result<std::unique_ptr<AwsApi>> AwsApi::make(AwsApiOptions opts) {
+  if (opts.region.empty()) return make_error(Code::invalid_argument, "aws: no region");
+  if (opts.credentials.access_key_id.empty() || opts.credentials.secret_access_key.empty())
+    return make_error(Code::invalid_argument, "aws: no credentials (access key id and secret access key)");
+  auto ec2 = parse_base_url(opts.ec2_endpoint);
+  if (!ec2) return ec2.error();
+  auto pricing = parse_base_url(opts.pricing_endpoint);
+  if (!pricing) return pricing.error();
+  return std::unique_ptr<AwsApi>(new AwsApi(std::move(opts), std::move(*ec2), std::move(*pricing)));
+}
+
+AwsApi::AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing)
+    : opts_(std::move(opts)), ec2_(std::move(ec2)), pricing_(std::move(pricing)), http_(opts_.http) {}
+
+Result<http::HttpRequest> AwsApi::signed_post(const BaseUrl& base, const std::string& region, const char* service,
+                                              http::HttpHeaders headers, const std::string& body) const {
+  headers.emplace(headers.begin(), "Host", base.host);
+  SignableRequest req{.method = "POST", .path = base.path, .headers = headers, .body = body};
+  const Clock& clock = opts_.clock ? *opts_.clock : system_clock_;
+  SignOptions so{.region = region, .service = service, .amz_date = amz_date(to_time_point(clock.now_s()))};
+  auto s = sign(req, opts_.credentials, so);
+  if (!s) return s.error();
+  headers.insert(headers.end(), s->added_headers.begin(), s->added_headers.end());
+  return http::HttpRequest{.method = "POST", .url = base.url, .headers = std::move(headers), .body = body,
+                           .timeout = opts_.attempt_timeout};
+}
+
+Task<Result<XmlNode>> AwsApi::ec2(std::string_view action, const Fields& params) {
+  Fields all{{"Action", std::string(action)}, {"Version", std::string(kEc2ApiVersion)}};
+  all.insert(all.end(), params.begin(), params.end());
+  http::HttpHeaders headers{{"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"}};
+  auto req = signed_post(ec2_, opts_.region, "ec2", std::move(headers), form_encode(all));
+  if (!req) co_return req.error();
+  const http::HttpRequest& signed_req = *req;
+  auto res = co_await http_.send(signed_req);
+  const std::string what = "EC2 " + std::string(action);
+  if (!res) co_return make_error(res.code(), what + ": " + res.error().detail);
+  if (res->status != 200) {
+    auto e = parse_ec2_error(res->body);
+    co_return aws_error(what, res->status, e ? e->code : "", e ? e->message : res->body.substr(0, 200));
+  }
+  auto root = parse_xml(res->body);
+  if (!root) co_return make_error(Code::internal, what + ": " + root.error().detail);
+  co_return std::move(*root);
+}
+
+Task<Result<std::string>> AwsApi::pricing(std::string_view target, const std::string& json_body) {
+  http::HttpHeaders headers{{"Content-Type", "application/x-amz-json-1.1"}, {"X-Amz-Target", std::string(target)}};
+  auto req = signed_post(pricing_, opts_.pricing_region, "pricing", std::move(headers), json_body);
+  if (!req) co_return req.error();
+  const http::HttpRequest& signed_req = *req;
+  auto res = co_await http_.send(signed_req);
+  const std::string what = "Price List " + std::string(target);
+  if (!res) co_return make_error(res.code(), what + ": " + res.error().detail);
+  if (res->status != 200) {
+    auto [code, message] = json_error(*res);
+    co_return aws_error(what, res->status, code, message);
+  }
+  co_return std::move(res->body);
+}
+
+}  // namespace tsum::providers::aws

@@ -1,0 +1,178 @@
+#include "providers/aws/aws_provider.h"
+
+#include <cstdlib>
+
+#include "providers/aws/aws_catalog.h"
+#include "providers/aws/ec2_xml.h"
+
+namespace tsum::providers::aws {
+
+namespace {
+
+constexpr std::size_t kMaxClientToken = 64;
+
+InstanceState state_of(std::string_view ec2_state) {
+  if (ec2_state == "pending") return InstanceState::pending;
+  if (ec2_state == "running") return InstanceState::running;
+  if (ec2_state == "terminated") return InstanceState::gone;
+  return InstanceState::exited;  // shutting-down, stopping, stopped
+}
+
+InstanceHandle handle_of(const Ec2Instance& i, const std::string& region, double created_at_s) {
+  return {"aws", i.id,
+          {{"region", region}, {"instance_type", i.instance_type}, {"client_token", i.client_token},
+           {"launch_time", i.launch_time}, {"created_at_s", created_at_s}}};
+}
+
+void add_tag(Fields& params, int n, const std::string& key, const std::string& value) {
+  std::string prefix = "TagSpecification.1.Tag." + std::to_string(n);
+  params.emplace_back(prefix + ".Key", key);
+  params.emplace_back(prefix + ".Value", value);
+}
+
+}  // namespace
+
+Result<Credentials> credentials_from_env() {
+  const char* id = std::getenv("AWS_ACCESS_KEY_ID");
+  const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");
+  const char* token = std::getenv("AWS_SESSION_TOKEN");
+  if (!id || !*id || !secret || !*secret)
+    return make_error(Code::invalid_argument, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set");
+  return Credentials{id, secret, token ? token : ""};
+}
+
+Result<std::unique_ptr<AwsProvider>> AwsProvider::make(AwsOptions opts) {
+  if (opts.region.empty()) return make_error(Code::invalid_argument, "aws: no region");
+  if (opts.tag_key.empty()) return make_error(Code::invalid_argument, "aws: empty tag key");
+  AwsApiOptions api{.region = opts.region,
+                    .credentials = opts.credentials,
+                    .ec2_endpoint = opts.ec2_endpoint.empty() ? "https://ec2." + opts.region + ".amazonaws.com"
+                                                              : opts.ec2_endpoint,
+                    .pricing_endpoint = opts.pricing_endpoint.empty() ? "https://api.pricing.us-east-1.amazonaws.com"
+                                                                      : opts.pricing_endpoint,
+                    .http = opts.http,
+                    .attempt_timeout = opts.attempt_timeout,
+                    .clock = opts.clock};
+  auto made = AwsApi::make(std::move(api));
+  if (!made) return made.error();
+  return std::unique_ptr<AwsProvider>(new AwsProvider(std::move(opts), std::move(*made)));
+}
+
+AwsProvider::AwsProvider(AwsOptions opts, std::unique_ptr<AwsApi> api) : opts_(std::move(opts)), api_(std::move(api)) {}
+
+double AwsProvider::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
+
+std::string AwsProvider::client_token(std::string_view token) {
+  bool printable = std::all_of(token.begin(), token.end(), [](char c) { return c > ' ' && c < 0x7f; });
+  return token.size() <= kMaxClientToken && printable ? std::string(token) : sha256_hex(token);
+}
+
+Task<Result<std::vector<Offer>>> AwsProvider::offers(const Requirements& req) {
+  if (!catalog_ || now_s() - catalog_at_s_ > static_cast<double>(opts_.catalog_ttl.count())) {
+    auto fetched = co_await fetch_catalog(*api_);
+    if (!fetched) co_return fetched.error();
+    catalog_ = std::move(*fetched);
+    catalog_at_s_ = now_s();
+  }
+  std::vector<Offer> out;
+  for (const auto& o : *catalog_)
+    if ((req.instance_type.empty() || o.instance_type == req.instance_type) && o.vcpus >= req.min_vcpus &&
+        o.gpus >= req.gpus)
+      out.push_back(o);
+  co_return out;
+}
+
+Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const LaunchSpec& spec) const {
+  if (opts_.image_id.empty()) return make_error(Code::invalid_argument, "aws: no image_id (AMI) configured");
+  if (offer.instance_type.empty()) return make_error(Code::invalid_argument, "aws: offer without an instance type");
+  if (spec.idempotency_token.empty()) return make_error(Code::invalid_argument, "aws: create needs an idempotency token");
+  if (spec.tag.empty()) return make_error(Code::invalid_argument, "aws: create needs an ownership tag");
+  auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
+  if (!user_data) return user_data.error();
+  Fields p{{"ImageId", opts_.image_id},
+           {"InstanceType", offer.instance_type},
+           {"MinCount", "1"},
+           {"MaxCount", "1"},
+           {"ClientToken", client_token(spec.idempotency_token)},
+           {"UserData", base64_encode(*user_data)},
+           {"InstanceInitiatedShutdownBehavior", "terminate"},
+           {"TagSpecification.1.ResourceType", "instance"}};
+  add_tag(p, 1, opts_.tag_key, spec.tag);
+  add_tag(p, 2, "tsum-run", spec.run_id);
+  add_tag(p, 3, "Name", "tsum-run-" + spec.run_id);
+  if (!opts_.key_name.empty()) p.emplace_back("KeyName", opts_.key_name);
+  if (!opts_.subnet_id.empty()) p.emplace_back("SubnetId", opts_.subnet_id);
+  for (std::size_t i = 0; i < opts_.security_group_ids.size(); ++i)
+    p.emplace_back("SecurityGroupId." + std::to_string(i + 1), opts_.security_group_ids[i]);
+  return p;
+}
+
+Task<Result<InstanceHandle>> AwsProvider::create(const Offer& offer, const LaunchSpec& spec) {
+  auto params = run_instances_params(offer, spec);
+  if (!params) co_return params.error();
+  const double created_at = now_s();
+  auto xml = co_await api_->ec2("RunInstances", *params);
+  if (!xml) co_return xml.error();
+  auto instances = parse_run_instances(*xml);
+  if (!instances) co_return instances.error();
+  if (instances->size() != 1 || instances->front().id.empty())
+    co_return make_error(Code::internal, "EC2 RunInstances: expected one instance, got " +
+                                             std::to_string(instances->size()));
+  co_return handle_of(instances->front(), opts_.region, created_at);
+}
+
+Task<Result<InstanceStatus>> AwsProvider::describe(const InstanceHandle& h) {
+  if (h.id.empty()) co_return make_error(Code::invalid_argument, "aws: handle without an instance id");
+  const Fields params{{"InstanceId.1", h.id}};
+  auto xml = co_await api_->ec2("DescribeInstances", params);
+  if (!xml && xml.code() != Code::not_found) co_return xml.error();
+  std::optional<Ec2Instance> found;
+  if (xml) {
+    auto page = parse_describe_instances(*xml);
+    if (!page) co_return page.error();
+    for (auto& i : page->items)
+      if (i.id == h.id) found = std::move(i);
+  }
+  if (!found) {
+    double created = h.data.is_object() ? h.data.value("created_at_s", 0.0) : 0.0;
+    if (created > 0 && now_s() - created < static_cast<double>(opts_.visibility_grace.count()))
+      co_return InstanceStatus{InstanceState::pending, "not visible yet (EC2 is eventually consistent)", ""};
+    co_return InstanceStatus{InstanceState::gone, "EC2 does not know the instance", ""};
+  }
+  std::string address = found->public_ip.empty() ? found->private_ip : found->public_ip;
+  co_return InstanceStatus{state_of(found->state), "EC2 state " + found->state, address};
+}
+
+Task<Status> AwsProvider::terminate(const InstanceHandle& h) {
+  if (h.id.empty()) co_return make_error(Code::invalid_argument, "aws: handle without an instance id");
+  const Fields params{{"InstanceId.1", h.id}};
+  auto xml = co_await api_->ec2("TerminateInstances", params);
+  if (!xml && xml.code() == Code::not_found) co_return Status{};  // gone already
+  if (!xml) co_return xml.error();
+  auto states = parse_terminate_instances(*xml);
+  if (!states) co_return states.error();
+  if (!states->count(h.id)) co_return make_error(Code::internal, "EC2 TerminateInstances: answer does not mention " + h.id);
+  co_return Status{};
+}
+
+Task<Result<std::vector<InstanceHandle>>> AwsProvider::list_tagged(std::string_view tag) {
+  std::vector<InstanceHandle> out;
+  std::string token;
+  for (int page = 0; page < 1000; ++page) {
+    Fields params{{"Filter.1.Name", "tag:" + opts_.tag_key}, {"Filter.1.Value.1", std::string(tag)},
+                  {"Filter.2.Name", "instance-state-name"}, {"MaxResults", "1000"}};
+    const char* live[] = {"pending", "running", "shutting-down", "stopping", "stopped"};
+    for (int i = 0; i < 5; ++i) params.emplace_back("Filter.2.Value." + std::to_string(i + 1), live[i]);
+    if (!token.empty()) params.emplace_back("NextToken", token);
+    auto xml = co_await api_->ec2("DescribeInstances", params);
+    if (!xml) co_return xml.error();
+    auto parsed = parse_describe_instances(*xml);
+    if (!parsed) co_return parsed.error();
+    for (const auto& i : parsed->items) out.push_back(handle_of(i, opts_.region, 0));
+    if (parsed->next_token.empty()) co_return out;
+    token = parsed->next_token;
+  }
+  co_return make_error(Code::internal, "EC2 DescribeInstances: more than 1000 pages");
+}
+
+}  // namespace tsum::providers::aws

@@ -1,0 +1,78 @@
+// The AWS EC2 provider: instances are EC2 on-demand instances booted from a configured AMI, with user data
+// (cloud_init.h) that starts the tsum agent.
+//   create     RunInstances with ClientToken = the launch's idempotency token (hashed when longer than EC2's
+//              64 characters), so a retried create never makes a second instance; tags <tag_key>=<tag>,
+//              tsum-run=<run id> and Name; InstanceInitiatedShutdownBehavior=terminate.
+//   describe   DescribeInstances: pending -> pending, running -> running, shutting-down/stopping/stopped ->
+//              exited, terminated or unknown -> gone. Right after create EC2 may not know the instance yet
+//              (eventual consistency): within visibility_grace of create that reads as pending.
+//   terminate  TerminateInstances; an instance EC2 no longer knows counts as terminated.
+//   list_tagged DescribeInstances filtered by tag <tag_key>=<tag>, every page, terminated ones left out.
+//   offers     from a catalog (aws_catalog.h) fetched on first use and kept for catalog_ttl.
+// Every call goes through AwsApi: SigV4-signed, retried by HttpClient on throttling and 5xx.
+// Not thread-safe: call from one thread (the daemon's io_context).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "providers/aws/aws_api.h"
+#include "providers/aws/cloud_init.h"
+#include "providers/provider.h"
+
+namespace tsum::providers::aws {
+
+struct AwsOptions {
+  std::string region = "us-east-1";
+  Credentials credentials = {};            // see credentials_from_env()
+  std::string ec2_endpoint = {};           // base URL override; empty: https://ec2.<region>.amazonaws.com
+  std::string pricing_endpoint = {};       // empty: https://api.pricing.us-east-1.amazonaws.com
+  std::string image_id = {};               // the AMI instances boot; create() needs it
+  std::string key_name = {};               // optional EC2 key pair
+  std::string subnet_id = {};              // optional
+  std::vector<std::string> security_group_ids = {};
+  std::string tag_key = "tsum";            // the ownership tag's key; its value is LaunchSpec::tag
+  CloudInitOptions cloud_init = {};
+  http::HttpClientOptions http = {};       // CA file, retry policy
+  std::chrono::milliseconds attempt_timeout{30000};  // one HTTP attempt
+  std::chrono::seconds catalog_ttl{3600};
+  std::chrono::seconds visibility_grace{120};
+  const Clock* clock = nullptr;            // null: the system clock
+};
+
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optional AWS_SESSION_TOKEN; invalid_argument when unset.
+Result<Credentials> credentials_from_env();
+
+class AwsProvider final : public Provider {
+ public:
+  // invalid_argument for a missing region or credentials or a malformed endpoint.
+  static Result<std::unique_ptr<AwsProvider>> make(AwsOptions opts);
+
+  std::string_view name() const override { return "aws"; }
+  Capabilities capabilities() const override { return {.gpus = true, .spot = false, .docker = false, .native = true}; }
+  Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
+  Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
+  Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<Status> terminate(const InstanceHandle& h) override;
+  Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
+
+  // The ClientToken EC2 gets for an idempotency token.
+  static std::string client_token(std::string_view idempotency_token);
+
+ private:
+  AwsProvider(AwsOptions opts, std::unique_ptr<AwsApi> api);
+  double now_s() const;
+  Result<Fields> run_instances_params(const Offer& offer, const LaunchSpec& spec) const;
+
+  AwsOptions opts_;
+  std::unique_ptr<AwsApi> api_;
+  SystemClock system_clock_;
+  std::optional<std::vector<Offer>> catalog_;
+  double catalog_at_s_ = 0;
+};
+
+}  // namespace tsum::providers::aws

@@ -1,0 +1,203 @@
+#include "providers/http/http_client.h"
+
+#include <curl/curl.h>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <memory>
+#include <mutex>
+#include <random>
+
+namespace tsum::providers::http {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+struct CurlDeleter {
+  void operator()(CURL* h) const { curl_easy_cleanup(h); }
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+struct Transfer {
+  HttpResponse response = {};
+  std::size_t max_bytes = 0;
+  bool too_large = false;
+  const std::atomic<bool>* stopping = nullptr;
+};
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->response.body.size() + size * n > t->max_bytes) {
+    t->too_large = true;
+    return 0;  // aborts the transfer with CURLE_WRITE_ERROR
+  }
+  t->response.body.append(data, size * n);
+  return size * n;
+}
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.starts_with("HTTP/")) {
+    t->response.headers.clear();  // a new response head (after 100 Continue, for instance)
+  } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    t->response.headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
+  }
+  return size * n;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<Transfer*>(user)->stopping->load() ? 1 : 0;
+}
+
+Error transfer_error(CURLcode rc, const char* detail, const HttpRequest& req) {
+  std::string what = req.method + " " + req.url + ": " + (detail[0] ? detail : curl_easy_strerror(rc));
+  switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT:
+      return make_error(Code::timeout, what);
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+      return make_error(Code::invalid_argument, what);
+    case CURLE_ABORTED_BY_CALLBACK:
+      return make_error(Code::cancelled, what);
+    default:
+      return make_error(Code::unavailable, what);
+  }
+}
+
+void init_curl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+double uniform01() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+Task<void> sleep_for(milliseconds d) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, d);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+bool retryable(const Result<HttpResponse>& r) {
+  if (r.ok()) return retryable_status(r->status);
+  return r.code() == Code::timeout || r.code() == Code::unavailable;
+}
+
+}  // namespace
+
+HttpClient::HttpClient(HttpClientOptions opts) : opts_(std::move(opts)), pool_(std::max(1, opts_.threads)) {
+  init_curl_once();
+}
+
+HttpClient::~HttpClient() {
+  stopping_ = true;
+  pool_.join();
+}
+
+Result<HttpResponse> HttpClient::perform(const HttpRequest& req) const {
+  if (stopping_) return make_error(Code::cancelled, req.method + " " + req.url + ": client is shutting down");
+  std::unique_ptr<CURL, CurlDeleter> h(curl_easy_init());
+  if (!h) return make_error(Code::internal, "curl_easy_init failed");
+  Transfer t{.max_bytes = opts_.max_response_bytes, .stopping = &stopping_};
+  std::unique_ptr<curl_slist, CurlDeleter> headers;
+  auto add_header = [&](const std::string& line) {
+    curl_slist* l = curl_slist_append(headers.get(), line.c_str());
+    if (l) (void)headers.release(), headers.reset(l);
+  };
+  for (const auto& [name, value] : req.headers) add_header(value.empty() ? name + ";" : name + ": " + value);
+  add_header("Expect:");  // no 100-continue round trip
+  char error[CURL_ERROR_SIZE] = "";
+  const long timeout_ms = std::max<long>(1, static_cast<long>(req.timeout.count()));
+  CURL* c = h.get();
+  curl_easy_setopt(c, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  if (!opts_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, opts_.ca_file.c_str());
+  if (req.method == "HEAD") {
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  } else if (req.method != "GET" || !req.body.empty()) {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+  }
+  CURLcode rc = curl_easy_perform(c);
+  if (t.too_large)
+    return make_error(Code::internal, req.method + " " + req.url + ": response larger than " +
+                                          std::to_string(opts_.max_response_bytes) + " bytes");
+  if (rc != CURLE_OK) return transfer_error(rc, error, req);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  t.response.status = static_cast<int>(status);
+  return std::move(t.response);
+}
+
+Task<Result<HttpResponse>> HttpClient::send_once(const HttpRequest& req) {
+  auto initiation = [this, req](auto handler) mutable {
+    // Keeps the caller's io_context running until the result is posted back.
+    auto caller = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
+    asio::post(pool_, [this, req = std::move(req), handler = std::move(handler), caller]() mutable {
+      auto result = perform(req);
+      asio::post(caller, [handler = std::move(handler), result = std::move(result)]() mutable {
+        std::move(handler)(std::move(result));
+      });
+    });
+  };
+  co_return co_await asio::async_initiate<const asio::use_awaitable_t<>, void(Result<HttpResponse>)>(
+      std::move(initiation), asio::use_awaitable);
+}
+
+Task<Result<HttpResponse>> HttpClient::send(const HttpRequest& req) {
+  const RetryPolicy& policy = opts_.retry;
+  const auto deadline = steady::now() + policy.deadline;
+  HttpRequest one = req;
+  Result<HttpResponse> last = make_error(Code::timeout, req.method + " " + req.url + ": no time left for an attempt");
+  for (int attempt = 1;; ++attempt) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - steady::now());
+    if (left <= milliseconds(0)) break;
+    one.timeout = std::min(req.timeout, left);
+    last = co_await send_once(one);
+    if (last.ok()) last->attempts = attempt;
+    if (!retryable(last) || attempt >= policy.max_attempts) co_return last;
+    milliseconds wait = backoff_delay(policy, attempt, uniform01());
+    if (last.ok())
+      if (auto ra = last->header("Retry-After"))
+        if (auto secs = parse_retry_after(*ra)) wait = *secs;
+    if (steady::now() + wait >= deadline) break;
+    co_await sleep_for(wait);
+  }
+  if (last.ok()) co_return last;
+  co_return make_error(last.code(), last.error().detail + " (retries ended by the " +
+                                        std::to_string(policy.deadline.count()) + " ms deadline)");
+}
+
+}  // namespace tsum::providers::http

@@ -1,0 +1,66 @@
+// HttpClient: HTTP(S) requests from Boost.Asio coroutines, on libcurl.
+//
+// Each attempt runs a blocking libcurl easy transfer on one of the client's worker threads; the coroutine
+// that called send() waits without blocking its executor and resumes there when the transfer ends. The
+// caller's io_context stays busy (outstanding work) while a transfer it waits for runs.
+//
+// send() retries per RetryPolicy (see retry.h) and returns the final response whatever its status: a 404,
+// or a 503 once the retries are spent, is a response, not an error. Errors are for exchanges that produced
+// no response: timeout (an attempt or the overall deadline ran out), unavailable (connection refused,
+// reset, closed without an answer, DNS failure), invalid_argument (malformed URL, TLS certificate not
+// trusted, unreadable CA file), internal (response larger than max_response_bytes), cancelled (the client
+// is being destroyed).
+//
+// Lifetime: the client must outlive every send() it started. Its destructor aborts transfers in flight
+// and waits for the worker threads.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+
+#include "common/result.h"
+#include "providers/http/http_types.h"
+#include "providers/http/retry.h"
+
+namespace tsum::providers::http {
+
+template <class T>
+using Task = boost::asio::awaitable<T>;
+
+struct HttpClientOptions {
+  std::string ca_file = {};  // PEM file of CAs to trust instead of the system store; empty: the system store
+  int threads = 4;      // transfers that can run at once
+  RetryPolicy retry = {};
+  std::size_t max_response_bytes = 64u << 20;
+};
+
+class HttpClient {
+ public:
+  explicit HttpClient(HttpClientOptions opts = {});
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends req with retries. Each attempt gets req.timeout, cut to what is left of the policy's deadline.
+  // req is read until the returned task completes (co_await it at once, with a named request: GCC 12
+  // mishandles temporaries inside co_await expressions).
+  Task<Result<HttpResponse>> send(const HttpRequest& req);
+
+  // One attempt, no retries, req.timeout as its deadline.
+  Task<Result<HttpResponse>> send_once(const HttpRequest& req);
+
+  const HttpClientOptions& options() const { return opts_; }
+
+ private:
+  Result<HttpResponse> perform(const HttpRequest& req) const;
+
+  HttpClientOptions opts_;
+  std::atomic<bool> stopping_{false};
+  boost::asio::thread_pool pool_;
+};
+
+}  // namespace tsum::providers::http
