@@ -1,5 +1,6 @@
 // App wires one tsumd together: the SQLite database (migrated at open), the ledger, the providers, the run
-// manager and the HTTP server with the REST routes. `tsumd serve` and `tsumd quickstart` both run one.
+// manager and the HTTP server with the REST routes and the dashboard. `tsumd serve` and `tsumd quickstart`
+// both run one.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -13,7 +14,9 @@
 #include "daemon/db.h"
 #include "daemon/ledger.h"
 #include "daemon/provider_registry.h"
+#include "billing/catalog.h"
 #include "daemon/run_manager.h"
+#include "daemon/run_watch.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
 #include "daemon/views.h"
@@ -28,6 +31,7 @@ struct AppOptions {
   std::string trainer_path;            // default: tsum-train next to this executable
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int max_concurrent = 1;
+  std::string web_dir;                 // serve the dashboard from here; default: the files built into tsumd
 };
 
 class App {
@@ -38,7 +42,7 @@ class App {
 
   // Binds the listener, reconciles what a previous daemon left, then starts dispatching runs.
   boost::asio::awaitable<Result<uint16_t>> start();
-  // Cancels live runs (terminating their instances), then stops the HTTP server.
+  // Cancels live runs (terminating their instances), ends the run streams, then stops the HTTP server.
   boost::asio::awaitable<void> shutdown();
 
   daemon::TokenStore& tokens() { return *tokens_; }
@@ -55,6 +59,8 @@ class App {
   std::unique_ptr<daemon::Store> store_;
   std::unique_ptr<daemon::TokenStore> tokens_;
   std::unique_ptr<daemon::Views> views_;
+  std::unique_ptr<daemon::RunWatch> watch_;
+  std::vector<billing::Catalog> catalogs_;
   daemon::ProviderRegistry providers_;
   std::unique_ptr<daemon::RunManager> runs_;
   Router router_;

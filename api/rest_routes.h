@@ -2,11 +2,13 @@
 // an admin token reaches all of them, a run token only POST /v1/runs/{its id}/events.
 //
 //   GET    /healthz                   {"status":"ok"}, no auth
-//   GET    /v1/offers                 offers of every configured provider, with hourly price
+//   GET    /v1/offers                 offers of every configured provider, with hourly price, and per provider
+//                                     its price catalog's as_of date, source, currency and note
 //   POST   /v1/experiments            experiment body → 201 {"id": ...}
 //   GET    /v1/experiments            all experiments, without their runs
 //   GET    /v1/experiments/{id}       status, progress, runs, summary
 //   GET    /v1/runs/{id}              one run
+//   GET    /v1/runs/{id}/stream       Server-Sent Events: the run now and after each change (see run_stream.h)
 //   POST   /v1/runs/{id}/events       agent marks (idempotent by run, phase and mark)
 //   DELETE /v1/runs/{id}              cancel: terminate the instance, mark the run cancelled
 //
@@ -14,10 +16,14 @@
 // resource, 409 state conflict (e.g. a finished run), 422 a well-formed body with invalid content.
 #pragma once
 
+#include <vector>
+
 #include "api/router.h"
+#include "billing/catalog.h"
 #include "daemon/ledger.h"
 #include "daemon/provider_registry.h"
 #include "daemon/run_manager.h"
+#include "daemon/run_watch.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
 #include "daemon/views.h"
@@ -31,6 +37,8 @@ struct RestContext {
   daemon::TokenStore& tokens;
   daemon::RunManager& runs;
   daemon::ProviderRegistry& providers;
+  daemon::RunWatch& watch;
+  const std::vector<billing::Catalog>& catalogs;  // the providers' price catalogs, for their metadata
 };
 
 void add_rest_routes(Router& router, RestContext ctx);
