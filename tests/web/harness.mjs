@@ -1,8 +1,8 @@
 // Shared by the dashboard's browser tests and scripts/screenshot.sh: a real `tsumd serve` on a free loopback
 // port, and Debian's Chromium driven headless by playwright-core (installed by `npm ci` in web/).
 //
-// Environment: TSUMD_BIN (default build/bin/tsumd), TSUM_WEB_DIR (default web/, for node_modules),
-// TSUM_CHROMIUM (default /usr/bin/chromium).
+// Environment: TSUMD_BIN (default build/bin/tsumd), TSUM_TRAINER (default: tsum-train beside tsumd),
+// TSUM_WEB_DIR (default web/, for node_modules), TSUM_CHROMIUM (default /usr/bin/chromium).
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -49,7 +49,9 @@ export async function startDaemon({ db } = {}) {
   const token = execFileSync(TSUMD, ['token', 'create', '--db', dbPath], { encoding: 'utf8' }).trim();
   const port = await freePort();
   const logPath = `${dbPath}.web-test.log`;
-  const child = spawn(TSUMD, ['serve', '--db', dbPath, '--listen', `127.0.0.1:${port}`],
+  const args = ['serve', '--db', dbPath, '--listen', `127.0.0.1:${port}`];
+  if (process.env.TSUM_TRAINER) args.push('--trainer', process.env.TSUM_TRAINER);
+  const child = spawn(TSUMD, args,
     { stdio: ['ignore', 'ignore', openSync(logPath, 'a')] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const url = `http://127.0.0.1:${port}`;
@@ -65,9 +67,9 @@ export async function startDaemon({ db } = {}) {
     async stop() {
       if (child.exitCode === null) {
         child.kill('SIGTERM');
-        const done = await Promise.race([exited.then(() => true), sleep(90000).then(() => false)]);
-        if (!done) child.kill('SIGKILL');
+        const deadline = setTimeout(() => child.kill('SIGKILL'), 90000);
         await exited;
+        clearTimeout(deadline);
       }
       if (dir) rmSync(dir, { recursive: true, force: true });
     },

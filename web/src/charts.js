@@ -169,10 +169,18 @@ export function costTable(experiment, groups) {
   return { rules, cells, cheapest, nearStep };
 }
 
+// Log-axis labels at 1, 2 and 5 times a power of ten only.
+function logTick(value) {
+  const mantissa = value / 10 ** Math.floor(Math.log10(value) + 1e-9);
+  return [1, 2, 5].some((m) => Math.abs(mantissa - m) < 1e-6) ? String(Number(value.toPrecision(1))) : '';
+}
+
 // (c) The cost of each configuration under each billing rule, side by side.
 export function costChart(canvas, groups, table) {
   const values = table.cells.flat().filter((v) => Number.isFinite(v) && v > 0);
   const logarithmic = values.length > 1 && Math.max(...values) / Math.min(...values) > 20;
+  // On a log axis a bar starts at the axis minimum: put it a decade below the smallest cost so every bar shows.
+  const logMin = logarithmic ? 10 ** (Math.floor(Math.log10(Math.min(...values))) - 1) : undefined;
   const currency = groups.find((g) => g.done.length)?.done[0].cost[table.rules[0]?.name]?.currency || 'USD';
   return make('cost', canvas, {
     type: 'bar',
@@ -191,6 +199,8 @@ export function costChart(canvas, groups, table) {
         y: {
           type: logarithmic ? 'logarithmic' : 'linear',
           beginAtZero: !logarithmic,
+          min: logMin,
+          ticks: logarithmic ? { callback: logTick } : {},
           title: { display: true, text: `${currency} per run${logarithmic ? ' (log scale)' : ''}` },
         },
       },

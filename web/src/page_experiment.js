@@ -112,7 +112,7 @@ function render(root, experiment, offers, liveNote) {
     return;
   }
   const costs = costTable(experiment, groups);
-  const [phasesBox, phasesCanvas] = chartBox('chart-phases', 90 + 56 * groups.length);
+  const [phasesBox, phasesCanvas] = chartBox('chart-phases', (window.innerWidth < 600 ? 150 : 100) + 56 * groups.length);
   const [coresBox, coresCanvas] = chartBox('chart-cores', 280);
   const hasGpus = groups.some((g) => resources(g.config, offers).gpus > 0);
   const [gpusBox, gpusCanvas] = chartBox('chart-gpus', 280);

@@ -54,10 +54,11 @@ function statsTable(stats) {
     }))), { id: 'stats' });
 }
 
+// The epochs table, with a chart of loss and images/s once there are two epochs to draw a line through.
 function epochsBlock(epochs) {
   if (!epochs.length) return [empty('No epochs yet: the trainer reports one as each epoch ends.'), null];
-  const canvas = h('canvas', { id: 'chart-epochs', role: 'img' });
-  const box = h('div', { class: 'chart small' }, canvas);
+  const canvas = epochs.length > 1 ? h('canvas', { id: 'chart-epochs', role: 'img' }) : null;
+  const box = canvas && h('div', { class: 'chart small' }, canvas);
   return [h('div', {}, box, table(['Epoch', 'Loss', 'Images/s', 'Seconds'], epochs.map((e) => h('tr', {},
     h('td', { class: 'num' }, e.epoch), h('td', { class: 'num' }, number(e.loss, 4)),
     h('td', { class: 'num' }, number(e.images_per_s)), h('td', { class: 'num' }, number(e.seconds, 2)))),
@@ -77,7 +78,6 @@ export function runPage(root, [id], { signal }) {
   let connection = 'connecting';
   let confirming = false;
   let actionError = '';
-  const log = [];
   const logList = h('ol', { id: 'event-log', class: 'log' });
 
   function cancelControls() {
@@ -123,12 +123,12 @@ export function runPage(root, [id], { signal }) {
         h('p', { class: 'hint' }, 'Sampled inside the instance by the agent: min / average / max over each phase.'), statsTable(run.stats)),
       h('section', { class: 'card' }, h('h2', {}, 'Cost'), costBlock(run)));
     if (epochsCanvas) epochsChart(epochsCanvas, run.epochs);
+    logList.scrollTop = logList.scrollHeight;  // the newest line stays in view
   }
 
   function addLog(lines) {
     const at = clock();
     for (const line of lines) {
-      log.push(line);
       logList.append(h('li', {}, h('time', {}, at), ` ${line}`));
     }
   }
