@@ -67,18 +67,18 @@ TEST_CASE("web: the ETag names the content and If-None-Match gets 304 without a 
 TEST_CASE("web: unknown names, dot files and traversal attempts get 404") {
   tsum::testing::TempDir dir;
   write(dir.path() / "index.html", "dir index");
-  write(dir.path() / ".secret", "hidden");
-  write(dir.path().parent_path() / (dir.path().filename().string() + "-outside.txt"), "outside");
+  write(dir.path() / ".secret", "HIDDEN-CONTENT");
+  write(dir.path().parent_path() / (dir.path().filename().string() + "-outside.txt"), "OUTSIDE-CONTENT");
   const std::string outside = "..%2F" + dir.path().filename().string() + "-outside.txt";
   for (const WebFiles& files : {WebFiles{kFiles, ""}, WebFiles{{}, dir.path().string()}}) {
     WebServer s(files);
-    for (std::string target : {"/ui/nope.js", "/ui/.secret", "/ui/..", "/ui/%2e%2e", "/ui/" + outside,
+    for (const std::string& target : std::vector<std::string>{"/ui/nope.js", "/ui/.secret", "/ui/..", "/ui/%2e%2e", "/ui/" + outside,
                                "/ui/%2Fetc%2Fpasswd", "/ui/a/b", "/ui/..%5Capp.js"}) {
       CAPTURE(target);
       auto r = http_call(kHost, s.port, "GET", target);
       CHECK(r.status == 404);
-      CHECK(!contains(r.body, "outside"));
-      CHECK(!contains(r.body, "hidden"));
+      CHECK(!contains(r.body, "OUTSIDE-CONTENT"));
+      CHECK(!contains(r.body, "HIDDEN-CONTENT"));
     }
   }
   std::filesystem::remove(dir.path().parent_path() / (dir.path().filename().string() + "-outside.txt"));

@@ -47,8 +47,10 @@ test('a wrong token is refused, and a 401 later sends the user back to the login
   // A token that stops working (revoked, or the daemon's database changed) mid-session: back to the login form.
   await page.evaluate(() => sessionStorage.setItem('tsum.token', 'revoked-token'));
   await page.goto(`${daemon.url}/#/experiments`);
-  await page.waitForSelector('#login-message .notice.error');
-  assert.match(await page.textContent('#login-message'), /The server rejected your token/);
+  await page.waitForSelector('#login-message .notice.error:has-text("The server rejected your token")');
+  await page.waitForTimeout(500);  // every pending request has answered by now; the message must stay
+  assert.match(await page.textContent('#login-message'), /The server rejected your token \(invalid or revoked token\)/);
+  assert.match(page.url(), /#\/login$/);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('tsum.token')), null);
   await shot(page, 'login-rejected');
 

@@ -23,7 +23,7 @@ const root = document.getElementById('app');
 const nav = document.getElementById('nav');
 let leave = null;
 let controller = null;
-let message = '';  // shown once by the login page
+let message = '';  // why the user is at the login page (a rejected token, signed out)
 let returnTo = '#/experiments';
 
 function show() {
@@ -51,11 +51,10 @@ function show() {
     link.classList.toggle('active', link.dataset.nav === routeInfo.nav);
   }
   document.title = `${routeInfo.title} · tsum`;
-  const shown = message;
-  message = '';
+  if (!routeInfo.open) message = '';  // the login page keeps showing it until the user gets past it
   leave = routeInfo.page(root, match.slice(1), {
     signal: controller.signal,
-    message: shown,
+    message,
     signedIn: () => {
       location.hash = returnTo;
       returnTo = '#/experiments';
