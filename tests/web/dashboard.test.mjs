@@ -1,7 +1,7 @@
 // The dashboard end to end, in real headless Chromium against a real tsumd running real tsum-train: sign-in
 // (wrong token and right token), creating an experiment through the form, following a run live over
-// Server-Sent Events, the experiment page's charts, markers and recommendation, the offers page, both
-// viewport sizes, no console errors and no request leaving 127.0.0.1. Screenshots go to TSUM_WEB_ARTIFACTS.
+// Server-Sent Events, the experiment page's charts, markers and recommendation, the offers page, cancelling
+// a run, both viewport sizes, no console errors and no request leaving 127.0.0.1. Screenshots go to TSUM_WEB_ARTIFACTS.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -220,6 +220,28 @@ test('the offers page shows each provider with its catalog date', async () => {
   assert.equal(await page.$$eval('section[data-provider=local] tbody tr', (r) => r.length),
     offers.offers.filter((o) => o.provider === 'local').length);
   await shot(page, 'offers');
+});
+
+test('the cancel button cancels a live run, and the page hears it over the stream', { timeout: 180000 }, async () => {
+  const { page } = main;
+  const body = {
+    name: 'to cancel',
+    workload: { epochs: 1, limit: 60000, test_limit: 200 },
+    configs: [{ provider: 'local', instance_type: 'local-1c' }],
+  };
+  const { id } = await daemon.api('/v1/experiments', { method: 'POST', body: JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json' } });
+  const runId = (await daemon.api(`/v1/experiments/${id}`)).runs[0].id;
+  await page.goto(`${daemon.url}/#/runs/${runId}`);
+  await page.waitForSelector('#timeline[data-status=learning]', { timeout: 120000 });
+  await page.click('#cancel');
+  await page.click('#cancel-confirm');
+  await page.waitForSelector('#timeline[data-status=cancelled]', { timeout: 60000 });
+  const run = await daemon.api(`/v1/runs/${runId}`);
+  assert.equal(run.status, 'cancelled');
+  assert.equal(run.reason, 'cancelled by user');
+  assert.equal(await page.isVisible('#cancel'), false);
+  assert.match(await page.textContent('#event-log'), /status cancelled/);
 });
 
 test('every page fits 1280×800 and 390×844 without sideways scrolling', async () => {
