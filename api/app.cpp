@@ -9,9 +9,14 @@
 
 #include "api/rest_routes.h"
 #include "api/schedule_routes.h"
+#include "api/web_routes.h"
 #include "billing/catalog.h"
 #include "providers/local/local_provider.h"
 #include "sql/migrations.h"
+
+namespace tsum::web {
+std::span<const EmbeddedFile> assets();  // the bundled dashboard, compiled in from web/ (target tsum_web_assets)
+}
 
 namespace tsum::api {
 
@@ -61,11 +66,14 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   app->tag_ = *tag;
 
   std::error_code ec;
+  if (!o.web_dir.empty() && !fs::is_regular_file(fs::path(o.web_dir) / "index.html", ec))
+    return make_error(Code::invalid_argument, "--web-dir " + o.web_dir + " has no index.html");
   fs::create_directories(o.state_dir, ec);
   if (ec) return make_error(Code::unavailable, "state dir " + o.state_dir + ": " + ec.message());
 
   auto catalog = billing::parse_catalog(find_embedded(billing::embedded_catalogs(), "local.json"));
   if (!catalog) return catalog.error();
+  app->catalogs_.push_back(*catalog);
   app->providers_.add(std::make_unique<daemon::MeteredProvider>(
       std::make_unique<providers::LocalProvider>(
           providers::LocalOptions{.state_dir = o.state_dir, .catalog = *catalog, .cpus = {}}),
@@ -75,6 +83,8 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   app->store_ = std::make_unique<daemon::Store>(*app->db_, app->clock_);
   app->tokens_ = std::make_unique<daemon::TokenStore>(*app->db_, app->clock_);
   app->views_ = std::make_unique<daemon::Views>(*app->store_, *app->ledger_);
+  app->watch_ = std::make_unique<daemon::RunWatch>(io.get_executor());
+  app->ledger_->set_observer([watch = app->watch_.get()](int64_t run_id) { watch->notify(run_id); });
   return app;
 }
 
@@ -100,9 +110,11 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
       io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_}, ro);
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, clock_,
                                                    [this] { runs_->notify(); });
-  add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, ro.results_dir});
+  add_rest_routes(router_,
+                  {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, ro.results_dir, *watch_, catalogs_});
   add_schedule_routes(router_, *schedules_, *tokens_);
   add_metrics_route(router_, *db_, *views_, *tokens_, provider_calls_);
+  add_web_routes(router_, {web::assets(), opts_.web_dir});
   co_await runs_->reconcile();
   runs_->start();
   boost::asio::co_spawn(io_, schedules_->run(), boost::asio::detached);
@@ -112,6 +124,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
 boost::asio::awaitable<void> App::shutdown() {
   if (schedules_) schedules_->stop();
   if (runs_) co_await runs_->shutdown(std::chrono::seconds(60));
+  if (watch_) watch_->close();
   if (server_) server_->stop();
 }
 

@@ -1,5 +1,6 @@
 // App wires one tsumd together: the SQLite database (migrated at open), the ledger, the providers, the run
-// manager and the HTTP server with the REST routes. `tsumd serve` and `tsumd quickstart` both run one.
+// manager and the HTTP server with the REST routes and the dashboard. `tsumd serve` and `tsumd quickstart`
+// both run one.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -14,8 +15,10 @@
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
+#include "billing/catalog.h"
 #include "daemon/run_manager.h"
 #include "daemon/scheduler.h"
+#include "daemon/run_watch.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
 #include "daemon/views.h"
@@ -30,6 +33,7 @@ struct AppOptions {
   std::string trainer_path;            // default: tsum-train next to this executable
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   daemon::QueueLimits limits;          // local_cores 0: this host's CPU count
+  std::string web_dir;                 // serve the dashboard from here; default: the files built into tsumd
 };
 
 class App {
@@ -40,7 +44,7 @@ class App {
 
   // Binds the listener, reconciles what a previous daemon left, then starts dispatching runs.
   boost::asio::awaitable<Result<uint16_t>> start();
-  // Cancels live runs (terminating their instances), then stops the HTTP server.
+  // Cancels live runs (terminating their instances), ends the run streams, then stops the HTTP server.
   boost::asio::awaitable<void> shutdown();
 
   daemon::TokenStore& tokens() { return *tokens_; }
@@ -58,6 +62,8 @@ class App {
   std::unique_ptr<daemon::TokenStore> tokens_;
   std::unique_ptr<daemon::Views> views_;
   daemon::ProviderCallMetrics provider_calls_;  // before providers_: the metered providers refer to it
+  std::unique_ptr<daemon::RunWatch> watch_;
+  std::vector<billing::Catalog> catalogs_;
   daemon::ProviderRegistry providers_;
   std::unique_ptr<daemon::RunManager> runs_;
   std::unique_ptr<daemon::Scheduler> schedules_;

@@ -153,6 +153,8 @@ int run_quickstart(const QuickstartOptions& q) {
   std::printf("  tsumd serve --db %s --listen 127.0.0.1:8080 &\n", q.db_path.c_str());
   std::printf("  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8080/v1/experiments/%lld\n",
               static_cast<long long>(id));
+  std::printf("or open the dashboard at http://127.0.0.1:8080/#/experiments/%lld and sign in with $TOKEN\n",
+              static_cast<long long>(id));
   stop();
   return exp["status"] == "done" ? 0 : 1;
 }

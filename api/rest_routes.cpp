@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "api/route_helpers.h"
+#include "api/run_stream.h"
 #include "common/json_util.h"
 #include "daemon/export.h"
 #include "daemon/submit.h"
@@ -98,7 +99,11 @@ void add_rest_routes(Router& router, RestContext c) {
                        {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
                        {"note", o.note}});
     }
-    co_return json_response(200, {{"offers", out}});
+    json catalogs = json::object();
+    for (const auto& cat : c.catalogs)
+      catalogs[cat.provider] = {{"as_of", cat.as_of}, {"source", cat.source}, {"currency", cat.currency},
+                                {"note", cat.note}};
+    co_return json_response(200, {{"offers", out}, {"catalogs", catalogs}});
   });
 
   router.add("POST", "/v1/experiments", [c](Request& req) -> Awaitable {
@@ -169,6 +174,18 @@ void add_rest_routes(Router& router, RestContext c) {
     auto r = c.views.run(*id);
     if (!r) co_return error_response(r.error());
     co_return json_response(200, *r);
+  });
+
+  router.add("GET", "/v1/runs/{id}/stream", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
+    if (auto r = c.store.run(*id); !r) co_return error_response(r.error());
+    Response res;
+    res.content_type = "text/event-stream";
+    res.headers = {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}};
+    res.streamer = run_event_stream(c.views, c.watch, *id);
+    co_return res;
   });
 
   router.add("DELETE", "/v1/runs/{id}", [c](Request& req) -> Awaitable {

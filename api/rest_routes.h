@@ -2,13 +2,15 @@
 // an admin token reaches all of them, a run token only POST /v1/runs/{its id}/events.
 //
 //   GET    /healthz                   {"status":"ok"}, no auth
-//   GET    /v1/offers                 offers of every configured provider, with hourly price
+//   GET    /v1/offers                 offers of every configured provider, with hourly price, and per provider
+//                                     its price catalog's as_of date, source, currency and note
 //   POST   /v1/experiments            experiment body → 201 {"id": ...}
 //   GET    /v1/experiments            all experiments, without their runs
 //   GET    /v1/experiments/{id}       status, progress, runs, summary
 //   GET    /v1/experiments/{id}/export?format=csv|json   one row per run (phases, t_sum, cost, resources)
 //   GET    /v1/runs/{id}              one run
 //   GET    /v1/runs/{id}/samples.csv  the run's resource samples over time, dstat-like
+//   GET    /v1/runs/{id}/stream       Server-Sent Events: the run now and after each change (see run_stream.h)
 //   POST   /v1/runs/{id}/events       agent marks (idempotent by run, phase and mark)
 //   DELETE /v1/runs/{id}              cancel: terminate the instance, mark the run cancelled
 //
@@ -16,11 +18,15 @@
 // resource, 409 state conflict (e.g. a finished run), 422 a well-formed body with invalid content.
 #pragma once
 
+#include <vector>
+
 #include "api/router.h"
+#include "billing/catalog.h"
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
 #include "daemon/run_manager.h"
+#include "daemon/run_watch.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
 #include "daemon/views.h"
@@ -35,6 +41,8 @@ struct RestContext {
   daemon::RunManager& runs;
   daemon::ProviderRegistry& providers;
   std::string results_dir;  // where runs' saved results live: <results_dir>/run-<id>/
+  daemon::RunWatch& watch;
+  const std::vector<billing::Catalog>& catalogs;  // the providers' price catalogs, for their metadata
 };
 
 void add_rest_routes(Router& router, RestContext ctx);

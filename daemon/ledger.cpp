@@ -42,7 +42,9 @@ Status Ledger::advance(int64_t run_id, RunStatus to, std::string_view reason) {
   if (!from) return from.error();
   if (*from == to) return {};
   if (auto s = advance_locked(run_id, *from, to, reason); !s) return s;
-  return tx.commit();
+  if (auto s = tx.commit(); !s) return s;
+  changed(run_id);
+  return {};
 }
 
 Status Ledger::advance_locked(int64_t run_id, RunStatus from, RunStatus to, std::string_view reason) {
@@ -71,7 +73,9 @@ Result<bool> Ledger::record_mark(int64_t run_id, Phase phase, Mark mark, double 
                         attrs.dump()).run();
       !s)
     return s.error();
-  return db_.changes() == 1;
+  if (db_.changes() != 1) return false;
+  changed(run_id);
+  return true;
 }
 
 Result<EventOutcome> Ledger::apply_agent_event(int64_t run_id, const AgentEvent& ev) {
@@ -114,6 +118,7 @@ Result<EventOutcome> Ledger::apply_agent_event(int64_t run_id, const AgentEvent&
     if (auto s = advance_locked(run_id, *from, target, std::string(phase_name(ev.phase)) + " began"); !s)
       return s.error();
   if (auto s = tx.commit(); !s) return s.error();
+  if (out.recorded || out.first_sign_of_life) changed(run_id);
   return out;
 }
 

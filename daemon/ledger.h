@@ -6,8 +6,11 @@
 //   primary key with ON CONFLICT DO NOTHING), so no retry can move a measured time.
 // - apply_agent_event() applies one agent event atomically: the startup end (first sign of life, on the
 //   daemon's clock), the phase mark, and the status that phase implies.
+// - an observer, if set, hears the id of every run that changed (status, mark or epoch sample), so watchers
+//   can wake up (see run_watch.h). It only listens: it must not change the run or re-enter the ledger.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -60,6 +63,11 @@ class Ledger {
  public:
   Ledger(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
 
+  // Called with a run's id after each change to it (a new status, a new mark, a new epoch sample). Inside a
+  // transaction it may hear of a change before the commit: it should only schedule work (wake watchers),
+  // never read the run synchronously.
+  void set_observer(std::function<void(int64_t run_id)> on_change) { on_change_ = std::move(on_change); }
+
   // Moves run_id to `to`. Allowed: forward along the lifecycle from a non-terminal status (skipping is
   // fine), to failed or cancelled from any non-terminal status, and to done only from terminating.
   // The run's reason becomes `reason` (history stays in run_transitions). Advancing to the current
@@ -84,9 +92,13 @@ class Ledger {
  private:
   Status advance_locked(int64_t run_id, RunStatus from, RunStatus to, std::string_view reason);
   Status record_stats(int64_t run_id, Phase phase, const PhaseStats& stats);
+  void changed(int64_t run_id) const {
+    if (on_change_) on_change_(run_id);
+  }
 
   Db& db_;
   const Clock& clock_;
+  std::function<void(int64_t)> on_change_;
 };
 
 }  // namespace tsum::daemon

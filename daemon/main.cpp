@@ -1,7 +1,7 @@
 // tsumd: the tsum daemon and its command line.
 //
 //   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--trainer PATH] [--data DIR]
-//               [--max-concurrent N]
+//               [--max-concurrent N] [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
 //   tsumd token create --db PATH [--scope admin|metrics]
 //   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
 #include <boost/asio/co_spawn.hpp>
@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
-              [--max-per-provider P=N,...] [--max-per-type T=N,...]
+              [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
 )";
@@ -85,6 +85,7 @@ int serve(std::map<std::string, std::string> flags) {
   if (flags.count("state-dir")) o.state_dir = flags["state-dir"];
   if (flags.count("trainer")) o.trainer_path = flags["trainer"];
   if (flags.count("data")) o.data_dir = flags["data"];
+  if (flags.count("web-dir")) o.web_dir = flags["web-dir"];
   if (flags.count("max-concurrent") && (!to_int(flags["max-concurrent"], o.limits.global) || o.limits.global < 1))
     return usage_error("--max-concurrent must be a positive integer");
   if (flags.count("max-per-provider") && !daemon::parse_caps(flags["max-per-provider"], &o.limits.per_provider))
@@ -160,7 +161,9 @@ int main(int argc, char** argv) {
   std::string err;
   if (args[0] == "serve") {
     if (!parse_flags(args, 1, flags, err) ||
-        !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider", "max-per-type"}, err))
+        !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider",
+                            "max-per-type", "web-dir"},
+                    err))
       return usage_error(err);
     if (flags["db"].empty()) return usage_error("serve needs --db PATH");
     return serve(flags);

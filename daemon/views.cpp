@@ -105,12 +105,16 @@ Result<json> Views::experiment(int64_t experiment_id) {
                        : done == total  ? "done"
                        : failed > 0     ? "failed"
                                         : "cancelled";
+  json rules = json::array();
+  for (const auto& rule : e->spec.billing)
+    rules.push_back({{"name", rule.name}, {"step_s", rule.step_s}, {"min_s", rule.min_s}, {"note", rule.note}});
   return json{{"id", e->id},
               {"name", e->name},
               {"status", status},
               {"progress", {{"runs", total}, {"finished", terminal}, {"done", done}, {"failed", failed},
                             {"cancelled", cancelled}}},
               {"spec", e->spec.to_json()},
+              {"rules", rules},
               {"created_at", e->created_at},
               {"runs", runs},
               {"summary", summarize(runs, e->spec.billing)}};

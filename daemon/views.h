@@ -1,5 +1,7 @@
 // The JSON the API returns for runs and experiments: phases in seconds, t_sum, metrics, cost under each
-// billing rule, and an experiment summary naming the cheapest config per rule and the fastest config.
+// billing rule, and an experiment summary naming the cheapest config per rule and the fastest config. An
+// experiment also lists its billing rules' steps and minimums ("rules"), so clients can tell how close a
+// t_sum ends to the next billing step.
 #pragma once
 
 #include <nlohmann/json.hpp>

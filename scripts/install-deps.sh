@@ -8,11 +8,12 @@ set -eu
 
 build="build-essential cmake ninja-build pkg-config git ca-certificates
   libboost1.81-dev libcurl4-openssl-dev libssl-dev libxml2-dev nlohmann-json3-dev libsqlite3-dev doctest-dev
-  libtorch-dev libopenblas0-openmp zlib1g-dev libcctz-dev"
+  libtorch-dev libopenblas0-openmp zlib1g-dev libcctz-dev nodejs npm"
 runtime="dataset-fashion-mnist curl ca-certificates gzip procps sqlite3"
 libs="libtorch1.13 libopenblas0-openmp libsqlite3-0 libssl3 libcurl4 libxml2 zlib1g libcctz2 tzdata"
-# Tests: the independent reference implementations and the real peers the tests talk to.
-tests="python3-torch python3-botocore python3-jwt iproute2 openssh-server openssh-client openssl"
+# Tests: the independent reference implementations and the real peers the tests talk to; Chromium for the
+# dashboard's browser test.
+tests="python3-torch python3-botocore python3-jwt iproute2 openssh-server openssh-client openssl chromium"
 
 case "${TSUM_DEPS:-all}" in
   runtime-image) want="$runtime $libs" ;;
@@ -20,9 +21,19 @@ case "${TSUM_DEPS:-all}" in
   *) want="$build $runtime $tests" ;;
 esac
 
+# A package counts as present when it is installed, or, for node and npm, when the command exists (a node
+# from elsewhere, e.g. NodeSource's nodejs, bundles npm and conflicts with Debian's npm package).
+present() {
+  case "$1" in
+    npm) command -v npm >/dev/null 2>&1 && return 0 ;;
+    nodejs) command -v node >/dev/null 2>&1 && return 0 ;;
+  esac
+  dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed$'
+}
+
 missing=""
 for p in $want; do
-  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing="$missing $p"
+  present "$p" || missing="$missing $p"
 done
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
 if [ -n "$missing" ]; then

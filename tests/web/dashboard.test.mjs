@@ -1,0 +1,275 @@
+// The dashboard end to end, in real headless Chromium against a real tsumd running real tsum-train: sign-in
+// (wrong token and right token), creating an experiment through the form, following a run live over
+// Server-Sent Events, the experiment page's charts, markers and recommendation, the offers page, cancelling
+// a run, both viewport sizes, no console errors and no request leaving 127.0.0.1. Screenshots go to TSUM_WEB_ARTIFACTS.
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { launchBrowser, openPage, overflowsSideways, signIn, startDaemon, until } from './harness.mjs';
+
+const ARTIFACTS = process.env.TSUM_WEB_ARTIFACTS || path.resolve('web-artifacts');
+const PHASES = ['startup', 'install', 'load_data', 'start', 'learn', 'verify', 'save', 'poweroff'];
+const RULES = ['per_second_60s_min', 'per_minute', 'per_10_minutes', 'per_hour'];
+const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } };
+
+let daemon;
+let browser;
+let main;          // the signed-in page that the tests share, in order
+let experimentId;
+
+const shot = (page, name) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  daemon = await startDaemon();
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await daemon?.stop();
+});
+
+test('a wrong token is refused, and a 401 later sends the user back to the login form', async () => {
+  const { page, context, consoleErrors, offHost } = await openPage(browser);
+  await page.goto(`${daemon.url}/`);
+  await page.waitForSelector('#login-form');
+  assert.match(page.url(), /#\/login$/, 'without a token the app opens the login form');
+
+  await signIn(page, daemon, 'not-a-real-token');
+  await page.waitForSelector('#login-message .notice.error');
+  assert.match(await page.textContent('#login-message'), /rejected: invalid or revoked token/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('tsum.token')), null, 'a refused token is not kept');
+  assert.match(page.url(), /#\/login$/);
+
+  // A token that stops working (revoked, or the daemon's database changed) mid-session: back to the login form.
+  await page.evaluate(() => sessionStorage.setItem('tsum.token', 'revoked-token'));
+  await page.goto(`${daemon.url}/#/experiments`);
+  await page.waitForSelector('#login-message .notice.error:has-text("The server rejected your token")');
+  await page.waitForTimeout(500);  // every pending request has answered by now; the message must stay
+  assert.match(await page.textContent('#login-message'), /The server rejected your token \(invalid or revoked token\)/);
+  assert.match(page.url(), /#\/login$/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('tsum.token')), null);
+  await shot(page, 'login-rejected');
+
+  // The only console errors are Chromium's own lines about the 401 responses.
+  assert.ok(consoleErrors.length > 0, 'Chromium reports the 401 responses');
+  for (const line of consoleErrors) assert.match(line, /status of 401/);
+  assert.deepEqual(offHost, []);
+  await context.close();
+});
+
+test('sign in and create a tiny experiment through the form', async () => {
+  main = await openPage(browser);
+  const { page } = main;
+  await signIn(page, daemon);
+  await page.waitForSelector('#create-form input[name=config]');
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('tsum.token')), daemon.token);
+  assert.ok(await page.isVisible('#nav'));
+  assert.match(await page.textContent('#experiment-list'), /No experiments yet/);
+  await shot(page, 'experiments-empty');
+
+  await page.fill('#name', 'web e2e');
+  for (const box of await page.$$('input[name=config]')) await box.uncheck();
+  await page.check('#config-local-local-1c');
+  await page.check('#config-local-local-2c');
+  await page.fill('#epochs', '1');
+  await page.fill('#limit', '300');
+  await page.fill('#test_limit', '200');
+  await page.fill('#repetitions', '1');
+  for (const rule of RULES) assert.ok(await page.isChecked(`#rule-${rule}`));
+  await page.click('#create');
+  await page.waitForURL(/#\/experiments\/\d+$/);
+  experimentId = Number(/(\d+)$/.exec(page.url())[1]);
+
+  const created = await daemon.api(`/v1/experiments/${experimentId}`);
+  assert.equal(created.name, 'web e2e');
+  assert.deepEqual(created.spec.configs.map((c) => c.instance_type), ['local-1c', 'local-2c']);
+  assert.deepEqual(created.spec.workload, { model: 'mnist_cnn', dataset: 'fashion-mnist', epochs: 1, limit: 300, test_limit: 200 });
+  assert.deepEqual(created.spec.billing, RULES);
+});
+
+test('the run page follows a run live over SSE until it is done', { timeout: 300000 }, async () => {
+  const { page, requests } = main;
+  await page.waitForSelector('#runs a');
+  const runId = Number(/(\d+)$/.exec(await page.getAttribute('#runs tbody tr:first-child a', 'href'))[1]);
+  const seenBefore = requests.length;
+  await page.click('#runs tbody tr:first-child a');
+  await page.waitForSelector('#timeline');
+
+  const statuses = new Set();
+  await until(async () => {
+    statuses.add(await page.getAttribute('#timeline', 'data-status'));
+    return statuses.has('done');
+  }, 240000, `run ${runId} to be done on its page`);
+  await shot(page, 'run-done');
+
+  // The page saw the run move through several states without being reloaded ...
+  const log = await page.$$eval('#event-log li', (items) => items.map((li) => li.textContent));
+  const logged = log.map((line) => /status (\w+)/.exec(line)?.[1]).filter(Boolean);
+  assert.ok(logged.length >= 3, `the event log shows at least 3 status changes: ${log.join(' | ')}`);
+  assert.equal(logged.at(-1), 'done');
+  for (const phase of PHASES) assert.ok(log.some((l) => l.includes(`${phase} took`)), `the log shows ${phase} ending`);
+  assert.equal(await page.$$eval('#timeline li[data-state=done]', (l) => l.length), 8);
+  assert.equal(await page.textContent('#connection'), 'final');
+  assert.equal(await page.isVisible('#cancel'), false, 'a finished run has no cancel button');
+
+  // ... all from one event stream, with the token in a header, and no polling of the run.
+  const mine = requests.slice(seenBefore).filter((r) => r.url.includes(`/v1/runs/${runId}`));
+  const streams = mine.filter((r) => r.url.endsWith(`/v1/runs/${runId}/stream`));
+  assert.equal(streams.length, 1, `one stream request: ${mine.map((r) => r.url).join(', ')}`);
+  assert.equal(mine.length, 1, 'no other request for the run');
+  assert.equal(streams[0].headers.authorization, `Bearer ${daemon.token}`);
+  assert.ok(!streams[0].url.includes(daemon.token), 'the token is not in the URL');
+
+  const run = await daemon.api(`/v1/runs/${runId}`);
+  assert.equal(run.status, 'done');
+  assert.equal(await page.$$eval('#epochs tbody tr', (rows) => rows.length), run.epochs.length);
+  assert.ok(await page.$$eval('#stats tbody tr', (rows) => rows.length) >= 6, 'resource statistics for the inner phases');
+});
+
+test('the experiment page updates live and charts phases, scaling and cost', { timeout: 300000 }, async () => {
+  const { page } = main;
+  await page.goto(`${daemon.url}/#/experiments/${experimentId}`);
+  await page.waitForSelector('.page-head .badge');
+  await until(async () => (await page.textContent('.page-head .badge')) === 'done', 240000, 'the experiment page to show done');
+  await page.waitForSelector('#chart-cost');
+  const exp = await daemon.api(`/v1/experiments/${experimentId}`);
+  assert.equal(exp.status, 'done');
+  assert.equal(await page.isVisible('#live-note'), false, 'a finished experiment is not followed');
+
+  const charts = await page.evaluate(() => Object.fromEntries([...window.tsum.charts].map(([name, c]) => [name, {
+    type: c.config.type,
+    indexAxis: c.options.indexAxis,
+    labels: c.data.labels,
+    datasets: c.data.datasets.map((d) => ({ label: d.label, data: d.data, colour: d.backgroundColor })),
+    markers: c.options.plugins.costMarkers,
+    painted: (() => {
+      const { width, height } = c.canvas;
+      const pixels = c.canvas.getContext('2d').getImageData(0, 0, width, height).data;
+      let inked = 0;
+      for (let i = 3; i < pixels.length; i += 4) inked += pixels[i] > 0;
+      return inked / (width * height);
+    })(),
+  }])));
+  assert.deepEqual(Object.keys(charts).sort(), ['cores', 'cost', 'phases'], 'three charts; no GPU chart without GPUs');
+  for (const [name, c] of Object.entries(charts)) assert.ok(c.painted > 0.01, `${name} is drawn (${c.painted})`);
+  assert.match(await page.textContent('body'), /No configuration in this experiment has a GPU/);
+
+  const byType = (type) => exp.runs.find((r) => r.config.instance_type === type);
+  const [one, two] = [byType('local-1c'), byType('local-2c')];
+
+  // (a) 8 phase series, each colour its own, one bar per configuration, holding the run's phase seconds.
+  const phases = charts.phases;
+  assert.equal(phases.indexAxis, 'y');
+  assert.deepEqual(phases.labels, ['local/local-1c', 'local/local-2c']);
+  assert.deepEqual(phases.datasets.map((d) => d.label), PHASES);
+  assert.equal(new Set(phases.datasets.map((d) => d.colour)).size, 8);
+  phases.datasets.forEach((d, i) => {
+    assert.equal(d.data.length, 2);
+    assert.ok(Math.abs(d.data[0] - one.phases[PHASES[i]]) < 1e-9 && Math.abs(d.data[1] - two.phases[PHASES[i]]) < 1e-9);
+  });
+
+  // (b) t_learn and t_sum at 1 and 2 cores.
+  const cores = charts.cores;
+  assert.deepEqual(cores.datasets.map((d) => d.label), ['t_learn', 't_sum']);
+  for (const d of cores.datasets) assert.deepEqual(d.data.map((p) => p.x), [1, 2]);
+  assert.deepEqual(cores.datasets[1].data.map((p) => p.y), [one.t_sum, two.t_sum]);
+  assert.deepEqual(cores.datasets[0].data.map((p) => p.y), [one.phases.learn, two.phases.learn]);
+
+  // (c) one series per billing rule, a bar per configuration; ★ on each rule's cheapest per the daemon.
+  const cost = charts.cost;
+  assert.deepEqual(cost.datasets.map((d) => d.label), RULES);
+  cost.datasets.forEach((d) => assert.deepEqual(d.data, [one.cost[d.label].amount, two.cost[d.label].amount]));
+  const expectedCheapest = RULES.map((rule, ri) => [ri, exp.summary.cheapest[rule].config_index]);
+  assert.deepEqual(cost.markers.cheapest, expectedCheapest);
+  const cheapestItems = await page.$$eval('#cost-markers li[data-marker=cheapest]',
+    (items) => items.map((li) => [li.dataset.rule, li.dataset.config]));
+  assert.deepEqual(cheapestItems, RULES.map((rule) => [rule, `local/${exp.summary.cheapest[rule].config.instance_type}`]));
+
+  // ⚠ exactly where a t_sum ends within 10% of a step (of a minute or more) below the step boundary.
+  const expectedNear = [];
+  exp.rules.forEach((rule) => [one, two].forEach((run) => {
+    const left = (Math.ceil(run.t_sum / rule.step_s) * rule.step_s - run.t_sum) / rule.step_s;
+    if (rule.step_s >= 60 && run.t_sum >= rule.min_s && left > 0 && left <= 0.1) expectedNear.push([rule.name, `local/${run.config.instance_type}`]);
+  }));
+  const nearItems = await page.$$eval('#cost-markers li[data-marker=near-step]',
+    (items) => items.map((li) => [li.dataset.rule, li.dataset.config]));
+  assert.deepEqual(nearItems, expectedNear);
+
+  // (d) the recommendation: the cheapest per rule and the fastest, with a reason each.
+  const recs = await page.$$eval('#recommendations tbody tr', (rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+  assert.equal(recs.length, RULES.length + 1);
+  RULES.forEach((rule, i) => {
+    assert.equal(recs[i][0], `Cheapest under ${rule}`);
+    assert.equal(recs[i][1], `local/${exp.summary.cheapest[rule].config.instance_type}`);
+    assert.match(recs[i][4], /Lowest mean cost/);
+  });
+  assert.equal(recs[RULES.length][1], `local/${exp.summary.fastest.config.instance_type}`);
+  await shot(page, 'experiment-desktop');
+});
+
+test('the offers page shows each provider with its catalog date', async () => {
+  const { page } = main;
+  await page.click('nav a[data-nav=offers]');
+  await page.waitForSelector('section[data-provider=local]');
+  const offers = await daemon.api('/v1/offers');
+  assert.equal(await page.textContent('section[data-provider=local] .as-of'), offers.catalogs.local.as_of);
+  assert.equal(await page.$$eval('section[data-provider=local] tbody tr', (r) => r.length),
+    offers.offers.filter((o) => o.provider === 'local').length);
+  await shot(page, 'offers');
+});
+
+test('the cancel button cancels a live run, and the page hears it over the stream', { timeout: 180000 }, async () => {
+  const { page } = main;
+  const body = {
+    name: 'to cancel',
+    workload: { epochs: 1, limit: 60000, test_limit: 200 },
+    configs: [{ provider: 'local', instance_type: 'local-1c' }],
+  };
+  const { id } = await daemon.api('/v1/experiments', { method: 'POST', body: JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json' } });
+  const runId = (await daemon.api(`/v1/experiments/${id}`)).runs[0].id;
+  await page.goto(`${daemon.url}/#/runs/${runId}`);
+  await page.waitForSelector('#timeline[data-status=learning]', { timeout: 120000 });
+  await page.click('#cancel');
+  await page.click('#cancel-confirm');
+  await page.waitForSelector('#timeline[data-status=cancelled]', { timeout: 60000 });
+  const run = await daemon.api(`/v1/runs/${runId}`);
+  assert.equal(run.status, 'cancelled');
+  assert.equal(run.reason, 'cancelled by user');
+  assert.equal(await page.isVisible('#cancel'), false);
+  assert.match(await page.textContent('#event-log'), /status cancelled/);
+});
+
+test('every page fits 1280×800 and 390×844 without sideways scrolling', async () => {
+  for (const [name, viewport] of Object.entries(VIEWPORTS)) {
+    const { page, context, consoleErrors, offHost } = await openPage(browser, viewport);
+    await signIn(page, daemon);
+    await page.waitForSelector('#create-form input[name=config]');
+    const exp = await daemon.api(`/v1/experiments/${experimentId}`);
+    const pages = [
+      ['experiments', '#/experiments', '#experiments'],
+      ['experiment', `#/experiments/${experimentId}`, '#chart-cost'],
+      ['run', `#/runs/${exp.runs[1].id}`, '#timeline[data-status=done]'],
+      ['offers', '#/offers', 'section[data-provider=local]'],
+    ];
+    for (const [page_name, hash, ready] of pages) {
+      await page.goto(`${daemon.url}/${hash}`);
+      await page.waitForSelector(ready);
+      assert.equal(await overflowsSideways(page), false, `${page_name} overflows sideways at ${name}`);
+      await shot(page, `${page_name}-${name}`);
+    }
+    assert.deepEqual(consoleErrors, []);
+    assert.deepEqual(offHost, []);
+    await context.close();
+  }
+});
+
+test('the signed-in session had no console errors and no request left 127.0.0.1', () => {
+  assert.deepEqual(main.consoleErrors, []);
+  assert.deepEqual(main.offHost, []);
+  assert.ok(main.requests.every((r) => new URL(r.url).hostname === '127.0.0.1' || r.url.startsWith('data:')));
+});

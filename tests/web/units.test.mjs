@@ -1,0 +1,60 @@
+// The dashboard's pure helpers: statistics, the billing-step marker, SSE parsing.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { parseEvents } from '../../web/src/sse.js';
+import { byConfig, headroomUnderStep, mean, resources, stderr } from '../../web/src/stats.js';
+
+test('mean and standard error', () => {
+  assert.equal(mean([]), null);
+  assert.equal(mean([1, 2, 3]), 2);
+  assert.equal(stderr([5]), null);
+  // sample sd of [1,2,3] is 1, so stderr = 1/sqrt(3)
+  assert.ok(Math.abs(stderr([1, 2, 3]) - 1 / Math.sqrt(3)) < 1e-12);
+});
+
+test('a t_sum just under a step of a minute or more is marked; elsewhere not', () => {
+  const perMinute = { name: 'per_minute', step_s: 60, min_s: 0 };
+  assert.deepEqual(headroomUnderStep(55, perMinute), { left: 5 / 60, boundary: 60 });
+  assert.equal(headroomUnderStep(50, perMinute), null);        // 10 s = 17% of the step left
+  assert.equal(headroomUnderStep(60, perMinute), null);        // on the boundary: nothing left to lose
+  assert.deepEqual(headroomUnderStep(118, perMinute), { left: 2 / 60, boundary: 120 });
+  assert.equal(headroomUnderStep(0.95, { step_s: 1, min_s: 60 }), null);  // per-second steps do not bite
+  assert.equal(headroomUnderStep(3500, { step_s: 3600, min_s: 0 }).boundary, 3600);
+  assert.equal(headroomUnderStep(55, { step_s: 60, min_s: 120 }), null);  // under the minimum
+  assert.equal(headroomUnderStep(null, perMinute), null);
+});
+
+test('per configuration: means over done runs only, in spec order', () => {
+  const phases = (v) => Object.fromEntries(['startup', 'install', 'load_data', 'start', 'learn', 'verify', 'save', 'poweroff'].map((p) => [p, v]));
+  const experiment = {
+    spec: { configs: [{ provider: 'local', instance_type: 'local-1c' }, { provider: 'local', instance_type: 'local-4c' }] },
+    runs: [
+      { config_index: 0, status: 'done', t_sum: 8, phases: phases(1) },
+      { config_index: 0, status: 'done', t_sum: 16, phases: phases(2) },
+      { config_index: 0, status: 'failed', t_sum: null, phases: phases(null) },
+      { config_index: 1, status: 'learning', t_sum: null, phases: { ...phases(null), startup: 3 } },
+    ],
+  };
+  const [one, four] = byConfig(experiment);
+  assert.equal(one.name, 'local/local-1c');
+  assert.equal(one.done.length, 2);
+  assert.equal(one.tSum.mean, 12);
+  assert.equal(one.phases.learn.mean, 1.5);
+  assert.equal(one.phases.learn.n, 2);
+  assert.ok(one.phases.learn.stderr > 0);
+  assert.equal(four.done.length, 0);
+  assert.equal(four.phases.startup.mean, null);  // a live run's finished phases do not count yet
+  assert.deepEqual(resources(four.config, []), { vcpus: 4, gpus: 0 });
+  assert.deepEqual(resources(four.config, [{ provider: 'local', instance_type: 'local-4c', vcpus: 4, gpus: 1 }]), { vcpus: 4, gpus: 1 });
+});
+
+test('SSE parsing keeps incomplete events for later and drops comments', () => {
+  const [events, rest] = parseEvents(': heartbeat\n\nevent: run\ndata: {"id":1}\n\nevent: end\ndata: {"sta');
+  assert.deepEqual(events, [{ name: 'run', data: '{"id":1}' }]);
+  assert.equal(rest, 'event: end\ndata: {"sta');
+  const [more] = parseEvents(`${rest}tus":"done"}\n\n`);
+  assert.deepEqual(more, [{ name: 'end', data: '{"status":"done"}' }]);
+  const [crlf] = parseEvents('data: a\r\ndata: b\r\n\r\n');
+  assert.deepEqual(crlf, [{ name: 'message', data: 'a\nb' }]);
+});

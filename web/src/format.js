@@ -1,0 +1,60 @@
+// Number, time and money formatting, and the status badge.
+
+export const PHASES = ['startup', 'install', 'load_data', 'start', 'learn', 'verify', 'save', 'poweroff'];
+export const TERMINAL = new Set(['done', 'failed', 'cancelled']);
+
+// The phase a run is in while it has this status.
+export const PHASE_OF_STATUS = {
+  booting: 'startup', installing: 'install', loading: 'load_data', starting: 'start',
+  learning: 'learn', verifying: 'verify', saving: 'save', terminating: 'poweroff',
+};
+
+export function seconds(v, digits = 1) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  if (v >= 3600) return `${Math.floor(v / 3600)} h ${Math.round((v % 3600) / 60)} min`;
+  if (v >= 120) return `${Math.floor(v / 60)} min ${Math.round(v % 60)} s`;
+  return `${v.toFixed(digits)} s`;
+}
+
+export function money(amount, currency = 'USD') {
+  if (amount === null || amount === undefined || !Number.isFinite(amount)) return '–';
+  const digits = amount !== 0 && Math.abs(amount) < 0.01 ? 6 : 4;
+  return `${currency === 'USD' ? '$' : `${currency} `}${amount.toFixed(digits)}`;
+}
+
+export function number(v, digits = 0) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  return v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+export function bytes(v) {
+  if (!Number.isFinite(v)) return '–';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  return `${v.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+// Resource metrics by their name's suffix: *_bytes, *_bps (bytes per second), *_pct.
+export function metric(name, v) {
+  if (name.endsWith('_bytes')) return bytes(v);
+  if (name.endsWith('_bps')) return `${bytes(v)}/s`;
+  if (name.endsWith('_pct')) return `${number(v, 1)} %`;
+  return number(v, 2);
+}
+
+export function dateTime(unixSeconds) {
+  if (!Number.isFinite(unixSeconds)) return '–';
+  return new Date(unixSeconds * 1000).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export function clock(date = new Date()) {
+  return date.toLocaleTimeString('en-GB', { hour12: false });
+}
+
+export function configName(config) {
+  return `${config.provider}/${config.instance_type}`;
+}

@@ -1,0 +1,187 @@
+// One experiment: (a) time per phase per configuration, (b) t_learn and t_sum against cores and GPUs,
+// (c) cost per configuration under each billing rule, (d) the recommendation, and the runs. While runs are
+// unfinished the page follows the earliest unfinished run's event stream and reloads on each change.
+import { api } from './api.js';
+import { costChart, costTable, phasesChart, scalingChart } from './charts.js';
+import { empty, failure, h, loading, replace, table } from './dom.js';
+import { TERMINAL, configName, dateTime, money, number, seconds } from './format.js';
+import { badge } from './page_experiments.js';
+import { watchRun } from './sse.js';
+import { byConfig, resources } from './stats.js';
+
+function card(title, hint, ...body) {
+  return h('section', { class: 'card' }, h('h2', {}, title), hint && h('p', { class: 'hint' }, hint), ...body);
+}
+
+function chartBox(id, height) {
+  const canvas = h('canvas', { id, role: 'img' });
+  const box = h('div', { class: 'chart' }, canvas);
+  box.style.height = `${height}px`;
+  return [box, canvas];
+}
+
+// Rows of the recommendation table: {objective, config, amount, currency, tSum, reason, source}. They come
+// from the experiment's summary today; the planner's answer (GET /v1/plan) maps onto the same shape.
+export function recommendationsFromSummary(experiment, costs) {
+  const { summary } = experiment;
+  const rows = [];
+  for (const rule of costs.rules) {
+    const best = summary.cheapest?.[rule.name];
+    if (!best) continue;
+    const mine = summary.configs.find((c) => c.config_index === best.config_index);
+    const next = summary.configs.filter((c) => c.config_index !== best.config_index)
+      .sort((a, b) => a.mean_cost[rule.name] - b.mean_cost[rule.name])[0];
+    let reason = `Lowest mean cost under ${rule.name} over ${mine.runs_done} done run${mine.runs_done === 1 ? '' : 's'}`;
+    reason += next ? `; next best ${configName(next.config)} at ${money(next.mean_cost[rule.name], next.currency)}.`
+      : '; the only configuration with done runs.';
+    const near = costs.nearStep.find((n) => n.rule.name === rule.name && n.configIndex === best.config_index);
+    if (near) reason += ` Its t_sum ends ${Math.round(near.left * 100)}% of a step before ${near.boundary} s: a slightly slower run costs one step more.`;
+    rows.push({ objective: `Cheapest under ${rule.name}`, config: best.config, amount: best.amount,
+      currency: best.currency, tSum: best.mean_t_sum, reason, source: 'experiment summary' });
+  }
+  if (summary.fastest) {
+    const f = summary.fastest;
+    const others = summary.configs.filter((c) => c.config_index !== f.config_index)
+      .sort((a, b) => a.mean_t_sum - b.mean_t_sum);
+    rows.push({ objective: 'Fastest', config: f.config, amount: null, currency: '', tSum: f.mean_t_sum,
+      reason: `Lowest mean t_sum${others.length ? `; next ${configName(others[0].config)} at ${seconds(others[0].mean_t_sum)}` : ''}.`,
+      source: 'experiment summary' });
+  }
+  return rows;
+}
+
+function recommendationTable(rows) {
+  if (!rows.length) return empty('No recommendation yet: it needs at least one done run per configuration compared.');
+  return table(['Objective', 'Recommendation', 'Cost per run', 'Mean t_sum', 'Reason', 'Source'],
+    rows.map((r) => h('tr', {},
+      h('th', { scope: 'row' }, r.objective),
+      h('td', {}, h('b', {}, configName(r.config))),
+      h('td', { class: 'num' }, r.amount === null ? '–' : money(r.amount, r.currency)),
+      h('td', { class: 'num' }, seconds(r.tSum)),
+      h('td', { class: 'reason' }, r.reason),
+      h('td', {}, r.source))), { id: 'recommendations' });
+}
+
+function costMarkerList(costs, groups, experiment) {
+  const items = costs.cheapest.map(([ri, ci]) => {
+    const rule = costs.rules[ri];
+    const best = experiment.summary.cheapest[rule.name];
+    return h('li', { dataset: { marker: 'cheapest', rule: rule.name, config: groups[ci].name } },
+      h('span', { class: 'mark good' }, '★'), ` cheapest under ${rule.name}: `, h('b', {}, groups[ci].name),
+      ` (${money(best.amount, best.currency)})`);
+  });
+  for (const n of costs.nearStep) {
+    items.push(h('li', { dataset: { marker: 'near-step', rule: n.rule.name, config: n.group.name } },
+      h('span', { class: 'mark warn' }, '⚠'), ` ${n.group.name} under ${n.rule.name} ends ${seconds(n.boundary - n.group.tSum.mean)} `,
+      `(${Math.round(n.left * 100)}% of a step) before its ${seconds(n.boundary, 0)} boundary`));
+  }
+  return h('ul', { id: 'cost-markers', class: 'markers' }, items);
+}
+
+function runsTable(experiment) {
+  return table(['Run', 'Configuration', 'Repetition', 'Status', 't_sum', 'Test accuracy', 'Images/s'],
+    experiment.runs.map((r) => h('tr', { dataset: { run: r.id } },
+      h('td', {}, h('a', { href: `#/runs/${r.id}` }, `Run ${r.id}`)),
+      h('td', {}, configName(r.config)),
+      h('td', { class: 'num' }, r.repetition),
+      h('td', {}, badge(r.status), r.reason ? h('small', { class: 'reason' }, ` ${r.reason}`) : null),
+      h('td', { class: 'num' }, seconds(r.t_sum)),
+      h('td', { class: 'num' }, Number.isFinite(r.metrics.test_accuracy) ? `${number(100 * r.metrics.test_accuracy, 1)} %` : '–'),
+      h('td', { class: 'num' }, number(r.metrics.images_per_s)))), { id: 'runs' });
+}
+
+function render(root, experiment, offers, liveNote) {
+  const groups = byConfig(experiment);
+  const anyDone = groups.some((g) => g.done.length);
+  const p = experiment.progress;
+  const w = experiment.spec.workload;
+  const head = [
+    h('div', { class: 'page-head' }, h('h1', {}, `#${experiment.id} ${experiment.name}`), badge(experiment.status)),
+    h('p', { class: 'meta' },
+      `${p.finished}/${p.runs} runs finished · ${w.model} on ${w.dataset}, ${w.epochs} epoch${w.epochs === 1 ? '' : 's'}`,
+      w.limit ? `, ${number(w.limit)} training images` : '', w.test_limit ? `, ${number(w.test_limit)} test images` : '',
+      ` · ${experiment.spec.repetitions} repetition${experiment.spec.repetitions === 1 ? '' : 's'} · created ${dateTime(experiment.created_at)}`),
+    liveNote,
+  ];
+  if (!anyDone) {
+    replace(root, ...head,
+      card('Charts', null, empty(TERMINAL.has(experiment.status)
+        ? 'No run finished successfully, so there is nothing to chart. The runs below say why.'
+        : 'The charts appear as soon as the first run is done.')),
+      card('Runs', null, runsTable(experiment)));
+    return;
+  }
+  const costs = costTable(experiment, groups);
+  const [phasesBox, phasesCanvas] = chartBox('chart-phases', (window.innerWidth < 600 ? 150 : 100) + 56 * groups.length);
+  const [coresBox, coresCanvas] = chartBox('chart-cores', 280);
+  const hasGpus = groups.some((g) => resources(g.config, offers).gpus > 0);
+  const [gpusBox, gpusCanvas] = chartBox('chart-gpus', 280);
+  const [costBox, costCanvas] = chartBox('chart-cost', 320);
+  replace(root, ...head,
+    card('Time per phase', 'The 8 phases of t_sum per configuration: mean over its done repetitions, whiskers at ± one standard error.', phasesBox),
+    card('Scaling', 't_learn and t_sum (means) against the configuration\'s cores and GPUs.',
+      h('div', { class: 'pair' },
+        h('div', {}, h('h3', {}, 'Against vCPUs'), coresBox),
+        h('div', {}, h('h3', {}, 'Against GPUs'), hasGpus ? gpusBox
+          : empty('No configuration in this experiment has a GPU, so there is no GPU axis to plot.')))),
+    card('Cost per configuration', 'Mean cost of one run under each billing rule. ★ marks the cheapest per rule, ⚠ a t_sum that ends within 10% of a step below the step boundary.',
+      costBox, costMarkerList(costs, groups, experiment)),
+    card('Recommendation', null, recommendationTable(recommendationsFromSummary(experiment, costs))),
+    card('Runs', null, runsTable(experiment)));
+  phasesChart(phasesCanvas, groups);
+  scalingChart('cores', coresCanvas, groups, offers, 'vcpus');
+  if (hasGpus) scalingChart('gpus', gpusCanvas, groups, offers, 'gpus');
+  costChart(costCanvas, groups, costs);
+}
+
+export function experimentPage(root, [id], { signal }) {
+  let offers = [];
+  let following = null;  // {runId, stop}
+  let reloadTimer = null;
+  let liveText = '';
+
+  const liveNote = () => (liveText ? h('p', { class: 'notice info live', id: 'live-note' }, liveText) : null);
+
+  function follow(experiment) {
+    const next = experiment.runs.find((r) => !TERMINAL.has(r.status));
+    if (following && following.runId === next?.id) return;
+    following?.stop();
+    following = null;
+    liveText = '';
+    if (!next) return;
+    liveText = `Live: following run ${next.id} (${configName(next.config)}) through the daemon's event stream.`;
+    following = {
+      runId: next.id,
+      stop: watchRun(next.id, {
+        onRun: () => scheduleReload(),
+        onEnd: () => scheduleReload(),
+        onState: (state, detail) => {
+          if (state === 'retrying' || state === 'failed') liveText = `Live updates paused: ${detail}`;
+        },
+      }),
+    };
+  }
+
+  function scheduleReload() {
+    clearTimeout(reloadTimer);
+    reloadTimer = setTimeout(load, 250);
+  }
+
+  async function load() {
+    try {
+      const experiment = await api(`/v1/experiments/${id}`, { signal });
+      if (signal.aborted) return;
+      follow(experiment);
+      render(root, experiment, offers, liveNote());
+    } catch (err) {
+      if (!signal.aborted) replace(root, failure(`Could not load experiment ${id}: ${err.message}`, load));
+    }
+  }
+
+  replace(root, loading(`Loading experiment ${id}…`));
+  api('/v1/offers', { signal }).then((data) => { offers = data.offers; }, () => { offers = []; }).then(load);
+  return () => {
+    clearTimeout(reloadTimer);
+    following?.stop();
+  };
+}

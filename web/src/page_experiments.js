@@ -1,0 +1,155 @@
+// Experiments: the list with status and progress, and the form that creates one.
+import { api } from './api.js';
+import { empty, failure, h, loading, replace, table } from './dom.js';
+import { dateTime, money } from './format.js';
+
+const BUILTIN_RULES = [
+  ['per_second_60s_min', 'per second, 60 s minimum (AWS, GCE)'],
+  ['per_minute', 'per minute (Azure)'],
+  ['per_10_minutes', 'per 10 minutes'],
+  ['per_hour', 'per hour (Hetzner, many others)'],
+];
+
+export function badge(status) {
+  return h('span', { class: `badge ${status}` }, status);
+}
+
+function progress(p) {
+  const pct = p.runs ? Math.round((100 * p.finished) / p.runs) : 0;
+  const failed = p.failed ? `, ${p.failed} failed` : '';
+  const cancelled = p.cancelled ? `, ${p.cancelled} cancelled` : '';
+  return h('div', { class: 'progress-cell' },
+    h('progress', { max: p.runs || 1, value: p.finished, 'aria-label': `${pct}% of runs finished` }),
+    h('span', {}, `${p.finished}/${p.runs} finished${failed}${cancelled}`));
+}
+
+function experimentsTable(list) {
+  if (!list.length) return empty('No experiments yet. Create one with the form below: pick configurations, a workload and billing rules.');
+  const rows = list.map((e) => h('tr', { dataset: { experiment: e.id } },
+    h('td', {}, h('a', { href: `#/experiments/${e.id}` }, `#${e.id} ${e.name}`)),
+    h('td', {}, badge(e.status)),
+    h('td', {}, progress(e.progress)),
+    h('td', {}, e.spec.configs.map((c) => c.instance_type).join(', ')),
+    h('td', {}, dateTime(e.created_at))));
+  return table(['Experiment', 'Status', 'Progress', 'Configurations', 'Created'], rows, { id: 'experiments' });
+}
+
+function numberField(id, label, attrs, hint) {
+  return h('div', { class: 'field' },
+    h('label', { for: id }, label),
+    h('input', { id, name: id, type: 'number', inputmode: 'numeric', step: 1, ...attrs }),
+    hint && h('small', {}, hint));
+}
+
+function optionalInt(form, name) {
+  const v = form.elements[name].value.trim();
+  return v === '' ? undefined : Number(v);
+}
+
+// The POST /v1/experiments body from the form; a list of problems instead when it is incomplete.
+function specFromForm(form) {
+  const problems = [];
+  const configs = [...form.querySelectorAll('input[name=config]:checked')].map((c) => JSON.parse(c.value));
+  if (!configs.length) problems.push('Pick at least one configuration.');
+  const rules = [...form.querySelectorAll('input[name=rule]:checked')].map((c) => c.value);
+  rules.push(...form.elements.custom_rules.value.split(/\s+/).filter(Boolean));
+  if (!rules.length) problems.push('Pick at least one billing rule.');
+  const workload = { model: form.elements.model.value, dataset: form.elements.dataset.value, epochs: optionalInt(form, 'epochs') };
+  for (const key of ['limit', 'test_limit', 'batch']) {
+    const v = optionalInt(form, key);
+    if (v !== undefined) workload[key] = v;
+  }
+  return {
+    problems,
+    spec: {
+      name: form.elements.name.value.trim() || 'experiment',
+      workload,
+      configs,
+      repetitions: optionalInt(form, 'repetitions') ?? 1,
+      billing: rules,
+    },
+  };
+}
+
+function configChoices(offers) {
+  if (!offers.length) return empty('No provider offers any instance type. Configure a provider in tsumd.');
+  return h('div', { class: 'choices' }, offers.map((o, i) => h('label', { class: 'choice' },
+    h('input', {
+      type: 'checkbox', name: 'config', id: `config-${o.provider}-${o.instance_type}`,
+      value: JSON.stringify({ provider: o.provider, instance_type: o.instance_type }), checked: i < 2,
+    }),
+    h('span', {}, h('b', {}, `${o.provider}/${o.instance_type}`),
+      ` ${o.vcpus} vCPU${o.gpus ? `, ${o.gpus}× ${o.gpu_type || 'GPU'}` : ''}, ${money(o.hourly_price, o.currency)}/h`))));
+}
+
+function createForm(signal, onCreated) {
+  const configsBox = h('fieldset', {}, h('legend', {}, 'Configurations'), loading('Loading the offers…'));
+  const message = h('div', { role: 'alert', id: 'create-message' });
+  const submit = h('button', { type: 'submit', id: 'create' }, 'Create experiment');
+  const form = h('form', { id: 'create-form', class: 'card', novalidate: true, onsubmit: send },
+    h('h2', {}, 'New experiment'),
+    h('div', { class: 'grid' },
+      h('div', { class: 'field wide' }, h('label', { for: 'name' }, 'Name'),
+        h('input', { id: 'name', name: 'name', type: 'text', maxlength: 200, placeholder: 'experiment' })),
+      h('div', { class: 'field' }, h('label', { for: 'model' }, 'Model'),
+        h('select', { id: 'model', name: 'model' }, h('option', { value: 'mnist_cnn' }, 'MNIST CNN'))),
+      h('div', { class: 'field' }, h('label', { for: 'dataset' }, 'Data set'),
+        h('select', { id: 'dataset', name: 'dataset' }, h('option', { value: 'fashion-mnist' }, 'Fashion-MNIST'))),
+      numberField('epochs', 'Epochs', { min: 1, max: 1000, value: 1, required: true }),
+      numberField('limit', 'Training images', { min: 1, max: 60000, placeholder: '60000' }, 'empty: all'),
+      numberField('test_limit', 'Test images', { min: 1, max: 10000, placeholder: '10000' }, 'empty: all'),
+      numberField('batch', 'Batch size', { min: 1, max: 65536, placeholder: 'default' }),
+      numberField('repetitions', 'Repetitions', { min: 1, max: 100, value: 1, required: true }, 'runs per configuration')),
+    configsBox,
+    h('fieldset', {}, h('legend', {}, 'Billing rules'),
+      h('div', { class: 'choices' }, BUILTIN_RULES.map(([name, text]) => h('label', { class: 'choice' },
+        h('input', { type: 'checkbox', name: 'rule', value: name, id: `rule-${name}`, checked: true }),
+        h('span', {}, h('b', {}, name), ` ${text}`)))),
+      h('div', { class: 'field wide' }, h('label', { for: 'custom_rules' }, 'Custom rules'),
+        h('input', { id: 'custom_rules', name: 'custom_rules', type: 'text', placeholder: 'step:300,min:60 step:30' }),
+        h('small', {}, 'step:S,min:M in seconds, separated by spaces'))),
+    message,
+    submit);
+
+  api('/v1/offers', { signal }).then((data) => {
+    replace(configsBox, h('legend', {}, 'Configurations'), configChoices(data.offers));
+  }).catch((err) => {
+    if (!signal.aborted) replace(configsBox, h('legend', {}, 'Configurations'), failure(`Could not load the offers: ${err.message}`));
+  });
+
+  async function send(event) {
+    event.preventDefault();
+    const { problems, spec } = specFromForm(form);
+    if (problems.length) {
+      replace(message, h('p', { class: 'notice error' }, problems.join(' ')));
+      return;
+    }
+    submit.disabled = true;
+    replace(message, h('p', { class: 'notice info' }, 'Creating…'));
+    try {
+      const { id } = await api('/v1/experiments', { method: 'POST', body: spec, signal });
+      onCreated(id);
+    } catch (err) {
+      if (signal.aborted) return;
+      replace(message, h('p', { class: 'notice error' }, `The experiment was not created: ${err.message}`));
+      submit.disabled = false;
+    }
+  }
+  return form;
+}
+
+export function experimentsPage(root, params, { signal }) {
+  const list = h('div', { id: 'experiment-list' }, loading('Loading experiments…'));
+  const load = () => {
+    replace(list, loading('Loading experiments…'));
+    api('/v1/experiments', { signal })
+      .then((data) => replace(list, experimentsTable(data.experiments.slice().reverse())))
+      .catch((err) => !signal.aborted && replace(list, failure(`Could not load the experiments: ${err.message}`, load)));
+  };
+  replace(root,
+    h('div', { class: 'page-head' }, h('h1', {}, 'Experiments'),
+      h('button', { type: 'button', class: 'secondary', onclick: load }, 'Refresh')),
+    list,
+    createForm(signal, (id) => { location.hash = `#/experiments/${id}`; }));
+  load();
+}

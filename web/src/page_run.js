@@ -1,0 +1,153 @@
+// One run, live: a phase timeline and an event log fed by the daemon's event stream (no polling), the resource
+// statistics per phase, the trainer's loss and throughput per epoch, the cost, and a cancel button.
+import { api } from './api.js';
+import { epochsChart } from './charts.js';
+import { empty, failure, h, loading, replace, table } from './dom.js';
+import { PHASES, PHASE_OF_STATUS, TERMINAL, clock, configName, metric, money, number, seconds } from './format.js';
+import { badge } from './page_experiments.js';
+import { watchRun } from './sse.js';
+
+function timeline(run) {
+  const known = PHASES.map((p) => run.phases[p]).filter(Number.isFinite);
+  const total = known.reduce((a, b) => a + b, 0);
+  const current = TERMINAL.has(run.status) ? null : PHASE_OF_STATUS[run.status];
+  const rows = PHASES.map((phase) => {
+    const secs = run.phases[phase];
+    const state = Number.isFinite(secs) ? 'done' : phase === current ? 'active' : 'pending';
+    const bar = h('span', { class: `bar ${phase}` });
+    bar.style.width = state === 'done' && total > 0 ? `${Math.max(0.5, (100 * secs) / total)}%` : '';
+    return h('li', { class: `phase ${state}`, dataset: { phase, state } },
+      h('span', { class: 'name' }, phase),
+      h('span', { class: 'track' }, bar),
+      h('span', { class: 'secs' }, state === 'done' ? seconds(secs, 2) : state === 'active' ? 'running…' : ''));
+  });
+  return h('div', {},
+    h('ol', { id: 'timeline', class: 'timeline', dataset: { status: run.status } }, rows),
+    h('p', { class: 'meta' }, Number.isFinite(run.t_sum) ? `t_sum ${seconds(run.t_sum, 2)}`
+      : `${seconds(total, 2)} measured so far`));
+}
+
+// What changed between two states of a run, as log lines.
+function changes(before, after) {
+  const lines = [];
+  if (!before || before.status !== after.status) {
+    lines.push(`status ${after.status}${after.reason ? ` (${after.reason})` : ''}`);
+  }
+  for (const p of PHASES) {
+    if (Number.isFinite(after.phases[p]) && !Number.isFinite(before?.phases[p])) lines.push(`${p} took ${seconds(after.phases[p], 2)}`);
+  }
+  for (const e of after.epochs.slice(before ? before.epochs.length : after.epochs.length)) {
+    lines.push(`epoch ${e.epoch}: loss ${number(e.loss, 4)}, ${number(e.images_per_s)} images/s`);
+  }
+  return lines;
+}
+
+function statsTable(stats) {
+  const phases = PHASES.filter((p) => stats[p]);
+  if (!phases.length) return empty('No resource statistics yet: the agent sends them as each phase ends.');
+  const metrics = [...new Set(phases.flatMap((p) => Object.keys(stats[p])))].sort();
+  return table(['Phase', ...metrics.map((m) => `${m} min / avg / max`)], phases.map((p) => h('tr', {},
+    h('th', { scope: 'row' }, p),
+    metrics.map((m) => {
+      const v = stats[p][m];
+      return h('td', { class: 'num' }, v ? `${metric(m, v.min)} / ${metric(m, v.avg)} / ${metric(m, v.max)}` : '–');
+    }))), { id: 'stats' });
+}
+
+// The epochs table, with a chart of loss and images/s once there are two epochs to draw a line through.
+function epochsBlock(epochs) {
+  if (!epochs.length) return [empty('No epochs yet: the trainer reports one as each epoch ends.'), null];
+  const canvas = epochs.length > 1 ? h('canvas', { id: 'chart-epochs', role: 'img' }) : null;
+  const box = canvas && h('div', { class: 'chart small' }, canvas);
+  return [h('div', {}, box, table(['Epoch', 'Loss', 'Images/s', 'Seconds'], epochs.map((e) => h('tr', {},
+    h('td', { class: 'num' }, e.epoch), h('td', { class: 'num' }, number(e.loss, 4)),
+    h('td', { class: 'num' }, number(e.images_per_s)), h('td', { class: 'num' }, number(e.seconds, 2)))),
+  { id: 'epochs' })), canvas];
+}
+
+function costBlock(run) {
+  const rules = Object.entries(run.cost);
+  if (!rules.length) return empty('The cost is known once all 8 phases are timed.');
+  return table(['Billing rule', 'Billed', 'Cost'], rules.map(([rule, c]) => h('tr', {},
+    h('th', { scope: 'row' }, rule), h('td', { class: 'num' }, seconds(c.billed_s, 0)),
+    h('td', { class: 'num' }, money(c.amount, c.currency)))));
+}
+
+export function runPage(root, [id], { signal }) {
+  let run = null;
+  let connection = 'connecting';
+  let confirming = false;
+  let actionError = '';
+  const logList = h('ol', { id: 'event-log', class: 'log' });
+
+  function cancelControls() {
+    if (!run || TERMINAL.has(run.status)) return null;
+    if (!confirming) {
+      return h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: () => { confirming = true; draw(); } }, 'Cancel run');
+    }
+    return h('span', { class: 'confirm' }, 'Terminate the instance and cancel the run? ',
+      h('button', { type: 'button', class: 'danger', id: 'cancel-confirm', onclick: cancel }, 'Yes, cancel'),
+      h('button', { type: 'button', class: 'secondary', onclick: () => { confirming = false; draw(); } }, 'Keep running'));
+  }
+
+  async function cancel() {
+    confirming = false;
+    try {
+      run = await api(`/v1/runs/${id}`, { method: 'DELETE', signal });
+      actionError = '';
+    } catch (err) {
+      actionError = `Could not cancel: ${err.message}`;
+    }
+    if (!signal.aborted) draw();
+  }
+
+  function draw() {
+    if (!run) return;
+    const [epochs, epochsCanvas] = epochsBlock(run.epochs);
+    const liveText = { connecting: 'connecting…', live: 'live', ended: 'final', retrying: 'reconnecting…', failed: 'not live' }[connection];
+    replace(root,
+      h('div', { class: 'page-head' }, h('h1', {}, `Run ${run.id}`), badge(run.status),
+        h('span', { class: `conn ${connection}`, id: 'connection' }, liveText), cancelControls()),
+      h('p', { class: 'meta' }, `${configName(run.config)} · repetition ${run.repetition} · `,
+        h('a', { href: `#/experiments/${run.experiment_id}` }, `experiment #${run.experiment_id}`),
+        ` · ${money(run.hourly_price)}/h`, run.reason ? ` · ${run.reason}` : ''),
+      actionError && h('p', { class: 'notice error', role: 'alert' }, actionError),
+      h('div', { class: 'pair' },
+        h('section', { class: 'card' }, h('h2', {}, 'Phase timeline'), timeline(run)),
+        h('section', { class: 'card' }, h('h2', {}, 'Events'),
+          h('p', { class: 'hint' }, 'As the daemon streams them to this page.'), logList)),
+      h('section', { class: 'card' }, h('h2', {}, 'Trainer'),
+        h('p', { class: 'meta' }, `test accuracy ${Number.isFinite(run.metrics.test_accuracy) ? `${number(100 * run.metrics.test_accuracy, 2)} %` : '–'}`,
+          ` · ${number(run.metrics.images_per_s)} images/s over learn`), epochs),
+      h('section', { class: 'card' }, h('h2', {}, 'Resources per phase'),
+        h('p', { class: 'hint' }, 'Sampled inside the instance by the agent: min / average / max over each phase.'), statsTable(run.stats)),
+      h('section', { class: 'card' }, h('h2', {}, 'Cost'), costBlock(run)));
+    if (epochsCanvas) epochsChart(epochsCanvas, run.epochs);
+    logList.scrollTop = logList.scrollHeight;  // the newest line stays in view
+  }
+
+  function addLog(lines) {
+    const at = clock();
+    for (const line of lines) {
+      logList.append(h('li', {}, h('time', {}, at), ` ${line}`));
+    }
+  }
+
+  replace(root, loading(`Connecting to run ${id}…`));
+  const stop = watchRun(id, {
+    onRun(next) {
+      if (signal.aborted) return;
+      addLog(changes(run, next));
+      run = next;
+      draw();
+    },
+    onEnd() {},
+    onState(state, detail) {
+      connection = state;
+      if (state === 'failed' && !run) replace(root, failure(`Could not follow run ${id}: ${detail}`));
+      else if (state === 'retrying') addLog([detail]);
+      draw();
+    },
+  });
+  return stop;
+}

@@ -1,0 +1,57 @@
+// Aggregates over an experiment's runs: per configuration, the mean and standard error of each phase over its
+// done repetitions, and the facts the charts mark (core and GPU counts, t_sum ending just under a billing step).
+import { PHASES, configName } from './format.js';
+
+export function mean(values) {
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
+}
+
+// Standard error of the mean; null with fewer than two values.
+export function stderr(values) {
+  if (values.length < 2) return null;
+  const m = mean(values);
+  const variance = values.reduce((a, v) => a + (v - m) ** 2, 0) / (values.length - 1);
+  return Math.sqrt(variance / values.length);
+}
+
+// One entry per configuration of the spec, in spec order: its done runs and their phase statistics.
+export function byConfig(experiment) {
+  return experiment.spec.configs.map((config, index) => {
+    const runs = experiment.runs.filter((r) => r.config_index === index);
+    const done = runs.filter((r) => r.status === 'done' && Number.isFinite(r.t_sum));
+    const series = (pick) => done.map(pick).filter(Number.isFinite);
+    const phases = {};
+    for (const p of PHASES) {
+      const values = series((r) => r.phases[p]);
+      phases[p] = { mean: mean(values), stderr: stderr(values), n: values.length };
+    }
+    const tSum = series((r) => r.t_sum);
+    return {
+      index,
+      config,
+      name: configName(config),
+      runs,
+      done,
+      phases,
+      tSum: { mean: mean(tSum), stderr: stderr(tSum), n: tSum.length },
+      tLearn: phases.learn,
+    };
+  });
+}
+
+// vCPUs and GPUs of an instance type: from GET /v1/offers, else from a local-<N>c name.
+export function resources(config, offers) {
+  const offer = offers.find((o) => o.provider === config.provider && o.instance_type === config.instance_type);
+  if (offer) return { vcpus: offer.vcpus, gpus: offer.gpus };
+  const local = /^local-(\d+)c$/.exec(config.instance_type);
+  return { vcpus: local ? Number(local[1]) : null, gpus: 0 };
+}
+
+// The fraction of a billing step left when t ends just under a step boundary (within `within` of the step),
+// else null. Only for steps of a minute or more and t past the minimum, where the rounding really bites.
+export function headroomUnderStep(t, rule, within = 0.1) {
+  if (!Number.isFinite(t) || !rule || rule.step_s < 60 || t < rule.min_s) return null;
+  const boundary = Math.ceil(t / rule.step_s) * rule.step_s;
+  const left = (boundary - t) / rule.step_s;
+  return left > 0 && left <= within ? { left, boundary } : null;
+}
