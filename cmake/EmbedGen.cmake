@@ -1,4 +1,5 @@
-# Script mode helper for tsum_embed: writes OUT, a C++ file embedding FILES behind FUNCTION.
+# Script mode helper for tsum_embed: writes OUT, a C++ file embedding FILES ('|'-separated) behind FUNCTION.
+string(REPLACE "|" ";" FILES "${FILES}")
 string(REGEX MATCH "^(.*)::([^:]+)$" _ "${FUNCTION}")
 set(ns "${CMAKE_MATCH_1}")
 set(fn "${CMAKE_MATCH_2}")
