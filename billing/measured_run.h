@@ -42,11 +42,15 @@ struct Workload {
 
 // One measured run. A partial run (a probe of a few hundred steps) sets images_done or epochs_done: its learn
 // phase covers only that much of the workload. Its verify and save phases are not used as measurements.
+// A partial run may also report its steady throughput (images per second after the first steps, which pay
+// for allocator warm-up and kernel selection); the rest of the workload is then extrapolated at that rate
+// instead of scaling the warm-up up with it.
 struct MeasuredRun {
   ConfigSpec cfg;
   PhaseSeconds phases{};
   std::optional<double> images_done;
   std::optional<double> epochs_done;
+  std::optional<double> steady_images_per_s;
 };
 
 }  // namespace tsum::billing

@@ -167,7 +167,6 @@ int plan_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   PlanRequest req;
   CsvPlanOptions opt;
-  opt.predictor.samples = 2000;
   if (auto s = build_request(*a, req, opt); !s) {
     err << "plan: " << s.error().detail << "\n";
     return kUsage;

@@ -12,7 +12,7 @@
 //   --packing P              fresh, packed or best (default) when N > 1
 //   --epochs N               epochs in a full run (for free-epoch counts and partial runs), default 1
 //   --images-per-epoch N     for rows with images_done
-//   --samples N              Monte Carlo draws per config, default 2000
+//   --samples N              Monte Carlo draws per config, default 2520
 //   --seed N                 default 1
 //   --json                   print the plan as JSON instead of a table
 //

@@ -121,25 +121,39 @@ Result<Predictor> Predictor::learn(std::span<const MeasuredRun> history, const W
   return p;
 }
 
+// The full-workload learn time of one run at its steady throughput, when it reported one.
+std::optional<double> Predictor::learn_at_rate(const MeasuredRun& r, double fraction) const {
+  if (!r.steady_images_per_s || !(*r.steady_images_per_s > 0) || fraction >= 1) return std::nullopt;
+  const double total = workload_.epochs * workload_.images_per_epoch;
+  if (!(total > 0)) return std::nullopt;
+  const double done = r.images_done ? *r.images_done : fraction * total;
+  return r.phases[kLearn] + std::max(0.0, total - done) / *r.steady_images_per_s;
+}
+
 Status Predictor::add_learn(std::span<const MeasuredRun> history) {
   struct Point {
     double f, learn;
   };
-  std::map<std::string, std::vector<Point>> points;
+  std::map<std::string, std::vector<Point>> scaled;  // partial runs without a rate, and full runs
+  std::map<std::string, std::vector<double>> at_rate;
+  std::map<std::string, std::vector<PhaseSeconds>> full;
   for (const auto& r : history) {
     auto f = fraction_of(r, workload_);
     if (!f) return f.error();
-    points[r.cfg.config].push_back({*f, r.phases[kLearn]});
     config_group_[r.cfg.config] = {count_of(r.cfg), group_of(r.cfg)};
+    if (*f == 1.0) full[r.cfg.config].push_back(r.phases);
+    if (auto learn = learn_at_rate(r, *f)) at_rate[r.cfg.config].push_back(*learn);
+    else scaled[r.cfg.config].push_back({*f, r.phases[kLearn]});
   }
-  std::vector<double> rel_sds, verify_ratios;
-  for (auto& [config, pts] : points) {
+  std::vector<double> rel_sds;
+  for (const auto& [config, _] : config_group_) {
+    ConfigRuns runs;
+    const auto& pts = scaled[config];
     std::set<double> fs;
     for (const auto& p : pts) fs.insert(p.f);
-    ConfigRuns runs;
-    runs.any_full = fs.contains(1.0);
     double slope = 0;
     if (fs.size() >= 2) {
+      // Runs at two or more fractions: learn = a + b·f separates a fixed warm-up a from the per-share time b.
       Matrix A(static_cast<int>(pts.size()), 2);
       std::vector<double> b;
       for (size_t i = 0; i < pts.size(); ++i) {
@@ -151,17 +165,24 @@ Status Predictor::add_learn(std::span<const MeasuredRun> history) {
       if (!ab) return ab.error();
       slope = (*ab)[1];
     }
-    for (const auto& p : pts)
-      runs.learn_full.push_back(fs.size() >= 2 ? p.learn + slope * (1 - p.f) : p.learn / p.f);
-    if (fs.size() == 1 && runs.any_full && runs.learn_full.size() >= 2 && mean_of(runs.learn_full) > 0)
-      rel_sds.push_back(sd_of(runs.learn_full) / mean_of(runs.learn_full));
+    for (const auto& p : pts) runs.learn_full.push_back(fs.size() >= 2 ? p.learn + slope * (1 - p.f) : p.learn / p.f);
+    for (double l : at_rate[config]) runs.learn_full.push_back(l);
+    runs.full_runs = full[config];
+    runs.any_full = !runs.full_runs.empty();
+    if (runs.full_runs.size() >= 2) {
+      std::vector<double> learns;
+      for (const auto& ph : runs.full_runs) learns.push_back(ph[kLearn]);
+      if (mean_of(learns) > 0) rel_sds.push_back(sd_of(learns) / mean_of(learns));
+    }
     configs_[config] = std::move(runs);
   }
   double pooled = 0;
   for (double r : rel_sds) pooled += r * r;
   noise_cv_ = std::max(opt_.min_noise_cv, rel_sds.empty() ? 0.0 : std::sqrt(pooled / rel_sds.size()));
-  for (const auto& r : history)
-    if (!r.images_done && !r.epochs_done && r.phases[kLearn] > 0) verify_ratios.push_back(r.phases[kVerify] / r.phases[kLearn]);
+  std::vector<double> verify_ratios;
+  for (const auto& [config, runs] : full)
+    for (const auto& ph : runs)
+      if (ph[kLearn] > 0) verify_ratios.push_back(ph[kVerify] / ph[kLearn]);
   if (!verify_ratios.empty()) verify_ratio_ = median_of(verify_ratios);
   return {};
 }
@@ -236,6 +257,8 @@ std::vector<double> Predictor::phase_samples(const ConfigSpec& cfg, int ph, cons
 Result<Prediction> Predictor::predict(const ConfigSpec& cfg) const {
   std::mt19937_64 rng(mix(opt_.seed, cfg.config));
   Prediction p;
+  if (auto it = configs_.find(cfg.config); it != configs_.end() && it->second.full_runs.size() >= kEmpiricalRuns)
+    return empirical(it->second.full_runs);
   auto learn = learn_samples(cfg, p, rng);
   if (learn.empty())
     return make_error(Code::not_found, "no measured run predicts the learn phase of " + cfg.config + " (group " +
@@ -245,6 +268,22 @@ Result<Prediction> Predictor::predict(const ConfigSpec& cfg) const {
   p.t_sum.assign(opt_.samples, 0.0);
   for (int ph = 0; ph < 8; ++ph)
     for (int i = 0; i < opt_.samples; ++i) p.t_sum[i] += p.phases[ph][i];
+  return p;
+}
+
+Prediction Predictor::empirical(const std::vector<PhaseSeconds>& runs) const {
+  Prediction p;
+  p.basis = "measured";
+  p.overhead_basis = "measured";
+  p.runs = static_cast<int>(runs.size());
+  for (int ph = 0; ph < 8; ++ph) p.phases[ph].resize(opt_.samples);
+  p.t_sum.resize(opt_.samples);
+  for (int i = 0; i < opt_.samples; ++i) {
+    const auto& run = runs[static_cast<size_t>(i) % runs.size()];
+    for (int ph = 0; ph < 8; ++ph) p.phases[ph][i] = run[ph];
+    p.t_sum[i] = t_sum_of(run);
+  }
+  p.epoch_s = p.mean(kLearn) / std::max(1e-9, workload_.epochs);
   return p;
 }
 

@@ -1,10 +1,14 @@
 // Predicts the 8 phases of a config's t_sum from a history of measured runs. Every prediction is a
 // distribution: a vector of samples per phase (and of their sum), drawn with a fixed seed per config.
 //
-// learn: a partial run (a probe) is first scaled to a full run: learn_full = learn / f, f the fraction of the
-//   workload it covered (images_done / (epochs * images_per_epoch), or epochs_done / epochs); when a config
-//   has runs at two or more fractions, learn = a + b·f is fitted by NNLS instead, so a fixed warm-up (a) is
-//   not multiplied up. Then:
+// A config with kEmpiricalRuns (3) or more full runs is predicted by those runs themselves: draw i is run
+// i mod R, all 8 phases together, so a table of measured runs is priced exactly as measured (the default
+// 2520 draws weight every run count up to 10 equally). Otherwise, phase by phase:
+// learn: a partial run (a probe) is first scaled to a full run. With a steady throughput it is
+//   learn + (images left) / rate; without, learn / f, f the fraction of the workload it covered
+//   (images_done / (epochs * images_per_epoch), or epochs_done / epochs); when a config has such runs at two
+//   or more fractions, learn = a + b·f is fitted by NNLS instead, so a fixed warm-up (a) is not multiplied up.
+//   Then:
 //   - a config with runs of its own: normal around their mean, spread max(sample sd, noise_cv·mean), plus
 //     5% when all its runs were partial;                                                       basis "measured"
 //   - otherwise the learn curve of its group (CPU family over cores when gpus == 0; GPU type over GPU count)
@@ -22,6 +26,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,8 +37,11 @@
 
 namespace tsum::billing {
 
+// A config with this many full runs is predicted by the runs themselves.
+inline constexpr size_t kEmpiricalRuns = 3;
+
 struct PredictorOptions {
-  int samples = 1000;          // samples per prediction
+  int samples = 2520;          // samples per prediction; 2520 is divisible by every run count up to 10
   int bootstrap = 200;         // curves per scaling model
   double min_noise_cv = 0.02;  // floor on run-to-run spread
   uint64_t seed = 1;
@@ -74,6 +82,7 @@ class Predictor {
  private:
   struct ConfigRuns {
     std::vector<double> learn_full;  // per run, scaled to the full workload
+    std::vector<PhaseSeconds> full_runs;
     bool any_full = false;
   };
   struct PhaseValues {
@@ -81,6 +90,8 @@ class Predictor {
   };
 
   Status add_learn(std::span<const MeasuredRun> history);
+  std::optional<double> learn_at_rate(const MeasuredRun& r, double fraction) const;
+  Prediction empirical(const std::vector<PhaseSeconds>& runs) const;
   void add_overheads(std::span<const MeasuredRun> history);
   Status fit_groups();
   std::vector<double> learn_samples(const ConfigSpec& cfg, Prediction& p, std::mt19937_64& rng) const;

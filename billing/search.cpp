@@ -109,9 +109,12 @@ struct Choice {
   bool explore = false;
 };
 
-// The middle config of the cheapest-to-probe group that nothing predicts yet.
+// A config of the cheapest-to-probe group that nothing predicts yet: at the lower third of its counts for
+// cost objectives (the cheapest run sits among the small configs when price grows with size), in the middle
+// for time objectives (the fastest sits at the scaling sweet spot).
 std::optional<Choice> pick_exploration(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
-                                       const std::set<std::string>& excluded) {
+                                       const std::set<std::string>& excluded, Objective objective) {
+  const size_t explore_at = objective == Objective::cost || objective == Objective::cost_under_deadline ? 3 : 2;
   std::map<std::string, std::vector<const Scored*>> groups;
   for (const auto& s : scored)
     if (!s.pred && !excluded.contains(candidates[s.index].cfg.config))
@@ -121,7 +124,7 @@ std::optional<Choice> pick_exploration(const std::vector<Scored>& scored, std::s
     std::sort(members.begin(), members.end(), [&](const Scored* a, const Scored* b) {
       return Predictor::count_of(candidates[a->index].cfg) < Predictor::count_of(candidates[b->index].cfg);
     });
-    const Scored* mid = members[(members.size() - 1) / 2];
+    const Scored* mid = members[(members.size() - 1) / explore_at];
     if (!best || mid->probe_cost < best->probe_cost)
       best = Choice{mid->index, "explore: no run predicts " + group, 0, mid->probe_cost, true};
   }
@@ -179,7 +182,7 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
       }
       scored[k].probe_cost = expected_probe_cost(candidates[k], scored[k].pred ? &*scored[k].pred : nullptr, req);
     }
-    auto choice = pick_exploration(scored, candidates, excluded);
+    auto choice = pick_exploration(scored, candidates, excluded, req.plan.objective);
     if (!choice) choice = pick_exploitation(scored, candidates, probed, excluded, req);
     if (!choice) { out.stop_reason = "every config has been probed"; break; }
     if (!choice->explore && choice->gain < choice->probe_cost) {

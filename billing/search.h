@@ -3,7 +3,8 @@
 //
 // Each round refits the predictor on everything measured so far, then:
 //  1. explore: a group (CPU family or GPU type, see Predictor::group_of) with no run at all cannot be
-//     predicted, so its middle config (median count) is probed first, cheapest group first;
+//     predicted, so one of its configs is probed first, cheapest group first: the one at the lower third of
+//     its counts for cost objectives, the middle one for time objectives;
 //  2. exploit: otherwise every unprobed config j gets an expected improvement over the incumbent (the best
 //     probed config by expected value) from its predicted distribution,
 //       gain_j = E[max(0, incumbent - value_j)] * future_runs * repetitions
@@ -12,8 +13,9 @@
 //  3. stop when that best gain is below its probe's cost, the probe budget would be exceeded, max_probes is
 //     reached, or nothing is left to probe.
 // cost_under_deadline counts a draw's improvement only when it meets the deadline; budget only when the
-// draw's cost is within budget. The recommendation is the first entry of a plan over all candidates
-// (probed ones from their measurements, the others from the fitted curves).
+// draw's cost is within budget. The result ranks all candidates (probed ones from their measurements, the
+// others from the fitted curves) and recommends the best. (Recommending only probed or interpolated configs
+// was tried and did worse on bench/planner: the curves' best guess beats the best probe.)
 #pragma once
 
 #include <functional>
@@ -62,11 +64,13 @@ struct ProbeStep {
 };
 
 struct SearchResult {
-  Plan plan;  // the final ranking; plan.ranked[0] is the recommendation
+  Plan plan;  // the final ranking over all candidates; its first entry is the recommendation
   std::vector<ProbeStep> trace;
   double spent = 0;
   std::string stop_reason;
   std::vector<MeasuredRun> history;  // the input history plus every successful probe
+
+  const PlanEntry& recommendation() const { return plan.ranked.front(); }
 };
 
 // invalid_argument for no candidates, a negative budget or future_runs <= 0. Errors of the planner on the

@@ -1,8 +1,6 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
-#include <cmath>
-
 #include "billing/billing_rule.h"
 #include "billing/catalog.h"
 

@@ -62,6 +62,24 @@ TEST_CASE("expected cost is taken over the t_sum distribution, not at its mean, 
   CHECK(e.t_p90 > e.t_mean);
 }
 
+TEST_CASE("with two runs the straddle is priced over a normal model of t_sum") {
+  auto c = local(1);
+  std::vector<MeasuredRun> h = {run(c, 3440), run(c, 3500)};  // t_sum 3520 and 3580
+  auto p = Predictor::learn(h, {});
+  REQUIRE(p.ok());
+  auto pred = p->predict(c);
+  REQUIRE(pred.ok());
+  double over = 0;
+  for (double t : pred->t_sum) over += t > 3600;
+  over /= static_cast<double>(pred->t_sum.size());
+  CHECK(over > 0.1);  // both runs stayed under the hour, but a normal with their spread does not
+  CHECK(over < 0.5);
+  auto pl = make_plan(*p, std::vector{cand(c, 2.0, "per_hour")}, {});
+  REQUIRE(pl.ok());
+  CHECK(pl->ranked[0].cost == doctest::Approx(2.0 * (1 + over)));
+  CHECK(pl->ranked[0].cost > 2.0 * 1.1);  // billed(E[t]) would say exactly 2.0
+}
+
 TEST_CASE("per_hour: both bill 1 h, so the half-price machine wins") {
   auto one = local(1), two = local(2);
   std::vector<MeasuredRun> h = {run(one, 1500), run(one, 1510), run(two, 800), run(two, 790)};

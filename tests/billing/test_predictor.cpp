@@ -41,7 +41,7 @@ TEST_CASE("a config with its own runs is predicted from them") {
   CHECK(pred->mean(kLearn) == doctest::Approx(1000).epsilon(0.01));
   CHECK(pred->mean(kStartup) == doctest::Approx(30).epsilon(0.02));
   CHECK(pred->t_mean() == doctest::Approx(30 + 60 + 10 + 5 + 1000 + 50 + 4 + 20).epsilon(0.01));
-  CHECK(pred->t_sum.size() == 1000);
+  CHECK(pred->t_sum.size() == 2520);
 }
 
 TEST_CASE("a probe of a few hundred steps predicts the full learn phase") {
@@ -63,6 +63,37 @@ TEST_CASE("a probe of a few hundred steps predicts the full learn phase") {
   auto q = Predictor::learn(std::vector{by_epoch}, w);
   REQUIRE(q.ok());
   CHECK(q->predict(c)->mean(kLearn) == doctest::Approx(1500).epsilon(0.01));
+}
+
+TEST_CASE("a probe's steady throughput keeps its warm-up from being scaled up") {
+  auto c = cpu("aws", 8);
+  Workload w{1, 100000};
+  MeasuredRun probe = run(c, 20 + 0.01 * 3000);  // 20 s warm-up, then 10 ms per image for 3000 images
+  probe.images_done = 3000;
+  probe.steady_images_per_s = 100;
+  auto p = Predictor::learn(std::vector{probe}, w);
+  REQUIRE(p.ok());
+  CHECK(p->predict(c)->mean(kLearn) == doctest::Approx(20 + 0.01 * 100000).epsilon(0.01));
+  probe.steady_images_per_s.reset();  // without it the warm-up is multiplied by 100000 / 3000
+  auto q = Predictor::learn(std::vector{probe}, w);
+  CHECK(q->predict(c)->mean(kLearn) == doctest::Approx(50.0 * 100000 / 3000).epsilon(0.01));
+}
+
+TEST_CASE("three or more full runs are used as they are, phases together") {
+  auto c = cpu("aws", 4);
+  std::vector<MeasuredRun> h = {run(c, 1000, 30), run(c, 1100, 40), run(c, 1200, 50)};
+  auto p = Predictor::learn(h, {});
+  REQUIRE(p.ok());
+  auto pred = p->predict(c);
+  REQUIRE(pred.ok());
+  REQUIRE(pred->t_sum.size() % 3 == 0);
+  for (size_t i = 0; i < pred->t_sum.size(); ++i) {
+    const auto& r = h[i % 3];
+    CHECK(pred->phases[kLearn][i] == r.phases[kLearn]);
+    CHECK(pred->phases[kStartup][i] == r.phases[kStartup]);
+    CHECK(pred->t_sum[i] == doctest::Approx(t_sum_of(r.phases)));
+  }
+  CHECK(pred->mean(kLearn) == doctest::Approx(1100));
 }
 
 TEST_CASE("probes at two sizes separate a fixed warm-up from the per-image time") {
