@@ -7,6 +7,7 @@
 #include <random>
 
 #include "billing/plan_explain.h"
+#include "billing/rule_book.h"
 
 namespace tsum::billing {
 
@@ -203,6 +204,34 @@ Result<PackingChoice> parse_packing(std::string_view name) {
   if (name == "packed") return PackingChoice::packed;
   if (name == "best") return PackingChoice::best;
   return make_error(Code::invalid_argument, "unknown packing '" + std::string(name) + "': use fresh, packed or best");
+}
+
+Result<PlanCandidate> candidate_from_offer(const Catalog& catalog, const CatalogOffer& offer,
+                                           std::span<const BillingRule> user_rules, bool spot) {
+  PlanCandidate c;
+  c.cfg.config = catalog.provider + "/" + offer.instance_type + (spot ? "/spot" : "");
+  c.cfg.provider = catalog.provider;
+  c.cfg.instance_type = offer.instance_type;
+  c.cfg.cores = offer.vcpus;
+  c.cfg.gpus = offer.gpus;
+  c.cfg.gpu_type = offer.gpu_type;
+  c.cfg.cpu_family = offer.cpu_family;
+  c.currency = catalog.currency;
+  if (spot && !offer.spot_hourly)
+    return make_error(Code::invalid_argument, catalog.provider + " " + offer.instance_type + " has no spot price");
+  c.hourly_price = spot ? *offer.spot_hourly : offer.hourly;
+  const std::string& name = !offer.billing.empty() ? offer.billing : catalog.billing;
+  if (!name.empty()) {
+    auto rule = parse_rule(name, user_rules);
+    if (!rule) return rule.error();
+    c.rule = *rule;
+  } else if (auto rule = rule_for_provider(catalog.provider, user_rules)) {
+    c.rule = *rule;
+  } else {
+    c.rule = *parse_rule("per_second_60s_min");
+  }
+  if (offer.monthly) c.rule = with_monthly_cap(c.rule, c.hourly_price, *offer.monthly);
+  return c;
 }
 
 std::string PlanEntry::label() const {

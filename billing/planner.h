@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "billing/billing_rule.h"
+#include "billing/catalog.h"
 #include "billing/measured_run.h"
 #include "billing/predictor.h"
 #include "common/result.h"
@@ -49,6 +50,14 @@ struct PlanCandidate {
   std::string currency = "USD";
   BillingRule rule;
 };
+
+// A candidate for a catalog offer: its machine (vcpus as cores, GPUs, cpu_family), its hourly price (spot when
+// asked and listed), the catalog's currency, and its billing rule: the offer's, else the catalog's, else the
+// provider's (user rules first), else per_second_60s_min; capped at the offer's monthly price when the rule has
+// a cap. config is "<provider>/<instance_type>" ("/spot" appended for spot). invalid_argument for an unknown
+// rule name, or spot asked for an offer without a spot price.
+Result<PlanCandidate> candidate_from_offer(const Catalog& catalog, const CatalogOffer& offer,
+                                           std::span<const BillingRule> user_rules = {}, bool spot = false);
 
 struct PlanRequest {
   Objective objective = Objective::cost;

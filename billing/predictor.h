@@ -16,9 +16,11 @@
 //     "extrapolated" or "sparse"
 //   - no run in the group: not_found (the search probes such a group first).
 //   noise_cv is the pooled relative spread of configs with two or more full runs, at least min_noise_cv.
-// startup, install, load_data, start, poweroff: the runs of the same provider × instance type × image_cached;
-//   else of the provider × image_cached; else the provider's prior (phase_priors.h). Normal around the mean
-//   with spread max(sd, 5%) (10% with one run). Partial runs count here: these phases are whole in a probe.
+// startup, install, load_data, start, poweroff: the runs of the same provider × instance type; else of the
+//   provider; else the provider's prior (phase_priors.h). install is further split by image_cached (a cached
+//   image is what makes it short); the other phases do not depend on it, so they pool both. Normal around
+//   the mean with spread max(sd, 5%) (10% with one run). Partial runs count here: these phases are whole in
+//   a probe.
 // verify, save: as above but from full runs only; verify with no full run of the config is the history's
 //   median verify/learn ratio times the predicted learn, else kVerifyPerEpoch of an epoch.
 #pragma once

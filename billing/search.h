@@ -3,8 +3,8 @@
 //
 // Each round refits the predictor on everything measured so far, then:
 //  1. explore: a group (CPU family or GPU type, see Predictor::group_of) with no run at all cannot be
-//     predicted, so one of its configs is probed first, cheapest group first: the one at the lower third of
-//     its counts for cost objectives, the middle one for time objectives;
+//     predicted, so one of its configs is probed first, cheapest group first: the second smallest for cost,
+//     the lower third for cost under a deadline, the middle for time and budget (see explore_index);
 //  2. exploit: otherwise every unprobed config j gets an expected improvement over the incumbent (the best
 //     probed config by expected value) from its predicted distribution,
 //       gain_j = E[max(0, incumbent - value_j)] * future_runs * repetitions

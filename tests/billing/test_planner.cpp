@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "billing/planner.h"
+#include "billing/rule_book.h"
 
 using namespace tsum::billing;
 
@@ -202,4 +203,33 @@ TEST_CASE("plan requests are checked") {
   REQUIRE(partly->unpredictable.size() == 1);
   CHECK(partly->unpredictable[0].first == "gpu");
   CHECK(parse_objective("cheapest").error().detail.find("cost, time") != std::string::npos);
+}
+
+TEST_CASE("catalog offers become candidates with their provider's rule and their monthly cap") {
+  auto hz = parse_catalog(tsum::find_embedded(embedded_catalogs(), "hetzner.json"));
+  REQUIRE(hz.ok());
+  auto c = candidate_from_offer(*hz, *hz->find("ccx13"));
+  REQUIRE(c.ok());
+  CHECK(c->cfg.config == "hetzner/ccx13");
+  CHECK(c->cfg.cores == 2);
+  CHECK(c->currency == "EUR");
+  CHECK(c->rule.name == "hetzner");
+  CHECK(*c->rule.cap_hours == doctest::Approx(12.49 / 0.020));
+  auto gce = parse_catalog(tsum::find_embedded(embedded_catalogs(), "gce.json"));
+  REQUIRE(gce.ok());
+  const auto* v100 = gce->find("n1-standard-8+1xV100");
+  auto spot = candidate_from_offer(*gce, *v100, {}, true);
+  REQUIRE(spot.ok());
+  CHECK(spot->hourly_price == *v100->spot_hourly);
+  CHECK(spot->cfg.gpu_type == "V100");
+  CHECK(spot->rule.name == "gce");
+  auto aws = parse_catalog(tsum::find_embedded(embedded_catalogs(), "aws.json"));
+  REQUIRE(aws.ok());
+  CHECK_FALSE(candidate_from_offer(*aws, *aws->find("c6i.large"), {}, true).ok());  // no spot price listed
+  auto local = parse_catalog(tsum::find_embedded(embedded_catalogs(), "local.json"));
+  REQUIRE(local.ok());
+  CHECK(candidate_from_offer(*local, local->offers[0])->rule.name == "per_second_60s_min");
+  auto user = parse_rules(R"({"rules": [{"name": "my_local", "provider": "local", "step_s": 60, "source": "me", "as_of": "2026-01-01"}]})");
+  REQUIRE(user.ok());
+  CHECK(candidate_from_offer(*local, local->offers[0], *user)->rule.name == "my_local");
 }
