@@ -107,6 +107,8 @@ const ScalingModel* Predictor::curve(const std::string& group) const {
 
 Result<Predictor> Predictor::learn(std::span<const MeasuredRun> history, const Workload& workload,
                                    const PredictorOptions& opt) {
+  if (opt.samples < 1 || opt.bootstrap < 1)
+    return make_error(Code::invalid_argument, "predictor: samples and bootstrap must be >= 1");
   Predictor p;
   p.workload_ = workload;
   p.opt_ = opt;

@@ -63,8 +63,8 @@ struct Prediction {
 
 class Predictor {
  public:
-  // invalid_argument for a run with a negative or non-finite phase, a fraction <= 0, or images_done without
-  // the workload's images_per_epoch.
+  // invalid_argument for a run with a negative or non-finite phase, a fraction <= 0, images_done without
+  // the workload's images_per_epoch, or samples/bootstrap < 1.
   static Result<Predictor> learn(std::span<const MeasuredRun> history, const Workload& workload,
                                  const PredictorOptions& opt = {});
 

@@ -170,6 +170,9 @@ TEST_CASE("bad runs are refused") {
   auto partial = run(cpu("aws", 4), 10);
   partial.images_done = 100;  // but the workload does not say how many images an epoch has
   CHECK_FALSE(Predictor::learn(std::vector{partial}, {}).ok());
+  PredictorOptions none;
+  none.samples = 0;
+  CHECK_FALSE(Predictor::learn(std::vector{run(cpu("aws", 4), 10)}, {}, none).ok());
 }
 
 TEST_CASE("predictions are repeatable") {
