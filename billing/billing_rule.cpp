@@ -151,6 +151,10 @@ std::string format_duration(double seconds) {
     else std::snprintf(buf, sizeof buf, "%ld h %ld min", h, m);
   } else if (s >= 60 && s % 60 == 0) {
     std::snprintf(buf, sizeof buf, "%ld min", s / 60);
+  } else if (seconds >= 3600) {
+    std::snprintf(buf, sizeof buf, "%.2f h", seconds / 3600);
+  } else if (seconds >= 600) {
+    std::snprintf(buf, sizeof buf, "%.1f min", seconds / 60);
   } else if (std::fabs(seconds - static_cast<double>(s)) < 0.05) {
     std::snprintf(buf, sizeof buf, "%ld s", s);
   } else {

@@ -73,7 +73,7 @@ double expected_cost(const BillingRule& rule, double hourly_price, double t_s);
 // cap, or prices <= 0, come back unchanged.
 BillingRule with_monthly_cap(BillingRule rule, double hourly_price, double monthly_price);
 
-// "1 h", "2 h 10 min", "61 s": a billed duration for a human.
+// "1 h", "2 h 10 min", "61 s", "1.86 h", "13.8 min": a billed duration for a human.
 std::string format_duration(double seconds);
 
 }  // namespace tsum::billing

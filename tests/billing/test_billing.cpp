@@ -163,6 +163,8 @@ TEST_CASE("durations read well") {
   CHECK(format_duration(600) == "10 min");
   CHECK(format_duration(61) == "61 s");
   CHECK(format_duration(61.25) == "61.2 s");
+  CHECK(format_duration(6700) == "1.86 h");
+  CHECK(format_duration(828.4) == "13.8 min");
 }
 
 TEST_CASE("the shipped local catalog parses and prices every local type") {
