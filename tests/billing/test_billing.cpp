@@ -74,6 +74,99 @@ TEST_CASE("bad rules are refused with a message naming the problem") {
   }
 }
 
+TEST_CASE("every shipped provider rule on its boundaries, below its minimum and at its cap") {
+  struct Row {
+    const char* rule;
+    double t, billed;
+  };
+  const Row rows[] = {
+      // AWS, GCE, OCI VMs: per second after 60 s.
+      {"aws_ec2_linux", 0, 60},     {"aws_ec2_linux", 59, 60},    {"aws_ec2_linux", 60, 60},
+      {"aws_ec2_linux", 60.4, 61},  {"gce", 30, 60},              {"gce", 125.2, 126},
+      {"oci_vm", 1, 60},            {"oci_vm", 61, 61},
+      // OCI bare metal: per second after an hour.
+      {"oci_bare_metal", 10, 3600}, {"oci_bare_metal", 3600, 3600}, {"oci_bare_metal", 3600.5, 3601},
+      // Azure's FAQ: whole minutes only, rounded down.
+      {"azure", 405, 360},          {"azure", 59.9, 0},           {"azure", 60, 60},  {"azure", 119.99, 60},
+      // Hetzner: started hours.
+      {"hetzner", 1, 3600},         {"hetzner", 3600, 3600},      {"hetzner", 3601, 7200},
+      // Lambda: started minutes; RunPod, Vast, Yandex: per second, no minimum.
+      {"lambda", 1, 60},            {"lambda", 61, 120},          {"runpod", 0.4, 1}, {"vast", 59, 59},
+      {"yandex", 3600.2, 3601},     {"yandex", 0, 0},
+      // Historical: GCE per minute after 10 minutes; RU per 10 minutes and per hour.
+      {"gce_2016", 1, 600},         {"gce_2016", 600, 600},       {"gce_2016", 601, 660},
+      {"ru_10min", 601, 1200},      {"ru_hourly", 3599, 3600},    {"ru_hourly", 3600.5, 7200},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.rule);
+    CAPTURE(r.t);
+    CHECK(billed_seconds(rule(r.rule), r.t) == doctest::Approx(r.billed));
+  }
+}
+
+TEST_CASE("Hetzner's monthly cap: billed hours never exceed the cap within a month") {
+  auto h = rule("hetzner");
+  REQUIRE(h.cap_hours.has_value());
+  CHECK(*h.cap_hours == 672);
+  CHECK(billed_seconds(h, 671.5 * 3600) == doctest::Approx(672 * 3600));
+  CHECK(billed_seconds(h, 700 * 3600) == doctest::Approx(672 * 3600));   // capped
+  CHECK(billed_seconds(h, 729 * 3600) == doctest::Approx(672 * 3600));   // still one month
+  CHECK(billed_seconds(h, kMonthS + 10) == doctest::Approx(672 * 3600 + 3600));  // a month, then an hour
+  // The exact cap of an offer comes from its monthly price: CCX13 at 0.02/h and 12.49/month caps at 624.5 h.
+  auto ccx13 = with_monthly_cap(h, 0.02, 12.49);
+  CHECK(*ccx13.cap_hours == doctest::Approx(624.5));
+  CHECK(cost(ccx13, 0.02, 700 * 3600) == doctest::Approx(12.49));
+  CHECK(cost(ccx13, 0.02, 2.5 * 3600) == doctest::Approx(0.06));
+  // Rules without a cap are left alone.
+  CHECK_FALSE(with_monthly_cap(rule("per_hour"), 0.02, 12.49).cap_hours.has_value());
+}
+
+TEST_CASE("Selectel bills every clock hour a run touches") {
+  auto s = rule("selectel");
+  REQUIRE(s.clock_hour);
+  CHECK(billed_seconds(s, 20 * 60, 50 * 60) == 7200);   // 10:50 to 11:10 is two clock hours
+  CHECK(billed_seconds(s, 20 * 60, 0) == 3600);         // 10:00 to 10:20 is one
+  CHECK(billed_seconds(s, 3600, 0) == 3600);            // exactly 10:00 to 11:00
+  CHECK(billed_seconds(s, 3600, 1) == 7200);            // 10:00:01 to 11:00:01
+  CHECK(billed_seconds(s, 10 * 60, 50 * 60) == 3600);   // 10:50 to 11:00 ends on the boundary
+  CHECK(billed_seconds(s, 20 * 60, 50 * 60 + 3600) == 7200);  // offsets are taken modulo the hour
+  CHECK(start_offset_of(s, 1'700'000'000.0) == doctest::Approx(800));  // 2023-11-14 22:13:20 UTC
+  CHECK(start_offset_of(s, 1'700'000'000.0 + 3000) == doctest::Approx(200));
+  // Over a uniform start offset, a run of t bills t + 1 h on average (before the minimum).
+  CHECK(expected_billed_seconds(s, 1200) == doctest::Approx(1200 + 3600));
+  CHECK(expected_billed_seconds(s, 3600) == doctest::Approx(7200));
+  CHECK(expected_billed_seconds(s, 5400) == doctest::Approx(9000));
+  // And for a rule that is not clock-aligned the expectation is the plain value.
+  CHECK(expected_billed_seconds(rule("per_hour"), 1200) == 3600);
+}
+
+TEST_CASE("the stopped_bills flag follows each provider's documentation") {
+  CHECK(rule("hetzner").stopped_bills);
+  CHECK(rule("selectel").stopped_bills);
+  CHECK_FALSE(rule("aws_ec2_linux").stopped_bills);
+  CHECK_FALSE(rule("gce").stopped_bills);
+  CHECK_FALSE(rule("yandex").stopped_bills);
+}
+
+TEST_CASE("builtin_rules keeps the four generic rules in their order") {
+  const auto& b = builtin_rules();
+  REQUIRE(b.size() == 4);
+  CHECK(b[0].name == "per_second_60s_min");
+  CHECK(b[1].name == "per_minute");
+  CHECK(b[2].name == "per_10_minutes");
+  CHECK(b[3].name == "per_hour");
+}
+
+TEST_CASE("durations read well") {
+  CHECK(format_duration(3600) == "1 h");
+  CHECK(format_duration(7800) == "2 h 10 min");
+  CHECK(format_duration(600) == "10 min");
+  CHECK(format_duration(61) == "61 s");
+  CHECK(format_duration(61.25) == "61.2 s");
+  CHECK(format_duration(6700) == "1.86 h");
+  CHECK(format_duration(828.4) == "13.8 min");
+}
+
 TEST_CASE("the shipped local catalog parses and prices every local type") {
   auto text = tsum::find_embedded(embedded_catalogs(), "local.json");
   REQUIRE_FALSE(text.empty());

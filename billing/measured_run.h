@@ -1,0 +1,56 @@
+// The planner's input: configs (what a machine is) and measured runs (how long each of the 8 phases of t_sum
+// took on one). Plain data, shared by the predictor, the planner and the search.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tsum::billing {
+
+// The 8 phases of t_sum, in order.
+inline constexpr std::array<std::string_view, 8> kPhaseNames = {"startup", "install", "load_data", "start",
+                                                                "learn",   "verify",  "save",      "poweroff"};
+enum PhaseIndex : int { kStartup, kInstall, kLoadData, kStart, kLearn, kVerify, kSave, kPoweroff };
+using PhaseSeconds = std::array<double, 8>;
+
+inline double t_sum_of(const PhaseSeconds& p) {
+  double t = 0;
+  for (double s : p) t += s;
+  return t;
+}
+
+// What a config is: enough to price it and to predict it from runs of similar configs.
+struct ConfigSpec {
+  std::string config;         // id, unique among candidates
+  std::string provider;       // "aws", "local", ...
+  std::string instance_type;  // "c6i.2xlarge"
+  int cores = 0;              // vCPUs
+  int gpus = 0;
+  std::string gpu_type;       // "V100"; "" when gpus == 0
+  std::string cpu_family;     // learn time is fitted over cores within one family; "" = the provider's
+  bool image_cached = false;  // the machine image already holds the framework, so install is short
+};
+
+// The workload being planned: a full run learns `epochs` epochs of `images_per_epoch` images.
+// images_per_epoch may be 0 when unknown; partial runs must then report epochs_done.
+struct Workload {
+  double epochs = 1;
+  double images_per_epoch = 0;
+};
+
+// One measured run. A partial run (a probe of a few hundred steps) sets images_done or epochs_done: its learn
+// phase covers only that much of the workload. Its verify and save phases are not used as measurements.
+// A partial run may also report its steady throughput (images per second after the first steps, which pay
+// for allocator warm-up and kernel selection); the rest of the workload is then extrapolated at that rate
+// instead of scaling the warm-up up with it.
+struct MeasuredRun {
+  ConfigSpec cfg;
+  PhaseSeconds phases{};
+  std::optional<double> images_done;
+  std::optional<double> epochs_done;
+  std::optional<double> steady_images_per_s;
+};
+
+}  // namespace tsum::billing

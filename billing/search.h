@@ -1,0 +1,83 @@
+// Adaptive probing: which config to measure next, and when to stop measuring. A pure library: the caller
+// supplies a probe callback that runs (part of) the workload on a config and returns its measured phases.
+//
+// Each round refits the predictor on everything measured so far, then:
+//  1. explore: a group (CPU family or GPU type, see Predictor::group_of) with no run at all cannot be
+//     predicted, so one of its configs is probed first, cheapest group first: the second smallest for cost,
+//     the lower third for cost under a deadline, the middle for time and budget (see explore_index);
+//  2. exploit: otherwise every unprobed config j gets an expected improvement over the incumbent (the best
+//     probed config by expected value) from its predicted distribution,
+//       gain_j = E[max(0, incumbent - value_j)] * future_runs * repetitions
+//     in money (time objectives convert hours saved with value_per_hour), and the config with the largest
+//     gain per expected probe cost is probed next;
+//  3. stop when that best gain is below its probe's cost, the probe budget would be exceeded, max_probes is
+//     reached, or nothing is left to probe.
+// cost_under_deadline counts a draw's improvement only when it meets the deadline; budget only when the
+// draw's cost is within budget. The result ranks all candidates (probed ones from their measurements, the
+// others from the fitted curves) and recommends the best. (Recommending only probed or interpolated configs
+// was tried and did worse on bench/planner: the curves' best guess beats the best probe.)
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "billing/measured_run.h"
+#include "billing/planner.h"
+#include "billing/predictor.h"
+#include "common/result.h"
+
+namespace tsum::billing {
+
+// The part of the workload a probe runs: images or epochs (a few hundred steps); both 0 = a full run.
+struct ProbeSpec {
+  double images = 0;
+  double epochs = 0;
+};
+
+// Runs a probe; returns its measured phases with images_done/epochs_done set for a partial run.
+using ProbeFn = std::function<Result<MeasuredRun>(const PlanCandidate&, const ProbeSpec&)>;
+
+struct SearchRequest {
+  PlanRequest plan;  // objective, deadline, budget, repetitions
+  Workload workload;
+  PredictorOptions predictor;
+  ProbeSpec probe;
+  double probe_budget = 0;          // money for probes, in the candidates' currency
+  int max_probes = 0;               // 0 = no limit besides the budget
+  double future_runs = 1;           // how many times the recommended plan will run
+  double value_per_hour = 0;        // time and budget objectives: money per hour of wall time saved
+  double unexplored_probe_s = 120;  // assumed learn seconds of a probe in a group nothing predicts yet
+};
+
+struct ProbeStep {
+  std::string config;
+  std::string why;                   // "explore: ..." or "expected gain ..."
+  double expected_gain = 0;          // money; 0 for exploration
+  double expected_probe_cost = 0;
+  double probe_cost = 0;             // measured t_sum under the config's billing rule
+  double t_sum = 0;                  // the probe's measured t_sum
+  std::string error;                 // set when the probe failed; the config is then not probed again
+};
+
+struct SearchResult {
+  Plan plan;  // the final ranking over all candidates; its first entry is the recommendation
+  std::vector<ProbeStep> trace;
+  double spent = 0;
+  std::string stop_reason;
+  std::vector<MeasuredRun> history;  // the input history plus every successful probe
+
+  const PlanEntry& recommendation() const { return plan.ranked.front(); }
+};
+
+// invalid_argument for no candidates, a negative budget or future_runs <= 0. Errors of the planner on the
+// final ranking (e.g. nothing could be probed) come back as they are.
+Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, std::vector<MeasuredRun> history,
+                                     const ProbeFn& probe, const SearchRequest& req);
+
+nlohmann::json search_to_json(const SearchResult& result);
+
+}  // namespace tsum::billing

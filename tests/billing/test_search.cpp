@@ -1,0 +1,148 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "billing/search.h"
+
+using namespace tsum::billing;
+using tsum::Result;
+
+namespace {
+
+constexpr double kImages = 600000;  // 10 epochs of 60k images
+
+double true_learn(int n) { return 300 + 9000.0 / n + 4.0 * n; }
+PhaseSeconds true_phases(int n) { return {40, 60, 20, 5, true_learn(n), 15, 5, 30}; }
+
+std::vector<PlanCandidate> table(const char* rule_name) {
+  std::vector<PlanCandidate> out;
+  for (int n : {1, 2, 4, 8, 16, 32, 64}) {
+    PlanCandidate c;
+    c.cfg.config = "x-" + std::to_string(n);
+    c.cfg.provider = "aws";
+    c.cfg.instance_type = c.cfg.config;
+    c.cfg.cores = n;
+    c.cfg.cpu_family = "x";
+    c.hourly_price = 0.05 * n;
+    c.rule = *parse_rule(rule_name);
+    out.push_back(c);
+  }
+  return out;
+}
+
+// A probe that learns `spec.images` images at the true speed.
+Result<MeasuredRun> probe(const PlanCandidate& c, const ProbeSpec& spec) {
+  MeasuredRun r;
+  r.cfg = c.cfg;
+  r.phases = true_phases(c.cfg.cores);
+  r.phases[kLearn] *= spec.images / kImages;
+  r.phases[kVerify] = r.phases[kSave] = 0;
+  r.images_done = spec.images;
+  return r;
+}
+
+double true_cost(const PlanCandidate& c) { return cost(c.rule, c.hourly_price, t_sum_of(true_phases(c.cfg.cores))); }
+
+SearchRequest request() {
+  SearchRequest req;
+  req.workload = {10, 60000};
+  req.probe = {6000, 0};  // 1% of the workload
+  req.probe_budget = 1.0;
+  req.future_runs = 20;
+  req.predictor.samples = 500;
+  return req;
+}
+
+}  // namespace
+
+TEST_CASE("the search explores an unknown family first, then stops within budget near the optimum") {
+  auto cands = table("per_second_60s_min");
+  auto req = request();
+  auto r = adaptive_search(cands, {}, probe, req);
+  REQUIRE(r.ok());
+  REQUIRE_FALSE(r->trace.empty());
+  CHECK(r->trace[0].config == "x-2");  // the second smallest, for a cost objective
+  CHECK(r->trace[0].why.find("explore") == 0);
+  CHECK(r->spent <= req.probe_budget);
+  CHECK_FALSE(r->stop_reason.empty());
+  CHECK(r->history.size() == r->trace.size());
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& c : cands) best = std::min(best, true_cost(c));
+  const auto& rec = r->recommendation().candidate;
+  CHECK(true_cost(rec) <= best * 1.05);
+  auto j = search_to_json(*r);
+  CHECK(j["recommendation"]["config"] == rec.cfg.config);
+  CHECK(j["trace"].size() == r->trace.size());
+}
+
+TEST_CASE("a small budget stops the search early and says why") {
+  auto req = request();
+  req.probe_budget = 0.0;
+  auto r = adaptive_search(table("per_hour"), {}, probe, req);
+  // Nothing could be probed, so nothing can be ranked.
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == tsum::Code::not_found);
+
+  req.probe_budget = 1.0;
+  req.max_probes = 1;
+  auto one = adaptive_search(table("per_hour"), {}, probe, req);
+  REQUIRE(one.ok());
+  CHECK(one->trace.size() == 1);
+  CHECK(one->stop_reason == "max probes reached");
+}
+
+TEST_CASE("the search stops when the expected gain is below the probe cost") {
+  auto req = request();
+  req.future_runs = 1e-6;  // the plan will hardly be used: no probe beyond exploration pays off
+  auto r = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+  REQUIRE(r.ok());
+  CHECK(r->trace.size() == 1);
+  CHECK(r->stop_reason.find("below its probe cost") != std::string::npos);
+}
+
+TEST_CASE("a failing probe is recorded and the config is not tried again") {
+  auto req = request();
+  req.max_probes = 3;
+  int calls_to_2 = 0;
+  ProbeFn flaky = [&](const PlanCandidate& c, const ProbeSpec& s) -> Result<MeasuredRun> {
+    if (c.cfg.cores == 2) {
+      ++calls_to_2;
+      return tsum::make_error(tsum::Code::unavailable, "no capacity");
+    }
+    return probe(c, s);
+  };
+  auto r = adaptive_search(table("per_second_60s_min"), {}, flaky, req);
+  REQUIRE(r.ok());
+  CHECK(calls_to_2 == 1);
+  REQUIRE(r->trace.size() >= 2);
+  CHECK(r->trace[0].error == "no capacity");
+  CHECK(r->trace[1].config != "x-2");
+}
+
+TEST_CASE("for the time objective the search explores the middle and values time saved") {
+  auto req = request();
+  req.plan.objective = Objective::time;
+  req.value_per_hour = 50;
+  auto r = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+  REQUIRE(r.ok());
+  CHECK(r->trace[0].config == "x-8");
+  CHECK(r->trace.size() >= 2);  // time is worth money here, so probing on pays
+  // The fastest true config: learn 300 + 9000/n + 4n is smallest at n = 47, so 32 or 64 cores.
+  const auto& best = r->recommendation().candidate.cfg.config;
+  CHECK((best == "x-32" || best == "x-64"));
+  req.value_per_hour = 0;  // time saved is worth nothing: stop after exploring
+  auto lazy = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+  REQUIRE(lazy.ok());
+  CHECK(lazy->trace.size() == 1);
+}
+
+TEST_CASE("search requests are checked") {
+  auto req = request();
+  req.future_runs = 0;
+  CHECK_FALSE(adaptive_search(table("per_hour"), {}, probe, req).ok());
+  CHECK_FALSE(adaptive_search({}, {}, probe, request()).ok());
+  auto d = request();
+  d.plan.objective = Objective::cost_under_deadline;
+  CHECK_FALSE(adaptive_search(table("per_hour"), {}, probe, d).ok());
+}
