@@ -16,6 +16,7 @@
 
 #include "api/app.h"
 #include "api/quickstart.h"
+#include "billing/plan_cli.h"
 #include "sql/migrations.h"
 
 namespace asio = boost::asio;
@@ -28,6 +29,8 @@ constexpr const char* kUsage = R"(usage:
               [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
+  tsumd plan --from-csv FILE --objective cost|time|cost_under_deadline [--deadline S] [--billing RULE]
+             [--repetitions N] [--json]
 )";
 
 int usage_error(const std::string& msg) {
@@ -172,6 +175,8 @@ int main(int argc, char** argv) {
     if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db", "scope"}, err)) return usage_error(err);
     return token_create(flags);
   }
+  if (args[0] == "plan") return billing::plan_main(std::vector<std::string>(args.begin() + 1, args.end()), std::cout,
+                                                  std::cerr);
   if (args[0] == "quickstart") {
     if (!parse_flags(args, 1, flags, err) ||
         !only_known(flags, {"db", "epochs", "limit", "test-limit", "data", "trainer"}, err))

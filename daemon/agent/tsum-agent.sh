@@ -73,8 +73,9 @@ stats() {
     END { printf "{"
       if (n) { out("rss_bytes", rss / n); if ("gpu_util_pct" in mn) { out("gpu_util_pct", gu / n); out("gpu_mem_bytes", gm / n) } }
       if (n > 1 && (dt = t[n] - t[1]) >= 0.005) {
-        if (!("cpu_pct" in mn)) { acc("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); acc("read_bps", (r[n] - r[1]) / dt)
-                                  acc("write_bps", (w[n] - w[1]) / dt) }
+        # The average covers the whole phase, the spans only its first part: widen min/max to hold it.
+        acc("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); acc("read_bps", (r[n] - r[1]) / dt)
+        acc("write_bps", (w[n] - w[1]) / dt)
         out("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); out("read_bps", (r[n] - r[1]) / dt); out("write_bps", (w[n] - w[1]) / dt) }
       printf "}" }'
 }
