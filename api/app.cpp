@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "api/plan_route.h"
 #include "api/rest_routes.h"
 #include "api/schedule_routes.h"
 #include "api/web_routes.h"
@@ -113,6 +114,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   add_rest_routes(router_,
                   {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, ro.results_dir, *watch_, catalogs_});
   add_schedule_routes(router_, *schedules_, *tokens_);
+  add_plan_route(router_, *store_, *views_, *tokens_, providers_);
   add_metrics_route(router_, *db_, *views_, *tokens_, provider_calls_);
   add_web_routes(router_, {web::assets(), opts_.web_dir});
   co_await runs_->reconcile();

@@ -122,6 +122,24 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
   CHECK(exp["summary"]["cheapest"]["per_hour"]["config"]["instance_type"] == "local-1c");
   CHECK(exp["summary"]["cheapest"]["per_minute"]["config"]["instance_type"] == "local-1c");
   CHECK(exp["summary"]["fastest"]["config"].is_object());
+  // The planner, from the runs just measured: under per_hour both bill one hour, so local-1c (half the price) wins.
+  auto plan = d.call("GET", "/v1/plan?experiment=" + std::to_string(id) + "&objective=cost&billing=per_hour", admin);
+  INFO(plan.body);
+  REQUIRE(plan.status == 200);
+  auto ranked = plan.json()["ranked"];
+  REQUIRE(ranked.size() >= 2);
+  CHECK(ranked[0]["config"] == "local/local-1c");
+  CHECK(ranked[0]["billed_s"].get<double>() == doctest::Approx(3600));
+  CHECK_FALSE(ranked[0]["reason"].get<std::string>().empty());
+  CHECK(plan.json()["history_runs"] == 2);
+  auto fastest = d.call("GET", "/v1/plan?experiment=" + std::to_string(id) + "&objective=time", admin).json();
+  CHECK(fastest["ranked"][0]["t_sum"].get<double>() <= fastest["ranked"][1]["t_sum"].get<double>());
+  CHECK(d.call("GET", "/v1/plan?experiment=" + std::to_string(id) + "&objective=cheapest", admin).status == 422);
+  CHECK(d.call("GET", "/v1/plan?objective=cost", admin).status == 422);
+  CHECK(d.call("GET", "/v1/plan?experiment=999", admin).status == 404);
+  CHECK(d.call("GET", "/v1/plan?experiment=" + std::to_string(id) + "&objective=cost_under_deadline", admin).status ==
+        422);  // needs a deadline
+
   // Metrics: Prometheus text, well formed, from the same numbers.
   auto metrics = d.call("GET", "/metrics", admin);
   REQUIRE(metrics.status == 200);

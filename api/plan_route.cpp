@@ -1,0 +1,114 @@
+#include "api/plan_route.h"
+
+#include <charconv>
+
+#include "api/route_helpers.h"
+#include "billing/planner.h"
+#include "billing/predictor.h"
+#include "billing/rule_book.h"
+#include "daemon/admission.h"
+
+namespace tsum::api {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<double> number_param(const Request& req, const char* key, bool* bad) {
+  auto it = req.query.find(key);
+  if (it == req.query.end()) return std::nullopt;
+  double v = 0;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || p != it->second.data() + it->second.size() || !(v > 0)) *bad = true;
+  return v;
+}
+
+// Done runs of every experiment whose workload equals `workload`, as the predictor's measured runs.
+Result<std::vector<billing::MeasuredRun>> history(daemon::Store& store, daemon::Views& views, const json& workload) {
+  auto all = store.experiments();
+  if (!all) return all.error();
+  std::vector<billing::MeasuredRun> out;
+  for (const auto& e : *all) {
+    if (e.spec.workload.to_json() != workload) continue;
+    auto full = views.experiment(e.id);
+    if (!full) return full.error();
+    for (const auto& run : (*full)["runs"]) {
+      if (run["status"] != "done" || !run["t_sum"].is_number()) continue;
+      billing::MeasuredRun m;
+      std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
+      m.cfg = {.config = provider + "/" + type, .provider = provider, .instance_type = type,
+               .cores = daemon::local_cores_of(provider, type)};
+      for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
+        m.phases[i] = run["phases"][std::string(billing::kPhaseNames[i])].get<double>();
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, daemon::TokenStore& tokens,
+                    daemon::ProviderRegistry& providers) {
+  router.add("GET", "/v1/plan", [&store, &views, &tokens, &providers](Request& req) -> boost::asio::awaitable<Response> {
+    if (auto denied = check_auth(req, tokens)) co_return *denied;
+    auto exp_it = req.query.find("experiment");
+    int64_t exp_id = 0;
+    if (exp_it == req.query.end() ||
+        std::from_chars(exp_it->second.data(), exp_it->second.data() + exp_it->second.size(), exp_id).ec !=
+            std::errc() || exp_id <= 0)
+      co_return unprocessable("'experiment' must name the experiment whose workload to plan, e.g. ?experiment=1");
+    auto exp = store.experiment(exp_id);
+    if (!exp) co_return error_response(exp.error());
+
+    billing::PlanRequest plan_req;
+    auto objective = billing::parse_objective(req.query.count("objective") ? req.query.at("objective") : "cost");
+    if (!objective) co_return unprocessable(objective.error().detail);
+    plan_req.objective = *objective;
+    bool bad = false;
+    plan_req.deadline_s = number_param(req, "deadline", &bad);
+    plan_req.budget = number_param(req, "budget", &bad);
+    if (auto reps = number_param(req, "repetitions", &bad)) plan_req.repetitions = static_cast<int>(*reps);
+    if (bad) co_return unprocessable("'deadline', 'budget' and 'repetitions' must be positive numbers");
+    std::optional<billing::BillingRule> rule_override;
+    if (auto it = req.query.find("billing"); it != req.query.end()) {
+      auto r = billing::parse_rule(it->second);
+      if (!r) co_return unprocessable(r.error().detail);
+      rule_override = *r;
+    }
+
+    const json workload = exp->spec.workload.to_json();
+    auto runs = history(store, views, workload);
+    if (!runs) co_return error_response(runs.error());
+    if (runs->empty())
+      co_return unprocessable("no done run of experiment " + std::to_string(exp_id) +
+                              "'s workload yet: run it on at least one config first");
+    billing::Workload wl{.epochs = static_cast<double>(exp->spec.workload.epochs),
+                         .images_per_epoch = static_cast<double>(exp->spec.workload.limit.value_or(60000))};
+    auto predictor = billing::Predictor::learn(*runs, wl);
+    if (!predictor) co_return unprocessable(predictor.error().detail);
+
+    std::vector<billing::PlanCandidate> candidates;
+    for (auto* p : providers.all()) {
+      const providers::Requirements any;
+      auto offers = co_await p->offers(any);
+      if (!offers) continue;  // a dead provider offers nothing; the others are still planned
+      auto rule = rule_override ? rule_override : billing::rule_for_provider(p->name());
+      if (!rule) rule = billing::parse_rule("per_second_60s_min").value();
+      for (const auto& o : *offers) {
+        billing::ConfigSpec cfg{.config = o.provider + "/" + o.instance_type, .provider = o.provider,
+                                .instance_type = o.instance_type, .cores = o.vcpus, .gpus = o.gpus,
+                                .gpu_type = o.gpu_type};
+        candidates.push_back({cfg, o.hourly_price, o.currency, *rule});
+      }
+    }
+    auto plan = billing::make_plan(*predictor, candidates, plan_req);
+    if (!plan) co_return from_error(plan.error());
+    json out = billing::plan_to_json(*plan);
+    out["experiment_id"] = exp_id;
+    out["history_runs"] = runs->size();
+    co_return json_response(200, out);
+  });
+}
+
+}  // namespace tsum::api
