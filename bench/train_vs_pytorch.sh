@@ -3,7 +3,7 @@
 # on the same cores, data subset, batch size, optimizer and thread count. Builds nothing.
 #
 # usage: bench/train_vs_pytorch.sh [path/to/tsum-train]        (default build/bin/tsum-train)
-# env:   LIMIT=10000 EPOCHS=1 THREADS="1 2" REPEATS=2 BATCH=128 OPTIMIZER=adam
+# env:   LIMIT=10000 EPOCHS=1 THREADS="1 2" REPEATS=2 BATCH=128 OPTIMIZER=adam LR=0.001
 #        DATA=/usr/share/datasets/fashion-mnist PYTHON=/usr/bin/python3
 #        CORES_1=0 CORES_2=0,1 ...  (cores for T threads; default 0..T-1)
 # Prints training images/s (learn_end) of each, best of REPEATS, and the ratio tsum/pytorch.
@@ -17,6 +17,7 @@ threads_list="${THREADS:-1 2}"
 repeats="${REPEATS:-2}"
 batch="${BATCH:-128}"
 optimizer="${OPTIMIZER:-adam}"
+lr="${LR:-0.001}"  # both sides get it: tsum-train's default depends on the optimizer
 data="${DATA:-/usr/share/datasets/fashion-mnist}"
 python="${PYTHON:-/usr/bin/python3}"
 
@@ -41,11 +42,11 @@ for t in $threads_list; do
   tsum_rates=() torch_rates=()
   for ((r = 0; r < repeats; r++)); do
     taskset -c "$cores" "$bin" --data "$data" --limit "$limit" --epochs "$epochs" --batch "$batch" \
-      --optimizer "$optimizer" --threads "$t" --test-limit 1000 --checkpoint "$tmp/model.pt" \
+      --optimizer "$optimizer" --lr "$lr" --threads "$t" --test-limit 1000 --checkpoint "$tmp/model.pt" \
       >"$tmp/tsum.jsonl" 2>"$tmp/tsum.err" || { cat "$tmp/tsum.err" >&2; exit 1; }
     tsum_rates+=("$(learn_rate "$tmp/tsum.jsonl")")
     taskset -c "$cores" "$python" "$here/pytorch_mnist_cnn.py" --data "$data" --limit "$limit" \
-      --epochs "$epochs" --batch "$batch" --optimizer "$optimizer" --threads "$t" \
+      --epochs "$epochs" --batch "$batch" --optimizer "$optimizer" --lr "$lr" --threads "$t" \
       >"$tmp/torch.jsonl" 2>"$tmp/torch.err" || { cat "$tmp/torch.err" >&2; exit 1; }
     torch_rates+=("$(learn_rate "$tmp/torch.jsonl")")
   done

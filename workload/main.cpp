@@ -1,4 +1,5 @@
-// tsum-train: trains a model on an IDX image data set and reports JSON-line events on stdout.
+// tsum-train: trains a model (model_registry.h) on a data set (dataset.h) and reports JSON-line
+// events on stdout; `gen-cifar` / `gen-tokens` write small generated data sets (data_gen.h).
 // See options.h for flags, event_writer.h for the event contract, train_run.h for the phases.
 #include <malloc.h>
 
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "workload/data_gen.h"
 #include "workload/event_writer.h"
 #include "workload/options.h"
 #include "workload/train_run.h"
@@ -24,12 +26,40 @@ void keep_freed_memory_mapped() {
   mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
 }
 
+void print_error(const tsum::Status& status) {
+  std::fprintf(stderr, "tsum-train: %s: %s\n", std::string(tsum::code_name(status.code())).c_str(),
+               status.error().detail.c_str());
+}
+
+// gen-cifar / gen-tokens: writes the files and says where on stdout.
+int generate(const std::vector<std::string>& args) {
+  using namespace tsum::workload;
+  auto options = parse_gen_options(args);
+  if (!options.ok()) {
+    std::fprintf(stderr, "tsum-train: %s\n%s", options.error().detail.c_str(), usage().c_str());
+    return 2;
+  }
+  const auto status = options->command == "gen-cifar"
+                          ? write_cifar_files(options->dir, options->n, options->seed)
+                          : write_token_files(options->dir, options->n, options->seed);
+  if (!status.ok()) {
+    print_error(status);
+    return exit_code_for(status);
+  }
+  const auto train = static_cast<long long>(options->n);
+  const auto test = static_cast<long long>(generated_test_count(options->n));
+  std::printf("%s: wrote %lld training and %lld test examples to %s\n", options->command.c_str(),
+              train, test, options->dir.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace tsum::workload;
   keep_freed_memory_mapped();
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (is_gen_command(args)) return generate(args);
   auto options = parse_options(args);
   if (!options.ok()) {
     std::fprintf(stderr, "tsum-train: %s\n%s", options.error().detail.c_str(), usage().c_str());
@@ -42,11 +72,7 @@ int main(int argc, char** argv) {
   try {
     EventWriter events(stdout);
     const auto status = run_training(*options, events);
-    if (!status.ok()) {
-      std::fprintf(stderr, "tsum-train: %s: %s\n",
-                   std::string(tsum::code_name(status.code())).c_str(),
-                   status.error().detail.c_str());
-    }
+    if (!status.ok()) print_error(status);
     return exit_code_for(status);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tsum-train: internal: %s\n", e.what());

@@ -23,7 +23,7 @@ class MnistCnn : public Model {
 
   MnistCnn();
   torch::Tensor forward(const torch::Tensor& x) override;
-  InputShape input_shape() const override { return {1, 28, 28, 10}; }
+  InputShape input_shape() const override { return {InputKind::image, 1, 28, 28, 0, 0, 10}; }
 
  private:
   torch::nn::Conv2d conv1_{nullptr};

@@ -1,6 +1,7 @@
-// Base class for the networks tsum-train can run. A model maps a float batch shaped
-// [N, channels, height, width] to logits [N, classes]. Concrete models live in their own files and
-// are reachable by name through model_registry.h.
+// Base class for the networks tsum-train can run. A model declares what it reads (InputShape: an
+// image batch [N, channels, height, width] of float32, or a token batch [N, length] of int64) and
+// how its output is scored (LossKind). Concrete models live in their own files and are reachable by
+// name through model_registry.h.
 #pragma once
 
 #include <torch/torch.h>
@@ -10,11 +11,20 @@
 
 namespace tsum::workload {
 
+enum class InputKind { image, tokens };
+
+// cross_entropy: logits [N, classes] against int64 labels in [0, classes).
+// binary_cross_entropy: one logit [N, 1] against int64 labels in {0, 1} (sigmoid + BCE, fused).
+enum class LossKind { cross_entropy, binary_cross_entropy };
+
 struct InputShape {
-  std::int64_t channels = 0;
+  InputKind kind = InputKind::image;
+  std::int64_t channels = 0;  // image inputs
   std::int64_t height = 0;
   std::int64_t width = 0;
-  std::int64_t classes = 0;
+  std::int64_t length = 0;   // token inputs: tokens per sequence
+  std::int64_t vocab = 0;    // token inputs: ids are in [0, vocab)
+  std::int64_t classes = 0;  // labels are in [0, classes)
 };
 
 class Model : public torch::nn::Module {
@@ -28,6 +38,8 @@ class Model : public torch::nn::Module {
   // The input the model expects and the number of classes it predicts.
   virtual InputShape input_shape() const = 0;
 
+  virtual LossKind loss_kind() const { return LossKind::cross_entropy; }
+
   // Number of trainable scalars.
   std::int64_t parameter_count() const {
     std::int64_t n = 0;
@@ -35,5 +47,9 @@ class Model : public torch::nn::Module {
     return n;
   }
 };
+
+// Restrides every 4-D parameter of `module` (conv weights) to channels-last in place; values and
+// logical shapes are unchanged. Convolutions on channels-last inputs then run without reorders.
+void make_channels_last(torch::nn::Module& module);
 
 }  // namespace tsum::workload

@@ -8,11 +8,15 @@
 #include <limits>
 #include <string_view>
 
+#include "workload/dataset.h"
 #include "workload/model_registry.h"
 #include "workload/optimizer_registry.h"
+#include "workload/resnet50.h"
 
 namespace tsum::workload {
 namespace {
+
+constexpr std::int64_t kBig = std::numeric_limits<std::int32_t>::max();
 
 Result<std::int64_t> parse_int(std::string_view flag, const std::string& text, std::int64_t min,
                                std::int64_t max) {
@@ -27,12 +31,15 @@ Result<std::int64_t> parse_int(std::string_view flag, const std::string& text, s
   return v;
 }
 
-Result<double> parse_positive_double(std::string_view flag, const std::string& text) {
+// A finite number > 0, or >= 0 when `zero_ok`.
+Result<double> parse_double(std::string_view flag, const std::string& text, bool zero_ok) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0.0) {
+  const bool in_range = zero_ok ? v >= 0.0 : v > 0.0;
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || !in_range) {
     return make_error(Code::invalid_argument,
-                      std::string(flag) + ": expected a positive number, got '" + text + "'");
+                      std::string(flag) + ": expected a " +
+                          (zero_ok ? "non-negative" : "positive") + " number, got '" + text + "'");
   }
   return v;
 }
@@ -42,60 +49,56 @@ Result<std::string> parse_nonempty(std::string_view flag, const std::string& tex
   return text;
 }
 
+Result<std::uint64_t> parse_seed(std::string_view flag, const std::string& text) {
+  auto v = parse_int(flag, text, 0, std::numeric_limits<std::int64_t>::max());
+  if (!v.ok()) return v.error();
+  return static_cast<std::uint64_t>(*v);
+}
+
+// Sets `dst` from a parse result, or passes its error on.
+template <class T, class U>
+Status assign(T& dst, Result<U> parsed) {
+  if (!parsed.ok()) return parsed.error();
+  dst = *parsed;
+  return {};
+}
+
 // Applies one flag's value to `o`.
 Status apply(Options& o, std::string_view flag, const std::string& value) {
-  constexpr std::int64_t kBig = std::numeric_limits<std::int32_t>::max();
-  auto set_int = [&](std::int64_t& dst, std::int64_t min) -> Status {
-    auto v = parse_int(flag, value, min, kBig);
-    if (!v.ok()) return v.error();
-    dst = *v;
-    return {};
-  };
-  auto set_str = [&](std::string& dst) -> Status {
-    auto v = parse_nonempty(flag, value);
-    if (!v.ok()) return v.error();
-    dst = *v;
-    return {};
-  };
-  if (flag == "--model") return set_str(o.model);
-  if (flag == "--data") return set_str(o.data_dir);
-  if (flag == "--optimizer") return set_str(o.optimizer);
-  if (flag == "--checkpoint") return set_str(o.checkpoint);
-  if (flag == "--epochs") return set_int(o.epochs, 1);
-  if (flag == "--limit") return set_int(o.limit, 1);
-  if (flag == "--test-limit") return set_int(o.test_limit, 1);
-  if (flag == "--batch") return set_int(o.batch, 1);
-  if (flag == "--threads") {
-    std::int64_t t = 0;
-    if (auto st = set_int(t, 1); !st.ok()) return st;
-    o.threads = static_cast<int>(t);
-    return {};
+  if (flag == "--model") return assign(o.model, parse_nonempty(flag, value));
+  if (flag == "--dataset") return assign(o.dataset, parse_nonempty(flag, value));
+  if (flag == "--data") return assign(o.data_dir, parse_nonempty(flag, value));
+  if (flag == "--optimizer") return assign(o.optimizer, parse_nonempty(flag, value));
+  if (flag == "--checkpoint") return assign(o.checkpoint, parse_nonempty(flag, value));
+  if (flag == "--epochs") return assign(o.epochs, parse_int(flag, value, 1, kBig));
+  if (flag == "--limit") return assign(o.limit, parse_int(flag, value, 1, kBig));
+  if (flag == "--test-limit") return assign(o.test_limit, parse_int(flag, value, 1, kBig));
+  if (flag == "--batch") return assign(o.batch, parse_int(flag, value, 1, kBig));
+  if (flag == "--classes") return assign(o.classes, parse_int(flag, value, 1, kBig));
+  if (flag == "--image-size") {
+    return assign(o.image_size, parse_int(flag, value, ResNet50::kMinImageSize, kBig));
   }
-  if (flag == "--seed") {
-    auto v = parse_int(flag, value, 0, std::numeric_limits<std::int64_t>::max());
-    if (!v.ok()) return v.error();
-    o.seed = static_cast<std::uint64_t>(*v);
-    return {};
-  }
-  if (flag == "--lr") {
-    auto v = parse_positive_double(flag, value);
-    if (!v.ok()) return v.error();
-    o.lr = *v;
-    return {};
-  }
+  if (flag == "--threads") return assign(o.threads, parse_int(flag, value, 1, kBig));
+  if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
+  if (flag == "--lr") return assign(o.lr, parse_double(flag, value, false));
+  if (flag == "--decay") return assign(o.decay, parse_double(flag, value, true));
   return make_error(Code::invalid_argument, "unknown flag " + std::string(flag));
 }
 
-}  // namespace
+Status apply_gen(GenOptions& o, std::string_view flag, const std::string& value) {
+  if (flag == "--n") return assign(o.n, parse_int(flag, value, 1, kBig));
+  if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
+  return make_error(Code::invalid_argument, o.command + ": unknown flag " + std::string(flag));
+}
 
-Result<Options> parse_options(const std::vector<std::string>& args) {
-  Options o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
+// Walks `args` from `first`: boolean flags go to `on_switch` (false: not a switch), the others with
+// their value to `on_value`; a non-flag argument is an error.
+template <class OnSwitch, class OnValue>
+Status walk_flags(const std::vector<std::string>& args, std::size_t first, OnSwitch on_switch,
+                  OnValue on_value) {
+  for (std::size_t i = first; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      o.help = true;
-      continue;
-    }
+    if (on_switch(arg)) continue;
     if (arg.rfind("--", 0) != 0) {
       return make_error(Code::invalid_argument, "unexpected argument '" + arg + "'");
     }
@@ -108,25 +111,89 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) return make_error(Code::invalid_argument, flag + ": missing value");
       value = args[++i];
     }
-    if (auto st = apply(o, flag, value); !st.ok()) return st.error();
+    if (auto st = on_value(flag, value); !st.ok()) return st;
   }
+  return {};
+}
+
+}  // namespace
+
+Result<Options> parse_options(const std::vector<std::string>& args) {
+  Options o;
+  auto on_switch = [&](const std::string& arg) {
+    if (arg == "--help" || arg == "-h") return o.help = true;
+    if (arg == "--augment") return o.augment = true;
+    return false;
+  };
+  auto on_value = [&](const std::string& flag, const std::string& value) {
+    return apply(o, flag, value);
+  };
+  if (auto st = walk_flags(args, 0, on_switch, on_value); !st.ok()) return st.error();
+  return o;
+}
+
+bool is_gen_command(const std::vector<std::string>& args) {
+  return !args.empty() && (args[0] == "gen-cifar" || args[0] == "gen-tokens");
+}
+
+Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
+  GenOptions o;
+  if (!is_gen_command(args)) {
+    return make_error(Code::invalid_argument, "expected gen-cifar or gen-tokens");
+  }
+  o.command = args[0];
+  if (args.size() < 2 || args[1].rfind("--", 0) == 0) {
+    return make_error(Code::invalid_argument, o.command + ": missing DIR");
+  }
+  o.dir = args[1];
+  auto on_switch = [](const std::string&) { return false; };
+  auto on_value = [&](const std::string& flag, const std::string& value) {
+    return apply_gen(o, flag, value);
+  };
+  if (auto st = walk_flags(args, 2, on_switch, on_value); !st.ok()) return st.error();
   return o;
 }
 
 std::string usage() {
   return "usage: tsum-train [flags]\n"
+         "       tsum-train gen-cifar DIR [--n N] [--seed S]\n"
+         "       tsum-train gen-tokens DIR [--n N] [--seed S]\n"
+         "training flags (defaults marked * depend on the model, see below):\n"
          "  --model NAME        model to train (" + model_names() + "; default mnist_cnn)\n"
-         "  --data DIR          IDX data directory (default /usr/share/datasets/fashion-mnist)\n"
+         "  --dataset KIND      data set kind (" + data_kind_names() + "; default*)\n"
+         "  --data DIR          data directory (default: idx /usr/share/datasets/fashion-mnist,\n"
+         "                      cifar10 /usr/share/datasets/cifar-10-batches-bin,\n"
+         "                      tokens /usr/share/datasets/tokens; unused by synthetic)\n"
          "  --epochs N          training epochs (default 1)\n"
-         "  --limit N           use the first N training images (default all)\n"
-         "  --test-limit N      evaluate on the first N test images (default all)\n"
-         "  --batch N           batch size (default 128)\n"
-         "  --lr X              learning rate (default 0.001)\n"
-         "  --optimizer NAME    optimizer (" + optimizer_names() + "; default adam)\n"
+         "  --limit N           use the first N training examples (default all; synthetic 256)\n"
+         "  --test-limit N      evaluate on the first N test examples (default all; synthetic 64)\n"
+         "  --batch N           batch size (default*)\n"
+         "  --optimizer NAME    optimizer (" + optimizer_names() + "; default*)\n"
+         "  --lr X              learning rate (default*: the model's with its own optimizer, else\n"
+         "                      the optimizer's: sgd/momentum/nesterov/adagrad 0.01, rmsprop/adam\n"
+         "                      0.001, adadelta 1.0, nadam 0.002)\n"
+         "  --decay X           Keras-style decay, lr/(1 + X*step) (default*: 0)\n"
+         "  --augment           random shifts (10%) and horizontal flips of training images\n"
+         "  --classes N         output classes (resnet50 only; default 1000)\n"
+         "  --image-size N      input side in pixels, >= 32 (resnet50 only; default 224)\n"
          "  --threads N         intra-op threads (default: CPUs in the affinity mask)\n"
          "  --checkpoint PATH   where to save the trained model (default model.pt)\n"
-         "  --seed N            seed for initialization, shuffling and dropout (default 1)\n"
+         "  --seed N            seed for initialization, shuffling, dropout, synthetic data\n"
+         "                      (default 1)\n"
          "  --help              print this text\n"
+         "model defaults*:     data set   batch  optimizer  lr      decay\n"
+         "  mnist_cnn           idx        128    adam       0.001   0\n"
+         "  mnist_mlp           idx        128    rmsprop    0.001   0\n"
+         "  cifar10_cnn         cifar10    32     rmsprop    0.0001  1e-6\n"
+         "  cifar_small         cifar10    32     adam       0.001   0\n"
+         "  bilstm              tokens     32     adam       0.001   0\n"
+         "  resnet50            synthetic  32     momentum   0.0125  0\n"
+         "data formats: idx: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz];\n"
+         "  cifar10: data_batch_1..5.bin and test_batch.bin, records of 1 label byte (0..9)\n"
+         "  + 3072 pixel bytes (CHW); tokens: train.txt and test.txt, one 'LABEL(0|1) ID ID ...'\n"
+         "  line per example, fitted to 100 ids (the last 100 kept, left-padded with 0).\n"
+         "gen-cifar / gen-tokens write small seeded, learnable data sets of those formats to DIR:\n"
+         "  N training examples (default 1000; gen-cifar needs 5) and ceil(N/5) test examples.\n"
          "stdout carries one JSON event per line: ready, epoch, learn_end, verify, saved.\n"
          "exit status: 0 ok, 2 bad usage or bad data, 1 other failure.\n";
 }

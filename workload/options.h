@@ -1,14 +1,19 @@
 // Command-line options of tsum-train.
 //
-//   tsum-train [--model mnist_cnn] [--data DIR] [--epochs 1] [--limit N] [--test-limit N]
-//              [--batch 128] [--lr 0.001] [--optimizer adam] [--threads N]
-//              [--checkpoint PATH] [--seed 1] [--help]
+//   tsum-train [--model mnist_cnn] [--dataset KIND] [--data DIR] [--epochs 1] [--limit N]
+//              [--test-limit N] [--batch N] [--lr X] [--optimizer NAME] [--decay X] [--augment]
+//              [--classes N] [--image-size N] [--threads N] [--checkpoint PATH] [--seed 1] [--help]
+//   tsum-train gen-cifar DIR [--n 1000] [--seed 1]
+//   tsum-train gen-tokens DIR [--n 1000] [--seed 1]
 //
-// Both "--flag value" and "--flag=value" are accepted. Model and optimizer names are checked later
-// by their registries; this parser checks syntax and ranges only.
+// Both "--flag value" and "--flag=value" are accepted; --augment and --help take no value. Flags
+// left out that have a per-model default (data set, batch, optimizer, lr, decay) are unset here
+// and resolved by plan_training (train_run.h). Names are checked later by their registries; this
+// parser checks syntax and ranges only.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,13 +23,18 @@ namespace tsum::workload {
 
 struct Options {
   std::string model = "mnist_cnn";
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::optional<std::string> dataset;   // default: the model's
+  std::optional<std::string> data_dir;  // default: the data set's
   std::int64_t epochs = 1;
-  std::int64_t limit = 0;       // 0: all training images
-  std::int64_t test_limit = 0;  // 0: all test images
-  std::int64_t batch = 128;
-  double lr = 1e-3;
-  std::string optimizer = "adam";
+  std::int64_t limit = 0;       // 0: all training examples (synthetic: 256)
+  std::int64_t test_limit = 0;  // 0: all test examples (synthetic: 64)
+  std::optional<std::int64_t> batch;
+  std::optional<double> lr;
+  std::optional<std::string> optimizer;
+  std::optional<double> decay;
+  bool augment = false;
+  std::int64_t classes = 0;     // 0: the model's
+  std::int64_t image_size = 0;  // 0: the model's
   int threads = 0;              // 0: CPUs in this process's affinity mask
   std::string checkpoint = "model.pt";
   std::uint64_t seed = 1;
@@ -34,6 +44,21 @@ struct Options {
 // Parses argv[1..]. invalid_argument for an unknown flag, a missing value, or a bad value; the
 // detail names the flag.
 Result<Options> parse_options(const std::vector<std::string>& args);
+
+// A data generator subcommand: gen-cifar or gen-tokens.
+struct GenOptions {
+  std::string command;  // "gen-cifar" or "gen-tokens"
+  std::string dir;
+  std::int64_t n = 1000;
+  std::uint64_t seed = 1;
+};
+
+// True when argv[1] names a generator subcommand.
+bool is_gen_command(const std::vector<std::string>& args);
+
+// Parses argv[1..] of a generator subcommand (args[0] is the command). invalid_argument for a
+// missing DIR, an unknown flag or a bad value.
+Result<GenOptions> parse_gen_options(const std::vector<std::string>& args);
 
 // Usage text, one flag per line.
 std::string usage();

@@ -2,25 +2,43 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
-#include "workload/dataset.h"
 #include "workload/model_registry.h"
 #include "workload/optimizer_registry.h"
+#include "workload/synthetic_data.h"
 #include "workload/trainer.h"
 
 namespace tsum::workload {
 namespace {
 
-Status check_shape(const Dataset& data, const Options& options, const InputShape& shape) {
-  const auto sizes = data.images.sizes();
-  if (sizes[1] != shape.channels || sizes[2] != shape.height || sizes[3] != shape.width) {
-    return make_error(Code::invalid_argument,
-                      data.images_path + ": images are " + std::to_string(sizes[2]) + "x" +
-                          std::to_string(sizes[3]) + ", model " + options.model + " expects " +
-                          std::to_string(shape.height) + "x" + std::to_string(shape.width));
-  }
-  return {};
+struct Splits {
+  Dataset train;
+  Dataset test;
+};
+
+// A different seed per split, so the test set is not a copy of the training set's start.
+std::uint64_t split_seed(std::uint64_t seed, Split split) {
+  return seed * 2 + (split == Split::test ? 1 : 0);
+}
+
+Result<Splits> load_files(const TrainingPlan& plan, const Options& options) {
+  auto train = load_dataset(plan.dataset, plan.data_dir, Split::train, options.limit);
+  if (!train.ok()) return train.error();
+  auto test = load_dataset(plan.dataset, plan.data_dir, Split::test, options.test_limit);
+  if (!test.ok()) return test.error();
+  return Splits{std::move(*train), std::move(*test)};
+}
+
+Result<Splits> make_synthetic(const InputShape& shape, const Options& options) {
+  const std::int64_t train_n = options.limit > 0 ? options.limit : kSyntheticTrainSize;
+  const std::int64_t test_n = options.test_limit > 0 ? options.test_limit : kSyntheticTestSize;
+  auto train = make_synthetic_dataset(shape, train_n, split_seed(options.seed, Split::train));
+  if (!train.ok()) return train.error();
+  auto test = make_synthetic_dataset(shape, test_n, split_seed(options.seed, Split::test));
+  if (!test.ok()) return test.error();
+  return Splits{std::move(*train), std::move(*test)};
 }
 
 Result<std::int64_t> save_model(const std::shared_ptr<Model>& model, const std::string& path) {
@@ -36,9 +54,7 @@ Result<std::int64_t> save_model(const std::shared_ptr<Model>& model, const std::
   return static_cast<std::int64_t>(st.st_size);
 }
 
-}  // namespace
-
-Status run_training(const Options& options, EventWriter& events) {
+void set_threads(const Options& options) {
   const int threads = options.threads > 0 ? options.threads : affinity_cpu_count();
   try {
     at::set_num_interop_threads(1);
@@ -46,32 +62,14 @@ Status run_training(const Options& options, EventWriter& events) {
     // Already set (a second run in the same process); the first setting stands.
   }
   torch::set_num_threads(threads);
-  torch::manual_seed(options.seed);
+}
 
-  auto model = make_model(options.model);
-  if (!model.ok()) return model.error();
-  auto optimizer = make_optimizer(options.optimizer, (*model)->parameters(), options.lr);
-  if (!optimizer.ok()) return optimizer.error();
-  const InputShape shape = (*model)->input_shape();
-
-  auto train = load_dataset(options.data_dir, kTrainPrefix, options.limit, shape.classes);
-  if (!train.ok()) return train.error();
-  if (auto st = check_shape(*train, options, shape); !st.ok()) return st;
-  auto test = load_dataset(options.data_dir, kTestPrefix, options.test_limit, shape.classes);
-  if (!test.ok()) return test.error();
-  if (auto st = check_shape(*test, options, shape); !st.ok()) return st;
-
-  events.emit("ready", {{"model", options.model},
-                        {"params", (*model)->parameter_count()},
-                        {"threads", std::int64_t{torch::get_num_threads()}},
-                        {"train_images", train->size()},
-                        {"test_images", test->size()},
-                        {"device", std::string("cpu")}});
-
-  Trainer trainer(*model, std::move(*optimizer), options.batch);
+// Trains for the requested epochs, evaluates and saves, emitting the events after "ready".
+Status train_evaluate_save(Trainer& trainer, const std::shared_ptr<Model>& model,
+                           const Splits& data, const Options& options, EventWriter& events) {
   double learn_seconds = 0.0;
   for (std::int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
-    auto stats = trainer.train_epoch(*train);
+    auto stats = trainer.train_epoch(data.train);
     if (!stats.ok()) return stats.error();
     learn_seconds += stats->seconds;
     events.emit("epoch", {{"epoch", epoch},
@@ -81,12 +79,12 @@ Status run_training(const Options& options, EventWriter& events) {
                           {"images_per_s", static_cast<double>(stats->images) / stats->seconds},
                           {"seconds", stats->seconds}});
   }
-  const double learned = static_cast<double>(train->size() * options.epochs);
+  const double learned = static_cast<double>(data.train.size() * options.epochs);
   events.emit("learn_end", {{"epochs", options.epochs},
                             {"seconds", learn_seconds},
                             {"images_per_s", learned / learn_seconds}});
 
-  auto eval = trainer.evaluate(*test);
+  auto eval = trainer.evaluate(data.test);
   if (!eval.ok()) return eval.error();
   events.emit("verify", {{"test_accuracy", eval->accuracy},
                          {"test_loss", eval->loss},
@@ -95,10 +93,82 @@ Status run_training(const Options& options, EventWriter& events) {
   std::error_code ec;
   const std::filesystem::path absolute = std::filesystem::absolute(options.checkpoint, ec);
   const std::string path = ec ? options.checkpoint : absolute.lexically_normal().string();
-  auto bytes = save_model(*model, path);
+  auto bytes = save_model(model, path);
   if (!bytes.ok()) return bytes.error();
   events.emit("saved", {{"path", path}, {"bytes", *bytes}});
   return {};
+}
+
+}  // namespace
+
+Result<TrainingPlan> plan_training(const Options& options) {
+  auto info = find_model(options.model);
+  if (!info.ok()) return info.error();
+  if (auto st = check_model_config(**info, {options.classes, options.image_size, 0}); !st.ok()) {
+    return st.error();
+  }
+  const TrainingDefaults& defaults = (*info)->defaults;
+  TrainingPlan plan;
+  plan.dataset = defaults.dataset;
+  if (options.dataset) {
+    auto kind = parse_data_kind(*options.dataset);
+    if (!kind.ok()) return kind.error();
+    plan.dataset = *kind;
+  }
+  plan.data_dir = options.data_dir.value_or(std::string(default_data_dir(plan.dataset)));
+  if (plan.dataset == DataKind::synthetic) plan.data_dir.clear();
+  plan.batch = options.batch.value_or(defaults.batch);
+  plan.optimizer = options.optimizer.value_or(std::string(defaults.optimizer));
+  auto optimizer_lr = default_learning_rate(plan.optimizer);
+  if (!optimizer_lr.ok()) return optimizer_lr.error();
+  const bool model_optimizer = plan.optimizer == defaults.optimizer;
+  plan.lr = options.lr.value_or(model_optimizer ? defaults.lr : *optimizer_lr);
+  plan.decay = options.decay.value_or(model_optimizer ? defaults.decay : 0.0);
+  return plan;
+}
+
+Status run_training(const Options& options, EventWriter& events) {
+  set_threads(options);
+  torch::manual_seed(options.seed);
+  auto plan = plan_training(options);
+  if (!plan.ok()) return plan.error();
+
+  ModelConfig config{options.classes, options.image_size, 0};
+  Result<Splits> data = make_error(Code::internal, "no data");
+  if (plan->dataset != DataKind::synthetic) {
+    data = load_files(*plan, options);
+    if (!data.ok()) return data.error();
+    config.vocab = std::max(data->train.vocab, data->test.vocab);
+  }
+  auto model = make_model(options.model, config);
+  if (!model.ok()) return model.error();
+  const InputShape shape = (*model)->input_shape();
+  if (plan->dataset == DataKind::synthetic) {
+    data = make_synthetic(shape, options);
+    if (!data.ok()) return data.error();
+  }
+  for (const Dataset* split : {&data->train, &data->test}) {
+    if (auto st = check_dataset(*split, shape, options.model); !st.ok()) return st;
+  }
+  if (options.augment && shape.kind != InputKind::image) {
+    return make_error(Code::invalid_argument,
+                      "--augment transforms images; model " + options.model + " reads tokens");
+  }
+  auto optimizer = make_optimizer(plan->optimizer, (*model)->parameters(), plan->lr);
+  if (!optimizer.ok()) return optimizer.error();
+
+  events.emit("ready", {{"model", options.model},
+                        {"params", (*model)->parameter_count()},
+                        {"threads", std::int64_t{torch::get_num_threads()}},
+                        {"train_images", data->train.size()},
+                        {"test_images", data->test.size()},
+                        {"device", std::string("cpu")},
+                        {"dataset", std::string(data_kind_name(plan->dataset))},
+                        {"optimizer", plan->optimizer},
+                        {"batch", plan->batch},
+                        {"lr", plan->lr}});
+  Trainer trainer(*model, std::move(*optimizer), {plan->batch, plan->decay, options.augment});
+  return train_evaluate_save(trainer, *model, *data, options, events);
 }
 
 int exit_code_for(const Status& status) {

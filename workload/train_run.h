@@ -1,17 +1,38 @@
-// One complete tsum-train run: set threads and seed, build the model and optimizer, load and
-// normalize the data, train, evaluate, save; emitting ready / epoch* / learn_end / verify / saved.
-// The saved event reports the checkpoint's absolute path.
+// One complete tsum-train run: set threads and seed, resolve the model's defaults, load and
+// normalize the data (or generate synthetic data), build the model and optimizer, train, evaluate,
+// save; emitting ready / epoch* / learn_end / verify / saved. The saved event reports the
+// checkpoint's absolute path. Event keys keep their image-era names for every model: "images"
+// counts examples (token sequences for bilstm).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "common/result.h"
+#include "workload/dataset.h"
 #include "workload/event_writer.h"
 #include "workload/options.h"
 
 namespace tsum::workload {
 
-// Runs `options` to completion. Errors: invalid_argument or not_found for bad flags values (model,
-// optimizer) or bad data (the detail names the file); internal/unavailable for anything else,
-// including a failed save.
+// The settings a run uses once the model's defaults (model_registry.h) fill what the flags leave
+// out. The model's learning rate and decay go with its optimizer: naming another optimizer without
+// --lr gives that optimizer's default learning rate and no decay.
+struct TrainingPlan {
+  DataKind dataset = DataKind::idx;
+  std::string data_dir;  // "" for synthetic
+  std::int64_t batch = 0;
+  std::string optimizer;
+  double lr = 0.0;
+  double decay = 0.0;
+};
+
+// invalid_argument for an unknown model, data set or optimizer.
+Result<TrainingPlan> plan_training(const Options& options);
+
+// Runs `options` to completion. Errors: invalid_argument or not_found for bad flag values (model,
+// optimizer, data set, a model that does not fit the data) or bad data (the detail names the file);
+// internal/unavailable for anything else, including a failed save.
 Status run_training(const Options& options, EventWriter& events);
 
 // Exit status for a run's outcome: 0 ok, 2 bad usage or bad data, 1 anything else.

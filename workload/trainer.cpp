@@ -10,14 +10,35 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+torch::Tensor loss_of(LossKind kind, const torch::Tensor& logits, const torch::Tensor& labels,
+                      at::Reduction::Reduction reduction) {
+  if (kind == LossKind::cross_entropy) {
+    return torch::cross_entropy_loss(logits, labels, {}, reduction);
+  }
+  return torch::binary_cross_entropy_with_logits(
+      logits.squeeze(1), labels.to(logits.scalar_type()), {}, {}, reduction);
+}
+
+std::int64_t correct_of(LossKind kind, const torch::Tensor& logits, const torch::Tensor& labels) {
+  const torch::Tensor predicted =
+      kind == LossKind::cross_entropy ? logits.argmax(1) : logits.squeeze(1).gt(0);
+  return predicted.eq(labels).sum().item<std::int64_t>();
+}
+
 }  // namespace
 
 Trainer::Trainer(std::shared_ptr<Model> model, std::unique_ptr<torch::optim::Optimizer> optimizer,
-                 std::int64_t batch_size)
+                 TrainerOptions options)
     : model_(std::move(model)),
       optimizer_(std::move(optimizer)),
-      batch_size_(std::max<std::int64_t>(batch_size, 1)),
-      params_(model_->parameters()) {}
+      options_(options),
+      loss_kind_(model_->loss_kind()),
+      params_(model_->parameters()) {
+  options_.batch_size = std::max<std::int64_t>(options_.batch_size, 1);
+  for (const auto& group : optimizer_->param_groups()) {
+    base_lrs_.push_back(group.options().get_lr());
+  }
+}
 
 Result<EpochStats> Trainer::train_epoch(const Dataset& data) {
   if (data.size() == 0) return make_error(Code::invalid_argument, "training set is empty");
@@ -30,39 +51,63 @@ Result<EpochStats> Trainer::train_epoch(const Dataset& data) {
   return stats;
 }
 
+Result<double> Trainer::train_step(const torch::Tensor& x, const torch::Tensor& y) {
+  try {
+    model_->train();
+    const StepOutput out = step(x, y);
+    return out.loss.item<double>();
+  } catch (const std::exception& e) {
+    return make_error(Code::internal, std::string("training step failed: ") + e.what());
+  }
+}
+
+void Trainer::apply_decay() {
+  const double factor = 1.0 / (1.0 + options_.decay * static_cast<double>(steps_));
+  auto& groups = optimizer_->param_groups();
+  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(base_lrs_[i] * factor);
+}
+
+Trainer::StepOutput Trainer::step(const torch::Tensor& x, const torch::Tensor& y) {
+  for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+  const torch::Tensor logits = model_->forward(options_.augment ? augment_(x) : x);
+  const torch::Tensor loss = loss_of(loss_kind_, logits, y, at::Reduction::Mean);
+  loss.backward();
+  if (options_.decay > 0.0) apply_decay();
+  optimizer_->step();
+  ++steps_;
+  return {loss, logits};
+}
+
 void Trainer::run_epoch(const Dataset& data, EpochStats& stats) {
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t n = data.size();
-  if (!batch_images_.defined()) {
-    auto shape = data.images.sizes().vec();
-    shape[0] = batch_size_;
-    batch_images_ = torch::empty(shape, data.images.options());
-    batch_labels_ = torch::empty({batch_size_}, data.labels.options());
+  const std::int64_t batch = options_.batch_size;
+  if (!batch_inputs_.defined()) {
+    auto shape = data.inputs.sizes().vec();
+    shape[0] = batch;
+    batch_inputs_ = torch::empty(shape, data.inputs.options());
+    batch_labels_ = torch::empty({batch}, data.labels.options());
   }
   model_->train();
   const torch::Tensor order = torch::randperm(n, torch::TensorOptions().dtype(torch::kInt64));
   double loss_sum = 0.0;
   std::int64_t correct = 0;
-  for (std::int64_t begin = 0; begin < n; begin += batch_size_) {
-    const std::int64_t len = std::min(batch_size_, n - begin);
+  for (std::int64_t begin = 0; begin < n; begin += batch) {
+    const std::int64_t len = std::min(batch, n - begin);
     const torch::Tensor index = order.narrow(0, begin, len);
     torch::Tensor x;
     torch::Tensor y;
-    if (len == batch_size_) {
-      x = torch::index_select_out(batch_images_, data.images, 0, index);
+    if (len == batch) {
+      x = torch::index_select_out(batch_inputs_, data.inputs, 0, index);
       y = torch::index_select_out(batch_labels_, data.labels, 0, index);
     } else {
-      x = data.images.index_select(0, index);
+      x = data.inputs.index_select(0, index);
       y = data.labels.index_select(0, index);
     }
-    for (auto& p : params_) p.mutable_grad() = torch::Tensor();
-    const torch::Tensor logits = model_->forward(x);
-    const torch::Tensor loss = torch::cross_entropy_loss(logits, y);
-    loss.backward();
-    optimizer_->step();
+    const StepOutput out = step(x, y);
     torch::NoGradGuard no_grad;
-    loss_sum += loss.item<double>() * static_cast<double>(len);
-    correct += logits.argmax(1).eq(y).sum().item<std::int64_t>();
+    loss_sum += out.loss.item<double>() * static_cast<double>(len);
+    correct += correct_of(loss_kind_, out.logits, y);
   }
   stats.images = n;
   stats.loss = loss_sum / static_cast<double>(n);
@@ -80,13 +125,13 @@ Result<EvalStats> Trainer::evaluate(const Dataset& data) {
     const std::int64_t n = data.size();
     double loss_sum = 0.0;
     std::int64_t correct = 0;
-    for (std::int64_t begin = 0; begin < n; begin += batch_size_) {
-      const std::int64_t len = std::min(batch_size_, n - begin);
-      const torch::Tensor x = data.images.narrow(0, begin, len);
+    for (std::int64_t begin = 0; begin < n; begin += options_.batch_size) {
+      const std::int64_t len = std::min(options_.batch_size, n - begin);
+      const torch::Tensor x = data.inputs.narrow(0, begin, len);
       const torch::Tensor y = data.labels.narrow(0, begin, len);
       const torch::Tensor logits = model_->forward(x);
-      loss_sum += torch::cross_entropy_loss(logits, y, {}, at::Reduction::Sum).item<double>();
-      correct += logits.argmax(1).eq(y).sum().item<std::int64_t>();
+      loss_sum += loss_of(loss_kind_, logits, y, at::Reduction::Sum).item<double>();
+      correct += correct_of(loss_kind_, logits, y);
     }
     stats.images = n;
     stats.loss = loss_sum / static_cast<double>(n);

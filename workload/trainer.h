@@ -3,7 +3,8 @@
 // The data set is already normalized (see dataset.h). Each epoch draws a fresh permutation from
 // torch's default generator (seed it with torch::manual_seed for reproducible runs) and copies each
 // batch into buffers allocated once. Gradients are reset to undefined (not zero-filled) before each
-// step, which the optimizers treat as "no gradient yet".
+// step, which the optimizers treat as "no gradient yet". The loss is the model's LossKind: softmax
+// cross-entropy, or sigmoid binary cross-entropy on a single logit (accuracy: logit > 0 means 1).
 #pragma once
 
 #include <torch/torch.h>
@@ -13,20 +14,29 @@
 #include <vector>
 
 #include "common/result.h"
+#include "workload/augment.h"
 #include "workload/dataset.h"
 #include "workload/model.h"
 
 namespace tsum::workload {
 
+struct TrainerOptions {
+  std::int64_t batch_size = 128;  // >= 1
+  // Keras-style learning-rate decay: step t (0-based, counted over the trainer's life) runs with
+  // lr / (1 + decay * t). 0 keeps the optimizer's learning rate.
+  double decay = 0.0;
+  bool augment = false;  // ImageAugment on every training batch; image models only
+};
+
 struct EpochStats {
-  double loss = 0.0;          // mean cross-entropy over the epoch's images
-  double accuracy = 0.0;      // fraction of the epoch's images classified right (training mode)
-  std::int64_t images = 0;
+  double loss = 0.0;        // mean loss over the epoch's examples
+  double accuracy = 0.0;    // fraction of the epoch's examples classified right (training mode)
+  std::int64_t images = 0;  // examples seen (images, or token sequences)
   double seconds = 0.0;
 };
 
 struct EvalStats {
-  double loss = 0.0;          // mean cross-entropy over the evaluated images
+  double loss = 0.0;          // mean loss over the evaluated examples
   double accuracy = 0.0;
   std::int64_t images = 0;
   double seconds = 0.0;
@@ -34,27 +44,46 @@ struct EvalStats {
 
 class Trainer {
  public:
-  // batch_size >= 1. The trainer shares the model and owns the optimizer.
+  // The trainer shares the model and owns the optimizer.
   Trainer(std::shared_ptr<Model> model, std::unique_ptr<torch::optim::Optimizer> optimizer,
-          std::int64_t batch_size);
+          TrainerOptions options);
 
   // One pass over `data` in training mode. internal on a libtorch failure; invalid_argument for an
   // empty data set.
   Result<EpochStats> train_epoch(const Dataset& data);
+
+  // One optimizer step on the batch (inputs `x`, labels `y`) in training mode, augmented and
+  // decayed like an epoch's steps; returns the batch's mean loss before the step. internal on a
+  // libtorch failure (a shape mismatch, say).
+  Result<double> train_step(const torch::Tensor& x, const torch::Tensor& y);
 
   // Loss and accuracy in eval mode under inference mode (no autograd), in batches of the training
   // batch size: oneDNN's primitives for that shape are already built, and small batches keep the
   // activations cache-sized (batches of 1000 measured 2x slower).
   Result<EvalStats> evaluate(const Dataset& data);
 
+  // Optimizer steps taken so far.
+  std::int64_t steps() const { return steps_; }
+
  private:
+  struct StepOutput {
+    torch::Tensor loss;  // mean over the batch
+    torch::Tensor logits;
+  };
+
   void run_epoch(const Dataset& data, EpochStats& stats);
+  StepOutput step(const torch::Tensor& x, const torch::Tensor& y);
+  void apply_decay();
 
   std::shared_ptr<Model> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::int64_t batch_size_;
+  TrainerOptions options_;
+  LossKind loss_kind_;
+  ImageAugment augment_;
   std::vector<torch::Tensor> params_;
-  torch::Tensor batch_images_;  // [batch_size, C, H, W], reused by every full batch
+  std::vector<double> base_lrs_;  // each param group's learning rate before decay
+  std::int64_t steps_ = 0;
+  torch::Tensor batch_inputs_;  // [batch_size, ...], reused by every full batch
   torch::Tensor batch_labels_;  // [batch_size]
 };
 

@@ -1,4 +1,4 @@
-// Test helpers: a self-deleting temporary directory and writers for small IDX files.
+// Test helpers: a self-deleting temporary directory and writers for small IDX, CIFAR and text files.
 #pragma once
 
 #include <zlib.h>
@@ -75,6 +75,21 @@ inline void write_gz(const std::string& path, const std::vector<std::uint8_t>& b
   if (gz == nullptr) throw std::runtime_error("gzopen failed: " + path);
   if (!bytes.empty()) gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(gz);
+}
+
+// CIFAR-10 binary records: record r has label labels[r] and pixel i = (r + i) % 256.
+inline std::vector<std::uint8_t> cifar_records(const std::vector<std::uint8_t>& labels) {
+  std::vector<std::uint8_t> out;
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    out.push_back(labels[r]);
+    for (std::size_t i = 0; i < 3072; ++i) out.push_back(static_cast<std::uint8_t>((r + i) % 256));
+  }
+  return out;
+}
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
 }
 
 inline std::vector<std::uint8_t> read_all(const std::string& path) {

@@ -50,6 +50,18 @@ bool has(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
 }
 
+std::vector<nlohmann::json> events_of(const std::string& out) {
+  std::vector<nlohmann::json> events;
+  for (const auto& line : lines_of(out)) events.push_back(nlohmann::json::parse(line));
+  return events;
+}
+
+std::vector<std::string> names_of(const std::vector<nlohmann::json>& events) {
+  std::vector<std::string> names;
+  for (const auto& e : events) names.push_back(e["event"].get<std::string>());
+  return names;
+}
+
 }  // namespace
 
 TEST_CASE("tsum-train: a tiny real run emits ready, epochs, learn_end, verify, saved in order") {
@@ -89,6 +101,10 @@ TEST_CASE("tsum-train: a tiny real run emits ready, epochs, learn_end, verify, s
   CHECK(ready["train_images"] == 512);
   CHECK(ready["test_images"] == 300);
   CHECK(ready["device"] == "cpu");
+  CHECK(ready["dataset"] == "idx");
+  CHECK(ready["optimizer"] == "adam");
+  CHECK(ready["batch"] == 128);
+  CHECK(ready["lr"].get<double>() == doctest::Approx(0.001));
 
   for (int e = 1; e <= 2; ++e) {
     const auto& epoch = events[static_cast<std::size_t>(e)];
@@ -150,7 +166,10 @@ TEST_CASE("tsum-train: missing data directory exits 2 naming the file") {
 
 TEST_CASE("tsum-train: bad usage exits 2 with usage on stderr; --help exits 0") {
   TempDir dir;
-  for (const std::string args : {"--bogus 1", "--epochs 0", "--model nope", "--optimizer nope"}) {
+  for (const std::string args : {"--bogus 1", "--epochs 0", "--model nope", "--optimizer nope",
+                                 "--dataset nope", "--decay -1", "--image-size 8",
+                                 "--model mnist_cnn --classes 5", "gen-cifar", "gen-tokens --n 5",
+                                 "gen-cifar /tmp/x --bogus 2"}) {
     CAPTURE(args);
     const auto r = run_train(dir, args + " --data /nonexistent");
     CHECK(r.exit_code == 2);
@@ -158,7 +177,121 @@ TEST_CASE("tsum-train: bad usage exits 2 with usage on stderr; --help exits 0") 
     CHECK_FALSE(r.err.empty());
   }
   CHECK(has(run_train(dir, "--bogus 1").err, "usage: tsum-train"));
+  CHECK(has(run_train(dir, "gen-cifar").err, "gen-cifar: missing DIR"));
   const auto help = run_train(dir, "--help");
   CHECK(help.exit_code == 0);
-  CHECK(has(help.out, "--checkpoint"));
+  for (const char* text : {"--checkpoint", "--dataset", "--optimizer", "--decay", "--augment",
+                           "--classes", "--image-size", "gen-cifar DIR", "gen-tokens DIR",
+                           "resnet50", "nadam", "synthetic"}) {
+    CAPTURE(text);
+    CHECK(has(help.out, text));
+  }
+}
+
+TEST_CASE("tsum-train: gen-cifar data trains cifar10_cnn with its Keras defaults") {
+  TempDir dir;
+  const std::string data = dir.file("cifar");
+  const auto gen = run_train(dir, "gen-cifar '" + data + "' --n 320 --seed 3");
+  INFO("stderr: " << gen.err);
+  REQUIRE(gen.exit_code == 0);
+  CHECK(has(gen.out, "wrote 320 training and 64 test examples"));
+  CHECK(std::filesystem::file_size(data + "/data_batch_5.bin") == 64 * 3073);
+
+  const std::string ckpt = dir.file("cifar.pt");
+  const auto r = run_train(dir, "--model cifar10_cnn --data '" + data +
+                                    "' --epochs 3 --threads 2 --checkpoint '" + ckpt + "'");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto events = events_of(r.out);
+  const std::vector<std::string> expected = {"ready", "epoch", "epoch", "epoch",
+                                             "learn_end", "verify", "saved"};
+  REQUIRE(names_of(events) == expected);
+  const auto& ready = events[0];
+  CHECK(ready["model"] == "cifar10_cnn");
+  CHECK(ready["params"] == 1250858);
+  CHECK(ready["dataset"] == "cifar10");
+  CHECK(ready["optimizer"] == "rmsprop");
+  CHECK(ready["batch"] == 32);
+  CHECK(ready["lr"].get<double>() == doctest::Approx(1e-4));
+  CHECK(ready["train_images"] == 320);
+  CHECK(ready["test_images"] == 64);
+  CHECK(events[3]["loss"].get<double>() < events[1]["loss"].get<double>());
+  CHECK(events[5]["test_images"] == 64);
+  CHECK(events[5]["test_accuracy"].get<double>() > 0.2);  // chance is 0.1
+  CHECK(events[6]["path"] == ckpt);
+  CHECK(events[6]["bytes"].get<std::int64_t>() > 4 * 1250858);
+}
+
+TEST_CASE("tsum-train: cifar10_cnn with augmentation, another optimizer and decay") {
+  TempDir dir;
+  const std::string data = dir.file("cifar");
+  REQUIRE(run_train(dir, "gen-cifar '" + data + "' --n 64").exit_code == 0);
+  const auto r = run_train(dir, "--model cifar10_cnn --data '" + data +
+                                    "' --augment --optimizer nadam --decay 0.01 --batch 16 "
+                                    "--threads 1 --checkpoint '" + dir.file("m.pt") + "'");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto events = events_of(r.out);
+  REQUIRE(events.size() == 5);
+  CHECK(events[0]["optimizer"] == "nadam");
+  CHECK(events[0]["lr"].get<double>() == doctest::Approx(0.002));  // nadam's own default
+  CHECK(events[0]["batch"] == 16);
+}
+
+TEST_CASE("tsum-train: gen-tokens data trains bilstm") {
+  TempDir dir;
+  const std::string data = dir.file("tokens");
+  REQUIRE(run_train(dir, "gen-tokens '" + data + "' --n 96").exit_code == 0);
+  const auto r = run_train(dir, "--model bilstm --data '" + data + "' --epochs 2 --threads 2 "
+                                "--checkpoint '" + dir.file("m.pt") + "'");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto events = events_of(r.out);
+  REQUIRE(names_of(events).size() == 6);
+  CHECK(events[0]["model"] == "bilstm");
+  CHECK(events[0]["dataset"] == "tokens");
+  CHECK(events[0]["train_images"] == 96);
+  CHECK(events[0]["test_images"] == 20);
+  const std::int64_t params = events[0]["params"].get<std::int64_t>();
+  CHECK((params - 99457) % 128 == 0);  // 128 embedding values per id
+  CHECK((params - 99457) / 128 <= 2000);
+  CHECK(std::isfinite(events[4]["test_loss"].get<double>()));
+
+  const auto augment = run_train(dir, "--model bilstm --data '" + data + "' --augment");
+  CHECK(augment.exit_code == 2);
+  CHECK(has(augment.err, "--augment transforms images"));
+}
+
+TEST_CASE("tsum-train: resnet50 trains on synthetic data of a chosen size and class count") {
+  TempDir dir;
+  const auto r = run_train(dir, "--model resnet50 --image-size 32 --classes 10 --limit 8 "
+                                "--test-limit 4 --batch 4 --threads 2 --checkpoint '" +
+                                    dir.file("r.pt") + "'");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto events = events_of(r.out);
+  REQUIRE(events.size() == 5);
+  CHECK(events[0]["dataset"] == "synthetic");
+  CHECK(events[0]["optimizer"] == "momentum");
+  CHECK(events[0]["params"] == 25557032 - 2049000 + 20490);
+  CHECK(events[0]["train_images"] == 8);
+  CHECK(events[3]["test_images"] == 4);
+}
+
+TEST_CASE("tsum-train: bad CIFAR data exits 2 naming the file, with nothing on stdout") {
+  TempDir dir;
+  const std::string data = dir.file("cifar");
+  REQUIRE(run_train(dir, "gen-cifar '" + data + "' --n 10").exit_code == 0);
+  const auto mismatch = run_train(dir, "--model mnist_cnn --dataset cifar10 --data '" + data + "'");
+  CHECK(mismatch.exit_code == 2);
+  CHECK(mismatch.out.empty());
+  CHECK(has(mismatch.err, "images are 3x32x32, model mnist_cnn expects 1x28x28"));
+
+  auto bytes = read_all(data + "/data_batch_2.bin");
+  bytes[3073] = 200;  // record 1's label byte
+  write_raw(data + "/data_batch_2.bin", bytes);
+  const auto r = run_train(dir, "--model cifar_small --data '" + data + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(has(r.err, data + "/data_batch_2.bin: record 1: bad label byte 200"));
 }
