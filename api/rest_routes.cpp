@@ -216,9 +216,7 @@ void add_rest_routes(Router& router, RestContext c) {
 void add_metrics_route(Router& router, daemon::Db& db, daemon::Views& views, daemon::TokenStore& tokens,
                        const daemon::ProviderCallMetrics& calls) {
   router.add("GET", "/metrics", [&db, &views, &tokens, &calls](Request& req) -> Awaitable {
-    std::string h = req.header("Authorization");
-    auto info = h.size() > 7 ? tokens.authenticate(std::string_view(h).substr(7)) : Result<daemon::TokenInfo>(
-                                   make_error(Code::not_found, "no token"));
+    auto info = bearer(req, tokens);
     if (!info || !(info->admin || info->metrics))
       co_return error_response(401, "unauthenticated", "GET /metrics needs an admin or a metrics token");
     auto body = daemon::render_metrics(db, views, calls);

@@ -16,12 +16,18 @@ std::optional<int64_t> id_param(const Request& req) {
   return v;
 }
 
-std::optional<Response> check_auth(const Request& req, daemon::TokenStore& tokens, int64_t run_id) {
+Result<daemon::TokenInfo> bearer(const Request& req, daemon::TokenStore& tokens) {
   std::string h = req.header("Authorization");
   if (h.size() < 8 || (h.compare(0, 7, "Bearer ") != 0 && h.compare(0, 7, "bearer ") != 0))
-    return error_response(401, "unauthenticated", "missing 'Authorization: Bearer <token>' header");
+    return make_error(Code::not_found, "missing 'Authorization: Bearer <token>' header");
   auto info = tokens.authenticate(std::string_view(h).substr(7));
-  if (!info) return error_response(401, "unauthenticated", "invalid or revoked token");
+  if (!info) return make_error(Code::not_found, "invalid or revoked token");
+  return info;
+}
+
+std::optional<Response> check_auth(const Request& req, daemon::TokenStore& tokens, int64_t run_id) {
+  auto info = bearer(req, tokens);
+  if (!info) return error_response(401, "unauthenticated", info.error().detail);
   if (info->admin) return std::nullopt;
   if (run_id != 0 && info->run_id == run_id) return std::nullopt;
   if (info->metrics) return error_response(401, "unauthenticated", "a metrics token may only read GET /metrics");

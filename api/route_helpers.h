@@ -16,6 +16,9 @@ Response unprocessable(const std::string& detail);
 // The positive decimal path parameter "id"; nullopt (answer 404) for anything else.
 std::optional<int64_t> id_param(const Request& req);
 
+// The token of the request's "Authorization: Bearer" header; not_found (answer 401) when missing, unknown or revoked.
+Result<daemon::TokenInfo> bearer(const Request& req, daemon::TokenStore& tokens);
+
 // The request's bearer token, checked: nullopt when allowed, else the 401 to send. Admin routes pass
 // run_id = 0; a run's events route passes its run, which that run's token may also use.
 std::optional<Response> check_auth(const Request& req, daemon::TokenStore& tokens, int64_t run_id = 0);
