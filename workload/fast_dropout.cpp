@@ -38,6 +38,8 @@ std::uint64_t FastDropout::next() {
 torch::Tensor FastDropout::operator()(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0.0) return x;
   if (p >= 1.0) return x * 0.0f;
+  // Autocast (bf16/fp16) activations and CUDA tensors take libtorch's own dropout.
+  if (!x.is_cpu() || x.scalar_type() != torch::kFloat) return torch::dropout(x, p, true);
   // An element is kept when its 32-bit draw is >= threshold: probability 1 - threshold/2^32.
   const auto threshold = static_cast<std::uint32_t>(std::llround(p * 4294967296.0));
   const float scale = static_cast<float>(1.0 / (1.0 - p));

@@ -21,7 +21,8 @@ class FastDropout {
   FastDropout();
 
   // x * mask / (1-p) when `training` and 0 < p < 1; x unchanged when not training or p == 0;
-  // zeros when p >= 1. x must be float32 (any memory format); the result keeps x's autograd graph.
+  // zeros when p >= 1. x is any float type on any device (float32 CPU tensors, in any memory format,
+  // take the fast path; others torch::dropout); the result keeps x's autograd graph.
   torch::Tensor operator()(const torch::Tensor& x, double p, bool training);
 
  private:

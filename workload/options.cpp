@@ -1,7 +1,5 @@
 #include "workload/options.h"
 
-#include <sched.h>
-
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -80,6 +78,8 @@ Status apply(Options& o, std::string_view flag, const std::string& value) {
   }
   if (flag == "--threads") return assign(o.threads, parse_int(flag, value, 1, kBig));
   if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
+  if (flag == "--device") return assign(o.placement.device, parse_device(value));
+  if (flag == "--precision") return assign(o.placement.precision, parse_precision(value));
   if (flag == "--lr") return assign(o.lr, parse_double(flag, value, false));
   if (flag == "--decay") return assign(o.decay, parse_double(flag, value, true));
   return make_error(Code::invalid_argument, "unknown flag " + std::string(flag));
@@ -176,7 +176,11 @@ std::string usage() {
          "  --augment           random shifts (10%) and horizontal flips of training images\n"
          "  --classes N         output classes (resnet50 only; default 1000)\n"
          "  --image-size N      input side in pixels, >= 32 (resnet50 only; default 224)\n"
-         "  --threads N         intra-op threads (default: CPUs in the affinity mask)\n"
+         "  --threads N         intra-op threads (default: CPUs in the affinity mask, capped by\n"
+         "                      the cgroup CPU quota)\n"
+         "  --device DEV        cpu, cuda or cuda:N (default cpu)\n"
+         "  --precision P       fp32; bf16 (autocast, CPU or CUDA); fp16 (CUDA autocast with loss\n"
+         "                      scaling) (default fp32)\n"
          "  --checkpoint PATH   where to save the trained model (default model.pt)\n"
          "  --seed N            seed for initialization, shuffling, dropout, synthetic data\n"
          "                      (default 1)\n"
@@ -196,14 +200,6 @@ std::string usage() {
          "  N training examples (default 1000; gen-cifar needs 5) and ceil(N/5) test examples.\n"
          "stdout carries one JSON event per line: ready, epoch, learn_end, verify, saved.\n"
          "exit status: 0 ok, 2 bad usage or bad data, 1 other failure.\n";
-}
-
-int affinity_cpu_count() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  const int n = CPU_COUNT(&set);
-  return n > 0 ? n : 1;
 }
 
 }  // namespace tsum::workload

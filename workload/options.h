@@ -2,7 +2,8 @@
 //
 //   tsum-train [--model mnist_cnn] [--dataset KIND] [--data DIR] [--epochs 1] [--limit N]
 //              [--test-limit N] [--batch N] [--lr X] [--optimizer NAME] [--decay X] [--augment]
-//              [--classes N] [--image-size N] [--threads N] [--checkpoint PATH] [--seed 1] [--help]
+//              [--classes N] [--image-size N] [--threads N] [--device cpu|cuda[:N]]
+//              [--precision fp32|bf16|fp16] [--checkpoint PATH] [--seed 1] [--help]
 //   tsum-train gen-cifar DIR [--n 1000] [--seed 1]
 //   tsum-train gen-tokens DIR [--n 1000] [--seed 1]
 //
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "workload/device.h"
 
 namespace tsum::workload {
 
@@ -35,7 +37,8 @@ struct Options {
   bool augment = false;
   std::int64_t classes = 0;     // 0: the model's
   std::int64_t image_size = 0;  // 0: the model's
-  int threads = 0;              // 0: CPUs in this process's affinity mask
+  int threads = 0;              // 0: usable_cpu_count() (cpus.h)
+  Placement placement;          // --device, --precision
   std::string checkpoint = "model.pt";
   std::uint64_t seed = 1;
   bool help = false;
@@ -62,8 +65,5 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args);
 
 // Usage text, one flag per line.
 std::string usage();
-
-// Number of CPUs in this process's affinity mask (sched_getaffinity), at least 1.
-int affinity_cpu_count();
 
 }  // namespace tsum::workload

@@ -67,11 +67,21 @@ void Trainer::apply_decay() {
   for (std::size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(base_lrs_[i] * factor);
 }
 
+torch::Tensor Trainer::forward(const torch::Tensor& x) {
+  AutocastScope autocast(options_.placement);
+  return model_->forward(x).to(torch::kFloat);
+}
+
 Trainer::StepOutput Trainer::step(const torch::Tensor& x, const torch::Tensor& y) {
   for (auto& p : params_) p.mutable_grad() = torch::Tensor();
-  const torch::Tensor logits = model_->forward(options_.augment ? augment_(x) : x);
+  const torch::Tensor logits = forward(options_.augment ? augment_(x) : x);
   const torch::Tensor loss = loss_of(loss_kind_, logits, y, at::Reduction::Mean);
-  loss.backward();
+  if (options_.placement.precision == Precision::fp16) {
+    scaler_.scale(loss).backward();
+    if (!scaler_.unscale_and_update(params_)) return {loss, logits};
+  } else {
+    loss.backward();
+  }
   if (options_.decay > 0.0) apply_decay();
   optimizer_->step();
   ++steps_;
@@ -89,12 +99,14 @@ void Trainer::run_epoch(const Dataset& data, EpochStats& stats) {
     batch_labels_ = torch::empty({batch}, data.labels.options());
   }
   model_->train();
-  const torch::Tensor order = torch::randperm(n, torch::TensorOptions().dtype(torch::kInt64));
+  const torch::Tensor order =
+      torch::randperm(n, torch::TensorOptions().dtype(torch::kInt64).device(data.inputs.device()));
   double loss_sum = 0.0;
   std::int64_t correct = 0;
   for (std::int64_t begin = 0; begin < n; begin += batch) {
     const std::int64_t len = std::min(batch, n - begin);
     const torch::Tensor index = order.narrow(0, begin, len);
+    const auto gather_start = std::chrono::steady_clock::now();
     torch::Tensor x;
     torch::Tensor y;
     if (len == batch) {
@@ -104,6 +116,7 @@ void Trainer::run_epoch(const Dataset& data, EpochStats& stats) {
       x = data.inputs.index_select(0, index);
       y = data.labels.index_select(0, index);
     }
+    gather_seconds_ += seconds_since(gather_start);
     const StepOutput out = step(x, y);
     torch::NoGradGuard no_grad;
     loss_sum += out.loss.item<double>() * static_cast<double>(len);
@@ -129,7 +142,7 @@ Result<EvalStats> Trainer::evaluate(const Dataset& data) {
       const std::int64_t len = std::min(options_.batch_size, n - begin);
       const torch::Tensor x = data.inputs.narrow(0, begin, len);
       const torch::Tensor y = data.labels.narrow(0, begin, len);
-      const torch::Tensor logits = model_->forward(x);
+      const torch::Tensor logits = forward(x);
       loss_sum += loss_of(loss_kind_, logits, y, at::Reduction::Sum).item<double>();
       correct += correct_of(loss_kind_, logits, y);
     }

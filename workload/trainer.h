@@ -5,6 +5,8 @@
 // batch into buffers allocated once. Gradients are reset to undefined (not zero-filled) before each
 // step, which the optimizers treat as "no gradient yet". The loss is the model's LossKind: softmax
 // cross-entropy, or sigmoid binary cross-entropy on a single logit (accuracy: logit > 0 means 1).
+// The model and data must already be on the placement's device; forward passes run under autocast
+// for bf16/fp16 and the loss is taken in float32.
 #pragma once
 
 #include <torch/torch.h>
@@ -16,6 +18,8 @@
 #include "common/result.h"
 #include "workload/augment.h"
 #include "workload/dataset.h"
+#include "workload/device.h"
+#include "workload/loss_scaler.h"
 #include "workload/model.h"
 
 namespace tsum::workload {
@@ -26,6 +30,9 @@ struct TrainerOptions {
   // lr / (1 + decay * t). 0 keeps the optimizer's learning rate.
   double decay = 0.0;
   bool augment = false;  // ImageAugment on every training batch; image models only
+  // Where the model and data live, and the autocast precision of forward passes (device.h). fp16
+  // adds dynamic loss scaling (loss_scaler.h).
+  Placement placement;
 };
 
 struct EpochStats {
@@ -62,8 +69,12 @@ class Trainer {
   // activations cache-sized (batches of 1000 measured 2x slower).
   Result<EvalStats> evaluate(const Dataset& data);
 
-  // Optimizer steps taken so far.
+  // Optimizer steps taken so far (fp16 steps skipped for non-finite gradients do not count).
   std::int64_t steps() const { return steps_; }
+
+  // Seconds spent gathering shuffled batches (index_select) in train_epoch, over the trainer's
+  // life: the data-loading share of learn time.
+  double batch_gather_seconds() const { return gather_seconds_; }
 
  private:
   struct StepOutput {
@@ -73,6 +84,7 @@ class Trainer {
 
   void run_epoch(const Dataset& data, EpochStats& stats);
   StepOutput step(const torch::Tensor& x, const torch::Tensor& y);
+  torch::Tensor forward(const torch::Tensor& x);
   void apply_decay();
 
   std::shared_ptr<Model> model_;
@@ -83,6 +95,8 @@ class Trainer {
   std::vector<torch::Tensor> params_;
   std::vector<double> base_lrs_;  // each param group's learning rate before decay
   std::int64_t steps_ = 0;
+  double gather_seconds_ = 0.0;
+  LossScaler scaler_;
   torch::Tensor batch_inputs_;  // [batch_size, ...], reused by every full batch
   torch::Tensor batch_labels_;  // [batch_size]
 };

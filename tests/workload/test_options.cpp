@@ -1,7 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <sched.h>
-
 #include "workload/options.h"
 #include "workload/train_run.h"
 
@@ -59,7 +57,7 @@ TEST_CASE("options: bad input names the flag") {
       {"--bogus", "1"}, {"--epochs", "0"}, {"--epochs", "two"}, {"--batch", "-1"},
       {"--lr", "0"},    {"--lr", "nan"},   {"--threads"},       {"--limit", "12x"},
       {"positional"},   {"--decay", "-1"}, {"--image-size", "31"}, {"--classes", "0"},
-      {"--dataset", ""}};
+      {"--dataset", ""}, {"--device", "gpu"},  {"--precision", "int8"}};
   for (const auto& args : bad) {
     CAPTURE(args[0]);
     auto o = tw::parse_options(args);
@@ -67,13 +65,6 @@ TEST_CASE("options: bad input names the flag") {
     CHECK(o.code() == tsum::Code::invalid_argument);
     CHECK(o.error().detail.find(args[0]) != std::string::npos);
   }
-}
-
-TEST_CASE("options: default thread count is the affinity mask size") {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
-  CHECK(tw::affinity_cpu_count() == CPU_COUNT(&set));
 }
 
 TEST_CASE("options: gen-cifar and gen-tokens take DIR, --n and --seed") {

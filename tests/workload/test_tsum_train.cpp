@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "temp_dir.h"
+#include "workload/cpus.h"
 #include "workload/options.h"
 
 using namespace tsum::workload::testing;
@@ -141,7 +142,7 @@ TEST_CASE("tsum-train: default threads follow the affinity mask") {
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   const auto ready = nlohmann::json::parse(lines_of(r.out).at(0));
-  CHECK(ready["threads"] == tsum::workload::affinity_cpu_count());
+  CHECK(ready["threads"] == tsum::workload::usable_cpu_count());
 }
 
 TEST_CASE("tsum-train: bad data exits 2 naming the file, with nothing on stdout") {
