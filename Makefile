@@ -24,7 +24,7 @@ quickstart: build
 	cd $(BUILD) && ./bin/tsumd quickstart
 
 bench: build
-	bench/train_vs_pytorch.sh $(BUILD)/bin/tsum-train
+	bench/workload.sh $(BUILD)/bin/tsum-train
 
 clean:
 	rm -rf $(BUILD)

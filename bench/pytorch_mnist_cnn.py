@@ -3,8 +3,9 @@
 
 Same network (Keras mnist_cnn), same data subset (first --limit training images of Fashion-MNIST,
 normalized x/255 once, preloaded as tensors), same batch size, optimizer, learning rate and intra-op
-thread count, same per-epoch bookkeeping (loss and train accuracy). Prints one JSON line per epoch
-and a final learn_end line with images_per_s, like tsum-train.
+thread count, same per-epoch bookkeeping (loss and train accuracy), same precision (fp32, or bf16 CPU autocast
+with the loss in fp32). Prints one JSON line per epoch, a learn_end line with images_per_s and a
+verify line with the test accuracy, like tsum-train.
 
 Run with Debian's Python, which has torch:  /usr/bin/python3 bench/pytorch_mnist_cnn.py --limit 10000
 """
@@ -79,6 +80,8 @@ def main():
     p.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    p.add_argument("--test-limit", type=int, default=0)
     a = p.parse_args()
 
     torch.set_num_interop_threads(1)
@@ -89,6 +92,7 @@ def main():
         opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     else:
         opt = torch.optim.SGD(model.parameters(), lr=a.lr)
+    bf16 = a.precision == "bf16"
     x, y = load(a.data, "train", a.limit)
     n = x.shape[0]
     print(json.dumps({"event": "ready", "threads": torch.get_num_threads(), "train_images": n,
@@ -104,7 +108,8 @@ def main():
             idx = order[begin:begin + a.batch]
             xb, yb = x.index_select(0, idx), y.index_select(0, idx)
             opt.zero_grad(set_to_none=True)
-            logits = model(xb)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits = model(xb).float()
             loss = F.cross_entropy(logits, yb)
             loss.backward()
             opt.step()
@@ -117,6 +122,16 @@ def main():
                           "seconds": seconds}), flush=True)
     print(json.dumps({"event": "learn_end", "epochs": a.epochs, "seconds": total,
                       "images_per_s": n * a.epochs / total}), flush=True)
+
+    tx, ty = load(a.data, "t10k", a.test_limit)
+    model.eval()
+    correct = 0
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        for begin in range(0, tx.shape[0], a.batch):
+            logits = model(tx[begin:begin + a.batch]).float()
+            correct += (logits.argmax(1) == ty[begin:begin + a.batch]).sum().item()
+    print(json.dumps({"event": "verify", "test_accuracy": correct / tx.shape[0],
+                      "test_images": tx.shape[0]}), flush=True)
 
 
 if __name__ == "__main__":

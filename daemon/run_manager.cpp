@@ -4,6 +4,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <filesystem>
 #include <iostream>
 
 #include "common/embedded.h"
@@ -30,6 +31,11 @@ struct RunManager::LiveRun {
 
 namespace {
 void log_line(const std::string& s) { std::cerr << "tsumd: " << s << std::endl; }
+
+// tsum-gpustat ships next to tsum-train (both are built into the same bin/).
+std::string gpustat_path(const std::string& trainer_path) {
+  return (std::filesystem::path(trainer_path).parent_path() / "tsum-gpustat").string();
+}
 }  // namespace
 
 RunManager::RunManager(asio::io_context& io, Services services, RunManagerOptions opts)
@@ -133,6 +139,7 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
               {"TSUM_RUN_ID", spec.run_id},
               {"TSUM_TOKEN", *token},
               {"TSUM_TRAIN_SRC", opts_.trainer_path},
+              {"TSUM_GPUSTAT", gpustat_path(opts_.trainer_path)},
               {"TSUM_DATA_SRC", opts_.data_dir},
               {"TSUM_TRAIN_ARGS", exp->spec.workload.train_args()},
               {"TSUM_RESULTS_DIR", opts_.results_dir + "/run-" + spec.run_id}};

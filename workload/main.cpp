@@ -1,5 +1,7 @@
 // tsum-train: trains a model (model_registry.h) on a data set (dataset.h) and reports JSON-line
-// events on stdout; `gen-cifar` / `gen-tokens` write small generated data sets (data_gen.h).
+// events on stdout; `infer` measures inference throughput per batch size (infer.h);
+// `gen-cifar` / `gen-tokens` / `gen-images` write small generated data sets (data_gen.h,
+// image_files.h).
 // See options.h for flags, event_writer.h for the event contract, train_run.h for the phases.
 #include <malloc.h>
 
@@ -10,6 +12,8 @@
 
 #include "workload/data_gen.h"
 #include "workload/event_writer.h"
+#include "workload/image_files.h"
+#include "workload/infer.h"
 #include "workload/options.h"
 #include "workload/train_run.h"
 
@@ -31,13 +35,24 @@ void print_error(const tsum::Status& status) {
                status.error().detail.c_str());
 }
 
-// gen-cifar / gen-tokens: writes the files and says where on stdout.
+// gen-cifar / gen-tokens / gen-images: writes the files and says where on stdout.
 int generate(const std::vector<std::string>& args) {
   using namespace tsum::workload;
   auto options = parse_gen_options(args);
   if (!options.ok()) {
     std::fprintf(stderr, "tsum-train: %s\n%s", options.error().detail.c_str(), usage().c_str());
     return 2;
+  }
+  if (options->command == "gen-images") {
+    const auto status = write_image_files(options->dir, options->n, options->size, options->seed);
+    if (!status.ok()) {
+      print_error(status);
+      return exit_code_for(status);
+    }
+    std::printf("gen-images: wrote %lld %lldx%lld JPEGs to %s\n",
+                static_cast<long long>(options->n), static_cast<long long>(options->size),
+                static_cast<long long>(options->size), options->dir.c_str());
+    return 0;
   }
   const auto status = options->command == "gen-cifar"
                           ? write_cifar_files(options->dir, options->n, options->seed)
@@ -53,13 +68,32 @@ int generate(const std::vector<std::string>& args) {
   return 0;
 }
 
+int infer(const std::vector<std::string>& args) {
+  using namespace tsum::workload;
+  auto options = parse_infer_options(args);
+  if (!options.ok()) {
+    std::fprintf(stderr, "tsum-train: %s\n%s", options.error().detail.c_str(), usage().c_str());
+    return 2;
+  }
+  EventWriter events(stdout);
+  const auto status = run_infer(*options, events);
+  if (!status.ok()) print_error(status);
+  return exit_code_for(status);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace tsum::workload;
   keep_freed_memory_mapped();
   const std::vector<std::string> args(argv + 1, argv + argc);
-  if (is_gen_command(args)) return generate(args);
+  try {
+    if (is_gen_command(args)) return generate(args);
+    if (is_infer_command(args)) return infer(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tsum-train: internal: %s\n", e.what());
+    return 1;
+  }
   auto options = parse_options(args);
   if (!options.ok()) {
     std::fprintf(stderr, "tsum-train: %s\n%s", options.error().detail.c_str(), usage().c_str());

@@ -87,8 +87,60 @@ Status apply(Options& o, std::string_view flag, const std::string& value) {
 
 Status apply_gen(GenOptions& o, std::string_view flag, const std::string& value) {
   if (flag == "--n") return assign(o.n, parse_int(flag, value, 1, kBig));
+  if (flag == "--size" && o.command == "gen-images") {
+    return assign(o.size, parse_int(flag, value, 8, 4096));
+  }
   if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
   return make_error(Code::invalid_argument, o.command + ": unknown flag " + std::string(flag));
+}
+
+Result<std::vector<std::int64_t>> parse_int_list(std::string_view flag, const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::size_t begin = 0;
+  for (;;) {
+    const auto comma = text.find(',', begin);
+    const std::string item = text.substr(begin, comma == std::string::npos ? comma : comma - begin);
+    auto v = parse_int(flag, item, 1, 65536);
+    if (!v.ok()) return v.error();
+    out.push_back(*v);
+    if (comma == std::string::npos) return out;
+    begin = comma + 1;
+  }
+}
+
+template <class E>
+Result<E> parse_choice(std::string_view flag, const std::string& text, std::string_view a, E ea,
+                       std::string_view b, E eb) {
+  if (text == a) return ea;
+  if (text == b) return eb;
+  return make_error(Code::invalid_argument, std::string(flag) + ": expected " + std::string(a) +
+                                                " or " + std::string(b) + ", got '" + text + "'");
+}
+
+Status apply_infer(InferOptions& o, std::string_view flag, const std::string& value) {
+  if (flag == "--model") return assign(o.model, parse_nonempty(flag, value));
+  if (flag == "--batch") return assign(o.batches, parse_int_list(flag, value));
+  if (flag == "--mode") {
+    return assign(o.mode, parse_choice(flag, value, "sync", InferMode::sync, "async", InferMode::async));
+  }
+  if (flag == "--source") {
+    return assign(o.source, parse_choice(flag, value, "files", InferSource::files, "memory",
+                                         InferSource::memory));
+  }
+  if (flag == "--images") return assign(o.images_dir, parse_nonempty(flag, value));
+  if (flag == "--iterations") return assign(o.iterations, parse_int(flag, value, 1, kBig));
+  if (flag == "--warmup") return assign(o.warmup, parse_int(flag, value, 0, kBig));
+  if (flag == "--loaders") return assign(o.loaders, parse_int(flag, value, 1, 256));
+  if (flag == "--queue") return assign(o.queue, parse_int(flag, value, 1, 4096));
+  if (flag == "--classes") return assign(o.classes, parse_int(flag, value, 1, kBig));
+  if (flag == "--image-size") {
+    return assign(o.image_size, parse_int(flag, value, ResNet50::kMinImageSize, kBig));
+  }
+  if (flag == "--threads") return assign(o.threads, parse_int(flag, value, 1, kBig));
+  if (flag == "--device") return assign(o.placement.device, parse_device(value));
+  if (flag == "--precision") return assign(o.placement.precision, parse_precision(value));
+  if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
+  return make_error(Code::invalid_argument, "infer: unknown flag " + std::string(flag));
 }
 
 // Walks `args` from `first`: boolean flags go to `on_switch` (false: not a switch), the others with
@@ -133,13 +185,28 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
 }
 
 bool is_gen_command(const std::vector<std::string>& args) {
-  return !args.empty() && (args[0] == "gen-cifar" || args[0] == "gen-tokens");
+  return !args.empty() &&
+         (args[0] == "gen-cifar" || args[0] == "gen-tokens" || args[0] == "gen-images");
+}
+
+bool is_infer_command(const std::vector<std::string>& args) {
+  return !args.empty() && args[0] == "infer";
+}
+
+Result<InferOptions> parse_infer_options(const std::vector<std::string>& args) {
+  InferOptions o;
+  auto on_switch = [](const std::string&) { return false; };
+  auto on_value = [&](const std::string& flag, const std::string& value) {
+    return apply_infer(o, flag, value);
+  };
+  if (auto st = walk_flags(args, 1, on_switch, on_value); !st.ok()) return st.error();
+  return o;
 }
 
 Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   GenOptions o;
   if (!is_gen_command(args)) {
-    return make_error(Code::invalid_argument, "expected gen-cifar or gen-tokens");
+    return make_error(Code::invalid_argument, "expected gen-cifar, gen-tokens or gen-images");
   }
   o.command = args[0];
   if (args.size() < 2 || args[1].rfind("--", 0) == 0) {
@@ -158,6 +225,8 @@ std::string usage() {
   return "usage: tsum-train [flags]\n"
          "       tsum-train gen-cifar DIR [--n N] [--seed S]\n"
          "       tsum-train gen-tokens DIR [--n N] [--seed S]\n"
+         "       tsum-train gen-images DIR [--n N] [--size PX] [--seed S]\n"
+         "       tsum-train infer [infer flags]\n"
          "training flags (defaults marked * depend on the model, see below):\n"
          "  --model NAME        model to train (" + model_names() + "; default mnist_cnn)\n"
          "  --dataset KIND      data set kind (" + data_kind_names() + "; default*)\n"
@@ -198,7 +267,22 @@ std::string usage() {
          "  line per example, fitted to 100 ids (the last 100 kept, left-padded with 0).\n"
          "gen-cifar / gen-tokens write small seeded, learnable data sets of those formats to DIR:\n"
          "  N training examples (default 1000; gen-cifar needs 5) and ceil(N/5) test examples.\n"
-         "stdout carries one JSON event per line: ready, epoch, learn_end, verify, saved.\n"
+         "gen-images writes N seeded PX x PX RGB JPEGs (default 1000 of 224) named img-NNNNNN.jpg.\n"
+         "infer flags: inference images/s, p50/p99 latency and peak RSS per batch size:\n"
+         "  --model NAME        image model (default resnet50)\n"
+         "  --batch LIST        batch sizes (default 1,2,4,8,16,32,64)\n"
+         "  --mode sync|async   sync: load a batch, then compute it; async: loader threads fill\n"
+         "                      a bounded queue while the model computes (default sync)\n"
+         "  --source files|memory  decode JPEGs from --images for every batch, or once up front\n"
+         "                      (default files)\n"
+         "  --images DIR        JPEGs to read (default ./images; see gen-images)\n"
+         "  --iterations N      measured batches per batch size (default 10), after\n"
+         "  --warmup N          unmeasured batches (default 1)\n"
+         "  --loaders N         async loader threads (default min(4, CPUs))\n"
+         "  --queue N           async queue capacity in batches (default 2 x loaders)\n"
+         "  --classes, --image-size, --threads, --device, --precision, --seed as for training\n"
+         "stdout carries one JSON event per line: ready, epoch, learn_end, verify, saved\n"
+         "  (infer: ready, infer per batch size, infer_end).\n"
          "exit status: 0 ok, 2 bad usage or bad data, 1 other failure.\n";
 }
 

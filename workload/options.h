@@ -48,13 +48,42 @@ struct Options {
 // detail names the flag.
 Result<Options> parse_options(const std::vector<std::string>& args);
 
-// A data generator subcommand: gen-cifar or gen-tokens.
+// A data generator subcommand: gen-cifar, gen-tokens or gen-images.
 struct GenOptions {
-  std::string command;  // "gen-cifar" or "gen-tokens"
+  std::string command;  // "gen-cifar", "gen-tokens" or "gen-images"
   std::string dir;
   std::int64_t n = 1000;
+  std::int64_t size = 224;  // gen-images: side in pixels
   std::uint64_t seed = 1;
 };
+
+// `tsum-train infer`: inference throughput and latency per batch size (infer.h).
+enum class InferMode { sync, async };
+enum class InferSource { files, memory };
+
+struct InferOptions {
+  std::string model = "resnet50";
+  std::vector<std::int64_t> batches = {1, 2, 4, 8, 16, 32, 64};
+  InferMode mode = InferMode::sync;
+  InferSource source = InferSource::files;
+  std::string images_dir = "images";  // JPEGs (gen-images)
+  std::int64_t iterations = 10;       // measured batches per batch size
+  std::int64_t warmup = 1;            // unmeasured batches first
+  int loaders = 0;                    // async loader threads; 0: min(4, usable CPUs)
+  std::int64_t queue = 0;             // async queue capacity in batches; 0: 2 x loaders
+  std::int64_t classes = 0;
+  std::int64_t image_size = 0;
+  int threads = 0;
+  Placement placement;
+  std::uint64_t seed = 1;
+};
+
+// True when args[0] is "infer".
+bool is_infer_command(const std::vector<std::string>& args);
+
+// Parses args[1..] of `infer`. invalid_argument naming the flag for anything malformed (batch
+// lists must be positive integers separated by commas).
+Result<InferOptions> parse_infer_options(const std::vector<std::string>& args);
 
 // True when argv[1] names a generator subcommand.
 bool is_gen_command(const std::vector<std::string>& args);

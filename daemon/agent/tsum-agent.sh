@@ -11,7 +11,7 @@
 # durations are taken inside the instance and do not depend on when an event reaches the daemon.
 # An end mark carries the phase's resource statistics, as the seed's dstat run recorded them:
 #   "stats": {"cpu_pct": {"min","avg","max"}, "rss_bytes": {...}, "read_bps": {...}, "write_bps": {...},
-#             "gpu_util_pct": {...}, "gpu_mem_bytes": {...}}   (GPU ones only where nvidia-smi runs)
+#             "gpu_util_pct": {...}, "gpu_mem_bytes": {...}}   (GPU ones only where tsum-gpustat finds a GPU)
 # taken over every process of the agent's session (agent, tsum-train, their children), sampled every
 # TSUM_SAMPLE_S seconds (default 1) and at each mark. cpu_pct is of one core (200 = two busy cores).
 # Events are spooled to files first and sent in order; while the daemon is unreachable (connection refused,
@@ -26,6 +26,8 @@
 #   TSUM_RESULTS_DIR                    where save puts the checkpoint, the event log and samples.csv
 #   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
 #   TSUM_SAMPLE_S                       resource sampling interval in seconds (default 1)
+#   TSUM_GPUSTAT                        tsum-gpustat (NVML through dlopen; mean GPU util, memory in use);
+#                                       unset, missing or "no GPU" (exit 3): no GPU statistics
 set -u
 : "${TSUM_URL:?}" "${TSUM_RUN_ID:?}" "${TSUM_TOKEN:?}"
 WORK=$(pwd)
@@ -42,12 +44,11 @@ SID=$(awk '{sub(/^[0-9]+ \(.*\) /, ""); print $4}' /proc/$$/stat)
 PAGE=$(getconf PAGESIZE)
 HZ=$(getconf CLK_TCK)
 HAVE_GPU=0
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && HAVE_GPU=1
+[ -x "${TSUM_GPUSTAT:-}" ] && "$TSUM_GPUSTAT" --line >/dev/null 2>&1 && HAVE_GPU=1
 sample() {
   read -r up _ < /proc/uptime
   gpu=""
-  [ "$HAVE_GPU" = 1 ] && gpu=$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits 2>/dev/null |
-    awk -F', *' '{u += $1; m += $2} END {printf " %.0f %.0f", u / (NR ? NR : 1), m * 1048576}')
+  [ "$HAVE_GPU" = 1 ] && gpu=$("$TSUM_GPUSTAT" --line 2>/dev/null | awk 'NF == 2 {printf " %s %s", $1, $2}')
   { grep -H '' /proc/[0-9]*/stat; grep -H '_bytes:' /proc/[0-9]*/io; } 2>/dev/null |
     awk -v sid="$SID" -v up="$up" -v page="$PAGE" -v gpu="$gpu" '
       /\/stat:/ { split($0, p, "/"); s = $0; sub(/^[^ ]* \(.*\) /, "", s); split(s, f, " ")

@@ -1,0 +1,28 @@
+// JPEG files for the inference benchmark: written by `tsum-train gen-images`, decoded by the
+// loaders of `tsum-train infer --source files` (libjpeg-turbo's TurboJPEG API).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace tsum::workload {
+
+// Interleaved 8-bit RGB, row-major: pixels[(y * width + x) * 3 + c].
+struct RgbImage {
+  int width = 0;
+  int height = 0;
+  std::vector<std::uint8_t> pixels;
+};
+
+// Writes `image` as a baseline JPEG (4:2:0) of `quality` 1..100. unavailable when the file cannot
+// be written; invalid_argument for an image whose pixel count does not match its size.
+Status write_jpeg(const std::string& path, const RgbImage& image, int quality);
+
+// Reads and decodes a JPEG file to RGB. not_found for a missing file; invalid_argument, naming the
+// file and the decoder's reason, for one that is not a (complete) JPEG.
+Result<RgbImage> read_jpeg(const std::string& path);
+
+}  // namespace tsum::workload
