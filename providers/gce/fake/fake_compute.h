@@ -86,7 +86,8 @@ class FakeCompute {
     std::optional<double> stopped_at_s;
   };
   struct Operation {
-    std::string name, id, zone, type, target, target_id, error_code, error_message;
+    std::string name = {}, id = {}, zone = {}, type = {}, target = {}, target_id = {};
+    std::string error_code = {}, error_message = {};
     double started_at_s = 0, done_at_s = 0;
   };
 

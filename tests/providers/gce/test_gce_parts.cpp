@@ -42,9 +42,14 @@ TEST_CASE("an assertion verifies with the account's key and names the account, s
   CHECK(v->claims.value("scope", "") == kCloudPlatformScope);
   CHECK(v->claims.value("exp", 0LL) - v->claims.value("iat", 0LL) == 3600);
 
-  std::string tampered = *jwt;
-  tampered[tampered.find('.') + 3] ^= 1;  // a payload byte
+  auto claims = v->claims;
+  claims["iss"] = "attacker@example.test";  // well-formed claims, the original signature
+  const auto dot1 = jwt->find('.'), dot2 = jwt->rfind('.');
+  std::string tampered = jwt->substr(0, dot1 + 1) + base64url_encode(claims.dump()) + jwt->substr(dot2);
   CHECK(verify_jwt(tampered, *pub).error().detail.find("invalid signature") != std::string::npos);
+  std::string bad_sig = *jwt;
+  bad_sig[dot2 + 5] = bad_sig[dot2 + 5] == 'A' ? 'B' : 'A';
+  CHECK(verify_jwt(bad_sig, *pub).error().detail.find("invalid signature") != std::string::npos);
   auto other = generate_rsa_key_pem();
   REQUIRE(other.ok());
   CHECK_FALSE(verify_jwt(*jwt, *rsa_public_key_pem(*other)).ok());
