@@ -81,7 +81,8 @@ std::optional<JsonAnswer> read_create(const nlohmann::json& b, FakeServer& s) {
     return hetzner_error(412, "resource_unavailable", "server type " + s.server_type + " is not available in ash");
   s.user_data = text(b, "user_data");
   if (s.user_data.size() > kMaxUserData) return invalid_input("user_data is longer than 32 KiB");
-  for (const auto& [k, v] : b.value("labels", nlohmann::json::object()).items()) {
+  const nlohmann::json labels = b.value("labels", nlohmann::json::object());
+  for (const auto& [k, v] : labels.items()) {
     if (!valid_label(k, false) || !v.is_string() || !valid_label(v.get<std::string>(), true))
       return invalid_input("label '" + k + "' or its value is not valid");
     s.labels[k] = v.get<std::string>();
