@@ -43,6 +43,10 @@ std::optional<JsonAnswer> read_insert(const nlohmann::json& b, const std::string
   for (const auto& [k, _] : b.items())
     if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown))
       return google_error(400, "badRequest", "Invalid JSON payload received. Unknown name \"" + k + "\"");
+  for (const char* field : {"labels", "metadata", "scheduling"})
+    if (b.contains(field) && !b[field].is_object()) return invalid(std::string("resource.") + field, "must be an object");
+  for (const char* field : {"disks", "networkInterfaces"})
+    if (b.contains(field) && !b[field].is_array()) return invalid(std::string("resource.") + field, "must be a list");
   inst.name = text(b, "name");
   if (!valid_resource_name(inst.name)) return invalid("resource.name", "'" + inst.name + "' must match [a-z]([-a-z0-9]*[a-z0-9])?");
   const std::string mt = text(b, "machineType");
@@ -101,6 +105,7 @@ std::optional<std::pair<std::string, std::string>> parse_filter(std::string_view
   std::string_view value = eq == std::string_view::npos ? "" : trim(f.substr(eq + 1));
   if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
   ok = eq != std::string_view::npos && key.starts_with("labels.") && key.size() > 7;
+  if (!ok) return std::nullopt;
   return std::make_pair(std::string(key.substr(7)), std::string(value));
 }
 

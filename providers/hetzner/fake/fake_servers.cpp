@@ -82,6 +82,7 @@ std::optional<JsonAnswer> read_create(const nlohmann::json& b, FakeServer& s) {
   s.user_data = text(b, "user_data");
   if (s.user_data.size() > kMaxUserData) return invalid_input("user_data is longer than 32 KiB");
   const nlohmann::json labels = b.value("labels", nlohmann::json::object());
+  if (!labels.is_object()) return invalid_input("labels must be an object");
   for (const auto& [k, v] : labels.items()) {
     if (!valid_label(k, false) || !v.is_string() || !valid_label(v.get<std::string>(), true))
       return invalid_input("label '" + k + "' or its value is not valid");

@@ -8,6 +8,7 @@
 #include "providers/aws/codec.h"
 #include "providers/hetzner/fake/fake_hetzner_cloud.h"
 #include "providers/hetzner/hetzner_provider.h"
+#include "providers/http/http_client.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
 
@@ -260,4 +261,69 @@ TEST_CASE("create refuses what it cannot launch, naming why; make() checks its o
   CHECK(HetznerProvider::make({}).error().detail.find("token") != std::string::npos);
   CHECK(HetznerProvider::make({.token = "t", .endpoint = "ftp://x"}).code() == Code::invalid_argument);
   CHECK(HetznerProvider::make({.token = "t", .label_key = "-bad"}).code() == Code::invalid_argument);
+}
+
+TEST_CASE("the fake refuses what Hetzner refuses, and its label selectors and pages work as documented") {
+  FakeClock clock;
+  FakeHetznerCloud fake({.token = kToken, .servers = {.page_size = 2}, .clock = &clock});
+  REQUIRE(fake.start().ok());
+  http::HttpClient client{{.retry = {.max_attempts = 1}}};
+  auto call = [&](const std::string& method, const std::string& path, const std::string& body = "") {
+    http::HttpRequest req{.method = method, .url = fake.api_url() + path,
+                          .headers = {{"Authorization", "Bearer " + kToken}}, .body = body};
+    auto r = run_sync(client.send(req));
+    REQUIRE(r.ok());
+    auto j = nlohmann::json::parse(r->body);
+    return std::make_pair(r->status, j.contains("error") ? j["error"]["code"].get<std::string>() : std::string());
+  };
+  auto body = [](const std::string& name, nlohmann::json labels) {
+    return nlohmann::json{{"name", name}, {"server_type", "cx22"}, {"image", "debian-12"}, {"location", "nbg1"},
+                          {"labels", labels}}.dump();
+  };
+  CHECK(call("POST", "/servers", body("a", {{"tsum", "x"}, {"role", "db"}})).first == 201);
+  CHECK(call("POST", "/servers", body("b", {{"tsum", "y"}})).first == 201);
+  CHECK(call("POST", "/servers", body("c", nlohmann::json::object())).first == 201);
+  CHECK(call("POST", "/servers", body("a", nlohmann::json::object())) == std::make_pair(409, std::string("uniqueness_error")));
+  CHECK(call("POST", "/servers", body("Bad_Name", nlohmann::json::object())).second == "invalid_input");
+  CHECK(call("POST", "/servers", body("d", {{"tsum", "not ok"}})).second == "invalid_input");
+  CHECK(call("POST", "/servers", body("d", "labels")).second == "invalid_input");
+  auto extra = nlohmann::json::parse(body("d", nlohmann::json::object()));
+  extra["colour"] = "red";
+  CHECK(call("POST", "/servers", extra.dump()).second == "invalid_input");
+  extra.erase("colour");
+  extra["location"] = "ash";
+  CHECK(call("POST", "/servers", extra.dump()) == std::make_pair(412, std::string("resource_unavailable")));  // cx22 is EU-only
+  CHECK(call("GET", "/servers?per_page=51").second == "invalid_input");
+  CHECK(call("GET", "/servers?label_selector=" + aws::uri_encode("bad key==x")).second == "invalid_input");
+  CHECK(call("GET", "/servers/4711999").second == "not_found");
+  CHECK(call("PUT", "/servers/4711001").second == "not_found");
+
+  auto names = [&](const std::string& selector) {
+    http::HttpRequest req{.method = "GET", .url = fake.api_url() + "/servers?per_page=50&label_selector=" + aws::uri_encode(selector),
+                          .headers = {{"Authorization", "Bearer " + kToken}}};
+    auto r = run_sync(client.send(req));
+    REQUIRE(r.ok());
+    const auto doc = nlohmann::json::parse(r->body);
+    std::string out;
+    for (const auto& s : doc["servers"]) out += s["name"].get<std::string>();
+    return out;
+  };
+  CHECK(names("tsum==x") == "a");
+  CHECK(names("tsum=y") == "b");
+  CHECK(names("tsum!=x") == "bc");
+  CHECK(names("tsum") == "ab");
+  CHECK(names("!tsum") == "c");
+  CHECK(names("tsum,role==db") == "a");
+  http::HttpRequest page2{.method = "GET", .url = fake.api_url() + "/servers?page=2&per_page=50",
+                          .headers = {{"Authorization", "Bearer " + kToken}}};
+  auto meta = nlohmann::json::parse(run_sync(client.send(page2))->body)["meta"]["pagination"];
+  CHECK(meta["per_page"] == 2);  // the fake's page size caps per_page
+  CHECK(meta["previous_page"] == 1);
+  CHECK(meta["next_page"].is_null());
+  CHECK(meta["last_page"] == 2);
+  CHECK(meta["total_entries"] == 3);
+
+  http::HttpRequest anonymous{.method = "GET", .url = fake.api_url() + "/servers"};
+  CHECK(run_sync(client.send(anonymous))->status == 401);
+  CHECK(fake.rejected() == 1);
 }
