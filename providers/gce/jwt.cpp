@@ -61,6 +61,12 @@ std::string field(const nlohmann::json& j, const char* name) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A segment without its '=' padding (at most two), which some clients send and Google accepts.
+std::string_view unpadded(std::string_view segment) {
+  for (int i = 0; i < 2 && segment.ends_with('='); ++i) segment.remove_suffix(1);
+  return segment;
+}
+
 }  // namespace
 
 Result<ServiceAccount> parse_service_account(std::string_view json) {
@@ -193,9 +199,9 @@ Result<VerifiedJwt> verify_jwt(std::string_view jwt, std::string_view key_pem) {
   auto dot2 = dot1 == std::string_view::npos ? dot1 : jwt.find('.', dot1 + 1);
   if (dot2 == std::string_view::npos || jwt.find('.', dot2 + 1) != std::string_view::npos)
     return bad("not three dot-separated parts");
-  auto header_text = base64url_decode(jwt.substr(0, dot1));
-  auto claims_text = base64url_decode(jwt.substr(dot1 + 1, dot2 - dot1 - 1));
-  auto sig = base64url_decode(jwt.substr(dot2 + 1));
+  auto header_text = base64url_decode(unpadded(jwt.substr(0, dot1)));
+  auto claims_text = base64url_decode(unpadded(jwt.substr(dot1 + 1, dot2 - dot1 - 1)));
+  auto sig = base64url_decode(unpadded(jwt.substr(dot2 + 1)));
   if (!header_text || !claims_text || !sig) return bad("a part is not base64url");
   auto header = parse_json_safely(*header_text);
   auto claims = parse_json_safely(*claims_text);

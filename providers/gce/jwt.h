@@ -54,6 +54,7 @@ struct VerifiedJwt {
 };
 
 // Checks a compact JWT's form, that its alg is RS256 and that its signature verifies with key_pem.
+// Segments padded with '=' (google-auth 1.x sends them so) are accepted, as Google's endpoint accepts them.
 // invalid_argument says which check failed. Claims are the caller's to check.
 Result<VerifiedJwt> verify_jwt(std::string_view jwt, std::string_view key_pem);
 

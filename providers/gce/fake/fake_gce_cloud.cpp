@@ -170,7 +170,8 @@ http::LoopbackReply FakeGceCloud::token(const http::LoopbackRequest& req) {
 http::LoopbackReply FakeGceCloud::handle(const http::LoopbackRequest& req) {
   auto q = req.target.find('?');
   const std::string path = req.target.substr(0, q);
-  auto query = aws::parse_query(q == std::string::npos ? std::string_view() : std::string_view(req.target).substr(q + 1));
+  auto query = aws::parse_query(q == std::string::npos ? std::string_view() : std::string_view(req.target).substr(q + 1),
+                               /*plus_is_space=*/true);
   if (!query) return reply_of(google_error(400, "badRequest", "malformed query: " + query.error().detail));
   if (path == "/token") return token(req);
   if (auto refusal = refuse_bearer(req); !refusal.empty()) {

@@ -94,7 +94,8 @@ http::LoopbackReply FakeHetznerCloud::handle(const http::LoopbackRequest& req) {
     return reply_of(hetzner_error(401, "unauthorized", "unable to authenticate with token '" + got + "'"));
   }
   auto q = req.target.find('?');
-  auto parsed = aws::parse_query(q == std::string::npos ? std::string_view() : std::string_view(req.target).substr(q + 1));
+  auto parsed = aws::parse_query(q == std::string::npos ? std::string_view() : std::string_view(req.target).substr(q + 1),
+                                 /*plus_is_space=*/true);
   if (!parsed) return reply_of(hetzner_error(400, "invalid_input", "malformed query: " + parsed.error().detail));
   std::map<std::string, std::string> query;
   for (auto& [k, v] : *parsed) query.emplace(k, v);

@@ -114,8 +114,10 @@ FakeServers::Record* FakeServers::find(const std::string& id, double now) {
 nlohmann::json FakeServers::server_json(const Record& r, double now) const {
   const FakeServer& s = r.server;
   return {{"id", s.id}, {"name", s.name}, {"status", status_of(r, now)}, {"created", aws::fake::iso8601(s.created_at_s)},
-          {"public_net", {{"ipv4", {{"ip", s.ipv4}, {"blocked", false}, {"dns_ptr", "static." + s.ipv4 + ".clients.your-server.de"}}},
-                          {"ipv6", {{"ip", s.ipv6}, {"blocked", false}}}, {"floating_ips", nlohmann::json::array()}}},
+          {"public_net", {{"ipv4", {{"id", s.id * 2}, {"ip", s.ipv4}, {"blocked", false},
+                                    {"dns_ptr", "static." + s.ipv4 + ".clients.your-server.de"}}},
+                          {"ipv6", {{"id", s.id * 2 + 1}, {"ip", s.ipv6}, {"blocked", false}, {"dns_ptr", nlohmann::json::array()}}},
+                          {"floating_ips", nlohmann::json::array()}, {"firewalls", nlohmann::json::array()}}},
           {"private_net", nlohmann::json::array()},
           {"server_type", server_type_json(*find_server_type(s.server_type), 0)},
           {"datacenter", {{"name", s.location + "-dc1"}, {"location", {{"name", s.location}}}}},

@@ -54,6 +54,13 @@ TEST_CASE("an assertion verifies with the account's key and names the account, s
   REQUIRE(other.ok());
   CHECK_FALSE(verify_jwt(*jwt, *rsa_public_key_pem(*other)).ok());
   CHECK(verify_jwt("a.b", *pub).code() == Code::invalid_argument);
+  auto pad = [](std::string b64) { return b64 + std::string((4 - b64.size() % 4) % 4, '='); };
+  const std::string padded_input = pad(base64url_encode(R"({"alg":"RS256","typ":"JWT"})")) + "." + pad(base64url_encode(R"({"a":1})"));
+  CHECK(padded_input.find('=') != std::string::npos);
+  auto padded_sig = rs256_sign(sa.private_key_pem, padded_input);
+  REQUIRE(padded_sig.ok());
+  CHECK(verify_jwt(padded_input + "." + pad(base64url_encode(*padded_sig)), *pub).ok());  // as google-auth 1.x signs
+  CHECK_FALSE(verify_jwt(padded_input + "=." + base64url_encode(*padded_sig), *pub).ok());
   std::string none_alg = base64url_encode(R"({"alg":"none"})") + "." + base64url_encode("{}") + ".";
   CHECK(verify_jwt(none_alg, *pub).error().detail.find("RS256") != std::string::npos);
 }
