@@ -52,17 +52,15 @@ class GceApi {
   // GET <billing_endpoint>/<path_and_query>; the answer's JSON.
   Task<Result<nlohmann::json>> billing(const std::string& path_and_query);
 
-  // Exchanges a new assertion for an access token (also done on demand by the calls above).
-  Task<Status> refresh_token();
-
-  // Errors with every credential this client holds removed.
-  Error redacted(Error e) const;
-
   const GceApiOptions& options() const { return opts_; }
 
  private:
   GceApi(GceApiOptions opts, aws::BaseUrl compute, aws::BaseUrl billing);
   double now_s() const;
+  // Exchanges a new assertion for an access token.
+  Task<Status> refresh_token();
+  // e with every credential this client holds removed from its detail.
+  Error redacted(Error e) const;
   Task<Result<nlohmann::json>> call(const std::string& what, const std::string& method, const std::string& url,
                                     const std::string& body);
 

@@ -56,6 +56,8 @@ GceProvider::GceProvider(GceOptions opts, std::unique_ptr<GceApi> api) : opts_(s
 
 double GceProvider::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
 
+std::string GceProvider::nonce() { return std::to_string(rng_()); }
+
 std::string GceProvider::zone_path(const std::string& zone) const { return "projects/" + opts_.project + "/zones/" + zone; }
 
 std::string GceProvider::instance_name(const LaunchSpec& spec) {
@@ -139,7 +141,7 @@ Task<Result<InstanceHandle>> GceProvider::create(const Offer& offer, const Launc
   auto s = insert_spec(offer, spec);
   if (!s) co_return s.error();
   const double created_at = now_s();
-  const std::string path = zone_path(s->zone) + "/instances?requestId=" + uuid_for(spec.idempotency_token);
+  const std::string path = zone_path(s->zone) + "/instances?requestId=" + uuid_for(spec.idempotency_token + "#" + nonce());
   const std::string method = "POST", body = insert_body(*s).dump();
   auto answer = co_await api_->compute(method, path, body);
   if (!answer && answer.code() == Code::already_exists) co_return co_await adopt(*s, spec, created_at);
@@ -167,7 +169,7 @@ Task<Result<InstanceStatus>> GceProvider::describe(const InstanceHandle& h) {
 Task<Status> GceProvider::terminate(const InstanceHandle& h) {
   if (h.id.empty()) co_return make_error(Code::invalid_argument, "gce: handle without an instance name");
   const std::string zone = data_field(h, "zone", opts_.zone);
-  const std::string path = zone_path(zone) + "/instances/" + h.id + "?requestId=" + uuid_for("delete " + zone + "/" + h.id);
+  const std::string path = zone_path(zone) + "/instances/" + h.id + "?requestId=" + uuid_for("delete " + h.id + "#" + nonce());
   const std::string method = "DELETE", body;
   auto answer = co_await api_->compute(method, path, body);
   if (!answer && answer.code() == Code::not_found) co_return Status{};  // gone already

@@ -1,15 +1,16 @@
 // The Google Compute Engine provider: instances are on-demand VMs in one zone, booted from a configured
 // image with cloud-init user data (aws/cloud_init.h) that starts the tsum agent.
-//   create     instances.insert with requestId = a UUID derived from the launch's idempotency token, so a
-//              retried insert (a lost answer) returns the first call's operation instead of a second VM;
-//              the name also derives from the token, so a retry after GCE forgot the requestId meets
-//              alreadyExists and adopts the instance when its labels name the same run. Labels
+//   create     instances.insert with a requestId (a UUID from the idempotency token and a per-call nonce),
+//              so HttpClient's retries of a lost answer get the first try's operation instead of a second
+//              VM. The instance name derives from the token alone: a later create for the same launch (a
+//              daemon retry or restart) meets alreadyExists and adopts the instance when its labels name
+//              the same run, while a launch whose insert failed (a stockout) really tries again. Labels
 //              <label_key>=<tag> and tsum-run=<run id>; metadata user-data; scheduling.maxRunDuration with
 //              instanceTerminationAction DELETE as a safety net. Waits for the zone operation to finish,
 //              polling until operation_deadline.
 //   describe   instances.get: PROVISIONING/STAGING -> pending, RUNNING -> running, STOPPING, SUSPENDING,
 //              SUSPENDED, TERMINATED (stopped), REPAIRING -> exited, 404 -> gone. The address is the natIP.
-//   terminate  instances.delete (with its own requestId); 404 counts as deleted. Returns once GCE accepted
+//   terminate  instances.delete (with a requestId of its own); 404 counts as deleted. Returns once GCE accepted
 //              the delete; describe then sees STOPPING until the instance is gone.
 //   list_tagged aggregated/instances filtered by labels.<label_key>, every page, every zone.
 //   offers     gce_catalog.h, fetched on first use and kept for catalog_ttl.
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,7 @@ class GceProvider final : public Provider {
  private:
   GceProvider(GceOptions opts, std::unique_ptr<GceApi> api);
   double now_s() const;
+  std::string nonce();
   Result<InsertSpec> insert_spec(const Offer& offer, const LaunchSpec& spec) const;
   std::string zone_path(const std::string& zone) const;
   Task<Result<GceOperation>> wait_for(const std::string& zone, GceOperation op);
@@ -83,6 +86,7 @@ class GceProvider final : public Provider {
   GceOptions opts_;
   std::unique_ptr<GceApi> api_;
   SystemClock system_clock_;
+  std::mt19937_64 rng_{std::random_device{}()};
   std::optional<std::vector<Offer>> catalog_;
   double catalog_at_s_ = 0;
 };

@@ -93,6 +93,8 @@ Task<Result<InstanceHandle>> HetznerProvider::adopt(const CreateServer& c, const
   auto run = s->labels.find(std::string(kRunLabel));
   if (run == s->labels.end() || run->second != spec.run_id || s->labels[opts_.label_key] != spec.tag)
     co_return make_error(Code::already_exists, "hetzner: server name " + c.name + " is taken by another run's server");
+  if (s->status == "deleting")
+    co_return make_error(Code::unavailable, "hetzner: this launch's server " + c.name + " is being deleted; create again later");
   co_return handle_of(*s, created_at);
 }
 

@@ -109,14 +109,15 @@ TEST_CASE("an insert whose answer was lost is retried with its requestId: exactl
   CHECK(c.fake.instances()[0].name == h->id);
 }
 
-TEST_CASE("create again (a daemon retry) gives the same instance, also after GCE forgot the requestId") {
+TEST_CASE("create again (a daemon retry or restart) adopts the instance of that name when its labels match") {
   Cloud c;
   auto first = run_sync(c.provider->create(offer(), spec("2")));
   REQUIRE(first.ok());
   auto again = run_sync(c.provider->create(offer(), spec("2")));
   REQUIRE(again.ok());
   CHECK(again->id == first->id);
-  c.clock.advance(4000);  // past the requestId's hour: the name's alreadyExists now, and the labels match
+  CHECK(again->data.value("instance_id", "") == first->data.value("instance_id", ""));
+  c.clock.advance(4000);  // also long after: alreadyExists, and the labels name this run
   auto later = run_sync(c.provider->create(offer(), spec("2")));
   REQUIRE_MESSAGE(later.ok(), later.error().detail);
   CHECK(later->id == first->id);
@@ -146,7 +147,7 @@ TEST_CASE("create waits for the zone operation, within its deadline") {
   CHECK(c.fake.requests("zoneOperations.get") >= 1);
 }
 
-TEST_CASE("a stockout fails the insert operation: unavailable, naming GCE's code, nothing created") {
+TEST_CASE("a stockout fails the insert operation: unavailable, naming GCE's code; a later create tries again") {
   Cloud c;
   c.fake.set_stockout(true);
   auto h = run_sync(c.provider->create(offer("a2-highgpu-1g", 1), spec("4")));
@@ -154,6 +155,10 @@ TEST_CASE("a stockout fails the insert operation: unavailable, naming GCE's code
   CHECK(h.code() == Code::unavailable);
   CHECK(h.error().detail.find("ZONE_RESOURCE_POOL_EXHAUSTED") != std::string::npos);
   CHECK(c.fake.instances().empty());
+  c.fake.set_stockout(false);
+  auto retried = run_sync(c.provider->create(offer("a2-highgpu-1g", 1), spec("4")));  // not the failed operation again
+  REQUIRE_MESSAGE(retried.ok(), retried.error().detail);
+  CHECK(c.fake.created() == 1);
 }
 
 TEST_CASE("terminate deletes: STOPPING reads exited, then gone; terminating again succeeds") {

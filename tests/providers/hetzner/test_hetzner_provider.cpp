@@ -125,6 +125,14 @@ TEST_CASE("create again (a daemon retry) gives the same server; a name with anot
   auto clash = run_sync(c.provider->create(offer(), stranger));
   CHECK(clash.code() == Code::already_exists);
   CHECK(clash.error().detail.find("another run") != std::string::npos);
+  REQUIRE(run_sync(c.provider->terminate(*first)).ok());
+  auto dying = run_sync(c.provider->create(offer(), spec("2")));  // not a handle to a server on its way out
+  CHECK(dying.code() == Code::unavailable);
+  CHECK(dying.error().detail.find("being deleted") != std::string::npos);
+  c.clock.advance(3);
+  auto fresh = run_sync(c.provider->create(offer(), spec("2")));
+  REQUIRE(fresh.ok());
+  CHECK(fresh->id != first->id);
 }
 
 TEST_CASE("terminate deletes: deleting reads exited, then gone; a powered-off server is still there until deleted") {
