@@ -16,7 +16,7 @@ constexpr int kMaxListPages = 1000;
 constexpr std::string_view kRunLabel = "tsum-run";
 
 InstanceState state_of(std::string_view status) {
-  if (status == "PROVISIONING" || status == "STAGING" || status == "PENDING") return InstanceState::pending;
+  if (status == "PROVISIONING" || status == "STAGING") return InstanceState::pending;
   if (status == "RUNNING") return InstanceState::running;
   return InstanceState::exited;  // STOPPING, SUSPENDING, SUSPENDED, TERMINATED (stopped), REPAIRING
 }
