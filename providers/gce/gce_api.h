@@ -1,0 +1,77 @@
+// GceApi: authorized JSON calls to the two Google APIs tsum's GCE adapter uses, over HttpClient (with its
+// retries): Compute Engine (compute/v1) and the Cloud Billing Catalog (v1).
+//
+// Authorization: a service-account JWT (jwt.h) is exchanged at the token endpoint for an OAuth2 access
+// token, kept until 5 minutes before it expires and sent as "Authorization: Bearer". An API answer of 401
+// drops the token and the call is tried once more with a fresh one.
+// Failures come back as Errors whose detail names the call, the HTTP status and Google's reason:
+//   not_found        404
+//   already_exists   409 (alreadyExists: an instance name in use)
+//   unavailable      429, 5xx, rateLimitExceeded, connection failures (after the client's retries)
+//   timeout          no answer within the deadline
+//   invalid_argument authentication and request errors (other 4xx; the token endpoint's invalid_grant)
+// No detail ever holds the private key, the assertion or an access token (http/redact.h).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "providers/aws/aws_api.h"
+#include "providers/gce/jwt.h"
+#include "providers/http/http_client.h"
+
+namespace tsum::providers::gce {
+
+using http::Task;
+
+struct GceApiOptions {
+  ServiceAccount account = {};
+  std::string compute_endpoint;  // base URL, e.g. https://compute.googleapis.com/compute/v1
+  std::string billing_endpoint;  // base URL, e.g. https://cloudbilling.googleapis.com/v1
+  std::string token_endpoint;    // the token URL (and the JWT's audience); empty: account.token_uri
+  std::string scope = std::string(kCloudPlatformScope);
+  http::HttpClientOptions http = {};
+  std::chrono::milliseconds attempt_timeout{30000};
+  const Clock* clock = nullptr;  // JWT and token-expiry time; null: the system clock
+};
+
+class GceApi {
+ public:
+  // invalid_argument for an account without email or key, or a malformed endpoint.
+  static Result<std::unique_ptr<GceApi>> make(GceApiOptions opts);
+
+  // method on <compute_endpoint>/<path_and_query> with a JSON body (empty: none); the answer's JSON.
+  // Arguments are read until the task completes: co_await it at once, with named arguments.
+  Task<Result<nlohmann::json>> compute(const std::string& method, const std::string& path_and_query,
+                                       const std::string& body);
+
+  // GET <billing_endpoint>/<path_and_query>; the answer's JSON.
+  Task<Result<nlohmann::json>> billing(const std::string& path_and_query);
+
+  const GceApiOptions& options() const { return opts_; }
+
+ private:
+  GceApi(GceApiOptions opts, aws::BaseUrl compute, aws::BaseUrl billing);
+  double now_s() const;
+  // Exchanges a new assertion for an access token.
+  Task<Status> refresh_token();
+  // e with every credential this client holds removed from its detail.
+  Error redacted(Error e) const;
+  Task<Result<nlohmann::json>> call(const std::string& what, const std::string& method, const std::string& url,
+                                    const std::string& body);
+
+  GceApiOptions opts_;
+  aws::BaseUrl compute_;
+  aws::BaseUrl billing_;
+  SystemClock system_clock_;
+  std::string access_token_;
+  double token_expires_s_ = 0;
+  std::string last_assertion_;
+  http::HttpClient http_;
+};
+
+}  // namespace tsum::providers::gce

@@ -1,0 +1,204 @@
+#include "providers/gce/gce_provider.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdlib>
+
+#include "providers/aws/codec.h"
+#include "providers/gce/gce_catalog.h"
+
+namespace tsum::providers::gce {
+
+namespace {
+
+constexpr int kMaxListPages = 1000;
+constexpr std::string_view kRunLabel = "tsum-run";
+
+InstanceState state_of(std::string_view status) {
+  if (status == "PROVISIONING" || status == "STAGING") return InstanceState::pending;
+  if (status == "RUNNING") return InstanceState::running;
+  return InstanceState::exited;  // STOPPING, SUSPENDING, SUSPENDED, TERMINATED (stopped), REPAIRING
+}
+
+std::string data_field(const InstanceHandle& h, const char* name, const std::string& fallback) {
+  return h.data.is_object() && h.data.value(name, "") != "" ? h.data.value(name, "") : fallback;
+}
+
+Task<void> sleep_for(std::chrono::milliseconds d) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
+  co_await timer.async_wait(boost::asio::use_awaitable);
+}
+
+}  // namespace
+
+Result<ServiceAccount> account_from_env() {
+  const char* path = std::getenv("GOOGLE_APPLICATION_CREDENTIALS");
+  if (!path || !*path) return make_error(Code::invalid_argument, "GOOGLE_APPLICATION_CREDENTIALS must name a service account key file");
+  return load_service_account(path);
+}
+
+Result<std::unique_ptr<GceProvider>> GceProvider::make(GceOptions opts) {
+  if (opts.project.empty()) opts.project = opts.account.project_id;
+  if (opts.project.empty() || opts.project.find_first_of("/?#& ") != std::string::npos)
+    return make_error(Code::invalid_argument, "gce: no valid project (set project or the key file's project_id)");
+  if (!valid_resource_name(opts.zone)) return make_error(Code::invalid_argument, "gce: zone '" + opts.zone + "' is not valid");
+  if (!valid_label_key(opts.label_key)) return make_error(Code::invalid_argument, "gce: label key '" + opts.label_key + "' is not valid");
+  GceApiOptions api{.account = opts.account, .compute_endpoint = opts.compute_endpoint,
+                    .billing_endpoint = opts.billing_endpoint, .token_endpoint = opts.token_endpoint,
+                    .http = opts.http, .attempt_timeout = opts.attempt_timeout, .clock = opts.clock};
+  auto made = GceApi::make(std::move(api));
+  if (!made) return made.error();
+  return std::unique_ptr<GceProvider>(new GceProvider(std::move(opts), std::move(*made)));
+}
+
+GceProvider::GceProvider(GceOptions opts, std::unique_ptr<GceApi> api) : opts_(std::move(opts)), api_(std::move(api)) {}
+
+double GceProvider::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
+
+std::string GceProvider::nonce() { return std::to_string(rng_()); }
+
+std::string GceProvider::zone_path(const std::string& zone) const { return "projects/" + opts_.project + "/zones/" + zone; }
+
+std::string GceProvider::instance_name(const LaunchSpec& spec) {
+  std::string run;
+  for (char c : spec.run_id) {
+    if (run.size() == 40) break;
+    c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    run += (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
+  }
+  return "tsum-" + (run.empty() ? std::string() : run + "-") + aws::sha256_hex(spec.idempotency_token).substr(0, 8);
+}
+
+Task<Result<std::vector<Offer>>> GceProvider::offers(const Requirements& req) {
+  if (!catalog_ || now_s() - catalog_at_s_ > static_cast<double>(opts_.catalog_ttl.count())) {
+    auto fetched = co_await fetch_catalog(*api_, opts_.project, opts_.zone);
+    if (!fetched) co_return fetched.error();
+    catalog_ = std::move(*fetched);
+    catalog_at_s_ = now_s();
+  }
+  std::vector<Offer> out;
+  for (const auto& o : *catalog_)
+    if ((req.instance_type.empty() || o.instance_type == req.instance_type) && o.vcpus >= req.min_vcpus &&
+        o.gpus >= req.gpus)
+      out.push_back(o);
+  co_return out;
+}
+
+Result<InsertSpec> GceProvider::insert_spec(const Offer& offer, const LaunchSpec& spec) const {
+  auto bad = [](const std::string& why) { return make_error(Code::invalid_argument, "gce: " + why); };
+  if (offer.instance_type.empty()) return bad("offer without a machine type");
+  if (spec.idempotency_token.empty()) return bad("create needs an idempotency token");
+  if (spec.tag.empty() || !valid_label_value(spec.tag))
+    return bad("tag '" + spec.tag + "' is not a GCE label value (lowercase letters, digits, _ and -, at most 63)");
+  if (!valid_label_value(spec.run_id)) return bad("run id '" + spec.run_id + "' is not a GCE label value");
+  if (opts_.source_image.empty()) return bad("no source_image configured");
+  auto user_data = aws::cloud_init_user_data(spec, opts_.cloud_init);
+  if (!user_data) return user_data.error();
+  return InsertSpec{.name = instance_name(spec), .zone = opts_.zone, .machine_type = offer.instance_type,
+                    .source_image = opts_.source_image, .disk_gb = opts_.disk_gb, .network = opts_.network,
+                    .labels = {{opts_.label_key, spec.tag}, {std::string(kRunLabel), spec.run_id}},
+                    .metadata = {{"user-data", *user_data}}, .max_run_duration = opts_.max_run_duration,
+                    .gpus = offer.gpus > 0};
+}
+
+InstanceHandle GceProvider::handle_of(const GceInstance& i, double created_at) const {
+  return {"gce", i.name,
+          {{"project", opts_.project}, {"zone", i.zone.empty() ? opts_.zone : i.zone}, {"instance_id", i.id},
+           {"machine_type", i.machine_type}, {"created_at_s", created_at}}};
+}
+
+Task<Result<GceOperation>> GceProvider::wait_for(const std::string& zone, GceOperation op) {
+  const auto deadline = std::chrono::steady_clock::now() + opts_.operation_deadline;
+  while (op.status != "DONE") {
+    if (std::chrono::steady_clock::now() + opts_.operation_poll > deadline)
+      co_return make_error(Code::timeout, "gce: operation " + op.name + " not done within " +
+                                              std::to_string(opts_.operation_deadline.count()) + " ms");
+    co_await sleep_for(opts_.operation_poll);
+    const std::string path = zone_path(zone) + "/operations/" + op.name, method = "GET", body;
+    auto answer = co_await api_->compute(method, path, body);
+    if (!answer) co_return answer.error();
+    auto parsed = parse_operation(*answer);
+    if (!parsed) co_return parsed.error();
+    op = std::move(*parsed);
+  }
+  co_return op;
+}
+
+Task<Result<InstanceHandle>> GceProvider::adopt(const InsertSpec& s, const LaunchSpec& spec, double created_at) {
+  const std::string path = zone_path(s.zone) + "/instances/" + s.name, method = "GET", body;
+  auto answer = co_await api_->compute(method, path, body);
+  if (!answer) co_return answer.error();
+  auto i = parse_instance(*answer);
+  if (!i) co_return i.error();
+  auto run = i->labels.find(std::string(kRunLabel));
+  if (run == i->labels.end() || run->second != spec.run_id || i->labels[opts_.label_key] != spec.tag)
+    co_return make_error(Code::already_exists, "gce: instance name " + s.name + " is taken by another run's instance");
+  co_return handle_of(*i, created_at);
+}
+
+Task<Result<InstanceHandle>> GceProvider::create(const Offer& offer, const LaunchSpec& spec) {
+  auto s = insert_spec(offer, spec);
+  if (!s) co_return s.error();
+  const double created_at = now_s();
+  const std::string path = zone_path(s->zone) + "/instances?requestId=" + uuid_for(spec.idempotency_token + "#" + nonce());
+  const std::string method = "POST", body = insert_body(*s).dump();
+  auto answer = co_await api_->compute(method, path, body);
+  if (!answer && answer.code() == Code::already_exists) co_return co_await adopt(*s, spec, created_at);
+  if (!answer) co_return answer.error();
+  auto op = parse_operation(*answer);
+  if (!op) co_return op.error();
+  auto done = co_await wait_for(s->zone, std::move(*op));
+  if (!done) co_return done.error();
+  if (!done->error_code.empty()) co_return operation_error("gce: insert " + s->name, *done);
+  GceInstance created{.name = s->name, .id = done->target_id, .zone = s->zone, .machine_type = s->machine_type};
+  co_return handle_of(created, created_at);
+}
+
+Task<Result<InstanceStatus>> GceProvider::describe(const InstanceHandle& h) {
+  if (h.id.empty()) co_return make_error(Code::invalid_argument, "gce: handle without an instance name");
+  const std::string path = zone_path(data_field(h, "zone", opts_.zone)) + "/instances/" + h.id, method = "GET", body;
+  auto answer = co_await api_->compute(method, path, body);
+  if (!answer && answer.code() == Code::not_found) co_return InstanceStatus{InstanceState::gone, "GCE does not know the instance", ""};
+  if (!answer) co_return answer.error();
+  auto i = parse_instance(*answer);
+  if (!i) co_return i.error();
+  co_return InstanceStatus{state_of(i->status), "GCE status " + i->status, i->nat_ip.empty() ? i->internal_ip : i->nat_ip};
+}
+
+Task<Status> GceProvider::terminate(const InstanceHandle& h) {
+  if (h.id.empty()) co_return make_error(Code::invalid_argument, "gce: handle without an instance name");
+  const std::string zone = data_field(h, "zone", opts_.zone);
+  const std::string path = zone_path(zone) + "/instances/" + h.id + "?requestId=" + uuid_for("delete " + h.id + "#" + nonce());
+  const std::string method = "DELETE", body;
+  auto answer = co_await api_->compute(method, path, body);
+  if (!answer && answer.code() == Code::not_found) co_return Status{};  // gone already
+  if (!answer) co_return answer.error();
+  auto op = parse_operation(*answer);
+  if (!op) co_return op.error();
+  if (!op->error_code.empty()) co_return operation_error("gce: delete " + h.id, *op);
+  co_return Status{};
+}
+
+Task<Result<std::vector<InstanceHandle>>> GceProvider::list_tagged(std::string_view tag) {
+  if (!valid_label_value(tag)) co_return make_error(Code::invalid_argument, "gce: tag '" + std::string(tag) + "' is not a label value");
+  std::vector<InstanceHandle> out;
+  const std::string filter = "labels." + opts_.label_key + " = \"" + std::string(tag) + "\"";
+  std::string token;
+  for (int page = 0; page < kMaxListPages; ++page) {
+    const std::string path = "projects/" + opts_.project + "/aggregated/instances?filter=" + aws::uri_encode(filter) +
+                             "&maxResults=500&returnPartialSuccess=true" +
+                             (token.empty() ? "" : "&pageToken=" + aws::uri_encode(token));
+    const std::string method = "GET", body;
+    auto answer = co_await api_->compute(method, path, body);
+    if (!answer) co_return answer.error();
+    auto parsed = parse_aggregated_instances(*answer);
+    if (!parsed) co_return parsed.error();
+    for (const auto& i : parsed->items) out.push_back(handle_of(i, 0));
+    if (parsed->next_page_token.empty()) co_return out;
+    token = parsed->next_page_token;
+  }
+  co_return make_error(Code::internal, "Compute aggregated instances: more than 1000 pages");
+}
+
+}  // namespace tsum::providers::gce
