@@ -217,7 +217,10 @@ int runs_list(cli::Context& c, const Args& a) {
   if (c.json) return print_json(c, r->json), kExitOk;
   std::vector<std::vector<std::string>> rows;
   for (const auto& run : r->json["runs"]) {
-    auto row = cli::run_row(run, run["cost"].empty() ? "" : run["cost"].begin().key());
+    // Runs of different experiments may be priced under different rules: name the one shown.
+    std::string rule = run["cost"].contains("per_second_60s_min") || run["cost"].empty() ? "per_second_60s_min"
+                                                                                          : run["cost"].begin().key();
+    auto row = cli::run_row(run, rule, true);
     row.insert(row.begin() + 1, std::to_string(run["experiment_id"].get<int64_t>()));
     rows.push_back(std::move(row));
   }

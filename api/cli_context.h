@@ -1,4 +1,4 @@
-// Internals shared by the client's command files (cli_client.cpp, cli_wait.cpp): one daemon call with its
+// Internals shared by the client's command files (cli_client.cpp, cli_context.cpp): one daemon call with its
 // errors printed and mapped to an exit code, and plain-text tables.
 #pragma once
 
@@ -36,8 +36,9 @@ void print_table(std::ostream& out, const std::vector<std::string>& header,
 // A number with `digits` decimals, or "-" for null.
 std::string fixed(const nlohmann::json& v, int digits);
 
-// One row of the run table: RUN CONFIG REP STATUS T_SUM ACCURACY COST REASON (cost under `rule`).
-std::vector<std::string> run_row(const nlohmann::json& run, const std::string& rule);
+// One row of the run table: RUN CONFIG REP STATUS T_SUM ACCURACY COST REASON, the cost under `rule`, followed
+// by the rule's name when `name_rule`.
+std::vector<std::string> run_row(const nlohmann::json& run, const std::string& rule, bool name_rule = false);
 const std::vector<std::string>& run_header();
 
 // Follows an experiment until every run finished or `timeout_s` passed: on a terminal one live line per run,

@@ -98,7 +98,8 @@ Result<json> list_runs(const RestContext& c, const std::map<std::string, std::st
   }
   std::optional<std::string> status;
   if (auto it = query.find("status"); it != query.end()) {
-    if (!daemon::parse_status(it->second)) return make_error(Code::invalid_argument, "unknown status '" + it->second + "'");
+    if (!daemon::parse_status(it->second))
+      return make_error(Code::invalid_argument, "unknown status '" + it->second + "'");
     status = it->second;
   }
   json out = json::array();

@@ -124,7 +124,8 @@ Status render_billed(std::string& out, Budget& budget) {
   help(out, "tsum_billed_total", "counter",
        "What instances cost under their provider's billing rule, failed and unfinished runs included.");
   for (const auto& [key, v] : *by_provider)
-    out += "tsum_billed_total{provider=\"" + esc(key.first) + "\",currency=\"" + esc(key.second) + "\"} " + num(v) + "\n";
+    out += "tsum_billed_total{provider=\"" + esc(key.first) + "\",currency=\"" + esc(key.second) + "\"} " + num(v) +
+           "\n";
   auto month = budget.month_charge();
   if (!month) return month.error();
   help(out, "tsum_month_billed", "gauge", "What instances started this calendar month (UTC) cost so far.");

@@ -178,11 +178,12 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
       co_return Result{RunStatus::failed, "no sign of life from the agent within " +
                                               std::to_string(opts_.startup_deadline.count()) + " s"};
     if (now - t0 > run_deadline)
-      co_return Result{RunStatus::failed, "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
+      co_return Result{RunStatus::failed,
+                       "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
+    // Every poll (a quarter second), so no billing step of a second or more passes unchecked.
+    if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Result{RunStatus::cancelled, **over};
     if (now >= next_describe) {
       next_describe = now + std::chrono::seconds(1);
-      auto over = s_.budget.over_cap(live.id);
-      if (over && *over) co_return Result{RunStatus::cancelled, **over};
       auto st = co_await provider->describe(*handle);
       if (live.saved || live.agent_error || live.cancel_reason) continue;  // events arrived meanwhile
       if (st && st->state == InstanceState::gone)

@@ -8,8 +8,8 @@
 // terminated. All status changes go through the Ledger.
 //
 // Budgets (daemon/budget.h): a picked run starts only if its worst case fits what its caps have left, and a
-// live run is stopped (cancelled, reason "budget: ...") once one of its caps is reached; the check runs with
-// every describe poll, once a second.
+// live run is stopped (cancelled, reason "budget: ...") once one of its caps is reached; the check runs on
+// every poll (RunManagerOptions::poll).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

@@ -186,13 +186,14 @@ TEST_CASE("schedules and tokens through the client") {
 
 TEST_CASE("experiment cancel stops its unfinished runs") {
   Session s;
-  auto created = s.cli({"experiment", "create", "-f", s.spec("e.json", tiny_experiment(5000, 1000, {"local-1c", "local-1c", "local-1c"}))});
+  const std::string spec = tiny_experiment(5000, 1000, {"local-1c", "local-1c", "local-1c"});
+  auto created = s.cli({"experiment", "create", "-f", s.spec("e.json", spec)});
   REQUIRE(created.code == 0);
   auto cancelled = s.cli({"experiment", "cancel", "1"});
   CHECK(cancelled.code == 0);
   CHECK(cancelled.out == "experiment 1: 3 unfinished runs cancelled\n");
-  CHECK(eventually([&] { return json::parse(s.cli({"experiment", "show", "1", "--json"}).out)["status"] == "cancelled"; },
-                   std::chrono::seconds(60)));
+  auto status = [&] { return json::parse(s.cli({"experiment", "show", "1", "--json"}).out)["status"]; };
+  CHECK(eventually([&] { return status() == "cancelled"; }, std::chrono::seconds(60)));
   CHECK(s.cli({"experiment", "cancel", "1"}).out == "experiment 1: 0 unfinished runs cancelled\n");
 }
 
@@ -223,4 +224,29 @@ TEST_CASE("budgets through the daemon: a run whose worst case does not fit is re
   CHECK(over.out.find("cancelled: budget: the monthly budget has 0.0001 of 0.0001 left") != std::string::npos);
   CHECK(monthly.daemon.call("GET", "/metrics", monthly.token).body.find("tsum_monthly_budget 0.0001\n") !=
         std::string::npos);
+}
+
+TEST_CASE("budgets through the daemon: a live run is stopped once its schedule's cap is reached") {
+  Session s;
+  json schedule = {{"name", "every minute"}, {"cron", "* * * * *"}, {"budget", 1.0},
+                   {"experiment", json::parse(tiny_experiment(10000, 1000))}};
+  REQUIRE(s.cli({"schedule", "create", "-f", s.spec("s.json", schedule.dump())}).code == 0);
+  // The schedule fires at the next minute; wait until its run has an instance.
+  json run;
+  REQUIRE(eventually([&] {
+    run = s.daemon.call("GET", "/v1/runs/1", s.token).json();
+    return run.is_object() && run.contains("instance") && !run["instance"].is_null();
+  }, std::chrono::seconds(90)));
+  // Lower the cap below what the running instance has already accrued (a 60 s minimum charge).
+  schedule["budget"] = 0.0001;
+  schedule["enabled"] = false;
+  REQUIRE(s.daemon.call("PUT", "/v1/schedules/1", s.token, schedule.dump()).status == 200);
+  REQUIRE(eventually([&] {
+    run = s.daemon.call("GET", "/v1/runs/1", s.token).json();
+    return run["status"] == "cancelled" || run["status"] == "done" || run["status"] == "failed";
+  }, std::chrono::seconds(60)));
+  CAPTURE(run.dump());
+  CHECK(run["status"] == "cancelled");
+  CHECK(run["reason"].get<std::string>().rfind("budget: schedule 1 reached its cap of 0.0001 (0.0007 billed)", 0) == 0);
+  CHECK(run["phases"]["poweroff"].is_number());  // the instance was terminated and confirmed gone
 }

@@ -20,7 +20,8 @@ TEST_CASE("parse_url takes http://HOST[:PORT][/PREFIX] and names what is wrong")
   auto v6 = api::parse_url("http://[::1]:8081");
   CHECK(v6->host == "::1");
   CHECK(v6->port == 8081);
-  CHECK(api::parse_url("https://x").error().detail == "URL 'https://x': must start with http:// (tsumd serves plain HTTP)");
+  CHECK(api::parse_url("https://x").error().detail ==
+        "URL 'https://x': must start with http:// (tsumd serves plain HTTP)");
   CHECK(api::parse_url("http://:80").error().detail == "URL 'http://:80': no host");
   CHECK(api::parse_url("http://h:0").error().detail == "URL 'http://h:0': the port must be a number from 1 to 65535");
   CHECK(!api::parse_url("http://h:x").ok());

@@ -40,6 +40,7 @@ void print_table(std::ostream& out, const std::vector<std::string>& header,
       s += cells[i];
       if (i + 1 < cells.size()) s += std::string(width[i] - cells[i].size() + 2, ' ');
     }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
     out << s << "\n";
   };
   line(header);
@@ -59,10 +60,11 @@ const std::vector<std::string>& run_header() {
   return kHeader;
 }
 
-std::vector<std::string> run_row(const json& run, const std::string& rule) {
+std::vector<std::string> run_row(const json& run, const std::string& rule, bool name_rule) {
   std::string cost = "-";
   if (run["cost"].contains(rule))
-    cost = fixed(run["cost"][rule]["amount"], 6) + " " + run["cost"][rule]["currency"].get<std::string>();
+    cost = fixed(run["cost"][rule]["amount"], 6) + " " + run["cost"][rule]["currency"].get<std::string>() +
+           (name_rule ? " (" + rule + ")" : "");
   return {std::to_string(run["id"].get<int64_t>()),
           run["config"]["instance_type"].get<std::string>(),
           std::to_string(run["repetition"].get<int>()),
