@@ -7,9 +7,11 @@
 
 #include <filesystem>
 
+#include "api/openapi_route.h"
 #include "api/plan_route.h"
 #include "api/rest_routes.h"
 #include "api/schedule_routes.h"
+#include "api/token_routes.h"
 #include "api/web_routes.h"
 #include "billing/catalog.h"
 #include "providers/local/local_provider.h"
@@ -84,6 +86,9 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   app->store_ = std::make_unique<daemon::Store>(*app->db_, app->clock_);
   app->tokens_ = std::make_unique<daemon::TokenStore>(*app->db_, app->clock_);
   app->views_ = std::make_unique<daemon::Views>(*app->store_, *app->ledger_);
+  app->budget_ = std::make_unique<daemon::Budget>(
+      *app->db_, app->clock_, daemon::BudgetOptions{.monthly = o.monthly_budget,
+                                                   .run_deadline = daemon::RunManagerOptions{}.run_deadline});
   app->watch_ = std::make_unique<daemon::RunWatch>(io.get_executor());
   app->ledger_->set_observer([watch = app->watch_.get()](int64_t run_id) { watch->notify(run_id); });
   return app;
@@ -108,14 +113,16 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   ro.limits = opts_.limits;
   if (ro.limits.local_cores <= 0) ro.limits.local_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   runs_ = std::make_unique<daemon::RunManager>(
-      io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_}, ro);
+      io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_, *budget_}, ro);
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, clock_,
                                                    [this] { runs_->notify(); });
   add_rest_routes(router_,
                   {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, ro.results_dir, *watch_, catalogs_});
   add_schedule_routes(router_, *schedules_, *tokens_);
   add_plan_route(router_, *store_, *views_, *tokens_, providers_);
-  add_metrics_route(router_, *db_, *views_, *tokens_, provider_calls_);
+  add_token_routes(router_, *tokens_);
+  add_openapi_route(router_);
+  add_metrics_route(router_, {*db_, *views_, *tokens_, provider_calls_, *budget_});
   add_web_routes(router_, {web::assets(), opts_.web_dir});
   co_await runs_->reconcile();
   runs_->start();

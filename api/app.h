@@ -6,11 +6,13 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "api/http_server.h"
 #include "api/router.h"
 #include "common/clock.h"
+#include "daemon/budget.h"
 #include "daemon/db.h"
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
@@ -34,6 +36,7 @@ struct AppOptions {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   daemon::QueueLimits limits;          // local_cores 0: this host's CPU count
   std::string web_dir;                 // serve the dashboard from here; default: the files built into tsumd
+  std::optional<double> monthly_budget;  // spend cap per calendar month (UTC) over every run
 };
 
 class App {
@@ -48,6 +51,8 @@ class App {
   boost::asio::awaitable<void> shutdown();
 
   daemon::TokenStore& tokens() { return *tokens_; }
+  // The routes, once start() has registered them (the OpenAPI test compares them with the document).
+  const Router& router() const { return router_; }
   uint16_t port() const { return port_; }
 
  private:
@@ -61,6 +66,7 @@ class App {
   std::unique_ptr<daemon::Store> store_;
   std::unique_ptr<daemon::TokenStore> tokens_;
   std::unique_ptr<daemon::Views> views_;
+  std::unique_ptr<daemon::Budget> budget_;
   daemon::ProviderCallMetrics provider_calls_;  // before providers_: the metered providers refer to it
   std::unique_ptr<daemon::RunWatch> watch_;
   std::vector<billing::Catalog> catalogs_;

@@ -81,6 +81,41 @@ Result<AgentEvent> parse_event(const json& j) {
   return ev;
 }
 
+// GET /v1/runs: every run, or one experiment's (?experiment=ID), optionally of one status (?status=S), without
+// their epochs and resource statistics.
+Result<json> list_runs(const RestContext& c, const std::map<std::string, std::string>& query) {
+  std::vector<int64_t> experiments;
+  if (auto it = query.find("experiment"); it != query.end()) {
+    int64_t id = 0;
+    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), id);
+    if (ec != std::errc() || p != it->second.data() + it->second.size() || id <= 0)
+      return make_error(Code::invalid_argument, "'experiment' must be an experiment id");
+    experiments.push_back(id);
+  } else {
+    auto all = c.store.experiments();
+    if (!all) return all.error();
+    for (const auto& e : *all) experiments.push_back(e.id);
+  }
+  std::optional<std::string> status;
+  if (auto it = query.find("status"); it != query.end()) {
+    if (!daemon::parse_status(it->second))
+      return make_error(Code::invalid_argument, "unknown status '" + it->second + "'");
+    status = it->second;
+  }
+  json out = json::array();
+  for (int64_t id : experiments) {
+    auto e = c.views.experiment(id);
+    if (!e) return e.error();
+    for (auto& run : (*e)["runs"]) {
+      if (status && run["status"] != *status) continue;
+      run.erase("epochs");
+      run.erase("stats");
+      out.push_back(std::move(run));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_rest_routes(Router& router, RestContext c) {
@@ -153,6 +188,30 @@ void add_rest_routes(Router& router, RestContext c) {
     co_return r;
   });
 
+  router.add("DELETE", "/v1/experiments/{id}", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no experiment '" + req.params["id"] + "'");
+    auto runs = c.store.runs_of(*id);
+    if (!runs) co_return error_response(runs.error());
+    if (auto e = c.store.experiment(*id); !e) co_return error_response(e.error());
+    int cancelled = 0;
+    for (const auto& r : *runs)
+      if (!daemon::is_terminal(r.status) && c.runs.cancel(r.id, "experiment cancelled by user")) ++cancelled;
+    auto e = c.views.experiment(*id);
+    if (!e) co_return error_response(e.error());
+    e->erase("runs");
+    (*e)["cancelled_runs"] = cancelled;
+    co_return json_response(202, *e);
+  });
+
+  router.add("GET", "/v1/runs", [c](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto listed = list_runs(c, req.query);
+    if (!listed) co_return from_error(listed.error());
+    co_return json_response(200, {{"runs", *listed}});
+  });
+
   // The agent's resource samples of a run, dstat-like CSV (what save copied into the results directory).
   router.add("GET", "/v1/runs/{id}/samples.csv", [c](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
@@ -213,13 +272,12 @@ void add_rest_routes(Router& router, RestContext c) {
   });
 }
 
-void add_metrics_route(Router& router, daemon::Db& db, daemon::Views& views, daemon::TokenStore& tokens,
-                       const daemon::ProviderCallMetrics& calls) {
-  router.add("GET", "/metrics", [&db, &views, &tokens, &calls](Request& req) -> Awaitable {
-    auto info = bearer(req, tokens);
+void add_metrics_route(Router& router, MetricsContext m) {
+  router.add("GET", "/metrics", [m](Request& req) -> Awaitable {
+    auto info = bearer(req, m.tokens);
     if (!info || !(info->admin || info->metrics))
       co_return error_response(401, "unauthenticated", "GET /metrics needs an admin or a metrics token");
-    auto body = daemon::render_metrics(db, views, calls);
+    auto body = daemon::render_metrics(m.db, m.views, m.calls, m.budget);
     if (!body) co_return error_response(body.error());
     Response r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -7,7 +7,9 @@
 //   POST   /v1/experiments            experiment body → 201 {"id": ...}
 //   GET    /v1/experiments            all experiments, without their runs
 //   GET    /v1/experiments/{id}       status, progress, runs, summary
+//   DELETE /v1/experiments/{id}       cancel every unfinished run → 202, the experiment (no runs) + cancelled_runs
 //   GET    /v1/experiments/{id}/export?format=csv|json   one row per run (phases, t_sum, cost, resources)
+//   GET    /v1/runs?experiment=ID&status=S   runs (all, or one experiment's), without epochs and stats
 //   GET    /v1/runs/{id}              one run
 //   GET    /v1/runs/{id}/samples.csv  the run's resource samples over time, dstat-like
 //   GET    /v1/runs/{id}/stream       Server-Sent Events: the run now and after each change (see run_stream.h)
@@ -22,6 +24,7 @@
 
 #include "api/router.h"
 #include "billing/catalog.h"
+#include "daemon/budget.h"
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
@@ -48,7 +51,13 @@ struct RestContext {
 void add_rest_routes(Router& router, RestContext ctx);
 
 // GET /metrics, Prometheus text format (daemon/metrics.h). An admin or a metrics-scope token may read it.
-void add_metrics_route(Router& router, daemon::Db& db, daemon::Views& views, daemon::TokenStore& tokens,
-                       const daemon::ProviderCallMetrics& calls);
+struct MetricsContext {
+  daemon::Db& db;
+  daemon::Views& views;
+  daemon::TokenStore& tokens;
+  const daemon::ProviderCallMetrics& calls;
+  daemon::Budget& budget;
+};
+void add_metrics_route(Router& router, MetricsContext ctx);
 
 }  // namespace tsum::api

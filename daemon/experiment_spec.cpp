@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 #include "common/json_util.h"
+#include <cmath>
 #include <set>
 
 namespace tsum::daemon {
@@ -157,13 +158,17 @@ json ExperimentSpec::to_json() const {
     cfgs.push_back({{"provider", c.provider}, {"instance_type", c.instance_type}, {"runtime", c.runtime}});
   json rules = json::array();
   for (const auto& r : billing) rules.push_back(r.name);
-  return {{"name", name}, {"workload", workload.to_json()}, {"configs", cfgs}, {"repetitions", repetitions},
-          {"billing", rules}};
+  json out = {{"name", name}, {"workload", workload.to_json()}, {"configs", cfgs}, {"repetitions", repetitions},
+              {"billing", rules}};
+  if (budget) out["budget"] = *budget;
+  if (deadline_s) out["deadline"] = *deadline_s;
+  return out;
 }
 
 Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
   if (!j.is_object()) return bad("the body must be a JSON object");
-  if (auto e = reject_unknown(j, "", {"name", "workload", "configs", "repetitions", "billing"})) return *e;
+  if (auto e = reject_unknown(j, "", {"name", "workload", "configs", "repetitions", "billing", "budget", "deadline"}))
+    return *e;
   ExperimentSpec spec;
   auto name = string_field(j, "name", "", false, "experiment");
   if (!name) return name.error();
@@ -199,6 +204,14 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
   } else {
     spec.billing = billing::builtin_rules();
   }
+  if (j.contains("budget") && !j["budget"].is_null()) {
+    if (!j["budget"].is_number() || !(j["budget"].get<double>() > 0) || !std::isfinite(j["budget"].get<double>()))
+      return bad("'budget' must be a positive number (the experiment's spend cap)");
+    spec.budget = j["budget"].get<double>();
+  }
+  auto deadline = int_field(j, "deadline", "", 1, 30 * 24 * 3600);
+  if (!deadline) return deadline.error();
+  spec.deadline_s = *deadline;
   return spec;
 }
 

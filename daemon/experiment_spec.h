@@ -6,13 +6,16 @@
 //               "test_limit": 1000, "batch": 128, "threads": 0},
 //  "configs": [{"provider": "local", "instance_type": "local-1c"}, ...],
 //  "repetitions": 10,
-//  "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour", "step:S,min:M"]}
+//  "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour", "step:S,min:M"],
+//  "budget": 5.0, "deadline": 3600}
 //
 // A config is a matrix when a field holds a list: it expands to the product of its lists, e.g.
 //   {"provider": "local", "cores": [1, 2], "runtime": ["native", "docker"]}   → 4 configs
 //   {"provider": "aws", "instance_type": ["c6i.2xlarge", "g5.xlarge"]}        → 2 configs
 // `cores` (local only) names local-<N>c. `runtime` is native (default) or docker. repetitions defaults to
-// 10, as the seed ran every configuration.
+// 10, as the seed ran every configuration. `budget` (optional, in the offers' currency) caps what the
+// experiment's instances may cost (daemon/budget.h); `deadline` (optional, seconds) bounds each run from the
+// create call to its save, and with the budget prices a run's worst case.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -54,6 +57,8 @@ struct ExperimentSpec {
   std::vector<RunConfig> configs;
   int repetitions = 1;
   std::vector<billing::BillingRule> billing;
+  std::optional<double> budget;   // spend cap over all the experiment's runs
+  std::optional<int> deadline_s;  // per run; the daemon's run deadline when absent
 
   nlohmann::json to_json() const;
 };

@@ -2,12 +2,16 @@
 //
 //   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--trainer PATH] [--data DIR]
 //               [--max-concurrent N] [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
+//               [--monthly-budget USD]
 //   tsumd token create --db PATH [--scope admin|metrics]
 //   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
+//   tsumd experiment|runs|plan|schedule|token ...   client commands against a running daemon (api/cli_client.h)
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <unistd.h>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "api/app.h"
+#include "api/cli_client.h"
 #include "api/quickstart.h"
 #include "billing/plan_cli.h"
 #include "sql/migrations.h"
@@ -26,11 +31,21 @@ namespace {
 
 constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
-              [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
+              [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR] [--monthly-budget USD]
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
   tsumd plan --from-csv FILE --objective cost|time|cost_under_deadline [--deadline S] [--billing RULE]
              [--repetitions N] [--json]
+client commands (talk to a running tsumd over HTTP; docs/cli.md):
+  tsumd experiment create -f SPEC.json [--wait [--timeout S]] | list | show ID | cancel ID
+  tsumd experiment export ID [--format csv|json]
+  tsumd runs list [--experiment ID] [--status S]
+  tsumd plan --experiment ID [--objective O] [--deadline S] [--budget B] [--repetitions N] [--billing RULE]
+  tsumd schedule create -f SPEC.json | list | delete ID
+  tsumd token create [--scope admin|metrics] | revoke ID
+  each takes [--url http://HOST:PORT] [--token TOKEN] [--json]; URL and token also come from TSUM_URL,
+  TSUM_TOKEN or ~/.config/tsum/client.json. Exit codes: 0 ok, 1 other failure, 2 usage or bad input,
+  3 not found, 4 auth, 5 daemon unreachable
 )";
 
 int usage_error(const std::string& msg) {
@@ -74,6 +89,16 @@ bool to_int(const std::string& s, int& out) {
   }
 }
 
+bool to_positive(const std::string& s, double& out) {
+  try {
+    size_t n = 0;
+    out = std::stod(s, &n);
+    return n == s.size() && std::isfinite(out) && out > 0;
+  } catch (...) {
+    return false;
+  }
+}
+
 int serve(std::map<std::string, std::string> flags) {
   api::AppOptions o;
   o.db_path = flags["db"];
@@ -95,6 +120,11 @@ int serve(std::map<std::string, std::string> flags) {
     return usage_error("--max-per-provider must look like local=1,aws=4");
   if (flags.count("max-per-type") && !daemon::parse_caps(flags["max-per-type"], &o.limits.per_type))
     return usage_error("--max-per-type must look like c6i.large=2,g5.xlarge=1");
+  if (flags.count("monthly-budget")) {
+    double cap = 0;
+    if (!to_positive(flags["monthly-budget"], cap)) return usage_error("--monthly-budget must be a positive amount");
+    o.monthly_budget = cap;
+  }
 
   asio::io_context io;
   auto app = api::App::create(io, o);
@@ -160,12 +190,13 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;
   }
+  if (api::is_client_command(args)) return api::run_client(args, std::cout, std::cerr, isatty(STDOUT_FILENO) == 1);
   std::map<std::string, std::string> flags;
   std::string err;
   if (args[0] == "serve") {
     if (!parse_flags(args, 1, flags, err) ||
         !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider",
-                            "max-per-type", "web-dir"},
+                            "max-per-type", "web-dir", "monthly-budget"},
                     err))
       return usage_error(err);
     if (flags["db"].empty()) return usage_error("serve needs --db PATH");

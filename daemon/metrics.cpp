@@ -115,7 +115,31 @@ providers::Task<Result<std::vector<providers::InstanceHandle>>> MeteredProvider:
   co_return r;
 }
 
-Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls) {
+namespace {
+
+// What instances cost under their providers' rules (daemon/budget.h), and the monthly budget.
+Status render_billed(std::string& out, Budget& budget) {
+  auto by_provider = budget.charge_by_provider();
+  if (!by_provider) return by_provider.error();
+  help(out, "tsum_billed_total", "counter",
+       "What instances cost under their provider's billing rule, failed and unfinished runs included.");
+  for (const auto& [key, v] : *by_provider)
+    out += "tsum_billed_total{provider=\"" + esc(key.first) + "\",currency=\"" + esc(key.second) + "\"} " + num(v) +
+           "\n";
+  auto month = budget.month_charge();
+  if (!month) return month.error();
+  help(out, "tsum_month_billed", "gauge", "What instances started this calendar month (UTC) cost so far.");
+  out += "tsum_month_billed " + num(*month) + "\n";
+  if (budget.options().monthly) {
+    help(out, "tsum_monthly_budget", "gauge", "The spend cap per calendar month (--monthly-budget).");
+    out += "tsum_monthly_budget " + num(*budget.options().monthly) + "\n";
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls, Budget& budget) {
   std::string out;
   std::map<std::string, int64_t> by_status;
   for (auto s : kStatusNames) by_status[std::string(s)] = 0;
@@ -163,6 +187,7 @@ Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetri
   help(out, "tsum_spend_total", "counter", "Billed cost of finished runs under each experiment's billing rules.");
   for (const auto& [key, v] : spend)
     out += "tsum_spend_total{rule=\"" + esc(key.first) + "\",currency=\"" + esc(key.second) + "\"} " + num(v) + "\n";
+  if (auto s = render_billed(out, budget); !s) return s.error();
   return out;
 }
 

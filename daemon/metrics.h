@@ -5,6 +5,10 @@
 //   tsum_provider_call_seconds{provider,op}   histogram of provider API call latency (since start)
 //   tsum_provider_call_errors_total{provider,op}
 //   tsum_spend_total{rule,currency}           billed cost of finished runs under each experiment's rules
+//   tsum_billed_total{provider,currency}      what instances cost under their provider's rule, unfinished and
+//                                             failed runs included (daemon/budget.h prices them)
+//   tsum_month_billed                         the same over this calendar month (UTC), the monthly budget's base
+//   tsum_monthly_budget                       the --monthly-budget cap, when set
 // Run, phase and spend figures come from SQLite, so they survive restarts; provider call figures are
 // counted in memory by MeteredProvider and start from zero with the daemon.
 #pragma once
@@ -14,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/budget.h"
 #include "daemon/db.h"
 #include "daemon/views.h"
 #include "providers/provider.h"
@@ -64,6 +69,6 @@ class MeteredProvider final : public providers::Provider {
 };
 
 // The whole /metrics body.
-Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls);
+Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls, Budget& budget);
 
 }  // namespace tsum::daemon

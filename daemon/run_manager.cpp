@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "common/embedded.h"
 
@@ -69,15 +70,32 @@ asio::awaitable<void> RunManager::dispatch_loop() {
         by_id[r.id] = waiting.back();
       }
       for (const auto& [_, l] : live_) running.push_back(l->entry);
-      for (int64_t id : admit(waiting, running, opts_.limits)) {
-        auto live = std::make_shared<LiveRun>(io_, by_id[id]);
-        live_[id] = live;
-        asio::co_spawn(io_, run_one(live), asio::detached);
-      }
+      start_within_budget(admit(waiting, running, opts_.limits), by_id);
     }
     dispatch_wake_.expires_after(milliseconds(500));
     boost::system::error_code ec;
     co_await dispatch_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+void RunManager::start_within_budget(const std::vector<int64_t>& picked, std::map<int64_t, QueueEntry>& by_id) {
+  for (int64_t id : picked) {
+    std::set<int64_t> live;
+    for (const auto& [live_id, _] : live_) live.insert(live_id);
+    auto verdict = s_.budget.admit(id, live);
+    if (!verdict) {
+      log_line("run " + std::to_string(id) + ": budget: " + verdict.error().detail);
+      continue;
+    }
+    if (verdict->verdict == Budget::Verdict::refuse) {
+      if (auto st = s_.ledger.advance(id, RunStatus::cancelled, verdict->reason); !st)
+        log_line("run " + std::to_string(id) + ": " + st.error().detail);
+      continue;
+    }
+    if (verdict->verdict == Budget::Verdict::wait) continue;
+    auto live_run = std::make_shared<LiveRun>(io_, by_id[id]);
+    live_[id] = live_run;
+    asio::co_spawn(io_, run_one(live_run), asio::detached);
   }
 }
 
@@ -152,6 +170,9 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     co_return Result{RunStatus::failed, st.error().detail};
   (void)s_.ledger.advance(live.id, RunStatus::booting, "instance " + handle->id + " created");
 
+  const auto run_deadline = exp->spec.deadline_s ? std::min<std::chrono::seconds>(
+                                                      opts_.run_deadline, std::chrono::seconds(*exp->spec.deadline_s))
+                                                : opts_.run_deadline;
   auto next_describe = t0;
   for (;;) {
     if (live.cancel_reason) co_return Result{RunStatus::cancelled, *live.cancel_reason};
@@ -163,8 +184,11 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     if (!alive_signal && now - t0 > opts_.startup_deadline)
       co_return Result{RunStatus::failed, "no sign of life from the agent within " +
                                               std::to_string(opts_.startup_deadline.count()) + " s"};
-    if (now - t0 > opts_.run_deadline)
-      co_return Result{RunStatus::failed, "run exceeded its deadline of " + std::to_string(opts_.run_deadline.count()) + " s"};
+    if (now - t0 > run_deadline)
+      co_return Result{RunStatus::failed,
+                       "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
+    // Every poll (a quarter second), so no billing step of a second or more passes unchecked.
+    if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Result{RunStatus::cancelled, **over};
     if (now >= next_describe) {
       next_describe = now + std::chrono::seconds(1);
       auto st = co_await provider->describe(*handle);

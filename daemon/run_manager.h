@@ -6,6 +6,10 @@
 // At start, reconcile() settles what a previous daemon left behind: every unfinished run's instance is
 // terminated (or found gone) and the run marked failed with a reason; tagged strays with no live run are
 // terminated. All status changes go through the Ledger.
+//
+// Budgets (daemon/budget.h): a picked run starts only if its worst case fits what its caps have left, and a
+// live run is stopped (cancelled, reason "budget: ...") once one of its caps is reached; the check runs on
+// every poll (RunManagerOptions::poll).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -19,6 +23,7 @@
 
 #include "common/clock.h"
 #include "daemon/admission.h"
+#include "daemon/budget.h"
 #include "daemon/ledger.h"
 #include "daemon/provider_registry.h"
 #include "daemon/store.h"
@@ -46,6 +51,7 @@ struct Services {
   TokenStore& tokens;
   ProviderRegistry& providers;
   const Clock& clock;
+  Budget& budget;  // spend caps: which runs may start, which must stop
 };
 
 class RunManager {
@@ -73,6 +79,8 @@ class RunManager {
  private:
   struct LiveRun;
   boost::asio::awaitable<void> dispatch_loop();
+  // Starts the runs admit() picked that the budget allows; refuses the ones it never will.
+  void start_within_budget(const std::vector<int64_t>& picked, std::map<int64_t, QueueEntry>& by_id);
   boost::asio::awaitable<void> run_one(std::shared_ptr<LiveRun> live);
   // The run's body up to (not including) termination. Returns the final status and reason.
   boost::asio::awaitable<std::pair<RunStatus, std::string>> provision_and_watch(LiveRun& live);

@@ -59,4 +59,29 @@ Status TokenStore::revoke_run(int64_t run_id) {
   return st->bind(clock_.now_s(), run_id).run();
 }
 
+Result<std::vector<TokenRecord>> TokenStore::list() {
+  auto st = db_.prepare(
+      "SELECT substr(hash, 1, 16), scope, created_at, revoked_at FROM tokens WHERE scope IN ('admin', 'metrics') "
+      "ORDER BY created_at");
+  if (!st) return st.error();
+  std::vector<TokenRecord> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.push_back({st->text(0), st->text(1), st->real(2), st->opt_real(3)});
+  }
+  return out;
+}
+
+Status TokenStore::revoke(std::string_view id) {
+  auto st = db_.prepare(
+      "UPDATE tokens SET revoked_at = ? WHERE substr(hash, 1, 16) = ? AND scope IN ('admin', 'metrics') "
+      "AND revoked_at IS NULL");
+  if (!st) return st.error();
+  if (auto s = st->bind(clock_.now_s(), id).run(); !s) return s;
+  if (db_.changes() == 0) return make_error(Code::not_found, "no active token with id '" + std::string(id) + "'");
+  return {};
+}
+
 }  // namespace tsum::daemon

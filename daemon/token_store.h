@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/result.h"
@@ -17,6 +18,14 @@ struct TokenInfo {
   int64_t run_id = 0;  // for run tokens
 };
 
+// An admin or metrics token as listed: never the token itself.
+struct TokenRecord {
+  std::string id;  // the first 16 hex digits of its SHA-256
+  std::string scope;
+  double created_at = 0;
+  std::optional<double> revoked_at;
+};
+
 class TokenStore {
  public:
   TokenStore(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
@@ -28,6 +37,13 @@ class TokenStore {
   Result<TokenInfo> authenticate(std::string_view token);
   // Revokes every token of a run (its agent can post no more).
   Status revoke_run(int64_t run_id);
+  // Admin and metrics tokens, oldest first.
+  Result<std::vector<TokenRecord>> list();
+  // Revokes the admin or metrics token with this id; not_found when no unrevoked one has it.
+  Status revoke(std::string_view id);
+
+  // A token's public id: the first 16 hex digits of its SHA-256.
+  static std::string id_of(std::string_view token) { return sha256_hex(token).substr(0, 16); }
 
   static std::string sha256_hex(std::string_view data);
 

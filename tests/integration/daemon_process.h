@@ -60,7 +60,8 @@ class DaemonProcess {
   explicit DaemonProcess(std::string db) : db_(std::move(db)) {}
   ~DaemonProcess() { stop(SIGKILL); }
 
-  void start() {
+  // `extra`: more `tsumd serve` flags, e.g. {"--monthly-budget", "1"}.
+  void start(const std::vector<std::string>& extra = {}) {
     port_ = free_port();
     std::string listen = "127.0.0.1:" + std::to_string(port_);
     log_ = db_ + ".log";
@@ -69,7 +70,12 @@ class DaemonProcess {
     if (pid_ == 0) {
       FILE* f = freopen(log_.c_str(), "a", stderr);
       (void)f;
-      execl(TSUMD_BIN, TSUMD_BIN, "serve", "--db", db_.c_str(), "--listen", listen.c_str(), nullptr);
+      std::vector<std::string> args = {TSUMD_BIN, "serve", "--db", db_, "--listen", listen};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(TSUMD_BIN, argv.data());
       _exit(127);
     }
     bool up = eventually([&] { return api::http_call("127.0.0.1", port_, "GET", "/healthz").status == 200; },

@@ -1,0 +1,362 @@
+#include "api/cli_client.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "api/cli_context.h"
+#include "common/json_util.h"
+
+namespace tsum::api {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd; see docs/cli.md):
+  tsumd experiment create -f SPEC.json [--wait [--timeout S]]
+  tsumd experiment list | show ID | cancel ID | export ID [--format csv|json]
+  tsumd runs list [--experiment ID] [--status S]
+  tsumd plan --experiment ID [--objective cost|time|cost_under_deadline|budget] [--deadline S] [--budget B]
+             [--repetitions N] [--billing RULE]
+  tsumd schedule create -f SPEC.json | list | delete ID
+  tsumd token create [--scope admin|metrics] | revoke ID
+  every client command: [--url http://HOST:PORT] [--token TOKEN] [--json]
+  exit codes: 0 ok, 1 other failure, 2 usage or bad input, 3 not found, 4 auth, 5 daemon unreachable
+)";
+
+struct Args {
+  std::vector<std::string> words;  // the command words and positional arguments
+  std::map<std::string, std::string> flags;
+  bool json = false;
+  bool wait = false;
+};
+
+int usage(std::ostream& err, const std::string& msg) {
+  err << "tsumd: " << msg << "\n" << kClientUsage;
+  return kExitUsage;
+}
+
+// Splits words from flags. Known flags only, each taking a value except --json and --wait.
+Result<Args> parse_args(const std::vector<std::string>& in) {
+  static const std::vector<std::string> kValued = {"file", "url", "token", "format", "experiment", "status",
+                                                   "objective", "deadline", "budget", "repetitions", "billing",
+                                                   "scope", "timeout"};
+  Args a;
+  for (size_t i = 0; i < in.size(); ++i) {
+    std::string arg = in[i];
+    if (arg == "--json" || arg == "--wait") {
+      (arg == "--json" ? a.json : a.wait) = true;
+      continue;
+    }
+    if (arg == "-f") arg = "--file";
+    if (!arg.starts_with("--")) {
+      a.words.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    if (std::find(kValued.begin(), kValued.end(), name) == kValued.end())
+      return make_error(Code::invalid_argument, "unknown flag " + in[i]);
+    if (i + 1 >= in.size()) return make_error(Code::invalid_argument, in[i] + " needs a value");
+    a.flags[name] = in[++i];
+  }
+  return a;
+}
+
+bool positive_id(const std::string& s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size() && v > 0;
+}
+
+// Percent-encodes a query value.
+std::string encode(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", ch);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string local_time(const json& unix_s) {
+  if (!unix_s.is_number()) return "-";
+  std::time_t t = static_cast<std::time_t>(unix_s.get<double>());
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+// The JSON of a spec file: exit 2 naming the file when it cannot be read or is not JSON.
+std::optional<json> read_spec(const Args& a, std::ostream& err, int* code) {
+  auto it = a.flags.find("file");
+  if (it == a.flags.end()) {
+    *code = usage(err, "this command needs -f SPEC.json");
+    return std::nullopt;
+  }
+  std::ifstream in(it->second);
+  if (!in) {
+    err << "tsumd: cannot read spec file " << it->second << "\n";
+    *code = kExitUsage;
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = parse_json_safely(text.str());
+  if (!j) {
+    err << "tsumd: spec file " << it->second << " is not valid JSON\n";
+    *code = kExitUsage;
+    return std::nullopt;
+  }
+  return j;
+}
+
+void print_json(cli::Context& c, const json& j) { c.out << j.dump(2) << "\n"; }
+
+int experiment_create(cli::Context& c, const Args& a) {
+  int code = 0;
+  auto spec = read_spec(a, c.err, &code);
+  if (!spec) return code;
+  double timeout_s = 24 * 3600;
+  if (auto it = a.flags.find("timeout"); it != a.flags.end()) {
+    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), timeout_s);
+    if (ec != std::errc() || p != it->second.data() + it->second.size() || !(timeout_s > 0))
+      return usage(c.err, "--timeout must be a positive number of seconds");
+  }
+  auto r = c.call("POST", "/v1/experiments", &code, spec->dump());
+  if (!r) return code;
+  int64_t id = r->json["id"].get<int64_t>();
+  if (!a.wait) {
+    if (c.json) print_json(c, r->json);
+    else c.out << "experiment " << id << " created\n";
+    return kExitOk;
+  }
+  if (!c.json) c.out << "experiment " << id << " created; following its runs\n";
+  return cli::follow_experiment(c, id, timeout_s);
+}
+
+int experiment_list(cli::Context& c) {
+  int code = 0;
+  auto r = c.call("GET", "/v1/experiments", &code);
+  if (!r) return code;
+  if (c.json) return print_json(c, r->json), kExitOk;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : r->json["experiments"]) {
+    const auto& p = e["progress"];
+    rows.push_back({std::to_string(e["id"].get<int64_t>()), e["name"], e["status"],
+                    std::to_string(p["finished"].get<int>()) + "/" + std::to_string(p["runs"].get<int>()),
+                    std::to_string(p["done"].get<int>()), std::to_string(p["failed"].get<int>()),
+                    std::to_string(p["cancelled"].get<int>()), local_time(e["created_at"])});
+  }
+  cli::print_table(c.out, {"ID", "NAME", "STATUS", "FINISHED", "DONE", "FAILED", "CANCELLED", "CREATED"}, rows);
+  return kExitOk;
+}
+
+int experiment_show(cli::Context& c, const std::string& id) {
+  int code = 0;
+  auto r = c.call("GET", "/v1/experiments/" + id, &code);
+  if (!r) return code;
+  if (c.json) return print_json(c, r->json), kExitOk;
+  const json& e = r->json;
+  const auto& p = e["progress"];
+  c.out << "experiment " << id << " \"" << e["name"].get<std::string>() << "\": " << e["status"].get<std::string>()
+        << ", " << p["finished"] << "/" << p["runs"] << " runs finished (" << p["done"] << " done, " << p["failed"]
+        << " failed, " << p["cancelled"] << " cancelled)\n";
+  std::string rule = e["rules"].empty() ? "" : e["rules"][0]["name"].get<std::string>();
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& run : e["runs"]) rows.push_back(cli::run_row(run, rule));
+  auto header = cli::run_header();
+  header[6] += " (" + rule + ")";
+  cli::print_table(c.out, header, rows);
+  const json& cheapest = e["summary"]["cheapest"];
+  if (cheapest.is_object() && cheapest.contains(rule))
+    c.out << "cheapest under " << rule << ": " << cheapest[rule]["config"]["instance_type"].get<std::string>()
+          << " at " << cli::fixed(cheapest[rule]["amount"], 6) << " "
+          << cheapest[rule]["currency"].get<std::string>() << "\n";
+  return kExitOk;
+}
+
+int experiment_cancel(cli::Context& c, const std::string& id) {
+  int code = 0;
+  auto r = c.call("DELETE", "/v1/experiments/" + id, &code);
+  if (!r) return code;
+  if (c.json) return print_json(c, r->json), kExitOk;
+  c.out << "experiment " << id << ": " << r->json["cancelled_runs"] << " unfinished runs cancelled\n";
+  return kExitOk;
+}
+
+int experiment_export(cli::Context& c, const Args& a, const std::string& id) {
+  std::string format = a.flags.count("format") ? a.flags.at("format") : (c.json ? "json" : "csv");
+  if (format != "csv" && format != "json") return usage(c.err, "--format must be csv or json");
+  int code = 0;
+  auto r = c.call("GET", "/v1/experiments/" + id + "/export?format=" + format, &code);
+  if (!r) return code;
+  if (format == "json") return print_json(c, r->json), kExitOk;
+  c.out << r->body;
+  return kExitOk;
+}
+
+int runs_list(cli::Context& c, const Args& a) {
+  std::string target = "/v1/runs";
+  std::string sep = "?";
+  for (const char* key : {"experiment", "status"})
+    if (auto it = a.flags.find(key); it != a.flags.end()) target += sep + key + "=" + encode(it->second), sep = "&";
+  int code = 0;
+  auto r = c.call("GET", target, &code);
+  if (!r) return code;
+  if (c.json) return print_json(c, r->json), kExitOk;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& run : r->json["runs"]) {
+    // Runs of different experiments may be priced under different rules: name the one shown.
+    std::string rule = run["cost"].contains("per_second_60s_min") || run["cost"].empty() ? "per_second_60s_min"
+                                                                                          : run["cost"].begin().key();
+    auto row = cli::run_row(run, rule, true);
+    row.insert(row.begin() + 1, std::to_string(run["experiment_id"].get<int64_t>()));
+    rows.push_back(std::move(row));
+  }
+  auto header = cli::run_header();
+  header.insert(header.begin() + 1, "EXP");
+  cli::print_table(c.out, header, rows);
+  return kExitOk;
+}
+
+int plan(cli::Context& c, const Args& a) {
+  if (!a.flags.count("experiment")) return usage(c.err, "plan needs --experiment ID (or --from-csv FILE offline)");
+  std::string target = "/v1/plan?experiment=" + encode(a.flags.at("experiment"));
+  for (const char* key : {"objective", "deadline", "budget", "repetitions", "billing"})
+    if (auto it = a.flags.find(key); it != a.flags.end()) target += std::string("&") + key + "=" + encode(it->second);
+  int code = 0;
+  auto r = c.call("GET", target, &code);
+  if (!r) return code;
+  if (c.json) return print_json(c, r->json), kExitOk;
+  c.out << "objective " << r->json["objective"].get<std::string>() << ", from " << r->json["history_runs"]
+        << " done runs\n";
+  std::vector<std::vector<std::string>> rows;
+  int rank = 0;
+  for (const auto& e : r->json["ranked"])
+    rows.push_back({std::to_string(++rank), e["config"], e["billing"], cli::fixed(e["t_sum"], 1),
+                    cli::fixed(e["t_sum_p10"], 1) + ".." + cli::fixed(e["t_sum_p90"], 1), cli::fixed(e["billed_s"], 0),
+                    cli::fixed(e["cost"], 6) + " " + e["currency"].get<std::string>(), e["feasible"] ? "yes" : "no",
+                    e["reason"]});
+  cli::print_table(c.out, {"RANK", "CONFIG", "BILLING", "T_SUM", "P10..P90", "BILLED_S", "COST", "FEASIBLE", "REASON"},
+                   rows);
+  return kExitOk;
+}
+
+int schedule(cli::Context& c, const Args& a) {
+  const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
+  int code = 0;
+  if (verb == "create") {
+    auto spec = read_spec(a, c.err, &code);
+    if (!spec) return code;
+    auto r = c.call("POST", "/v1/schedules", &code, spec->dump());
+    if (!r) return code;
+    if (c.json) return print_json(c, r->json), kExitOk;
+    c.out << "schedule " << r->json["id"] << " created; next firing "
+          << (r->json["next_fire_local"].is_string() ? r->json["next_fire_local"].get<std::string>() : "never") << "\n";
+    return kExitOk;
+  }
+  if (verb == "list") {
+    auto r = c.call("GET", "/v1/schedules", &code);
+    if (!r) return code;
+    if (c.json) return print_json(c, r->json), kExitOk;
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& s : r->json["schedules"])
+      rows.push_back({std::to_string(s["id"].get<int64_t>()), s["name"], s["cron"], s["timezone"],
+                      s["next_fire_local"].is_string() ? s["next_fire_local"].get<std::string>() : "never",
+                      cli::fixed(s["budget"], 2), s["enabled"] ? "yes" : "no"});
+    cli::print_table(c.out, {"ID", "NAME", "CRON", "TIMEZONE", "NEXT", "BUDGET", "ENABLED"}, rows);
+    return kExitOk;
+  }
+  if (verb == "delete") {
+    if (a.words.size() != 3 || !positive_id(a.words[2])) return usage(c.err, "schedule delete needs a schedule ID");
+    auto r = c.call("DELETE", "/v1/schedules/" + a.words[2], &code);
+    if (!r) return code;
+    if (c.json) return print_json(c, r->json), kExitOk;
+    c.out << "schedule " << a.words[2] << " deleted\n";
+    return kExitOk;
+  }
+  return usage(c.err, "schedule needs create, list or delete");
+}
+
+int token(cli::Context& c, const Args& a) {
+  const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
+  int code = 0;
+  if (verb == "create") {
+    json body = json::object();
+    if (auto it = a.flags.find("scope"); it != a.flags.end()) body["scope"] = it->second;
+    auto r = c.call("POST", "/v1/tokens", &code, body.dump());
+    if (!r) return code;
+    if (c.json) return print_json(c, r->json), kExitOk;
+    c.out << r->json["token"].get<std::string>() << "\n";
+    c.err << "token id " << r->json["id"].get<std::string>() << " (" << r->json["scope"].get<std::string>()
+          << "); it is shown this once\n";
+    return kExitOk;
+  }
+  if (verb == "revoke") {
+    if (a.words.size() != 3) return usage(c.err, "token revoke needs a token ID");
+    auto r = c.call("DELETE", "/v1/tokens/" + encode(a.words[2]), &code);
+    if (!r) return code;
+    if (c.json) return print_json(c, r->json), kExitOk;
+    c.out << "token " << a.words[2] << " revoked\n";
+    return kExitOk;
+  }
+  return usage(c.err, "token needs create or revoke");
+}
+
+int experiment(cli::Context& c, const Args& a) {
+  const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
+  if (verb == "create") return experiment_create(c, a);
+  if (verb == "list") return experiment_list(c);
+  if (verb != "show" && verb != "cancel" && verb != "export")
+    return usage(c.err, "experiment needs create, list, show, cancel or export");
+  if (a.words.size() != 3 || !positive_id(a.words[2]))
+    return usage(c.err, "experiment " + verb + " needs an experiment ID");
+  if (verb == "show") return experiment_show(c, a.words[2]);
+  if (verb == "cancel") return experiment_cancel(c, a.words[2]);
+  return experiment_export(c, a, a.words[2]);
+}
+
+}  // namespace
+
+bool is_client_command(const std::vector<std::string>& args) {
+  if (args.empty()) return false;
+  auto has = [&](const std::string& flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
+  const std::string& cmd = args[0];
+  if (cmd == "experiment" || cmd == "runs" || cmd == "schedule") return true;
+  if (cmd == "token") return !(args.size() > 1 && args[1] == "create" && has("--db"));
+  if (cmd == "plan") return !has("--from-csv");
+  return false;
+}
+
+int run_client(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool interactive) {
+  auto a = parse_args(args);
+  if (!a) return usage(err, a.error().detail);
+  auto opt = [&](const char* key) {
+    auto it = a->flags.find(key);
+    return it == a->flags.end() ? std::optional<std::string>{} : std::optional<std::string>(it->second);
+  };
+  auto config = resolve_config(opt("url"), opt("token"), [](const char* v) { return std::getenv(v); },
+                               default_config_path());
+  if (!config) return usage(err, config.error().detail);
+  cli::Context c(CliHttp(*config), out, err, a->json, interactive);
+  const std::string& cmd = a->words.front();
+  if (cmd == "experiment") return experiment(c, *a);
+  if (cmd == "schedule") return schedule(c, *a);
+  if (cmd == "token") return token(c, *a);
+  if (cmd == "plan") return a->words.size() == 1 ? plan(c, *a) : usage(err, "plan takes no positional arguments");
+  if (cmd == "runs" && a->words.size() == 2 && a->words[1] == "list") return runs_list(c, *a);
+  return usage(err, "unknown client command '" + cmd + (a->words.size() > 1 ? " " + a->words[1] : "") + "'");
+}
+
+}  // namespace tsum::api

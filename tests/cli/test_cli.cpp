@@ -1,0 +1,252 @@
+// The client commands against a real `tsumd serve` on loopback, running real tsum-train: outputs and exit codes.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "cli/cli_process.h"
+#include "integration/daemon_process.h"
+
+using namespace tsum::testing;
+using nlohmann::json;
+
+namespace {
+
+// A daemon with an admin token, and the client flags that reach it.
+struct Session {
+  TempDir dir{"tsum-cli"};
+  DaemonProcess daemon{dir.file("t.db")};
+  std::string token = daemon.admin_token();
+  std::string url;
+
+  explicit Session(const std::vector<std::string>& serve_flags = {}) {
+    daemon.start(serve_flags);
+    url = "http://127.0.0.1:" + std::to_string(daemon.port());
+  }
+  CliResult cli(std::vector<std::string> args) {
+    args.insert(args.end(), {"--url", url, "--token", token});
+    auto r = run_cli(dir, args);
+    return r;
+  }
+  std::string spec(const std::string& name, const std::string& body) {
+    write_file(dir.file(name), body);
+    return dir.file(name);
+  }
+};
+
+size_t lines_starting(const std::string& text, const std::string& prefix) {
+  size_t n = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (text.compare(at, prefix.size(), prefix) == 0) ++n;
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("experiment create --wait follows the runs; list, show, runs, export and plan read them") {
+  Session s;
+  auto created = s.cli({"experiment", "create", "-f", s.spec("e.json", tiny_experiment(300, 200)), "--wait"});
+  CAPTURE(created.out);
+  CAPTURE(created.err);
+  REQUIRE(created.code == 0);
+  CHECK(created.out.rfind("experiment 1 created; following its runs\n", 0) == 0);
+  CHECK(created.out.find("run 1 local-1c #1: done, t_sum ") != std::string::npos);
+  CHECK(lines_starting(created.out, "run 1 local-1c #1: ") >= 2);  // a line per status change, then done
+  CHECK(created.out.find("\x1b[") == std::string::npos);           // piped: no terminal redraws
+  CHECK(created.out.ends_with("experiment 1 done\n"));
+
+  auto list = s.cli({"experiment", "list"});
+  CHECK(list.code == 0);
+  CHECK(list.out.rfind("ID  NAME  STATUS  FINISHED  DONE  FAILED  CANCELLED  CREATED\n", 0) == 0);
+  CHECK(list.out.find("\n1   it    done    1/1       1     0       0          ") != std::string::npos);
+
+  auto show = s.cli({"experiment", "show", "1"});
+  CAPTURE(show.out);
+  CHECK(show.code == 0);
+  CHECK(show.out.rfind("experiment 1 \"it\": done, 1/1 runs finished (1 done, 0 failed, 0 cancelled)\n", 0) == 0);
+  CHECK(show.out.find("COST (per_second_60s_min)") != std::string::npos);
+  CHECK(show.out.find("cheapest under per_second_60s_min: local-1c at ") != std::string::npos);
+  auto shown = json::parse(s.cli({"experiment", "show", "1", "--json"}).out);
+  CHECK(shown["id"] == 1);
+  CHECK(shown["runs"][0]["status"] == "done");
+
+  auto runs = s.cli({"runs", "list", "--experiment", "1", "--json"});
+  CHECK(runs.code == 0);
+  CHECK(json::parse(runs.out)["runs"].size() == 1);
+  auto runs_table = s.cli({"runs", "list", "--status", "done"});
+  CHECK(runs_table.out.rfind("RUN  EXP  CONFIG    REP  STATUS", 0) == 0);
+  CHECK(lines_starting(runs_table.out, "1    1    local-1c  1    done") == 1);
+
+  auto csv = s.cli({"experiment", "export", "1"});
+  CHECK(csv.code == 0);
+  CHECK(lines_starting(csv.out, "") == 2);  // header and one run
+  CHECK(csv.out.find("local-1c") != std::string::npos);
+  CHECK(json::parse(s.cli({"experiment", "export", "1", "--format", "json"}).out)["runs"].size() == 1);
+
+  auto plan = s.cli({"plan", "--experiment", "1", "--objective", "time"});
+  CAPTURE(plan.err);
+  CHECK(plan.code == 0);
+  CHECK(plan.out.rfind("objective time, from 1 done runs\nRANK  CONFIG", 0) == 0);
+  CHECK(plan.out.find("local/local-1c") != std::string::npos);
+}
+
+TEST_CASE("URL and token come from flags, then TSUM_URL/TSUM_TOKEN, then ~/.config/tsum/client.json") {
+  Session s;
+  const std::map<std::string, std::string> env = {{"TSUM_URL", s.url}, {"TSUM_TOKEN", s.token}};
+  CHECK(run_cli(s.dir, {"experiment", "list"}, env).code == 0);
+  CHECK(run_cli(s.dir, {"experiment", "list", "--token", "tsum_wrong"}, env).code == 4);  // the flag wins
+  CHECK(run_cli(s.dir, {"experiment", "list", "--token", s.token},
+                {{"TSUM_URL", s.url}, {"TSUM_TOKEN", "tsum_wrong"}}).code == 0);
+
+  std::filesystem::create_directories(s.dir.path() / ".config/tsum");
+  write_file(s.dir.file(".config/tsum/client.json"), json{{"url", s.url}, {"token", s.token}}.dump());
+  CHECK(run_cli(s.dir, {"experiment", "list"}).code == 0);
+  CHECK(run_cli(s.dir, {"experiment", "list"}, {{"TSUM_TOKEN", "tsum_wrong"}}).code == 4);  // env beats the file
+  write_file(s.dir.file(".config/tsum/client.json"), R"({"url": 8080})");
+  auto bad = run_cli(s.dir, {"experiment", "list"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("client.json: 'url' must be a string") != std::string::npos);
+}
+
+TEST_CASE("exit codes: bad input 2, unknown 3, wrong token 4, daemon down 5") {
+  Session s;
+  auto missing = s.cli({"experiment", "create", "-f", s.dir.file("nope.json")});
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "tsumd: cannot read spec file " + s.dir.file("nope.json") + "\n");
+  auto garbage = s.cli({"experiment", "create", "-f", s.spec("bad.json", "{\"workload\": ")});
+  CHECK(garbage.code == 2);
+  CHECK(garbage.err.find("is not valid JSON") != std::string::npos);
+  auto invalid = s.cli({"experiment", "create", "-f", s.spec("colour.json", R"({"workload":{},"colour":1,
+      "configs":[{"provider":"local","instance_type":"local-1c"}]})")});
+  CHECK(invalid.code == 2);
+  CHECK(invalid.err.find("unknown field 'colour' (HTTP 422 from POST /v1/experiments)") != std::string::npos);
+  for (const auto& args : std::vector<std::vector<std::string>>{{"experiment", "frobnicate"},
+                                                                {"experiment", "show"},
+                                                                {"experiment", "show", "abc"},
+                                                                {"experiment", "list", "--nope", "1"},
+                                                                {"experiment", "export", "1", "--format", "xml"},
+                                                                {"schedule", "create"},
+                                                                {"plan"}}) {
+    CAPTURE(args);
+    CHECK(s.cli(args).code == 2);
+  }
+
+  auto unknown = s.cli({"experiment", "show", "999"});
+  CHECK(unknown.code == 3);
+  CHECK(unknown.err.find("experiment 999 not found (HTTP 404") != std::string::npos);
+  CHECK(s.cli({"experiment", "cancel", "999"}).code == 3);
+  CHECK(s.cli({"experiment", "export", "999"}).code == 3);
+  CHECK(s.cli({"runs", "list", "--experiment", "999"}).code == 3);
+  CHECK(s.cli({"plan", "--experiment", "999"}).code == 3);
+  CHECK(s.cli({"schedule", "delete", "99"}).code == 3);
+  CHECK(s.cli({"token", "revoke", "0123456789abcdef"}).code == 3);
+
+  auto wrong = run_cli(s.dir, {"experiment", "list", "--url", s.url, "--token", "tsum_wrong"});
+  CHECK(wrong.code == 4);
+  CHECK(wrong.err.find("invalid or revoked token (HTTP 401") != std::string::npos);
+  CHECK(run_cli(s.dir, {"experiment", "list", "--url", s.url}).code == 4);  // no token at all
+
+  auto down = run_cli(s.dir, {"experiment", "list", "--url", "http://127.0.0.1:" + std::to_string(free_port())});
+  CHECK(down.code == 5);
+  CHECK(down.err.find("cannot reach tsumd at http://127.0.0.1:") == 0 + std::string("tsumd: ").size());
+  CHECK(run_cli(s.dir, {"experiment", "list", "--url", "https://127.0.0.1"}).code == 2);
+}
+
+TEST_CASE("schedules and tokens through the client") {
+  Session s;
+  const json schedule = {{"name", "nightly"}, {"cron", "0 2 * * *"}, {"timezone", "Europe/Moscow"},
+                         {"experiment", json::parse(tiny_experiment())}, {"budget", 0.5}};
+  auto created = s.cli({"schedule", "create", "-f", s.spec("s.json", schedule.dump())});
+  CHECK(created.code == 0);
+  CHECK(created.out.rfind("schedule 1 created; next firing ", 0) == 0);
+  CHECK(created.out.find("+03:00\n") != std::string::npos);
+  auto list = s.cli({"schedule", "list"});
+  CHECK(list.out.find("1   nightly  0 2 * * *  Europe/Moscow  ") != std::string::npos);
+  CHECK(list.out.find("  0.50    yes\n") != std::string::npos);
+  CHECK(s.cli({"schedule", "delete", "1"}).out == "schedule 1 deleted\n");
+  CHECK(json::parse(s.cli({"schedule", "list", "--json"}).out)["schedules"].empty());
+
+  auto made = s.cli({"token", "create"});
+  REQUIRE(made.code == 0);
+  std::string fresh = made.out.substr(0, made.out.size() - 1);
+  CHECK(fresh.rfind("tsum_", 0) == 0);
+  CHECK(made.err.rfind("token id ", 0) == 0);
+  std::string id = made.err.substr(9, 16);
+  CHECK(run_cli(s.dir, {"experiment", "list", "--url", s.url, "--token", fresh}).code == 0);
+  auto metrics = json::parse(s.cli({"token", "create", "--scope", "metrics", "--json"}).out);
+  CHECK(metrics["scope"] == "metrics");
+  CHECK(s.daemon.call("GET", "/metrics", metrics["token"]).status == 200);
+  CHECK(s.cli({"token", "create", "--scope", "root"}).code == 2);
+  CHECK(s.cli({"token", "revoke", id}).out == "token " + id + " revoked\n");
+  CHECK(run_cli(s.dir, {"experiment", "list", "--url", s.url, "--token", fresh}).code == 4);
+  CHECK(s.cli({"token", "revoke", id}).code == 3);  // already revoked
+}
+
+TEST_CASE("experiment cancel stops its unfinished runs") {
+  Session s;
+  const std::string spec = tiny_experiment(5000, 1000, {"local-1c", "local-1c", "local-1c"});
+  auto created = s.cli({"experiment", "create", "-f", s.spec("e.json", spec)});
+  REQUIRE(created.code == 0);
+  auto cancelled = s.cli({"experiment", "cancel", "1"});
+  CHECK(cancelled.code == 0);
+  CHECK(cancelled.out == "experiment 1: 3 unfinished runs cancelled\n");
+  auto status = [&] { return json::parse(s.cli({"experiment", "show", "1", "--json"}).out)["status"]; };
+  CHECK(eventually([&] { return status() == "cancelled"; }, std::chrono::seconds(60)));
+  CHECK(s.cli({"experiment", "cancel", "1"}).out == "experiment 1: 0 unfinished runs cancelled\n");
+}
+
+TEST_CASE("budgets through the daemon: a run whose worst case does not fit is refused before it starts") {
+  Session s;
+  json tight = json::parse(tiny_experiment());
+  tight["budget"] = 0.000001;
+  tight["deadline"] = 600;
+  auto refused = s.cli({"experiment", "create", "-f", s.spec("tight.json", tight.dump()), "--wait"});
+  CAPTURE(refused.out);
+  CHECK(refused.code == 1);
+  CHECK(refused.out.find("run 1 local-1c #1: cancelled: budget: experiment 1 has 0.0000 of 0.0000 left, and run 1 "
+                         "may cost up to 0.0071") != std::string::npos);
+  auto run = json::parse(s.cli({"experiment", "show", "1", "--json"}).out)["runs"][0];
+  CHECK(run["instance"].is_null());  // never created
+
+  json roomy = json::parse(tiny_experiment());
+  roomy["budget"] = 1.0;
+  roomy["deadline"] = 600;
+  CHECK(s.cli({"experiment", "create", "-f", s.spec("roomy.json", roomy.dump()), "--wait"}).code == 0);
+  auto metrics = s.daemon.call("GET", "/metrics", s.token).body;
+  CHECK(metrics.find("tsum_billed_total{provider=\"local\",currency=\"USD\"} ") != std::string::npos);
+  CHECK(metrics.find("tsum_monthly_budget") == std::string::npos);  // no --monthly-budget here
+
+  Session monthly({"--monthly-budget", "0.0001"});
+  auto over = monthly.cli({"experiment", "create", "-f", monthly.spec("e.json", tiny_experiment()), "--wait"});
+  CHECK(over.code == 1);
+  CHECK(over.out.find("cancelled: budget: the monthly budget has 0.0001 of 0.0001 left") != std::string::npos);
+  CHECK(monthly.daemon.call("GET", "/metrics", monthly.token).body.find("tsum_monthly_budget 0.0001\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("budgets through the daemon: a live run is stopped once its schedule's cap is reached") {
+  Session s;
+  json schedule = {{"name", "every minute"}, {"cron", "* * * * *"}, {"budget", 1.0},
+                   {"experiment", json::parse(tiny_experiment(10000, 1000))}};
+  REQUIRE(s.cli({"schedule", "create", "-f", s.spec("s.json", schedule.dump())}).code == 0);
+  // The schedule fires at the next minute; wait until its run has an instance.
+  json run;
+  REQUIRE(eventually([&] {
+    run = s.daemon.call("GET", "/v1/runs/1", s.token).json();
+    return run.is_object() && run.contains("instance") && !run["instance"].is_null();
+  }, std::chrono::seconds(90)));
+  // Lower the cap below what the running instance has already accrued (a 60 s minimum charge).
+  schedule["budget"] = 0.0001;
+  schedule["enabled"] = false;
+  REQUIRE(s.daemon.call("PUT", "/v1/schedules/1", s.token, schedule.dump()).status == 200);
+  REQUIRE(eventually([&] {
+    run = s.daemon.call("GET", "/v1/runs/1", s.token).json();
+    return run["status"] == "cancelled" || run["status"] == "done" || run["status"] == "failed";
+  }, std::chrono::seconds(60)));
+  CAPTURE(run.dump());
+  CHECK(run["status"] == "cancelled");
+  CHECK(run["reason"].get<std::string>().rfind("budget: schedule 1 reached its cap of 0.0001 (0.0007 billed)", 0) == 0);
+  CHECK(run["phases"]["poweroff"].is_number());  // the instance was terminated and confirmed gone
+}
