@@ -4,6 +4,8 @@
 #   TSUM_DEPS=all (default)  build + run + test dependencies (make test, make quickstart)
 #   TSUM_DEPS=build          build + run (the Dockerfile's build stage)
 #   TSUM_DEPS=runtime-image  only the shared libraries and tools tsumd and tsum-train need (the runtime image)
+#   TSUM_TORCH=external      leave Debian's CPU libtorch out (a CUDA build brings its own libtorch:
+#                            scripts/install-cuda-libtorch.sh)
 set -eu
 
 build="build-essential cmake ninja-build pkg-config git ca-certificates
@@ -14,6 +16,11 @@ libs="libtorch1.13 libopenblas0-openmp libsqlite3-0 libssl3 libcurl4 libxml2 zli
 # Tests: the independent reference implementations and the real peers the tests talk to; Chromium for the
 # dashboard's browser test.
 tests="python3-torch python3-botocore python3-jwt python3-google-auth python3-hcloud iproute2 openssh-server openssh-client openssl chromium"
+
+if [ "${TSUM_TORCH:-debian}" = external ]; then
+  build=$(echo "$build" | sed 's/libtorch-dev//')
+  libs=$(echo "$libs" | sed 's/libtorch1.13//')
+fi
 
 case "${TSUM_DEPS:-all}" in
   runtime-image) want="$runtime $libs" ;;
