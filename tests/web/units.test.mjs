@@ -84,6 +84,8 @@ test('a schedule form becomes the POST body, or problems naming each bad field',
   assert.deepEqual(scheduleBody(good), { problems: [], body: { name: 'nightly', cron: '0 2 * * *', timezone: 'Europe/Moscow',
     experiment: { configs: [] }, budget: null, missed: 'catch_up', enabled: false } });
   assert.equal(scheduleBody({ ...good, budget: '12.5' }).body.budget, 12.5);
+  assert.equal(scheduleBody({ ...good, cron: '@daily' }).body.cron, '@daily', 'a macro is one field');
+  assert.match(scheduleBody({ ...good, cron: '@ daily' }).problems[0], /Cron needs five fields/);
   assert.equal('name' in scheduleBody({ ...good, name: '  ' }).body, false, 'an empty name is left to the daemon');
 
   const bad = scheduleBody({ cron: '0 2 * *', timezone: ' ', experiment: '{"configs":', budget: '-3' });

@@ -6,8 +6,9 @@
 export function scheduleBody(fields) {
   const problems = [];
   const cron = (fields.cron || '').trim();
-  if (cron.split(/\s+/).filter(Boolean).length !== 5) {
-    problems.push('Cron needs five fields: minute hour day-of-month month day-of-week, e.g. "0 2 * * *".');
+  const fiveFields = cron.split(/\s+/).filter(Boolean).length === 5;
+  if (!fiveFields && !/^@[a-z]+$/.test(cron)) {
+    problems.push('Cron needs five fields (minute hour day-of-month month day-of-week, e.g. "0 2 * * *") or a macro such as @daily.');
   }
   const timezone = (fields.timezone || '').trim();
   if (!timezone) problems.push('Time zone is empty: give an IANA name such as "Europe/Moscow" or "UTC".');
