@@ -89,17 +89,19 @@ function planTable(plan) {
 }
 
 // The planner's card: an objective picker and the ranked offers, loaded on its own so the rest of the page
-// never waits for it.
+// never waits for it (only the answer to the latest question is shown), then the measured recommendation.
 function planCard(experimentId, { signal, state }, measured) {
+  let asked = 0;
   const body = h('div', { id: 'plan-box' }, loading('Asking the planner…'));
   const picker = h('select', { id: 'plan-objective', 'aria-label': 'Objective' },
     PLAN_OBJECTIVES.map(([value, text]) => h('option', { value, selected: value === state.objective }, text)));
   const load = () => {
+    const question = ++asked;
     replace(body, loading('Asking the planner…'));
     api(`/v1/plan?experiment=${experimentId}&objective=${encodeURIComponent(state.objective)}`, { signal })
-      .then((plan) => replace(body, planTable(plan)))
+      .then((plan) => question === asked && replace(body, planTable(plan)))
       .catch((err) => {
-        if (signal.aborted) return;
+        if (signal.aborted || question !== asked) return;
         if (err instanceof ApiError && err.status === 422) {
           replace(body, empty(`The planner has no answer yet: ${err.message}.`));
         } else {
@@ -115,7 +117,7 @@ function planCard(experimentId, { signal, state }, measured) {
   return card('Recommendation', 'The planner ranks every offer of every provider for this workload, predicted from all done runs of it.',
     h('div', { class: 'field inline' }, h('label', { for: 'plan-objective' }, 'Objective'), picker),
     body,
-    measured && [h('h3', { class: 'measured' }, 'Measured in this experiment'), measured]);
+    h('h3', { class: 'measured' }, 'Measured in this experiment'), measured);
 }
 
 function costMarkerList(costs, groups, experiment) {
