@@ -1,7 +1,10 @@
-// The dashboard's pure helpers: statistics, the billing-step marker, SSE parsing.
+// The dashboard's pure helpers: statistics, the billing-step marker, SSE parsing, the planner's rows and the
+// schedule form.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { planRows } from '../../web/src/plan.js';
+import { localFiring, scheduleBody } from '../../web/src/schedule_form.js';
 import { parseEvents } from '../../web/src/sse.js';
 import { byConfig, headroomUnderStep, mean, resources, stderr } from '../../web/src/stats.js';
 
@@ -57,4 +60,48 @@ test('SSE parsing keeps incomplete events for later and drops comments', () => {
   assert.deepEqual(more, [{ name: 'end', data: '{"status":"done"}' }]);
   const [crlf] = parseEvents('data: a\r\ndata: b\r\n\r\n');
   assert.deepEqual(crlf, [{ name: 'message', data: 'a\nb' }]);
+});
+
+test('the planner\'s ranked offers become table rows, in its order, at most `limit`', () => {
+  const entry = (config, tSum, cost, feasible = true) => ({
+    config, billing: 'per_minute', t_sum: tSum, t_sum_p10: tSum - 1, t_sum_p90: tSum + 2, billed_s: 60 * Math.ceil(tSum / 60),
+    cost, currency: 'USD', feasible, reason: `${config} because`,
+  });
+  const plan = { ranked: [entry('local/local-2c', 40, 0.01), entry('local/local-1c', 70, 0.02), entry('aws/x', 10, 0.5, false)] };
+  const rows = planRows(plan, 2);
+  assert.equal(rows.length, 2);
+  assert.deepEqual(rows[0], { rank: 1, config: 'local/local-2c', billing: 'per_minute', tSum: 40, tLow: 39, tHigh: 42,
+    billedS: 60, cost: 0.01, currency: 'USD', reason: 'local/local-2c because', feasible: true });
+  assert.equal(rows[1].billedS, 120);
+  assert.equal(planRows(plan)[2].feasible, false);
+  assert.deepEqual(planRows({ ranked: [] }), []);
+  assert.deepEqual(planRows(undefined), []);
+});
+
+test('a schedule form becomes the POST body, or problems naming each bad field', () => {
+  const good = { name: ' nightly ', cron: ' 0 2 * * * ', timezone: 'Europe/Moscow', experiment: '{"configs":[]}',
+    budget: '', missed: 'catch_up', enabled: false };
+  assert.deepEqual(scheduleBody(good), { problems: [], body: { name: 'nightly', cron: '0 2 * * *', timezone: 'Europe/Moscow',
+    experiment: { configs: [] }, budget: null, missed: 'catch_up', enabled: false } });
+  assert.equal(scheduleBody({ ...good, budget: '12.5' }).body.budget, 12.5);
+  assert.equal(scheduleBody({ ...good, cron: '@daily' }).body.cron, '@daily', 'a macro is one field');
+  assert.match(scheduleBody({ ...good, cron: '@ daily' }).problems[0], /Cron needs five fields/);
+  assert.equal('name' in scheduleBody({ ...good, name: '  ' }).body, false, 'an empty name is left to the daemon');
+
+  const bad = scheduleBody({ cron: '0 2 * *', timezone: ' ', experiment: '{"configs":', budget: '-3' });
+  assert.equal(bad.body, undefined);
+  assert.equal(bad.problems.length, 4);
+  assert.match(bad.problems[0], /Cron needs five fields/);
+  assert.match(bad.problems[1], /Time zone is empty/);
+  assert.match(bad.problems[2], /Experiment is not valid JSON/);
+  assert.match(bad.problems[3], /Budget must be a positive amount/);
+  assert.match(scheduleBody({ ...good, experiment: '[1]' }).problems[0], /must be a JSON object/);
+});
+
+test('firing times read as date, time and UTC offset', () => {
+  assert.equal(localFiring('2026-11-23T02:00:00+03:00'), '2026-11-23 02:00 (UTC+03:00)');
+  assert.equal(localFiring('2026-11-23T02:00:00-05:30'), '2026-11-23 02:00 (UTC-05:30)');
+  assert.equal(localFiring('2026-11-23T02:00:00Z'), '2026-11-23 02:00 (UTC)');
+  assert.equal(localFiring('soon'), 'soon');
+  assert.equal(localFiring(undefined), '–');
 });

@@ -1,5 +1,5 @@
 // The dashboard's entry: a hash router over the pages, the nav bar, and sign-in/out.
-//   #/login  #/experiments  #/experiments/{id}  #/runs/{id}  #/offers
+//   #/login  #/experiments  #/experiments/{id}  #/runs/{id}  #/schedules  #/offers
 // Each page is page(root, params, {signal, message}) and may return a cleanup function; `signal` aborts when
 // the user leaves the page, so late answers are dropped.
 import { setUnauthorizedHandler, token } from './api.js';
@@ -10,12 +10,14 @@ import { experimentsPage } from './page_experiments.js';
 import { loginPage } from './page_login.js';
 import { offersPage } from './page_offers.js';
 import { runPage } from './page_run.js';
+import { schedulesPage } from './page_schedules.js';
 
 const routes = [
   { pattern: /^\/login$/, page: loginPage, open: true, title: 'Sign in' },
   { pattern: /^\/experiments$/, page: experimentsPage, nav: 'experiments', title: 'Experiments' },
   { pattern: /^\/experiments\/(\d+)$/, page: experimentPage, nav: 'experiments', title: 'Experiment' },
   { pattern: /^\/runs\/(\d+)$/, page: runPage, nav: 'experiments', title: 'Run' },
+  { pattern: /^\/schedules$/, page: schedulesPage, nav: 'schedules', title: 'Schedules' },
   { pattern: /^\/offers$/, page: offersPage, nav: 'offers', title: 'Offers and prices' },
 ];
 

@@ -1,11 +1,13 @@
 // One experiment: (a) time per phase per configuration, (b) t_learn and t_sum against cores and GPUs,
-// (c) cost per configuration under each billing rule, (d) the recommendation, and the runs. While runs are
+// (c) cost per configuration under each billing rule, (d) the recommendation: the planner's ranking of every
+// offer for this workload (GET /v1/plan) and what this experiment measured, and the runs. While runs are
 // unfinished the page follows the earliest unfinished run's event stream and reloads on each change.
-import { api } from './api.js';
+import { ApiError, api } from './api.js';
 import { costChart, costTable, phasesChart, scalingChart } from './charts.js';
 import { empty, failure, h, loading, replace, table } from './dom.js';
 import { TERMINAL, configName, dateTime, money, number, seconds } from './format.js';
 import { badge } from './page_experiments.js';
+import { PLAN_OBJECTIVES, planRows } from './plan.js';
 import { watchRun } from './sse.js';
 import { byConfig, resources } from './stats.js';
 
@@ -20,9 +22,9 @@ function chartBox(id, height) {
   return [box, canvas];
 }
 
-// Rows of the recommendation table: {objective, config, amount, currency, tSum, reason, source}. They come
-// from the experiment's summary today; the planner's answer (GET /v1/plan) maps onto the same shape.
-export function recommendationsFromSummary(experiment, costs) {
+// Rows of the measured recommendation: {objective, config, amount, currency, tSum, reason, source}, from the
+// experiment's summary.
+function recommendationsFromSummary(experiment, costs) {
   const { summary } = experiment;
   const rows = [];
   for (const rule of costs.rules) {
@@ -62,6 +64,62 @@ function recommendationTable(rows) {
       h('td', {}, r.source))), { id: 'recommendations' });
 }
 
+const PLAN_SHOWN = 5;
+
+function planTable(plan) {
+  const rows = planRows(plan, PLAN_SHOWN);
+  if (!rows.length) return empty('The planner could not predict any offer for this workload.');
+  const more = plan.ranked.length - rows.length;
+  return [
+    table(['#', 'Configuration', 'Billing', 'Predicted t_sum', 'Billed', 'Expected cost', 'Reason'],
+      rows.map((r) => h('tr', { dataset: { config: r.config, feasible: r.feasible } },
+        h('td', { class: 'num' }, r.rank),
+        h('th', { scope: 'row' }, h('b', {}, r.config)),
+        h('td', {}, r.billing),
+        h('td', { class: 'num' }, seconds(r.tSum), h('br'), h('small', {}, `p10–p90 ${seconds(r.tLow)}–${seconds(r.tHigh)}`)),
+        h('td', { class: 'num' }, seconds(r.billedS, 0)),
+        h('td', { class: 'num' }, money(r.cost, r.currency)),
+        h('td', { class: 'reason' }, r.reason, r.feasible ? null : h('small', { class: 'reason' }, ' (not feasible)')))),
+      { id: 'plan' }),
+    h('p', { class: 'hint' }, `Predicted from ${plan.history_runs} done run${plan.history_runs === 1 ? '' : 's'} of this workload`,
+      more > 0 ? `; ${more} more offer${more === 1 ? '' : 's'} ranked below these` : '',
+      plan.unpredictable?.length ? `; ${plan.unpredictable.length} offer${plan.unpredictable.length === 1 ? '' : 's'} could not be predicted` : '',
+      '.'),
+  ];
+}
+
+// The planner's card: an objective picker and the ranked offers, loaded on its own so the rest of the page
+// never waits for it (only the answer to the latest question is shown), then the measured recommendation.
+function planCard(experimentId, { signal, state }, measured) {
+  let asked = 0;
+  const body = h('div', { id: 'plan-box' }, loading('Asking the planner…'));
+  const picker = h('select', { id: 'plan-objective', 'aria-label': 'Objective' },
+    PLAN_OBJECTIVES.map(([value, text]) => h('option', { value, selected: value === state.objective }, text)));
+  const load = () => {
+    const question = ++asked;
+    replace(body, loading('Asking the planner…'));
+    api(`/v1/plan?experiment=${experimentId}&objective=${encodeURIComponent(state.objective)}`, { signal })
+      .then((plan) => question === asked && replace(body, planTable(plan)))
+      .catch((err) => {
+        if (signal.aborted || question !== asked) return;
+        if (err instanceof ApiError && err.status === 422) {
+          replace(body, empty(`The planner has no answer yet: ${err.message}.`));
+        } else {
+          replace(body, failure(`Could not ask the planner: ${err.message}`, load));
+        }
+      });
+  };
+  picker.addEventListener('change', () => {
+    state.objective = picker.value;
+    load();
+  });
+  load();
+  return card('Recommendation', 'The planner ranks every offer of every provider for this workload, predicted from all done runs of it.',
+    h('div', { class: 'field inline' }, h('label', { for: 'plan-objective' }, 'Objective'), picker),
+    body,
+    h('h3', { class: 'measured' }, 'Measured in this experiment'), measured);
+}
+
 function costMarkerList(costs, groups, experiment) {
   const items = costs.cheapest.map(([ri, ci]) => {
     const rule = costs.rules[ri];
@@ -90,7 +148,7 @@ function runsTable(experiment) {
       h('td', { class: 'num' }, number(r.metrics.images_per_s)))), { id: 'runs' });
 }
 
-function render(root, experiment, offers, liveNote) {
+function render(root, experiment, offers, liveNote, plan) {
   const groups = byConfig(experiment);
   const anyDone = groups.some((g) => g.done.length);
   const p = experiment.progress;
@@ -108,6 +166,7 @@ function render(root, experiment, offers, liveNote) {
       card('Charts', null, empty(TERMINAL.has(experiment.status)
         ? 'No run finished successfully, so there is nothing to chart. The runs below say why.'
         : 'The charts appear as soon as the first run is done.')),
+      card('Recommendation', null, h('div', { id: 'plan-box' }, empty('The planner ranks the offers for this workload once a run of this experiment is done.'))),
       card('Runs', null, runsTable(experiment)));
     return;
   }
@@ -126,7 +185,7 @@ function render(root, experiment, offers, liveNote) {
           : empty('No configuration in this experiment has a GPU, so there is no GPU axis to plot.')))),
     card('Cost per configuration', 'Mean cost of one run under each billing rule. ★ marks the cheapest per rule, ⚠ a t_sum that ends within 10% of a step below the step boundary.',
       costBox, costMarkerList(costs, groups, experiment)),
-    card('Recommendation', null, recommendationTable(recommendationsFromSummary(experiment, costs))),
+    planCard(experiment.id, plan, recommendationTable(recommendationsFromSummary(experiment, costs))),
     card('Runs', null, runsTable(experiment)));
   phasesChart(phasesCanvas, groups);
   scalingChart('cores', coresCanvas, groups, offers, 'vcpus');
@@ -139,6 +198,7 @@ export function experimentPage(root, [id], { signal }) {
   let following = null;  // {runId, stop}
   let reloadTimer = null;
   let liveText = '';
+  const plan = { signal, state: { objective: 'cost' } };  // the objective stays picked across live reloads
 
   const liveNote = () => (liveText ? h('p', { class: 'notice info live', id: 'live-note' }, liveText) : null);
 
@@ -172,7 +232,7 @@ export function experimentPage(root, [id], { signal }) {
       const experiment = await api(`/v1/experiments/${id}`, { signal });
       if (signal.aborted) return;
       follow(experiment);
-      render(root, experiment, offers, liveNote());
+      render(root, experiment, offers, liveNote(), plan);
     } catch (err) {
       if (!signal.aborted) replace(root, failure(`Could not load experiment ${id}: ${err.message}`, load));
     }
