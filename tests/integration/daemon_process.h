@@ -57,7 +57,8 @@ bool eventually(F f, std::chrono::milliseconds limit) {
 
 class DaemonProcess {
  public:
-  explicit DaemonProcess(std::string db) : db_(std::move(db)) {}
+  explicit DaemonProcess(std::string db, std::vector<std::string> extra_args = {})
+      : db_(std::move(db)), extra_args_(std::move(extra_args)) {}
   ~DaemonProcess() { stop(SIGKILL); }
 
   void start() {
@@ -69,7 +70,10 @@ class DaemonProcess {
     if (pid_ == 0) {
       FILE* f = freopen(log_.c_str(), "a", stderr);
       (void)f;
-      execl(TSUMD_BIN, TSUMD_BIN, "serve", "--db", db_.c_str(), "--listen", listen.c_str(), nullptr);
+      std::vector<const char*> argv = {TSUMD_BIN, "serve", "--db", db_.c_str(), "--listen", listen.c_str()};
+      for (const auto& a : extra_args_) argv.push_back(a.c_str());
+      argv.push_back(nullptr);
+      execv(TSUMD_BIN, const_cast<char* const*>(argv.data()));
       _exit(127);
     }
     bool up = eventually([&] { return api::http_call("127.0.0.1", port_, "GET", "/healthz").status == 200; },
@@ -112,6 +116,7 @@ class DaemonProcess {
 
  private:
   std::string db_;
+  std::vector<std::string> extra_args_;
   std::string log_;
   pid_t pid_ = 0;
   uint16_t port_ = 0;
