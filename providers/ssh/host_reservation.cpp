@@ -19,7 +19,6 @@ json Reservation::to_json() const {
             {"idempotency_token", idempotency_token},
             {"work", work},     {"results_dir", results_dir},
             {"touched", touched},
-            {"remote_port", remote_port},
             {"tunnel_pid", tunnel_pid},
             {"tunnel_ticks", tunnel_ticks}};
   if (ended) j["ended"] = *ended;
@@ -36,7 +35,6 @@ Reservation Reservation::from_json(const json& j) {
   r.work = j.value("work", "");
   r.results_dir = j.value("results_dir", "");
   r.touched = j.value("touched", false);
-  r.remote_port = j.value("remote_port", 0);
   r.tunnel_pid = j.value("tunnel_pid", 0);
   r.tunnel_ticks = j.value("tunnel_ticks", uint64_t{0});
   if (j.contains("ended") && j["ended"].is_string()) r.ended = j["ended"].get<std::string>();

@@ -14,18 +14,17 @@
 namespace tsum::providers::ssh {
 
 struct Reservation {
-  std::string id;                 // the instance id
-  std::string host;               // SshHost::name
-  std::string run_id;
-  std::string tag;
-  std::string idempotency_token;
-  std::string work;               // the instance's directory on the host
-  std::string results_dir;        // where the results are fetched to on the daemon host; may be empty
+  std::string id = {};                 // the instance id
+  std::string host = {};               // SshHost::name
+  std::string run_id = {};
+  std::string tag = {};
+  std::string idempotency_token = {};
+  std::string work = {};               // the instance's directory on the host
+  std::string results_dir = {};        // where the results are fetched to on the daemon host; may be empty
   bool touched = false;           // files or processes may be on the host (the copy began)
-  int remote_port = 0;            // the reverse tunnel's port on the host's loopback
   int tunnel_pid = 0;             // the daemon's ssh process holding the tunnel and the agent's session
   uint64_t tunnel_ticks = 0;      // its start time, against pid reuse
-  std::optional<std::string> ended;  // why the session ended, once describe has seen it end
+  std::optional<std::string> ended = {};  // why the session ended, once describe has seen it end
 
   nlohmann::json to_json() const;
   static Reservation from_json(const nlohmann::json& j);

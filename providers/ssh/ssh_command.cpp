@@ -1,6 +1,7 @@
 #include "providers/ssh/ssh_command.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -88,6 +89,12 @@ std::vector<std::string> scp_argv(const SshOptions& o, const SshHost& h, const s
   return argv;
 }
 
+std::optional<int> reap(int pid) {
+  int status = 0;
+  if (pid <= 0 || waitpid(pid, &status, WNOHANG) != pid) return std::nullopt;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 std::string last_line(const std::string& path) {
   std::string tail = tail_since(path, 0);
   auto nl = tail.rfind('\n');
@@ -139,6 +146,7 @@ Task<Result<CommandResult>> run_bounded(const std::vector<std::string>& argv,
     timer.expires_after(std::chrono::milliseconds(50));
     co_await timer.async_wait(asio::use_awaitable);
   }
+  if (!status) status = reap(spawned->pid);
   co_return CommandResult{status.value_or(-1), tail_since(log_path, offset)};
 }
 

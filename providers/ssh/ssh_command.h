@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,11 @@ struct CommandResult {
 Task<Result<CommandResult>> run_bounded(const std::vector<std::string>& argv,
                                         const std::map<std::string, std::string>& env, const std::string& log_path,
                                         std::chrono::milliseconds limit);
+
+// The exit status (128 + signal when killed) of our child pid once it has ended, reaping it; nullopt while it
+// runs, or when it is not our child (e.g. started by an earlier daemon). group_alive can see a group end before
+// it reaps the leader (it exits between the two checks), so callers ask here when it reported no status.
+std::optional<int> reap(int pid);
 
 // The last non-empty line of a log file ("" if none).
 std::string last_line(const std::string& path);

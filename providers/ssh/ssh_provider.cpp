@@ -7,7 +7,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "providers/local/process_group.h"
 #include "providers/ssh/ssh_command.h"
@@ -21,16 +20,16 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// Run on the host as `sh <work>/start.sh PORT` inside the tunnel's ssh session. Its exit status is the
-// agent's, and so becomes the ssh client's.
-constexpr const char* kStartScript = R"(#!/bin/sh
-# Started by the tsum ssh provider over `ssh -R PORT:<daemon>`: loads the agent's environment, waits until the
-# reverse tunnel reaches the daemon, starts the agent in a session of its own and waits for it.
+// Run on the host as `sh <work>/start.sh` inside the tunnel's ssh session. Its exit status is the agent's,
+// and so becomes the ssh client's.
+constexpr const char* kStartScript = R"SH(#!/bin/sh
+# Started by the tsum ssh provider over `ssh -R <work>/tsumd.sock:<daemon>`: loads the agent's environment,
+# waits until the reverse tunnel reaches the daemon, starts the agent in a session of its own and waits for it.
 cd "$(dirname "$0")" || exit 125
 set -a; . ./agent.env; set +a
-TSUM_URL="http://127.0.0.1:$1"; export TSUM_URL
+TSUM_UNIX_SOCKET="$(pwd)/tsumd.sock"; export TSUM_UNIX_SOCKET
 i=0
-until curl -s -o /dev/null --max-time 2 "$TSUM_URL/healthz"; do
+until curl -s -o /dev/null --max-time 2 --unix-socket "$TSUM_UNIX_SOCKET" "$TSUM_URL/healthz"; do
   i=$((i + 1))
   [ "$i" -ge 50 ] && { echo "tsum-ssh: the reverse tunnel to the daemon does not answer" >&2; exit 124; }
   sleep 0.2
@@ -39,7 +38,7 @@ setsid sh ./agent.sh < /dev/null > agent.log 2>&1 &
 echo $! > agent.pid
 echo "tsum-ssh: agent started" >&2
 wait $!
-)";
+)SH";
 constexpr std::string_view kStarted = "tsum-ssh: agent started";
 
 InstanceHandle handle_of(const Reservation& r) {
@@ -186,7 +185,7 @@ Task<Status> SshProvider::push(const SshHost& h, const Reservation& r, const Lau
   if (ec) co_return make_error(Code::unavailable, "stage " + stage + ": " + ec.message());
   std::vector<std::string> sources = {stage + "/agent.sh", stage + "/start.sh", stage + "/agent.env"};
   auto env = spec.env;
-  env.erase("TSUM_URL");  // start.sh sets it to the tunnel's end
+  env["TSUM_URL"] = "http://localhost";  // through the tunnel's socket, which start.sh names
   env["TSUM_RESULTS_DIR"] = r.work + "/results";
   if (!h.remote_trainer.empty()) env["TSUM_TRAIN_SRC"] = h.remote_trainer;
   else if (auto it = spec.env.find("TSUM_TRAIN_SRC"); it != spec.env.end()) {
@@ -227,42 +226,39 @@ Task<Status> SshProvider::push(const SshHost& h, const Reservation& r, const Lau
 }
 
 Task<Status> SshProvider::start_tunnel(const SshHost& h, Reservation& r, const std::string& daemon_target) {
-  std::mt19937 rng(std::random_device{}());
-  std::string last;
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    r.remote_port = 20000 + static_cast<int>(rng() % 40000);
-    std::string port = std::to_string(r.remote_port);
-    local::SpawnSpec spec;
-    spec.argv = ssh::ssh_argv(opts_, h, {"-o", "ExitOnForwardFailure=yes", "-R", port + ":" + daemon_target},
-                              "sh " + ssh::shell_quote(r.work + "/start.sh") + " " + port);
-    spec.argv[0] = "/usr/bin/ssh";
-    spec.env = ssh::child_env();
-    spec.cwd = "/";
-    spec.log_path = log_path(r.id);
-    std::error_code ec;
-    auto offset = fs::exists(spec.log_path, ec) ? fs::file_size(spec.log_path, ec) : 0;
-    auto spawned = local::spawn_session(spec);
-    if (!spawned) co_return spawned.error();
-    r.tunnel_pid = spawned->pid;
-    r.tunnel_ticks = spawned->start_ticks;
-    if (auto s = reservations_.update(r); !s) co_return s.error();
+  // A Unix socket in the instance's own directory (mode 0700): no port to clash with, and no other user of the
+  // host can reach the daemon through it.
+  local::SpawnSpec spec;
+  spec.argv = ssh::ssh_argv(opts_, h, {"-o", "ExitOnForwardFailure=yes", "-R", r.work + "/tsumd.sock:" + daemon_target},
+                            "sh " + ssh::shell_quote(r.work + "/start.sh"));
+  spec.argv[0] = "/usr/bin/ssh";
+  spec.env = ssh::child_env();
+  spec.cwd = "/";
+  spec.log_path = log_path(r.id);
+  std::error_code ec;
+  auto offset = fs::exists(spec.log_path, ec) ? fs::file_size(spec.log_path, ec) : 0;
+  auto spawned = local::spawn_session(spec);
+  if (!spawned) co_return spawned.error();
+  r.tunnel_pid = spawned->pid;
+  r.tunnel_ticks = spawned->start_ticks;
+  if (auto s = reservations_.update(r); !s) co_return s.error();
 
-    const auto deadline = std::chrono::steady_clock::now() + opts_.connect_timeout + std::chrono::seconds(30);
-    std::optional<int> status;
-    while (local::group_alive(r.tunnel_pid, r.tunnel_ticks, &status)) {
-      if (read_file(spec.log_path).substr(offset).find(kStarted) != std::string::npos) co_return Status{};
-      if (std::chrono::steady_clock::now() > deadline)
-        co_return make_error(Code::timeout, "the agent on " + where(h) + " did not start within " +
-                                                std::to_string((opts_.connect_timeout.count() + 30)) + " s");
-      co_await sleep_for(milliseconds(100));
-    }
-    last = read_file(spec.log_path).substr(offset);
-    if (last.find(kStarted) != std::string::npos)  // started, and already over: describe reports how
-      co_return Status{};
-    if (last.find("remote port forwarding failed") == std::string::npos) break;  // not a port clash: give up
+  const auto limit = opts_.connect_timeout + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::optional<int> status;
+  while (local::group_alive(r.tunnel_pid, r.tunnel_ticks, &status)) {
+    if (read_file(spec.log_path).substr(offset).find(kStarted) != std::string::npos) co_return Status{};
+    if (std::chrono::steady_clock::now() > deadline)
+      co_return make_error(Code::timeout, "the agent on " + where(h) + " did not start within " +
+                                              std::to_string(limit.count()) + " s");
+    co_await sleep_for(milliseconds(100));
   }
-  while (!last.empty() && last.back() == '\n') last.pop_back();
-  co_return make_error(Code::unavailable, "starting the agent on " + where(h) + " failed: " + last);
+  if (!status) status = ssh::reap(r.tunnel_pid);
+  std::string out = read_file(spec.log_path).substr(offset);
+  if (out.find(kStarted) != std::string::npos) co_return Status{};  // started and already over: describe tells
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  co_return make_error(Code::unavailable, "starting the agent on " + where(h) + " failed (ssh exit " +
+                                              std::to_string(status.value_or(-1)) + "): " + out);
 }
 
 Task<Status> SshProvider::launch(const SshHost& h, Reservation& r, const LaunchSpec& spec) {
@@ -324,6 +320,7 @@ Task<Result<InstanceStatus>> SshProvider::describe(const InstanceHandle& h) {
   std::optional<int> status;
   if (local::group_alive(r->tunnel_pid, r->tunnel_ticks, &status))
     co_return InstanceStatus{InstanceState::running, "agent running", address};
+  if (!status) status = ssh::reap(r->tunnel_pid);
   std::string on = host ? where(*host) : "ssh host " + r->host;
   if (!status) r->ended = "the ssh session to " + on + " ended while the daemon was not watching";
   else if (*status == 255) r->ended = "lost the ssh connection to " + on + ": " + ssh::last_line(log_path(r->id));

@@ -6,8 +6,9 @@
 //              left there, copy the agent, its environment (mode 0600: it holds the run token), tsum-train and
 //              the dataset directory into <work_dir>/<instance id>/ with scp (unless the host is configured
 //              with remote_trainer / remote_data), then start the agent over a long-lived
-//              `ssh -R <port>:<daemon>` session: the agent posts its events through that reverse tunnel to
-//              the daemon, so the host needs no route to the daemon. The agent runs in a session of its own
+//              `ssh -R <work>/tsumd.sock:<daemon>` session: the agent posts its events through that reverse
+//              tunnel (a Unix socket in the instance's 0700 directory) to the daemon, so the host needs no
+//              route to the daemon and no other user of the host can reach the daemon through it. The agent runs in a session of its own
 //              on the host (setsid) and its process group id is kept in agent.pid. create returns once the
 //              agent is running; startup (create → first agent event) therefore includes the copies.
 //   describe:  running while the tunnel session lives; exited when it ends: with the agent's exit status,

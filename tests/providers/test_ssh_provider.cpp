@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "providers/local/process_group.h"
 #include "providers/ssh/host_reservation.h"
 #include "providers/ssh/ssh_command.h"
 #include "providers/ssh/ssh_provider.h"
@@ -115,8 +116,9 @@ TEST_CASE("run_bounded reports exit status and output, and kills a command that 
   CHECK(t.code() == Code::timeout);
   std::ifstream in(d.file("child"));
   pid_t child = 0;
-  REQUIRE(in >> child);
-  CHECK(kill(child, 0) != 0);  // the whole group went, not only the shell
+  in >> child;
+  REQUIRE(child > 0);
+  CHECK_FALSE(local::process_start_ticks(child));  // the whole group went, not only the shell
 }
 
 TEST_CASE("reservations: one holder per host, pending cleanups, listed for the sweep") {
@@ -127,9 +129,9 @@ TEST_CASE("reservations: one holder per host, pending cleanups, listed for the s
   auto again = store.claim(ssh::Reservation{.id = "i2", .host = "box"});
   REQUIRE_FALSE(again);
   CHECK(again.code() == Code::already_exists);
-  r.remote_port = 4242;
+  r.tunnel_pid = 4242;
   REQUIRE(store.update(r));
-  CHECK(store.find("box")->remote_port == 4242);
+  CHECK(store.find("box")->tunnel_pid == 4242);
   CHECK(store.all().size() == 1);
   REQUIRE(store.release("box"));
   CHECK_FALSE(store.find("box"));
