@@ -70,8 +70,8 @@ std::string tail_since(const std::string& path, std::uintmax_t offset) {
 std::vector<std::string> ssh_argv(const SshOptions& o, const SshHost& h, const std::vector<std::string>& extra,
                                   const std::string& remote_command) {
   std::vector<std::string> argv = {"ssh"};
+  argv.insert(argv.end(), extra.begin(), extra.end());  // first: ssh keeps the first value of an option
   for (auto& a : common_options(o, h)) argv.push_back(std::move(a));
-  argv.insert(argv.end(), extra.begin(), extra.end());
   for (const auto& a : {std::string("-n"), std::string("-T"), std::string("-p"), std::to_string(h.port),
                         destination(h), std::string("--"), remote_command})
     argv.push_back(a);

@@ -23,7 +23,8 @@ std::string shell_quote(std::string_view s);
 // "user@address" (IPv6 addresses in brackets are not needed by ssh; scp gets them bracketed).
 std::string destination(const SshHost& h);
 
-// ssh [common options] [extra...] -p PORT user@address -- REMOTE_COMMAND
+// ssh [extra...] [common options] -p PORT user@address -- REMOTE_COMMAND. An option in extra overrides the
+// common one (ssh keeps the first value it is given).
 std::vector<std::string> ssh_argv(const SshOptions& o, const SshHost& h, const std::vector<std::string>& extra,
                                   const std::string& remote_command);
 // scp -q -p -r [common options] -P PORT SOURCES... TARGET. Remote paths are written "REMOTE:path"

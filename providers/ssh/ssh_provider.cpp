@@ -182,6 +182,7 @@ Task<Status> SshProvider::push(const SshHost& h, const Reservation& r, const Lau
   std::error_code ec;
   fs::remove_all(stage, ec);
   fs::create_directories(stage, ec);
+  if (!ec) fs::permissions(stage, fs::perms::owner_all, ec);  // agent.env will hold the run token
   if (ec) co_return make_error(Code::unavailable, "stage " + stage + ": " + ec.message());
   std::vector<std::string> sources = {stage + "/agent.sh", stage + "/start.sh", stage + "/agent.env"};
   auto env = spec.env;
@@ -229,7 +230,10 @@ Task<Status> SshProvider::start_tunnel(const SshHost& h, Reservation& r, const s
   // A Unix socket in the instance's own directory (mode 0700): no port to clash with, and no other user of the
   // host can reach the daemon through it.
   local::SpawnSpec spec;
-  spec.argv = ssh::ssh_argv(opts_, h, {"-o", "ExitOnForwardFailure=yes", "-R", r.work + "/tsumd.sock:" + daemon_target},
+  // LogLevel INFO: when the host stops answering, ssh's last words ("Timeout, server ... not responding.")
+  // end the log and become the run's reason.
+  spec.argv = ssh::ssh_argv(opts_, h, {"-o", "LogLevel=INFO", "-o", "ExitOnForwardFailure=yes", "-R",
+                                       r.work + "/tsumd.sock:" + daemon_target},
                             "sh " + ssh::shell_quote(r.work + "/start.sh"));
   spec.argv[0] = "/usr/bin/ssh";
   spec.env = ssh::child_env();
@@ -323,7 +327,11 @@ Task<Result<InstanceStatus>> SshProvider::describe(const InstanceHandle& h) {
   if (!status) status = ssh::reap(r->tunnel_pid);
   std::string on = host ? where(*host) : "ssh host " + r->host;
   if (!status) r->ended = "the ssh session to " + on + " ended while the daemon was not watching";
-  else if (*status == 255) r->ended = "lost the ssh connection to " + on + ": " + ssh::last_line(log_path(r->id));
+  else if (*status == 255) {
+    std::string said = ssh::last_line(log_path(r->id));
+    if (said.empty() || said.starts_with("tsum-ssh:")) said = "ssh exited with status 255";
+    r->ended = "lost the ssh connection to " + on + ": " + said;
+  }
   else r->ended = "agent on " + on + " exited with status " + std::to_string(*status);
   (void)reservations_.update(*r);
   co_return InstanceStatus{InstanceState::exited, *r->ended, address};

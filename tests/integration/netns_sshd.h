@@ -95,7 +95,7 @@ class NetnsSshd {
          {"ip netns add " + ns_, "ip link add " + veth_ + " type veth peer name " + peer,
           "ip link set " + peer + " netns " + ns_, "ip addr add " + prefix + "1/30 dev " + veth_,
           "ip link set " + veth_ + " up", "ip -n " + ns_ + " addr add " + address_ + "/30 dev " + peer,
-          "ip -n " + ns_ + " link set " + peer + " up", "ip -n " + ns_ + " link set lo up", "mkdir -p /run/sshd",
+          "ip -n " + ns_ + " link set " + peer + " up", "ip -n " + ns_ + " link set lo up", std::string("mkdir -p /run/sshd"),
           "ssh-keygen -q -t ed25519 -N '' -f " + dir_ + "/host_key_" + ns_})
       if (shell(cmd) != 0) FAIL("setting up a test host failed at: " << cmd);
     std::string config = dir_ + "/sshd_config_" + ns_;

@@ -142,6 +142,7 @@ TEST_CASE("ssh: a host cut off mid-run fails its run with a reason in bounded ti
   REQUIRE(failed);
   CHECK(seconds < 30);
   std::string reason = run_on(exp, "h2")["reason"];
+  MESSAGE("h2 failed " << seconds << " s after the cut: " << reason);
   CHECK(reason.find("ssh host h2") != std::string::npos);
   CHECK(reason.find("connection") != std::string::npos);
 
