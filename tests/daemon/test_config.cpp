@@ -85,7 +85,7 @@ TEST_CASE("unknown fields, wrong types and bad values are errors naming the fiel
   CHECK(error_of(twice) == "providers.ssh.hosts[1].name: 'h' is used twice");
   CHECK(error_of(R"({"providers":{"ssh":{"hosts":[{"name":"h"}]}}})") == "providers.ssh.hosts[0].address: is required");
   std::string zero = one_host("");
-  zero.insert(zero.size() - 2, R"(,"connect_timeout_s":0)");
+  zero.insert(zero.size() - 3, R"(,"connect_timeout_s":0)");
   CHECK(error_of(zero) == "providers.ssh.connect_timeout_s: must be an integer from 1 to 86400");
   CHECK(error_of("not json") == "config: not valid JSON");
 }
