@@ -15,6 +15,7 @@
 #include "api/web_routes.h"
 #include "billing/catalog.h"
 #include "providers/local/local_provider.h"
+#include "providers/ssh/ssh_provider.h"
 #include "sql/migrations.h"
 
 namespace tsum::web {
@@ -51,6 +52,17 @@ Result<std::string> instance_tag(daemon::Db& db) {
 }
 }  // namespace
 
+Status add_configured_providers(daemon::DaemonConfig& config, const std::string& state_dir,
+                                daemon::ProviderRegistry& registry, daemon::ProviderCallMetrics* metrics) {
+  if (!config.ssh) return {};
+  config.ssh->state_dir = state_dir;
+  if (auto s = daemon::materialize_env_keys(config); !s) return s;
+  auto ssh = std::make_unique<providers::SshProvider>(*config.ssh);
+  if (metrics) registry.add(std::make_unique<daemon::MeteredProvider>(std::move(ssh), *metrics));
+  else registry.add(std::move(ssh));
+  return {};
+}
+
 Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions opts) {
   if (opts.db_path.empty()) return make_error(Code::invalid_argument, "--db is required");
   if (opts.state_dir.empty()) opts.state_dir = opts.db_path + ".state";
@@ -81,6 +93,8 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
       std::make_unique<providers::LocalProvider>(
           providers::LocalOptions{.state_dir = o.state_dir, .catalog = *catalog, .cpus = {}}),
       app->provider_calls_));
+  if (auto s = add_configured_providers(o.config, o.state_dir, app->providers_, &app->provider_calls_); !s)
+    return s.error();
 
   app->ledger_ = std::make_unique<daemon::Ledger>(*app->db_, app->clock_);
   app->store_ = std::make_unique<daemon::Store>(*app->db_, app->clock_);

@@ -13,6 +13,7 @@
 #include "api/router.h"
 #include "common/clock.h"
 #include "daemon/budget.h"
+#include "daemon/config.h"
 #include "daemon/db.h"
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
@@ -37,7 +38,12 @@ struct AppOptions {
   daemon::QueueLimits limits;          // local_cores 0: this host's CPU count
   std::string web_dir;                 // serve the dashboard from here; default: the files built into tsumd
   std::optional<double> monthly_budget;  // spend cap per calendar month (UTC) over every run
+  daemon::DaemonConfig config;         // --config FILE: providers beyond local (daemon/config.h)
 };
+
+// Adds the providers the config file names (today: ssh) to `registry`, keeping their state under state_dir.
+Status add_configured_providers(daemon::DaemonConfig& config, const std::string& state_dir,
+                                daemon::ProviderRegistry& registry, daemon::ProviderCallMetrics* metrics);
 
 class App {
  public:

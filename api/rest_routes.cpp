@@ -132,7 +132,7 @@ void add_rest_routes(Router& router, RestContext c) {
         out.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
                        {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
                        {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
-                       {"note", o.note}});
+                       {"note", o.note}, {"billing_rule", o.billing_rule}});
     }
     json catalogs = json::object();
     for (const auto& cat : c.catalogs)

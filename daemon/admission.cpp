@@ -19,7 +19,7 @@ int local_cores_of(const std::string& provider, const std::string& instance_type
 std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vector<QueueEntry>& live,
                            const QueueLimits& limits) {
   int running = 0, cores_used = 0;
-  std::map<std::string, int> by_provider, by_type;
+  std::map<std::string, int> by_provider, by_type, by_ssh_host;
   std::map<int64_t, int> by_experiment;
   auto take = [&](const QueueEntry& e) {
     ++running;
@@ -27,6 +27,7 @@ std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vec
     ++by_type[e.instance_type];
     ++by_experiment[e.experiment_id];
     cores_used += local_cores_of(e.provider, e.instance_type);
+    if (e.provider == "ssh") ++by_ssh_host[e.instance_type];
   };
   for (const auto& e : live) take(e);
   auto fits = [&](const QueueEntry& e) {
@@ -34,6 +35,7 @@ std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vec
       return false;
     if (auto it = limits.per_type.find(e.instance_type); it != limits.per_type.end() && by_type[e.instance_type] >= it->second)
       return false;
+    if (e.provider == "ssh" && by_ssh_host[e.instance_type] > 0) return false;
     int cores = local_cores_of(e.provider, e.instance_type);
     return limits.local_cores <= 0 || cores == 0 || cores_used + cores <= limits.local_cores;
   };

@@ -2,6 +2,7 @@
 //
 // Limits: a global cap, caps per provider and per instance type (cloud quotas), and on the local provider
 // the host's cores: two live local runs never share a core, so a local-<N>c run waits for N free cores.
+// An ssh host (provider "ssh", instance type = host name) runs one run at a time.
 // Fairness: experiments take turns. Each pick goes to the experiment with the fewest live runs (counting
 // the ones picked in this call), ties to the oldest queued run; within an experiment runs start in queue
 // order, though a later run that fits may start while an earlier one waits for cores.

@@ -3,6 +3,8 @@
 //   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--trainer PATH] [--data DIR]
 //               [--max-concurrent N] [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
 //               [--monthly-budget USD]
+//               [--config FILE]
+//   tsumd offers --config FILE [--provider NAME] [--json]
 //   tsumd token create --db PATH [--scope admin|metrics]
 //   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
 //   tsumd experiment|runs|plan|schedule|token ...   client commands against a running daemon (api/cli_client.h)
@@ -21,6 +23,8 @@
 #include "api/app.h"
 #include "api/cli_client.h"
 #include "api/quickstart.h"
+#include "daemon/config.h"
+#include "providers/ssh/ssh_provider.h"
 #include "billing/plan_cli.h"
 #include "sql/migrations.h"
 
@@ -32,6 +36,8 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
               [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR] [--monthly-budget USD]
+              [--config FILE]
+  tsumd offers --config FILE [--provider NAME] [--json]
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
   tsumd plan --from-csv FILE --objective cost|time|cost_under_deadline [--deadline S] [--billing RULE]
@@ -114,6 +120,14 @@ int serve(std::map<std::string, std::string> flags) {
   if (flags.count("trainer")) o.trainer_path = flags["trainer"];
   if (flags.count("data")) o.data_dir = flags["data"];
   if (flags.count("web-dir")) o.web_dir = flags["web-dir"];
+  if (flags.count("config")) {
+    auto config = daemon::load_config(flags["config"]);
+    if (!config) {
+      std::cerr << "tsumd: " << config.error().detail << "\n";
+      return 1;
+    }
+    o.config = std::move(*config);
+  }
   if (flags.count("max-concurrent") && (!to_int(flags["max-concurrent"], o.limits.global) || o.limits.global < 1))
     return usage_error("--max-concurrent must be a positive integer");
   if (flags.count("max-per-provider") && !daemon::parse_caps(flags["max-per-provider"], &o.limits.per_provider))
@@ -158,6 +172,43 @@ int serve(std::map<std::string, std::string> flags) {
   return rc;
 }
 
+// The offers of the providers a config file names, as a table or as JSON.
+int offers(std::map<std::string, std::string> flags) {
+  if (flags["config"].empty()) return usage_error("offers needs --config FILE");
+  auto config = daemon::load_config(flags["config"]);
+  if (!config) {
+    std::cerr << "tsumd: " << config.error().detail << "\n";
+    return 1;
+  }
+  std::string only = flags.count("provider") ? flags["provider"] : "";
+  if (!only.empty() && only != "ssh") return usage_error("--provider: the config file configures no '" + only + "'");
+  std::vector<providers::Offer> all;
+  if (config->ssh) {
+    asio::io_context io;
+    providers::SshProvider ssh(*config->ssh);  // listing offers touches neither the hosts nor the state dir
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      const providers::Requirements any;
+      if (auto o = co_await ssh.offers(any)) all = *o;
+    }, asio::detached);
+    io.run();
+  }
+  if (flags["json"] == "true") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& o : all)
+      out.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
+                     {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
+                     {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
+                     {"billing_rule", o.billing_rule}, {"note", o.note}});
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-8s %-20s %6s %5s %12s  %-16s %s\n", "PROVIDER", "TYPE", "VCPUS", "GPUS", "USD/HOUR", "BILLING", "ADDRESS");
+  for (const auto& o : all)
+    std::printf("%-8s %-20s %6d %5d %12.4f  %-16s %s\n", o.provider.c_str(), o.instance_type.c_str(), o.vcpus, o.gpus,
+                o.hourly_price, o.billing_rule.c_str(), o.region.c_str());
+  return 0;
+}
+
 int token_create(std::map<std::string, std::string> flags) {
   if (flags["db"].empty()) return usage_error("token create needs --db PATH");
   auto db = daemon::Db::open(flags["db"]);
@@ -196,11 +247,20 @@ int main(int argc, char** argv) {
   if (args[0] == "serve") {
     if (!parse_flags(args, 1, flags, err) ||
         !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider",
-                            "max-per-type", "web-dir", "monthly-budget"},
+                            "max-per-type", "web-dir", "monthly-budget", "config"},
                     err))
       return usage_error(err);
     if (flags["db"].empty()) return usage_error("serve needs --db PATH");
     return serve(flags);
+  }
+  if (args[0] == "offers") {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    bool json = false;
+    std::erase_if(rest, [&](const std::string& a) { return a == "--json" && (json = true); });
+    rest.insert(rest.begin(), "offers");
+    if (!parse_flags(rest, 1, flags, err) || !only_known(flags, {"config", "provider"}, err)) return usage_error(err);
+    if (json) flags["json"] = "true";
+    return offers(flags);
   }
   if (args[0] == "token" && args.size() > 1 && args[1] == "create") {
     if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db", "scope"}, err)) return usage_error(err);

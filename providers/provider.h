@@ -43,6 +43,7 @@ struct Offer {
   std::string region = {};
   std::string note = {};  // e.g. which cloud family a local type emulates
   double spot_hourly_price = 0;  // the current spot price where the provider has one; 0: none known
+  std::string billing_rule = {};  // the rule this offer is billed by (billing/rule_book); empty: the provider's
 };
 
 struct LaunchSpec {

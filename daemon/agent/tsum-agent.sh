@@ -20,6 +20,7 @@
 #
 # Environment:
 #   TSUM_URL, TSUM_RUN_ID, TSUM_TOKEN   required
+#   TSUM_UNIX_SOCKET                    reach TSUM_URL through this Unix socket (the ssh provider's tunnel)
 #   TSUM_TRAIN_SRC | TSUM_TRAIN_URL     where install gets tsum-train (a local path, or a URL to download)
 #   TSUM_DATA_SRC                       directory with the IDX files (gzipped or raw)
 #   TSUM_TRAIN_ARGS                     extra tsum-train flags (epochs, limits, threads)
@@ -86,6 +87,7 @@ flush() {
   for f in "$SPOOL"/*.json; do
     [ -e "$f" ] || return 0
     code=$(curl -sS -o "$WORK/last_response" -w '%{http_code}' --connect-timeout 3 --max-time 15 \
+      ${TSUM_UNIX_SOCKET:+--unix-socket "$TSUM_UNIX_SOCKET"} \
       -H "Authorization: Bearer $TSUM_TOKEN" -H 'Content-Type: application/json' \
       --data-binary "@$f" "$TSUM_URL/v1/runs/$TSUM_RUN_ID/events" 2>>"$WORK/curl.err") || code=000
     case $code in

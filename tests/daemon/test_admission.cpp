@@ -49,3 +49,12 @@ TEST_CASE("caps parse from flags") {
   CHECK_FALSE(parse_caps("=3", &bad));
   CHECK_FALSE(parse_caps("aws=3x", &bad));
 }
+
+TEST_CASE("an ssh host runs one run at a time; other hosts and providers are not held up") {
+  QueueLimits l{.global = 10};
+  std::vector<QueueEntry> q = {run(1, 1, "h1", "ssh"), run(2, 1, "h1", "ssh"), run(3, 1, "h2", "ssh"),
+                               run(4, 1, "h1", "aws")};
+  CHECK(admit(q, {}, l) == std::vector<int64_t>{1, 3, 4});
+  CHECK(admit({run(2, 1, "h1", "ssh")}, {run(1, 1, "h1", "ssh")}, l).empty());
+  CHECK(admit({run(2, 1, "h1", "ssh")}, {run(1, 1, "h2", "ssh")}, l) == std::vector<int64_t>{2});
+}

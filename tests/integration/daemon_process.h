@@ -57,7 +57,8 @@ bool eventually(F f, std::chrono::milliseconds limit) {
 
 class DaemonProcess {
  public:
-  explicit DaemonProcess(std::string db) : db_(std::move(db)) {}
+  explicit DaemonProcess(std::string db, std::vector<std::string> extra_args = {})
+      : db_(std::move(db)), extra_args_(std::move(extra_args)) {}
   ~DaemonProcess() { stop(SIGKILL); }
 
   // `extra`: more `tsumd serve` flags, e.g. {"--monthly-budget", "1"}.
@@ -71,6 +72,7 @@ class DaemonProcess {
       FILE* f = freopen(log_.c_str(), "a", stderr);
       (void)f;
       std::vector<std::string> args = {TSUMD_BIN, "serve", "--db", db_, "--listen", listen};
+      args.insert(args.end(), extra_args_.begin(), extra_args_.end());
       args.insert(args.end(), extra.begin(), extra.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
@@ -118,6 +120,7 @@ class DaemonProcess {
 
  private:
   std::string db_;
+  std::vector<std::string> extra_args_;
   std::string log_;
   pid_t pid_ = 0;
   uint16_t port_ = 0;

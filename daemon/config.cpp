@@ -1,0 +1,240 @@
+#include "daemon/config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "billing/billing_rule.h"
+
+namespace tsum::daemon {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The fields of one JSON object, taken one by one; whatever is left over is an unknown field.
+class Fields {
+ public:
+  Fields(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
+
+  Status is_object() const {
+    if (!j_.is_object()) return bad(path_, "must be an object");
+    return {};
+  }
+  static Error bad(const std::string& path, const std::string& what) {
+    return make_error(Code::invalid_argument, path + ": " + what);
+  }
+  std::string at(const std::string& key) const { return path_ + "." + key; }
+  bool has(const std::string& key) const { return j_.contains(key); }
+  const json& raw(const std::string& key) {
+    seen_.insert(key);
+    return j_.at(key);
+  }
+
+  Status text(const std::string& key, std::string* out, bool required = false) {
+    if (!has(key)) return required ? Status(bad(at(key), "is required")) : Status();
+    const auto& v = raw(key);
+    if (!v.is_string()) return bad(at(key), "must be a string");
+    *out = v.get<std::string>();
+    if (required && out->empty()) return bad(at(key), "must not be empty");
+    return {};
+  }
+  Status integer(const std::string& key, int* out, int min, int max, bool required = false) {
+    if (!has(key)) return required ? Status(bad(at(key), "is required")) : Status();
+    const auto& v = raw(key);
+    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max)
+      return bad(at(key), "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+    *out = v.get<int>();
+    return {};
+  }
+  Status number(const std::string& key, double* out, bool required = false) {
+    if (!has(key)) return required ? Status(bad(at(key), "is required")) : Status();
+    const auto& v = raw(key);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      return bad(at(key), "must be a number >= 0");
+    *out = v.get<double>();
+    return {};
+  }
+  Status seconds(const std::string& key, std::chrono::seconds* out) {
+    int s = static_cast<int>(out->count());
+    if (auto st = integer(key, &s, 1, 86400); !st) return st;
+    *out = std::chrono::seconds(s);
+    return {};
+  }
+  Status no_unknown() const {
+    for (const auto& [k, _] : j_.items())
+      if (!seen_.count(k)) return bad(at(k), "unknown field");
+    return {};
+  }
+
+ private:
+  const json& j_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+bool safe_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  return s[0] != '.' && s[0] != '-';
+}
+
+bool safe_path(const std::string& s) {
+  if (s.size() < 2 || s[0] != '/') return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && !strchr("/_.-", c)) return false;
+  return s.find("..") == std::string::npos;
+}
+
+Status parse_host(const json& j, const std::string& path, const std::string& dir, providers::SshHost* h,
+                  std::optional<std::string>* key_env) {
+  Fields f(j, path);
+  if (auto s = f.is_object(); !s) return s;
+  std::string env;
+  for (auto s : {f.text("name", &h->name, true), f.text("address", &h->address, true),
+                 f.integer("port", &h->port, 1, 65535), f.text("user", &h->user, true),
+                 f.text("key_file", &h->key_file), f.text("key_env", &env), f.integer("cores", &h->cores, 1, 100000, true),
+                 f.integer("gpus", &h->gpus, 0, 1024), f.text("gpu_type", &h->gpu_type),
+                 f.number("memory_gib", &h->memory_gib), f.number("hourly_price", &h->hourly_price, true),
+                 f.text("billing", &h->billing), f.text("power_on", &h->power_on), f.text("power_off", &h->power_off),
+                 f.text("work_dir", &h->work_dir), f.text("remote_trainer", &h->remote_trainer),
+                 f.text("remote_data", &h->remote_data), f.no_unknown()})
+    if (!s) return s;
+  if (!safe_name(h->name)) return Fields::bad(f.at("name"), "letters, digits, '-', '_' and '.' only (at most 64)");
+  if (h->address.front() == '-' || h->address.find_first_of(" \t\n'\"\\@") != std::string::npos)
+    return Fields::bad(f.at("address"), "must be a host name or an IP address");
+  if (h->user.front() == '-' || !safe_name(h->user)) return Fields::bad(f.at("user"), "is not a valid user name");
+  if (h->key_file.empty() == env.empty()) return Fields::bad(path, "needs exactly one of key_file and key_env");
+  if (!env.empty()) *key_env = env;
+  if (!h->key_file.empty() && h->key_file[0] != '/') h->key_file = dir + "/" + h->key_file;
+  if (auto rule = billing::parse_rule(h->billing); !rule) return Fields::bad(f.at("billing"), rule.error().detail);
+  if (!safe_path(h->work_dir)) return Fields::bad(f.at("work_dir"), "must be an absolute path of letters, digits, / _ . -");
+  for (auto [key, value] : {std::pair{"remote_trainer", &h->remote_trainer}, {"remote_data", &h->remote_data}})
+    if (!value->empty() && (*value)[0] != '/') return Fields::bad(f.at(key), "must be an absolute path on the host");
+  return {};
+}
+
+Status parse_ssh(const json& j, const std::string& dir, DaemonConfig* out) {
+  Fields f(j, "providers.ssh");
+  if (auto s = f.is_object(); !s) return s;
+  providers::SshOptions o;
+  if (!f.has("hosts") || !j["hosts"].is_array() || j["hosts"].empty())
+    return Fields::bad(f.at("hosts"), "must be a non-empty array of hosts");
+  const auto& hosts = f.raw("hosts");
+  std::set<std::string> names;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    std::string path = f.at("hosts") + "[" + std::to_string(i) + "]";
+    providers::SshHost h;
+    std::optional<std::string> key_env;
+    if (auto s = parse_host(hosts[i], path, dir, &h, &key_env); !s) return s;
+    if (!names.insert(h.name).second) return Fields::bad(path + ".name", "'" + h.name + "' is used twice");
+    if (key_env) out->ssh_env_keys.push_back({h.name, *key_env});
+    o.hosts.push_back(std::move(h));
+  }
+  for (auto s : {f.text("known_hosts", &o.known_hosts), f.seconds("connect_timeout_s", &o.connect_timeout),
+                 f.seconds("server_alive_interval_s", &o.alive_interval),
+                 f.integer("server_alive_count_max", &o.alive_count, 1, 100), f.seconds("boot_timeout_s", &o.boot_timeout),
+                 f.seconds("push_timeout_s", &o.push_timeout), f.seconds("power_timeout_s", &o.power_timeout),
+                 f.seconds("command_timeout_s", &o.command_timeout), f.no_unknown()})
+    if (!s) return s;
+  if (!o.known_hosts.empty() && o.known_hosts[0] != '/') o.known_hosts = dir + "/" + o.known_hosts;
+  out->ssh = std::move(o);
+  return {};
+}
+
+Status check_mode(const std::string& path, mode_t forbidden, const std::string& why) {
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0) return make_error(Code::invalid_argument, path + ": " + strerror(errno));
+  if (!S_ISREG(st.st_mode)) return make_error(Code::invalid_argument, path + ": not a regular file");
+  if (st.st_mode & forbidden) {
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return make_error(Code::invalid_argument, path + " has mode " + mode + ": " + why);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir) {
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return make_error(Code::invalid_argument, "config: not valid JSON");
+  Fields top(j, "config");
+  if (auto s = top.is_object(); !s) return s.error();
+  DaemonConfig out;
+  if (top.has("providers")) {
+    const auto& providers = top.raw("providers");
+    Fields p(providers, "providers");
+    if (auto s = p.is_object(); !s) return s.error();
+    if (p.has("ssh"))
+      if (auto s = parse_ssh(p.raw("ssh"), dir, &out); !s) return s.error();
+    for (const auto& [k, _] : providers.items())
+      if (k != "ssh") return Fields::bad("providers." + k, "unknown provider (known: ssh)");
+  }
+  if (auto s = top.no_unknown(); !s) return s.error();
+  return out;
+}
+
+Result<DaemonConfig> load_config(const std::string& path) {
+  if (auto s = check_mode(path, S_IWGRP | S_IWOTH, "others may change the commands it runs; chmod go-w " + path); !s)
+    return s.error();
+  std::ifstream in(path);
+  if (!in) return make_error(Code::invalid_argument, path + ": cannot be read");
+  std::string text{std::istreambuf_iterator<char>(in), {}};
+  std::error_code ec;
+  auto config = parse_config(text, fs::absolute(path, ec).parent_path().string());
+  if (!config) return make_error(Code::invalid_argument, path + ": " + config.error().detail);
+  if (!config->ssh) return config;
+  for (const auto& h : config->ssh->hosts) {
+    if (!h.power_on.empty() || !h.power_off.empty())
+      if (auto s = check_mode(path, S_IRWXG | S_IRWXO,
+                              "it holds power_on/power_off commands (which may carry credentials) and others may read "
+                              "it; chmod 600 " + path);
+          !s)
+        return s.error();
+    if (!h.key_file.empty())
+      if (auto s = check_mode(h.key_file, S_IRWXG | S_IRWXO,
+                              "the private key of ssh host " + h.name + " is readable by others; chmod 600 " + h.key_file);
+          !s)
+        return s.error();
+  }
+  return config;
+}
+
+Status materialize_env_keys(DaemonConfig& config) {
+  if (config.ssh_env_keys.empty()) return {};
+  if (!config.ssh || config.ssh->state_dir.empty()) return make_error(Code::internal, "ssh keys need a state dir");
+  std::string dir = config.ssh->state_dir + "/ssh/keys";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  for (const auto& k : config.ssh_env_keys) {
+    const char* value = getenv(k.variable.c_str());
+    if (!value || !*value)
+      return make_error(Code::invalid_argument, "ssh host " + k.host + ": environment variable " + k.variable +
+                                                    " (its key_env) is not set");
+    std::string path = dir + "/" + k.host;
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return make_error(Code::unavailable, path + ": " + strerror(errno));
+    std::string key = value;
+    if (key.back() != '\n') key += '\n';  // OpenSSH refuses a key without its final newline
+    bool ok = fchmod(fd, 0600) == 0 && write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size());
+    close(fd);
+    if (!ok) return make_error(Code::unavailable, "write " + path + " failed");
+    for (auto& h : config.ssh->hosts)
+      if (h.name == k.host) h.key_file = path;
+  }
+  return {};
+}
+
+}  // namespace tsum::daemon

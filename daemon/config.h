@@ -1,0 +1,43 @@
+// The daemon's config file (`tsumd serve --config FILE`): JSON with one section per provider under
+// "providers". Today it has "ssh" (providers/ssh); other providers add their sections here. The format is
+// documented in docs/config.md.
+//
+// Every field is checked: an unknown field, a wrong type or a value out of range is an invalid_argument that
+// names the field by its path, e.g. `providers.ssh.hosts[1].prot: unknown field`. Secrets never sit in the
+// file: keys are read from the files (key_file) or environment variables (key_env) it names. load_config also
+// refuses a config file that others may write (it names commands the daemon runs), one that others may read
+// while it names power_on / power_off commands (these usually carry credentials), and a key file that group or
+// others may read.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "providers/ssh/ssh_options.h"
+
+namespace tsum::daemon {
+
+struct SshKeyFromEnv {
+  std::string host;      // SshHost::name
+  std::string variable;  // the environment variable holding the private key
+};
+
+struct DaemonConfig {
+  std::optional<providers::SshOptions> ssh;  // state_dir left empty: the daemon fills it
+  std::vector<SshKeyFromEnv> ssh_env_keys;   // hosts whose key comes from the environment
+};
+
+// Parses the text of a config file. `dir` resolves relative key_file paths. No file-system checks.
+Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir);
+
+// Reads, parses and checks the file (permissions of the file and of every key file).
+Result<DaemonConfig> load_config(const std::string& path);
+
+// For every host whose key comes from the environment: writes the variable's value to
+// <ssh.state_dir>/ssh/keys/<host> (mode 0600) and points the host's key_file at it. Needs ssh->state_dir.
+Status materialize_env_keys(DaemonConfig& config);
+
+}  // namespace tsum::daemon

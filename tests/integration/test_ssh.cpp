@@ -1,0 +1,158 @@
+// The ssh provider end to end: the real tsumd with a config file naming two hosts, each a real sshd in a
+// network namespace of its own (tests/integration/netns_sshd.h), real tsum-train on real Fashion-MNIST.
+// Needs root; a missing precondition fails the test.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "integration/daemon_process.h"
+#include "integration/netns_sshd.h"
+
+using namespace tsum;
+using namespace tsum::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Two hosts, a client key they both accept, and a config file for tsumd naming them.
+struct SshLab {
+  TempDir dir{"tsum-ssh"};
+  std::string key = dir.file("id_test");
+  std::unique_ptr<NetnsSshd> h1, h2;
+  std::string config = dir.file("tsum.json");
+
+  SshLab() {
+    require_ssh_test_preconditions();
+    NetnsSshd::sweep_stale();
+    REQUIRE(shell("ssh-keygen -q -t ed25519 -N '' -C tsum-test -f " + key) == 0);
+    h1 = std::make_unique<NetnsSshd>(dir.path().string(), 1, key + ".pub");
+    h2 = std::make_unique<NetnsSshd>(dir.path().string(), 2, key + ".pub");
+    nlohmann::json hosts = nlohmann::json::array();
+    for (auto [name, host, price] : {std::tuple{"h1", h1.get(), 0.25}, {"h2", h2.get(), 0.5}})
+      hosts.push_back({{"name", name}, {"address", host->address()}, {"user", "root"}, {"key_file", key},
+                       {"cores", 1}, {"hourly_price", price}, {"work_dir", dir.file("remote")},
+                       {"power_off", "echo off >> " + dir.file(std::string(name) + ".power")}});
+    nlohmann::json c = {{"providers", {{"ssh", {{"hosts", hosts}, {"connect_timeout_s", 3},
+                                                {"server_alive_interval_s", 1}, {"server_alive_count_max", 3}}}}}};
+    std::ofstream(config) << c.dump(2);
+    chmod(config.c_str(), 0600);  // it names power_off commands
+  }
+};
+
+std::string experiment(int limit, int epochs) {
+  nlohmann::json body = {
+      {"name", "ssh"},
+      {"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", epochs}, {"limit", limit},
+                    {"test_limit", 200}}},
+      {"configs", {{{"provider", "ssh"}, {"instance_type", "h1"}}, {{"provider", "ssh"}, {"instance_type", "h2"}}}},
+      {"repetitions", 1},
+      {"billing", {"per_second_60s_min", "per_hour"}}};
+  return body.dump();
+}
+
+nlohmann::json run_on(const nlohmann::json& exp, const std::string& host) {
+  for (const auto& r : exp["runs"])
+    if (r["config"]["instance_type"] == host) return r;
+  FAIL("no run on " << host << " in " << exp.dump());
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("ssh: two hosts behind sshd in network namespaces each run a tiny training end to end") {
+  SshLab lab;
+  std::string offers = run_capture(std::string(TSUMD_BIN) + " offers --config " + lab.config + " --json");
+  auto listed = nlohmann::json::parse(offers, nullptr, false);
+  REQUIRE(listed.is_array());
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[1]["instance_type"] == "h2");
+  CHECK(listed[1]["hourly_price"] == 0.5);
+  CHECK(listed[1]["billing_rule"] == "step:1");
+
+  DaemonProcess d(lab.dir.file("t.db"), {"--config", lab.config, "--max-concurrent", "2"});
+  std::string admin = d.admin_token();
+  d.start();
+  auto api_offers = d.call("GET", "/v1/offers", admin).json();
+  int ssh_offers = 0;
+  for (const auto& o : api_offers["offers"]) ssh_offers += o["provider"] == "ssh";
+  CHECK(ssh_offers == 2);
+
+  auto created = d.call("POST", "/v1/experiments", admin, experiment(300, 1));
+  REQUIRE(created.status == 201);
+  std::string id = std::to_string(created.json()["id"].get<int64_t>());
+  nlohmann::json exp;
+  bool finished = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + id, admin).json();
+    return exp["status"] == "done" || exp["status"] == "failed";
+  }, std::chrono::seconds(300));
+  INFO(exp.dump(2));
+  INFO(d.log());
+  REQUIRE(finished);
+  REQUIRE(exp["status"] == "done");
+  for (const char* host : {"h1", "h2"}) {
+    CAPTURE(host);
+    auto run = run_on(exp, host);
+    CHECK(run["status"] == "done");
+    REQUIRE(run["phases"].size() == 8);
+    for (const char* p : {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"})
+      CHECK(run["phases"][p].get<double>() >= 0);
+    CHECK(run["phases"]["learn"].get<double>() > 0);
+    // terminate fetched the results from the host, and ran the host's power_off command once.
+    std::string results = lab.dir.file("t.db.state/results/run-" + std::to_string(run["id"].get<int64_t>()));
+    CHECK(fs::file_size(results + "/model.pt") > 0);
+    CHECK(fs::exists(results + "/events.jsonl"));
+    CHECK(run_capture("cat " + lab.dir.file(std::string(host) + ".power")) == "off");
+  }
+  // Hosts released, remote directories removed, nothing of the runs left running on the hosts but sshd.
+  CHECK(fs::is_empty(lab.dir.file("t.db.state/ssh/hosts")));
+  CHECK((!fs::exists(lab.dir.file("remote")) || fs::is_empty(lab.dir.file("remote"))));
+  CHECK(lab.h1->processes() == 1);
+  CHECK(lab.h2->processes() == 1);
+  CHECK(d.log().find("BEGIN OPENSSH PRIVATE KEY") == std::string::npos);
+}
+
+TEST_CASE("ssh: a host cut off mid-run fails its run with a reason in bounded time; the other host finishes") {
+  SshLab lab;
+  DaemonProcess d(lab.dir.file("t.db"), {"--config", lab.config, "--max-concurrent", "2"});
+  std::string admin = d.admin_token();
+  d.start();
+  auto created = d.call("POST", "/v1/experiments", admin, experiment(3000, 2));
+  REQUIRE(created.status == 201);
+  std::string id = std::to_string(created.json()["id"].get<int64_t>());
+  nlohmann::json exp;
+  bool learning = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + id, admin).json();
+    return run_on(exp, "h2")["status"] == "learning" || exp["status"] == "done" || exp["status"] == "failed";
+  }, std::chrono::seconds(180));
+  INFO(exp.dump(2));
+  REQUIRE(learning);
+  REQUIRE(run_on(exp, "h2")["status"] == "learning");
+  lab.h2->cut();
+  auto cut_at = std::chrono::steady_clock::now();
+
+  // ServerAlive: 1 s x 3, then terminate gives up on the host after ConnectTimeout (3 s).
+  bool failed = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + id, admin).json();
+    return run_on(exp, "h2")["status"] == "failed";
+  }, std::chrono::seconds(60));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cut_at).count();
+  std::string reason = run_on(exp, "h2")["reason"];
+  MESSAGE("h2 failed " << seconds << " s after the cut: " << reason);
+  INFO(exp.dump(2));
+  INFO(d.log());
+  REQUIRE(failed);
+  CHECK(seconds < 30);
+  CHECK(reason.find("ssh host h2") != std::string::npos);
+  CHECK(reason.find("connection") != std::string::npos);
+
+  bool finished = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + id, admin).json();
+    return run_on(exp, "h1")["status"] == "done" || run_on(exp, "h1")["status"] == "failed";
+  }, std::chrono::seconds(300));
+  REQUIRE(finished);
+  CHECK(run_on(exp, "h1")["status"] == "done");
+  // h2 is released with its cleanup pending: its agent could not be told to stop.
+  CHECK(fs::exists(lab.dir.file("t.db.state/ssh/hosts/h2.cleanup")));
+  CHECK_FALSE(fs::exists(lab.dir.file("t.db.state/ssh/hosts/h2.json")));
+}
