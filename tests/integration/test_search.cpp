@@ -11,17 +11,20 @@ using namespace tsum::testing;
 
 namespace {
 
-// Learn scales with cores; t-4c is discounted, so it is the cheapest under a 60 s minimum:
+// Learn scales with cores. With t-8c at 0.40/h, t-4c is the cheapest under a 60 s minimum:
 // t-2c 865 s at 0.10/h = 0.024, t-4c 465 s at 0.12/h = 0.0155, t-8c 265 s at 0.40/h = 0.029.
-constexpr const char* kTrace =
-    "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,"
-    "poweroff\n"
-    "t-2c,trace,t-2c,2,0,0.10,10,20,10,5,800,5,5,10\n"
-    "t-2c,trace,t-2c,2,0,0.10,10,21,10,5,810,5,5,10\n"
-    "t-4c,trace,t-4c,4,0,0.12,10,20,10,5,400,5,5,10\n"
-    "t-4c,trace,t-4c,4,0,0.12,10,19,10,5,405,5,5,10\n"
-    "t-8c,trace,t-8c,8,0,0.40,10,20,10,5,200,5,5,10\n"
-    "t-8c,trace,t-8c,8,0,0.40,10,20,10,5,203,5,5,10\n";
+// With t-8c at 0.20/h, t-8c is (0.0147), and the search must go past its first, exploring probe to find it.
+std::string trace_csv(const std::string& price_8c) {
+  return "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,"
+         "save,poweroff\n"
+         "t-2c,trace,t-2c,2,0,0.10,10,20,10,5,800,5,5,10\n"
+         "t-2c,trace,t-2c,2,0,0.10,10,21,10,5,810,5,5,10\n"
+         "t-4c,trace,t-4c,4,0,0.12,10,20,10,5,400,5,5,10\n"
+         "t-4c,trace,t-4c,4,0,0.12,10,19,10,5,405,5,5,10\n"
+         "t-8c,trace,t-8c,8,0," + price_8c + ",10,20,10,5,200,5,5,10\n"
+         "t-8c,trace,t-8c,8,0," + price_8c + ",10,20,10,5,203,5,5,10\n";
+}
+const std::string kTrace = trace_csv("0.40");
 
 nlohmann::json search_body(double probe_budget) {
   nlohmann::json candidates = nlohmann::json::array();
@@ -36,9 +39,11 @@ nlohmann::json search_body(double probe_budget) {
 
 }  // namespace
 
-TEST_CASE("search: probes the trace's configs as real runs, stays within its budget, finds the cheapest") {
+namespace {
+
+void search_finds_cheapest(const std::string& price_8c, const std::string& cheapest) {
   TempDir dir;
-  std::ofstream(dir.file("trace.csv")) << kTrace;
+  std::ofstream(dir.file("trace.csv")) << trace_csv(price_8c);
   DaemonProcess d(dir.file("t.db"));
   std::string admin = d.admin_token();
   const std::vector<std::string> flags = {"--trace", dir.file("trace.csv"), "--trace-speed", "200"};
@@ -60,7 +65,10 @@ TEST_CASE("search: probes the trace's configs as real runs, stays within its bud
   INFO(d.log());
   REQUIRE(finished);
   REQUIRE(s["status"] == "done");
-  CHECK(s["recommendation"]["config"] == "trace/t-4c");
+  CHECK(s["recommendation"]["config"] == cheapest);
+  bool probed_cheapest = false;
+  for (const auto& step : s["trace"]) probed_cheapest = probed_cheapest || step["config"] == cheapest;
+  CHECK(probed_cheapest);
   CHECK(s["spent"].get<double>() <= budget);
   REQUIRE(s["trace"].size() >= 1);
   REQUIRE(s["probes"].size() == s["trace"].size());
@@ -89,6 +97,16 @@ TEST_CASE("search: probes the trace's configs as real runs, stays within its bud
   CHECK(again["status"] == "done");
   CHECK(again["recommendation"] == s["recommendation"]);
   CHECK(again["trace"] == s["trace"]);
+}
+
+}  // namespace
+
+TEST_CASE("search: probes the trace's configs as real runs, stays within its budget, finds the cheapest") {
+  search_finds_cheapest("0.40", "trace/t-4c");
+}
+
+TEST_CASE("search: past its exploring probe, it follows the expected gain to the cheapest config") {
+  search_finds_cheapest("0.20", "trace/t-8c");
 }
 
 TEST_CASE("search: bad requests are refused with the reason, unknown searches are 404") {
