@@ -52,14 +52,16 @@ SearchRunner::~SearchRunner() {
 
 void SearchRunner::stop() { stopping_ = true; }
 
-asio::awaitable<Result<billing::PlanCandidate>> SearchRunner::candidate(const RunConfig& c, const std::string& billing) {
+asio::awaitable<Result<billing::PlanCandidate>> SearchRunner::candidate(const RunConfig& c,
+                                                                       const std::string& billing) {
   auto* p = s_.providers.get(c.provider);
   if (!p) co_return make_error(Code::invalid_argument, "provider '" + c.provider + "' is not configured");
   const providers::Requirements wanted{.instance_type = c.instance_type};
   auto offers = co_await p->offers(wanted);
   if (!offers) co_return offers.error();
   if (offers->empty())
-    co_return make_error(Code::invalid_argument, "provider '" + c.provider + "' does not offer '" + c.instance_type + "'");
+    co_return make_error(Code::invalid_argument,
+                         "provider '" + c.provider + "' does not offer '" + c.instance_type + "'");
   const auto& o = offers->front();
   billing::PlanCandidate cand;
   cand.cfg.config = c.provider + "/" + c.instance_type;
@@ -114,14 +116,16 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
     s->config_of[cand->cfg.config] = c;
     s->candidates.push_back(std::move(*cand));
   }
-  auto ins = s_.db.prepare("INSERT INTO searches (request, status, created_at, updated_at) VALUES (?, 'running', ?, ?)");
+  auto ins = s_.db.prepare(
+      "INSERT INTO searches (request, status, created_at, updated_at) VALUES (?, 'running', ?, ?)");
   if (!ins) co_return ins.error();
   if (auto st = ins->bind(request.dump(), s_.clock.now_s(), s_.clock.now_s()).run(); !st) co_return st.error();
   s->id = s_.db.last_insert_id();
   threads_.emplace_back([this, s] {
-    auto r = billing::adaptive_search(s->candidates, {}, [&](const billing::PlanCandidate& c, const billing::ProbeSpec&) {
+    const billing::ProbeFn probe_fn = [&](const billing::PlanCandidate& c, const billing::ProbeSpec&) {
       return probe(s, c);
-    }, s->req);
+    };
+    auto r = billing::adaptive_search(s->candidates, {}, probe_fn, s->req);
     asio::post(io_, [this, s, r = std::move(r)]() mutable { finish(s, std::move(r)); });
   });
   co_return s->id;
@@ -217,7 +221,8 @@ Result<json> SearchRunner::get(int64_t id) {
   if (!row) return row.error();
   if (!*row) return make_error(Code::not_found, "no search " + std::to_string(id));
   json out = {{"id", id}, {"status", st->text(0)}, {"reason", st->text(1)},
-              {"request", json::parse(st->text(2), nullptr, false)}, {"probes", json::parse(st->text(3), nullptr, false)}};
+              {"request", json::parse(st->text(2), nullptr, false)},
+              {"probes", json::parse(st->text(3), nullptr, false)}};
   if (!st->is_null(4)) {
     auto result = json::parse(st->text(4), nullptr, false);
     if (result.is_object())

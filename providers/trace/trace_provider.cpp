@@ -106,7 +106,8 @@ Task<Result<InstanceHandle>> TraceProvider::create(const Offer& offer, const Lau
   if (env("TSUM_URL").empty() || env("TSUM_RUN_ID").empty() || env("TSUM_TOKEN").empty())
     co_return make_error(Code::invalid_argument, "trace create needs TSUM_URL, TSUM_RUN_ID and TSUM_TOKEN");
   const auto* row = next_row(offer.instance_type);
-  if (!row) co_return make_error(Code::invalid_argument, "the trace has no instance type '" + offer.instance_type + "'");
+  if (!row)
+    co_return make_error(Code::invalid_argument, "the trace has no instance type '" + offer.instance_type + "'");
   auto inst = std::make_shared<Instance>(ex_, *row);
   inst->id = "trace-" + spec.run_id + "-" + spec.idempotency_token.substr(0, 8);
   inst->tag = spec.tag;
