@@ -6,16 +6,19 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "api/openapi_route.h"
 #include "api/plan_route.h"
 #include "api/rest_routes.h"
 #include "api/schedule_routes.h"
+#include "api/search_routes.h"
 #include "api/token_routes.h"
 #include "api/web_routes.h"
 #include "billing/catalog.h"
 #include "providers/local/local_provider.h"
 #include "providers/ssh/ssh_provider.h"
+#include "providers/trace/trace_provider.h"
 #include "sql/migrations.h"
 
 namespace tsum::web {
@@ -96,6 +99,9 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   if (auto s = add_configured_providers(o.config, o.state_dir, app->providers_, &app->provider_calls_); !s)
     return s.error();
 
+  if (!o.trace_csv.empty())
+    if (auto st = app->add_trace_provider(); !st) return st.error();
+
   app->ledger_ = std::make_unique<daemon::Ledger>(*app->db_, app->clock_);
   app->store_ = std::make_unique<daemon::Store>(*app->db_, app->clock_);
   app->tokens_ = std::make_unique<daemon::TokenStore>(*app->db_, app->clock_);
@@ -109,6 +115,20 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
 }
 
 App::~App() = default;
+
+Status App::add_trace_provider() {
+  std::ifstream in(opts_.trace_csv);
+  if (!in) return make_error(Code::invalid_argument, "--trace " + opts_.trace_csv + ": cannot be read");
+  std::string text{std::istreambuf_iterator<char>(in), {}};
+  auto runs = billing::parse_runs_csv(text);
+  if (!runs) return make_error(Code::invalid_argument, "--trace " + opts_.trace_csv + ": " + runs.error().detail);
+  auto trace = providers::TraceProvider::create(
+      io_.get_executor(),
+      providers::TraceOptions{.runs = std::move(*runs), .speed = opts_.trace_speed, .billing = opts_.trace_billing});
+  if (!trace) return make_error(Code::invalid_argument, "--trace " + opts_.trace_csv + ": " + trace.error().detail);
+  providers_.add(std::make_unique<daemon::MeteredProvider>(std::move(*trace), provider_calls_));
+  return {};
+}
 
 boost::asio::awaitable<Result<uint16_t>> App::start() {
   server_ = std::make_unique<HttpServer>(io_, router_);
@@ -132,7 +152,10 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
                                                    [this] { runs_->notify(); });
   add_rest_routes(router_,
                   {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, ro.results_dir, *watch_, catalogs_});
+  searches_ = std::make_unique<daemon::SearchRunner>(
+      io_, daemon::SearchServices{*db_, *store_, *views_, providers_, clock_, [this] { runs_->notify(); }});
   add_schedule_routes(router_, *schedules_, *tokens_);
+  add_search_routes(router_, *searches_, *tokens_);
   add_plan_route(router_, *store_, *views_, *tokens_, providers_);
   add_token_routes(router_, *tokens_);
   add_openapi_route(router_);
@@ -146,6 +169,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
 
 boost::asio::awaitable<void> App::shutdown() {
   if (schedules_) schedules_->stop();
+  if (searches_) searches_->stop();
   if (runs_) co_await runs_->shutdown(std::chrono::seconds(60));
   if (watch_) watch_->close();
   if (server_) server_->stop();

@@ -21,6 +21,7 @@
 #include "billing/catalog.h"
 #include "daemon/run_manager.h"
 #include "daemon/scheduler.h"
+#include "daemon/search_runner.h"
 #include "daemon/run_watch.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
@@ -39,6 +40,9 @@ struct AppOptions {
   std::string web_dir;                 // serve the dashboard from here; default: the files built into tsumd
   std::optional<double> monthly_budget;  // spend cap per calendar month (UTC) over every run
   daemon::DaemonConfig config;         // --config FILE: providers beyond local (daemon/config.h)
+  std::string trace_csv;               // register the trace provider replaying this CSV (providers/trace/)
+  double trace_speed = 1;              // its time compression: wall seconds = recorded seconds / speed
+  std::string trace_billing = "per_second_60s_min";  // the billing rule its offers name
 };
 
 // Adds the providers the config file names (today: ssh) to `registry`, keeping their state under state_dir.
@@ -63,6 +67,8 @@ class App {
 
  private:
   App(boost::asio::io_context& io, AppOptions opts) : io_(io), opts_(std::move(opts)) {}
+  // Reads opts_.trace_csv and registers the trace provider; invalid_argument names the file (and line).
+  Status add_trace_provider();
 
   boost::asio::io_context& io_;
   AppOptions opts_;
@@ -79,6 +85,7 @@ class App {
   daemon::ProviderRegistry providers_;
   std::unique_ptr<daemon::RunManager> runs_;
   std::unique_ptr<daemon::Scheduler> schedules_;
+  std::unique_ptr<daemon::SearchRunner> searches_;  // after runs_: its threads stop before the run manager goes
   Router router_;
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;

@@ -2,7 +2,7 @@
 //
 //   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--trainer PATH] [--data DIR]
 //               [--max-concurrent N] [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
-//               [--monthly-budget USD]
+//               [--monthly-budget USD] [--trace FILE.csv [--trace-speed N] [--trace-billing RULE]]
 //               [--config FILE]
 //   tsumd offers --config FILE [--provider NAME] [--json]
 //   tsumd token create --db PATH [--scope admin|metrics]
@@ -36,7 +36,7 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
               [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR] [--monthly-budget USD]
-              [--config FILE]
+              [--config FILE] [--trace FILE.csv [--trace-speed N] [--trace-billing RULE]]   (docs/trace.md)
   tsumd offers --config FILE [--provider NAME] [--json]
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
@@ -139,6 +139,12 @@ int serve(std::map<std::string, std::string> flags) {
     if (!to_positive(flags["monthly-budget"], cap)) return usage_error("--monthly-budget must be a positive amount");
     o.monthly_budget = cap;
   }
+  if (flags.count("trace")) o.trace_csv = flags["trace"];
+  if (flags.count("trace-speed") && !to_positive(flags["trace-speed"], o.trace_speed))
+    return usage_error("--trace-speed must be a positive number");
+  if (flags.count("trace-billing")) o.trace_billing = flags["trace-billing"];
+  if (o.trace_csv.empty() && (flags.count("trace-speed") || flags.count("trace-billing")))
+    return usage_error("--trace-speed and --trace-billing need --trace FILE.csv");
 
   asio::io_context io;
   auto app = api::App::create(io, o);
@@ -247,7 +253,7 @@ int main(int argc, char** argv) {
   if (args[0] == "serve") {
     if (!parse_flags(args, 1, flags, err) ||
         !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider",
-                            "max-per-type", "web-dir", "monthly-budget", "config"},
+                            "max-per-type", "web-dir", "monthly-budget", "config", "trace", "trace-speed", "trace-billing"},
                     err))
       return usage_error(err);
     if (flags["db"].empty()) return usage_error("serve needs --db PATH");

@@ -1,0 +1,34 @@
+#include "api/search_routes.h"
+
+#include "api/route_helpers.h"
+#include "common/json_util.h"
+
+namespace tsum::api {
+
+using nlohmann::json;
+using Awaitable = boost::asio::awaitable<Response>;
+
+void add_search_routes(Router& router, daemon::SearchRunner& searches_ref, daemon::TokenStore& tokens_ref) {
+  auto* searches = &searches_ref;
+  auto* toks = &tokens_ref;
+  router.add("POST", "/v1/searches", [searches, toks](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, *toks)) co_return *denied;
+    auto body = parse_json_safely(req.body);
+    if (!body) co_return error_response(400, "invalid_argument", "malformed JSON body");
+    const json request = *body;
+    auto id = co_await searches->start(request);
+    if (!id) co_return id.error().code == Code::invalid_argument ? unprocessable(id.error().detail)
+                                                                 : from_error(id.error());
+    co_return json_response(202, {{"id", *id}, {"status", "running"}});
+  });
+  router.add("GET", "/v1/searches/{id}", [searches, toks](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, *toks)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no search '" + req.params["id"] + "'");
+    auto j = searches->get(*id);
+    if (!j) co_return from_error(j.error());
+    co_return json_response(200, *j);
+  });
+}
+
+}  // namespace tsum::api

@@ -1,0 +1,234 @@
+#include "daemon/search_runner.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cmath>
+
+#include "billing/rule_book.h"
+#include "common/json_util.h"
+#include "daemon/submit.h"
+
+namespace tsum::daemon {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+namespace {
+constexpr auto kProbeDeadline = std::chrono::hours(7);  // longer than any run's deadline (6 h)
+
+std::optional<double> number_field(const json& j, const char* key, bool* bad) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  if (!j[key].is_number() || !std::isfinite(j[key].get<double>()) || j[key].get<double>() < 0) *bad = true;
+  return *bad ? 0.0 : j[key].get<double>();
+}
+}  // namespace
+
+struct SearchRunner::Search {
+  int64_t id = 0;
+  json request;
+  ExperimentSpec base;  // the workload and every candidate; a probe runs one of its configs once
+  std::vector<billing::PlanCandidate> candidates;
+  std::map<std::string, RunConfig> config_of;  // candidate config id -> what to run
+  billing::SearchRequest req;
+  json probes = json::array();  // touched on the executor only
+};
+
+SearchRunner::SearchRunner(asio::io_context& io, SearchServices s) : io_(io), s_(std::move(s)) {
+  if (auto st = s_.db.prepare(
+          "UPDATE searches SET status = 'failed', reason = 'the daemon stopped during the search', updated_at = ? "
+          "WHERE status = 'running'");
+      st)
+    (void)st->bind(s_.clock.now_s()).run();
+}
+
+SearchRunner::~SearchRunner() {
+  stop();
+  for (auto& t : threads_) t.join();
+}
+
+void SearchRunner::stop() { stopping_ = true; }
+
+asio::awaitable<Result<billing::PlanCandidate>> SearchRunner::candidate(const RunConfig& c,
+                                                                       const std::string& billing) {
+  auto* p = s_.providers.get(c.provider);
+  if (!p) co_return make_error(Code::invalid_argument, "provider '" + c.provider + "' is not configured");
+  const providers::Requirements wanted{.instance_type = c.instance_type};
+  auto offers = co_await p->offers(wanted);
+  if (!offers) co_return offers.error();
+  if (offers->empty())
+    co_return make_error(Code::invalid_argument,
+                         "provider '" + c.provider + "' does not offer '" + c.instance_type + "'");
+  const auto& o = offers->front();
+  billing::PlanCandidate cand;
+  cand.cfg.config = c.provider + "/" + c.instance_type;
+  cand.cfg.provider = c.provider;
+  cand.cfg.instance_type = c.instance_type;
+  cand.cfg.cores = o.vcpus;
+  cand.cfg.gpus = o.gpus;
+  cand.cfg.gpu_type = o.gpu_type;
+  cand.hourly_price = o.hourly_price;
+  cand.currency = o.currency;
+  if (!billing.empty()) {
+    auto rule = billing::parse_rule(billing);
+    if (!rule) co_return rule.error();
+    cand.rule = *rule;
+  } else if (auto rule = billing::rule_for_provider(c.provider)) {
+    cand.rule = *rule;
+  } else {
+    cand.rule = *billing::parse_rule("per_second_60s_min");
+  }
+  co_return cand;
+}
+
+asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
+  if (!request.is_object()) co_return make_error(Code::invalid_argument, "the search must be a JSON object");
+  auto s = std::make_shared<Search>();
+  s->request = request;
+  json as_experiment = {{"name", "search"}, {"workload", request.value("workload", json::object())},
+                        {"configs", request.value("candidates", json::array())}, {"repetitions", 1}};
+  auto base = experiment_spec_from_json(as_experiment);
+  if (!base) co_return make_error(Code::invalid_argument, "search: " + base.error().detail);
+  if (base->configs.empty()) co_return make_error(Code::invalid_argument, "search: 'candidates' must not be empty");
+  s->base = *base;
+  auto objective = billing::parse_objective(request.value("objective", "cost"));
+  if (!objective) co_return objective.error();
+  bool bad = false;
+  auto probe_budget = number_field(request, "probe_budget", &bad);
+  s->req.plan.objective = *objective;
+  s->req.plan.deadline_s = number_field(request, "deadline_s", &bad);
+  s->req.plan.budget = number_field(request, "budget", &bad);
+  s->req.max_probes = static_cast<int>(number_field(request, "max_probes", &bad).value_or(0));
+  s->req.future_runs = number_field(request, "future_runs", &bad).value_or(1);
+  if (bad || !probe_budget)
+    co_return make_error(Code::invalid_argument,
+                         "search: 'probe_budget' is required; it, 'deadline_s', 'budget', 'max_probes' and "
+                         "'future_runs' must be non-negative numbers");
+  s->req.probe_budget = *probe_budget;
+  s->req.workload.epochs = base->workload.epochs;
+  std::string rule = request.value("billing", "");
+  for (const auto& c : base->configs) {
+    auto cand = co_await candidate(c, rule);
+    if (!cand) co_return make_error(Code::invalid_argument, "search: " + cand.error().detail);
+    s->config_of[cand->cfg.config] = c;
+    s->candidates.push_back(std::move(*cand));
+  }
+  auto ins = s_.db.prepare(
+      "INSERT INTO searches (request, status, created_at, updated_at) VALUES (?, 'running', ?, ?)");
+  if (!ins) co_return ins.error();
+  if (auto st = ins->bind(request.dump(), s_.clock.now_s(), s_.clock.now_s()).run(); !st) co_return st.error();
+  s->id = s_.db.last_insert_id();
+  threads_.emplace_back([this, s] {
+    const billing::ProbeFn probe_fn = [&](const billing::PlanCandidate& c, const billing::ProbeSpec&) {
+      return probe(s, c);
+    };
+    auto r = billing::adaptive_search(s->candidates, {}, probe_fn, s->req);
+    asio::post(io_, [this, s, r = std::move(r)]() mutable { finish(s, std::move(r)); });
+  });
+  co_return s->id;
+}
+
+// On the search thread: queues the probe on the executor and waits for its outcome.
+Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c) {
+  if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
+  auto done = std::make_shared<ProbePromise>();
+  auto outcome = done->get_future();
+  asio::co_spawn(io_, probe_run(s, s->config_of.at(c.cfg.config), done), asio::detached);
+  const auto deadline = std::chrono::steady_clock::now() + kProbeDeadline;
+  while (outcome.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
+    if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
+    if (std::chrono::steady_clock::now() > deadline) return make_error(Code::timeout, "probe did not finish in time");
+  }
+  return outcome.get();
+}
+
+asio::awaitable<void> SearchRunner::probe_run(std::shared_ptr<Search> s, RunConfig config,
+                                              std::shared_ptr<ProbePromise> done) {
+  ExperimentSpec spec = s->base;
+  spec.name = "search " + std::to_string(s->id) + " probe " + std::to_string(s->probes.size() + 1);
+  spec.configs = {config};
+  spec.repetitions = 1;
+  auto priced = co_await price_configs(spec, s_.providers);
+  Result<int64_t> exp = priced ? s_.store.create_experiment(spec, *priced) : Result<int64_t>(priced.error());
+  Result<std::vector<RunRow>> runs = exp ? s_.store.runs_of(*exp) : Result<std::vector<RunRow>>(exp.error());
+  if (!runs || runs->empty()) {
+    done->set_value(make_error(Code::internal, runs ? "probe experiment has no run" : runs.error().detail));
+    co_return;
+  }
+  s_.runs_queued();
+  size_t index = s->probes.size();
+  s->probes.push_back({{"config", config.provider + "/" + config.instance_type}, {"experiment_id", *exp},
+                       {"run_id", runs->front().id}, {"status", "queued"}, {"t_sum", nullptr}});
+  (void)save(*s, "running", "", nullptr);
+  auto measured = co_await await_run(runs->front().id, index, s);
+  (void)save(*s, "running", "", nullptr);
+  done->set_value(std::move(measured));
+}
+
+asio::awaitable<Result<billing::MeasuredRun>> SearchRunner::await_run(int64_t run_id, size_t index,
+                                                                       std::shared_ptr<Search> s) {
+  asio::steady_timer timer(io_);
+  const auto deadline = std::chrono::steady_clock::now() + kProbeDeadline;
+  for (;;) {
+    auto row = s_.store.run(run_id);
+    if (!row) co_return row.error();
+    s->probes[index]["status"] = status_name(row->status);
+    if (is_terminal(row->status)) break;
+    if (stopping_ || std::chrono::steady_clock::now() > deadline)
+      co_return make_error(Code::cancelled, "probe run " + std::to_string(run_id) + " abandoned");
+    timer.expires_after(std::chrono::milliseconds(100));
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  auto view = s_.views.run(run_id);
+  if (!view) co_return view.error();
+  if ((*view)["status"] != "done" || !(*view)["t_sum"].is_number())
+    co_return make_error(Code::unavailable, "probe run " + std::to_string(run_id) + " " +
+                                                (*view)["status"].get<std::string>() + ": " +
+                                                (*view).value("reason", ""));
+  s->probes[index]["t_sum"] = (*view)["t_sum"];
+  billing::MeasuredRun m;
+  for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
+    m.phases[i] = (*view)["phases"][std::string(billing::kPhaseNames[i])].get<double>();
+  co_return m;
+}
+
+void SearchRunner::finish(std::shared_ptr<Search> s, Result<billing::SearchResult> r) {
+  if (!r) {
+    (void)save(*s, "failed", r.error().detail, nullptr);
+    return;
+  }
+  json result = billing::search_to_json(*r);
+  (void)save(*s, "done", r->stop_reason, &result);
+}
+
+Status SearchRunner::save(const Search& s, std::string_view status, std::string_view reason, const json* result) {
+  auto st = s_.db.prepare("UPDATE searches SET status = ?, reason = ?, probes = ?, result = ?, updated_at = ? "
+                          "WHERE id = ?");
+  if (!st) return st.error();
+  std::optional<std::string> res;
+  if (result) res = result->dump();
+  return st->bind(status, reason, s.probes.dump(), res, s_.clock.now_s(), s.id).run();
+}
+
+Result<json> SearchRunner::get(int64_t id) {
+  auto st = s_.db.prepare("SELECT status, reason, request, probes, result FROM searches WHERE id = ?");
+  if (!st) return st.error();
+  auto row = st->bind(id).step();
+  if (!row) return row.error();
+  if (!*row) return make_error(Code::not_found, "no search " + std::to_string(id));
+  json out = {{"id", id}, {"status", st->text(0)}, {"reason", st->text(1)},
+              {"request", json::parse(st->text(2), nullptr, false)},
+              {"probes", json::parse(st->text(3), nullptr, false)}};
+  if (!st->is_null(4)) {
+    auto result = json::parse(st->text(4), nullptr, false);
+    if (result.is_object())
+      for (const auto& [k, v] : result.items()) out[k] = v;
+  }
+  return out;
+}
+
+}  // namespace tsum::daemon

@@ -1,0 +1,80 @@
+// SearchRunner: adaptive searches over configurations (POST /v1/searches). Each search runs
+// billing::adaptive_search (billing/search.h) on a thread of its own; every probe it asks for is a real run: a
+// one-config, one-repetition experiment queued through the Store and run by the RunManager, whose ledger phases
+// become the probe's measurement. All database work happens on the daemon's executor; the search thread only
+// waits for probe results (with a deadline) and hands its outcome back there.
+//
+// Request: {"workload": {...an experiment's workload...}, "candidates": [{"provider", "instance_type"}, ...],
+//           "objective": "cost"|"time"|"cost_under_deadline"|"budget", "probe_budget": money,
+//           optional "deadline_s", "budget", "max_probes", "future_runs", "billing" (a rule spec for every
+//           candidate; default: each provider's rule, else per_second_60s_min)}
+// Persisted in the searches table (sql/0005_searches.sql). A search that was running when the daemon stopped is
+// marked failed at the next start.
+//
+// Budget: a probe is started only when the spend so far plus its expected cost fits probe_budget (the search
+// library's rule); the measured cost of a probe can exceed its expectation, which `spent` then shows.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "billing/measured_run.h"
+#include "billing/search.h"
+#include "common/clock.h"
+#include "daemon/db.h"
+#include "daemon/experiment_spec.h"
+#include "daemon/provider_registry.h"
+#include "daemon/store.h"
+#include "daemon/views.h"
+
+namespace tsum::daemon {
+
+struct SearchServices {
+  Db& db;
+  Store& store;
+  Views& views;
+  ProviderRegistry& providers;
+  const Clock& clock;
+  std::function<void()> runs_queued;  // wakes the run manager's dispatcher
+};
+
+class SearchRunner {
+ public:
+  SearchRunner(boost::asio::io_context& io, SearchServices s);
+  ~SearchRunner();  // stops and joins every search thread
+
+  // Validates and prices the request, stores it and starts the search. invalid_argument names the field.
+  boost::asio::awaitable<Result<int64_t>> start(const nlohmann::json& request);
+  // {"id", "status", "reason", "request", "probes", and once done "recommendation", "trace", "spent",
+  //  "stop_reason", "plan"}. not_found for an unknown id.
+  Result<nlohmann::json> get(int64_t id);
+  // Probes still waiting fail with "cancelled"; no new probe starts.
+  void stop();
+
+ private:
+  struct Search;
+  using ProbePromise = std::promise<Result<billing::MeasuredRun>>;
+  Result<billing::MeasuredRun> probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c);
+  boost::asio::awaitable<void> probe_run(std::shared_ptr<Search> s, RunConfig config,
+                                         std::shared_ptr<ProbePromise> done);
+  boost::asio::awaitable<Result<billing::MeasuredRun>> await_run(int64_t run_id, size_t probe_index,
+                                                                 std::shared_ptr<Search> s);
+  boost::asio::awaitable<Result<billing::PlanCandidate>> candidate(const RunConfig& c, const std::string& billing);
+  void finish(std::shared_ptr<Search> s, Result<billing::SearchResult> r);
+  Status save(const Search& s, std::string_view status, std::string_view reason, const nlohmann::json* result);
+
+  boost::asio::io_context& io_;
+  SearchServices s_;
+  std::atomic<bool> stopping_{false};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tsum::daemon

@@ -1,0 +1,137 @@
+// Adaptive search through a real daemon: every probe is a real run of the trace provider, the search stops
+// within its probe budget, finds the known cheapest config, and is still there after a restart.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "integration/daemon_process.h"
+
+using namespace tsum;
+using namespace tsum::testing;
+
+namespace {
+
+// Learn scales with cores. With t-8c at 0.40/h, t-4c is the cheapest under a 60 s minimum:
+// t-2c 865 s at 0.10/h = 0.024, t-4c 465 s at 0.12/h = 0.0155, t-8c 265 s at 0.40/h = 0.029.
+// With t-8c at 0.20/h, t-8c is (0.0147), and the search must go past its first, exploring probe to find it.
+std::string trace_csv(const std::string& price_8c) {
+  return "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,"
+         "save,poweroff\n"
+         "t-2c,trace,t-2c,2,0,0.10,10,20,10,5,800,5,5,10\n"
+         "t-2c,trace,t-2c,2,0,0.10,10,21,10,5,810,5,5,10\n"
+         "t-4c,trace,t-4c,4,0,0.12,10,20,10,5,400,5,5,10\n"
+         "t-4c,trace,t-4c,4,0,0.12,10,19,10,5,405,5,5,10\n"
+         "t-8c,trace,t-8c,8,0," + price_8c + ",10,20,10,5,200,5,5,10\n"
+         "t-8c,trace,t-8c,8,0," + price_8c + ",10,20,10,5,203,5,5,10\n";
+}
+const std::string kTrace = trace_csv("0.40");
+
+nlohmann::json search_body(double probe_budget) {
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const char* t : {"t-2c", "t-4c", "t-8c"}) candidates.push_back({{"provider", "trace"}, {"instance_type", t}});
+  return {{"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
+          {"candidates", candidates},
+          {"objective", "cost"},
+          {"probe_budget", probe_budget},
+          {"future_runs", 100},
+          {"billing", "per_second_60s_min"}};
+}
+
+}  // namespace
+
+namespace {
+
+void search_finds_cheapest(const std::string& price_8c, const std::string& cheapest) {
+  TempDir dir;
+  std::ofstream(dir.file("trace.csv")) << trace_csv(price_8c);
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  const std::vector<std::string> flags = {"--trace", dir.file("trace.csv"), "--trace-speed", "200"};
+  d.start(flags);
+
+  const double budget = 0.05;
+  auto created = d.call("POST", "/v1/searches", admin, search_body(budget).dump());
+  INFO(created.body);
+  REQUIRE(created.status == 202);
+  int64_t id = created.json()["id"].get<int64_t>();
+  std::string path = "/v1/searches/" + std::to_string(id);
+
+  nlohmann::json s;
+  bool finished = eventually([&] {
+    s = d.call("GET", path, admin).json();
+    return s["status"] != "running";
+  }, std::chrono::seconds(120));
+  INFO(s.dump(2));
+  INFO(d.log());
+  REQUIRE(finished);
+  REQUIRE(s["status"] == "done");
+  CHECK(s["recommendation"]["config"] == cheapest);
+  bool probed_cheapest = false;
+  for (const auto& step : s["trace"]) probed_cheapest = probed_cheapest || step["config"] == cheapest;
+  CHECK(probed_cheapest);
+  CHECK(s["spent"].get<double>() <= budget);
+  REQUIRE(s["trace"].size() >= 1);
+  REQUIRE(s["probes"].size() == s["trace"].size());
+  CHECK(!s["stop_reason"].get<std::string>().empty());
+
+  // Every probe was a real run whose measured t_sum and cost are those the ledger shows.
+  double spent = 0;
+  for (size_t i = 0; i < s["trace"].size(); ++i) {
+    const auto& step = s["trace"][i];
+    const auto& probe = s["probes"][i];
+    CHECK(!step["why"].get<std::string>().empty());
+    CHECK(step["config"] == probe["config"]);
+    auto run = d.call("GET", "/v1/runs/" + std::to_string(probe["run_id"].get<int64_t>()), admin).json();
+    REQUIRE(run["status"] == "done");
+    CHECK(run["t_sum"].get<double>() == doctest::Approx(step["t_sum"].get<double>()));
+    CHECK(run["cost"]["per_second_60s_min"]["amount"].get<double>() ==
+          doctest::Approx(step["probe_cost"].get<double>()));
+    spent += run["cost"]["per_second_60s_min"]["amount"].get<double>();
+  }
+  CHECK(spent <= budget);
+
+  // Persisted: a restarted daemon reports the same search.
+  d.stop(SIGTERM);
+  d.start(flags);
+  auto again = d.call("GET", path, admin).json();
+  CHECK(again["status"] == "done");
+  CHECK(again["recommendation"] == s["recommendation"]);
+  CHECK(again["trace"] == s["trace"]);
+}
+
+}  // namespace
+
+TEST_CASE("search: probes the trace's configs as real runs, stays within its budget, finds the cheapest") {
+  search_finds_cheapest("0.40", "trace/t-4c");
+}
+
+TEST_CASE("search: past its exploring probe, it follows the expected gain to the cheapest config") {
+  search_finds_cheapest("0.20", "trace/t-8c");
+}
+
+TEST_CASE("search: bad requests are refused with the reason, unknown searches are 404") {
+  TempDir dir;
+  std::ofstream(dir.file("trace.csv")) << kTrace;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "200"});
+
+  auto unknown_type = search_body(1);
+  unknown_type["candidates"][0]["instance_type"] = "t-64c";
+  auto r = d.call("POST", "/v1/searches", admin, unknown_type.dump());
+  CHECK(r.status == 422);
+  CHECK(r.body.find("t-64c") != std::string::npos);
+
+  auto no_budget = search_body(1);
+  no_budget.erase("probe_budget");
+  r = d.call("POST", "/v1/searches", admin, no_budget.dump());
+  CHECK(r.status == 422);
+  CHECK(r.body.find("probe_budget") != std::string::npos);
+
+  auto bad_objective = search_body(1);
+  bad_objective["objective"] = "cheapest";
+  CHECK(d.call("POST", "/v1/searches", admin, bad_objective.dump()).status == 422);
+  CHECK(d.call("POST", "/v1/searches", admin, "{not json").status == 400);
+  CHECK(d.call("POST", "/v1/searches", "", search_body(1).dump()).status == 401);
+  CHECK(d.call("GET", "/v1/searches/999", admin).status == 404);
+}

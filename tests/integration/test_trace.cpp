@@ -1,0 +1,139 @@
+// The trace provider through a real daemon: an experiment over recorded configs replays their CSV rows into the
+// ledger, and the bill is computed from them; a malformed trace stops tsumd with the line at fault.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "billing/billing_rule.h"
+#include "billing/plan_csv.h"
+#include "integration/daemon_process.h"
+
+using namespace tsum;
+using namespace tsum::testing;
+
+namespace {
+
+constexpr double kSpeed = 200;
+
+// Two configs, three recorded runs each, with distinct phase times so each run can be told apart.
+constexpr const char* kTrace =
+    "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,"
+    "poweroff\n"
+    "aws/c6i.large,aws,c6i.large,2,0,0.085,40,30,12,4,310,6,3,20\n"
+    "aws/c6i.large,aws,c6i.large,2,0,0.085,44,28,11,5,305.5,6,3,18\n"
+    "# a comment line\n"
+    "aws/c6i.large,aws,c6i.large,2,0,0.085,38,33,12,4,320.25,7,2,22\n"
+    "aws/c6i.2xlarge,aws,c6i.2xlarge,8,0,0.34,42,30,12,4,95,3,3,20\n"
+    "aws/c6i.2xlarge,aws,c6i.2xlarge,8,0,0.34,41,29,13,4,97.75,3,3,19\n"
+    "aws/c6i.2xlarge,aws,c6i.2xlarge,8,0,0.34,45,31,12,5,93,3,2,21\n";
+
+std::string write_file(const TempDir& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir.file(name)) << text;
+  return dir.file(name);
+}
+
+std::string trace_experiment() {
+  nlohmann::json body = {
+      {"name", "trace"},
+      {"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
+      {"configs", {{{"provider", "trace"}, {"instance_type", "c6i.large"}},
+                   {{"provider", "trace"}, {"instance_type", "c6i.2xlarge"}}}},
+      {"repetitions", 3},
+      {"billing", {"per_second_60s_min", "per_minute", "per_hour"}}};
+  return body.dump();
+}
+
+}  // namespace
+
+TEST_CASE("trace: an experiment of 2 configs x 3 repetitions replays the CSV rows into the ledger and the bill") {
+  TempDir dir;
+  auto rows = billing::parse_runs_csv(kTrace);
+  REQUIRE(rows);
+  std::map<int, billing::CsvRun> by_line;
+  for (const auto& r : *rows) by_line[r.line] = r;
+
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start({"--trace", write_file(dir, "trace.csv", kTrace), "--trace-speed", std::to_string(kSpeed)});
+
+  auto created = d.call("POST", "/v1/experiments", admin, trace_experiment());
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+  int64_t id = created.json()["id"].get<int64_t>();
+
+  nlohmann::json exp;
+  bool finished = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + std::to_string(id), admin).json();
+    return exp["status"] == "done" || exp["status"] == "failed";
+  }, std::chrono::seconds(120));
+  INFO(exp.dump(2));
+  INFO(d.log());
+  REQUIRE(finished);
+  REQUIRE(exp["status"] == "done");
+  REQUIRE(exp["runs"].size() == 6);
+
+  std::set<int> lines_played;
+  for (const auto& run : exp["runs"]) {
+    REQUIRE(run["status"] == "done");
+    int line = run["instance"]["data"]["line"].get<int>();
+    lines_played.insert(line);
+    REQUIRE(by_line.count(line));
+    const auto& row = by_line[line];
+    CHECK(run["config"]["instance_type"] == row.run.cfg.instance_type);
+    CHECK(run["hourly_price"].get<double>() == doctest::Approx(row.price_per_hour));
+    // The phases inside the instance are the recorded ones, exactly (mono_s carries them).
+    for (int p = billing::kInstall; p <= billing::kSave; ++p) {
+      std::string name(billing::kPhaseNames[p]);
+      INFO(name << " of line " << line);
+      CHECK(run["phases"][name].get<double>() == doctest::Approx(row.run.phases[p]).epsilon(1e-9));
+    }
+    // startup and poweroff are the daemon's own measurement of the compressed wait.
+    for (int p : {billing::kStartup, billing::kPoweroff}) {
+      double measured = run["phases"][std::string(billing::kPhaseNames[p])].get<double>();
+      CHECK(measured >= row.run.phases[p] / kSpeed - 0.01);
+      CHECK(measured <= row.run.phases[p] / kSpeed + 2.0);
+    }
+    double t_sum = run["t_sum"].get<double>();
+    for (const char* spec : {"per_second_60s_min", "per_minute", "per_hour"}) {
+      auto rule = billing::parse_rule(spec);
+      REQUIRE(rule);
+      const auto& c = run["cost"][spec];
+      CHECK(c["billed_s"].get<double>() == doctest::Approx(billing::billed_seconds(*rule, t_sum)));
+      CHECK(c["amount"].get<double>() == doctest::Approx(billing::cost(*rule, row.price_per_hour, t_sum)));
+    }
+  }
+  // Three repetitions of each config cycled through its three rows: every row was played once.
+  CHECK(lines_played == std::set<int>{2, 3, 5, 6, 7, 8});
+}
+
+TEST_CASE("trace: a malformed CSV or speed stops tsumd serve with a message naming the problem") {
+  TempDir dir;
+  std::string bad = write_file(dir, "bad.csv",
+                               "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,"
+                               "start,learn,verify,save,poweroff\n"
+                               "a,aws,c6i.large,2,0,0.085,40,30,12,4,310,6,3,20\n"
+                               "a,aws,c6i.large,2,0,0.085,40,30,twelve,4,310,6,3,20\n");
+  std::string serve = std::string(TSUMD_BIN) + " serve --db " + dir.file("t.db") + " --listen 127.0.0.1:0 ";
+  std::string out = run_capture(serve + "--trace " + bad + " 2>&1; echo rc=$?");
+  CHECK(out.find("line 3") != std::string::npos);
+  CHECK(out.find("bad.csv") != std::string::npos);
+  CHECK(out.find("rc=1") != std::string::npos);
+
+  std::string short_row = write_file(dir, "short.csv",
+                                     "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,"
+                                     "load_data,start,learn,verify,save,poweroff\n\n"
+                                     "a,aws,c6i.large,2,0,0.085,40,30\n");
+  out = run_capture(serve + "--trace " + short_row + " 2>&1; echo rc=$?");
+  CHECK(out.find("line 3") != std::string::npos);
+  CHECK(out.find("rc=1") != std::string::npos);
+
+  out = run_capture(serve + "--trace " + dir.file("missing.csv") + " 2>&1; echo rc=$?");
+  CHECK(out.find("missing.csv") != std::string::npos);
+  CHECK(out.find("rc=1") != std::string::npos);
+
+  out = run_capture(serve + "--trace " + bad + " --trace-speed 0 2>&1; echo rc=$?");
+  CHECK(out.find("--trace-speed") != std::string::npos);
+  CHECK(out.find("rc=2") != std::string::npos);
+}
