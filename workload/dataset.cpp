@@ -118,14 +118,14 @@ Result<Dataset> load_idx_dataset(const std::string& dir, std::string_view prefix
   auto labels_path = resolve_idx_file(dir, std::string(prefix) + "-labels-idx1-ubyte");
   if (!labels_path.ok()) return labels_path.error();
 
-  auto images = read_idx_images(*images_path);
+  auto images = read_idx_images(*images_path, limit);
   if (!images.ok()) return images.error();
-  auto labels = read_idx_labels(*labels_path);
+  auto labels = read_idx_labels(*labels_path, limit);
   if (!labels.ok()) return labels.error();
-  if (images->count != labels->count) {
+  if (images->declared != labels->declared) {
     return make_error(Code::invalid_argument,
-                      *images_path + ": has " + std::to_string(images->count) + " images but " +
-                          *labels_path + " has " + std::to_string(labels->count) + " labels");
+                      *images_path + ": has " + std::to_string(images->declared) + " images but " +
+                          *labels_path + " has " + std::to_string(labels->declared) + " labels");
   }
   const std::int64_t n = limit > 0 ? std::min(limit, images->count) : images->count;
   try {

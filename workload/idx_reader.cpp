@@ -142,13 +142,14 @@ Result<std::vector<std::uint8_t>> read_payload(ByteSource& src, std::uint64_t ne
 
 }  // namespace
 
-Result<IdxImages> read_idx_images(const std::string& path) {
+Result<IdxImages> read_idx_images(const std::string& path, std::int64_t max_count) {
   ByteSource src;
   if (auto st = src.open(path); !st.ok()) return st.error();
   auto dims = read_header(src, path, kIdxImagesMagic, 3, "images");
   if (!dims.ok()) return dims.error();
   IdxImages out;
-  out.count = (*dims)[0];
+  out.declared = (*dims)[0];
+  out.count = max_count > 0 ? std::min<std::int64_t>(out.declared, max_count) : out.declared;
   out.rows = (*dims)[1];
   out.cols = (*dims)[2];
   if (out.rows == 0 || out.cols == 0) {
@@ -171,30 +172,34 @@ Result<IdxImages> read_idx_images(const std::string& path) {
   out.pixels = std::move(*payload);
   if (out.pixels.size() < need) {
     return make_error(Code::invalid_argument,
-                      path + ": truncated: header says " + std::to_string(out.count) +
+                      path + ": truncated: header says " + std::to_string(out.declared) +
                           " images of " + std::to_string(out.rows) + "x" +
-                          std::to_string(out.cols) + " (" + std::to_string(need) +
-                          " bytes), file has " + std::to_string(out.pixels.size()) +
-                          " bytes after the header");
+                          std::to_string(out.cols) + " (" +
+                          (out.count < out.declared ? "the first " + std::to_string(out.count) + ": "
+                                                    : std::string()) +
+                          std::to_string(need) + " bytes), file has " +
+                          std::to_string(out.pixels.size()) + " bytes after the header");
   }
   return out;
 }
 
-Result<IdxLabels> read_idx_labels(const std::string& path) {
+Result<IdxLabels> read_idx_labels(const std::string& path, std::int64_t max_count) {
   ByteSource src;
   if (auto st = src.open(path); !st.ok()) return st.error();
   auto dims = read_header(src, path, kIdxLabelsMagic, 1, "labels");
   if (!dims.ok()) return dims.error();
   IdxLabels out;
-  out.count = (*dims)[0];
+  out.declared = (*dims)[0];
+  out.count = max_count > 0 ? std::min<std::int64_t>(out.declared, max_count) : out.declared;
   const auto need = static_cast<std::uint64_t>(out.count);
   auto payload = read_payload(src, need);
   if (!payload.ok()) return payload.error();
   out.labels = std::move(*payload);
   if (out.labels.size() < need) {
     return make_error(Code::invalid_argument,
-                      path + ": truncated: header says " + std::to_string(out.count) +
-                          " labels (" + std::to_string(need) + " bytes), file has " +
+                      path + ": truncated: header says " + std::to_string(out.declared) +
+                          " labels, the first " + std::to_string(out.count) + " need " +
+                          std::to_string(need) + " bytes, file has " +
                           std::to_string(out.labels.size()) + " bytes after the header");
   }
   return out;

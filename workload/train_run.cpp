@@ -164,11 +164,14 @@ Status run_training(const Options& options, EventWriter& events) {
   auto plan = plan_training(options);
   if (!plan.ok()) return plan.error();
 
-  const auto load_start = std::chrono::steady_clock::now();
   ModelConfig config{options.classes, options.image_size, 0};
   Result<Splits> data = make_error(Code::internal, "no data");
+  // Data loading: reading and normalizing the files (or generating synthetic data), not the model.
+  auto load_start = std::chrono::steady_clock::now();
+  double load_seconds = 0.0;
   if (plan->dataset != DataKind::synthetic) {
     data = load_files(*plan, options);
+    load_seconds = seconds_since(load_start);
     if (!data.ok()) return data.error();
     config.vocab = std::max(data->train.vocab, data->test.vocab);
   }
@@ -176,8 +179,10 @@ Status run_training(const Options& options, EventWriter& events) {
   if (!model.ok()) return model.error();
   const InputShape shape = (*model)->input_shape();
   if (plan->dataset == DataKind::synthetic) {
+    load_start = std::chrono::steady_clock::now();
     data = make_synthetic(shape, options);
     if (!data.ok()) return data.error();
+    load_seconds = seconds_since(load_start);
   }
   for (const Dataset* split : {&data->train, &data->test}) {
     if (auto st = check_dataset(*split, shape, options.model); !st.ok()) return st;
@@ -187,7 +192,6 @@ Status run_training(const Options& options, EventWriter& events) {
                       "--augment transforms images; model " + options.model + " reads tokens");
   }
   if (auto st = place(options.placement, **model, *data); !st.ok()) return st;
-  const double load_seconds = seconds_since(load_start);
   auto optimizer = make_optimizer(plan->optimizer, (*model)->parameters(), plan->lr);
   if (!optimizer.ok()) return optimizer.error();
 

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "temp_dir.h"
 #include "workload/idx_reader.h"
 
@@ -139,4 +141,29 @@ TEST_CASE("idx: truncated payload names the path and the sizes") {
     CHECK(r.code() == tsum::Code::invalid_argument);
     CHECK(contains(r.error().detail, path + ": "));
   }
+}
+
+TEST_CASE("idx: max_count reads only the first records; declared keeps the header's count") {
+  TempDir dir;
+  const std::string images = dir.file("images");
+  const std::string labels = dir.file("labels");
+  write_gz(images, idx_images(50, 28, 28, 50 * 28 * 28));
+  write_raw(labels, idx_labels(50, 50));
+  auto r = tw::read_idx_images(images, 20);
+  REQUIRE(r.ok());
+  CHECK(r->declared == 50);
+  CHECK(r->count == 20);
+  CHECK(r->pixels.size() == 20u * 28 * 28);
+  auto all = tw::read_idx_images(images);
+  REQUIRE(all.ok());
+  CHECK(std::equal(r->pixels.begin(), r->pixels.end(), all->pixels.begin()));
+  auto l = tw::read_idx_labels(labels, 80);  // more than the file has: all of it
+  REQUIRE(l.ok());
+  CHECK(l->count == 50);
+  // A file cut inside the first records is still reported, naming what was asked for.
+  auto bytes = read_all(labels);
+  write_raw(labels, {bytes.begin(), bytes.begin() + 8 + 10});
+  auto cut = tw::read_idx_labels(labels, 20);
+  REQUIRE_FALSE(cut.ok());
+  CHECK(contains(cut.error().detail, labels + ": truncated: header says 50 labels, the first 20 need 20 bytes"));
 }
