@@ -46,6 +46,12 @@ struct Offer {
   std::string billing_rule = {};  // the rule this offer is billed by (billing/rule_book); empty: the provider's
 };
 
+// True when `offer` meets `req`: the named instance type (if any), enough vCPUs and GPUs.
+inline bool satisfies(const Offer& offer, const Requirements& req) {
+  return (req.instance_type.empty() || offer.instance_type == req.instance_type) &&
+         offer.vcpus >= req.min_vcpus && offer.gpus >= req.gpus;
+}
+
 struct LaunchSpec {
   std::string run_id = {};
   std::string tag = {};                 // ownership tag, used by list_tagged for orphan sweeps

@@ -195,9 +195,7 @@ Task<Result<std::vector<Offer>>> HetznerProvider::offers(const Requirements& req
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)
-    if ((req.instance_type.empty() || o.instance_type == req.instance_type) && o.vcpus >= req.min_vcpus &&
-        o.gpus >= req.gpus)
-      out.push_back(o);
+    if (satisfies(o, req)) out.push_back(o);
   co_return out;
 }
 

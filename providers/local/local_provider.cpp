@@ -107,9 +107,7 @@ std::vector<Offer> LocalProvider::all_offers() const {
 Task<Result<std::vector<Offer>>> LocalProvider::offers(const Requirements& req) {
   std::vector<Offer> out;
   for (auto& o : all_offers())
-    if ((req.instance_type.empty() || o.instance_type == req.instance_type) && o.vcpus >= req.min_vcpus &&
-        req.gpus == 0)
-      out.push_back(std::move(o));
+    if (satisfies(o, req)) out.push_back(std::move(o));  // local offers have no GPUs
   co_return out;
 }
 
