@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "providers/aws/codec.h"
+#include "providers/instance_name.h"
 #include "providers/gce/gce_catalog.h"
 
 namespace tsum::providers::gce {
@@ -60,15 +61,7 @@ std::string GceProvider::nonce() { return std::to_string(rng_()); }
 
 std::string GceProvider::zone_path(const std::string& zone) const { return "projects/" + opts_.project + "/zones/" + zone; }
 
-std::string GceProvider::instance_name(const LaunchSpec& spec) {
-  std::string run;
-  for (char c : spec.run_id) {
-    if (run.size() == 40) break;
-    c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    run += (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
-  }
-  return "tsum-" + (run.empty() ? std::string() : run + "-") + aws::sha256_hex(spec.idempotency_token).substr(0, 8);
-}
+std::string GceProvider::instance_name(const LaunchSpec& spec) { return instance_name_for(spec); }
 
 Task<Result<std::vector<Offer>>> GceProvider::offers(const Requirements& req) {
   if (!catalog_ || now_s() - catalog_at_s_ > static_cast<double>(opts_.catalog_ttl.count())) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "providers/aws/codec.h"
+#include "providers/instance_name.h"
 
 namespace tsum::providers::hetzner {
 
@@ -50,15 +51,7 @@ HetznerProvider::HetznerProvider(HetznerOptions opts, std::unique_ptr<HetznerApi
 
 double HetznerProvider::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
 
-std::string HetznerProvider::server_name(const LaunchSpec& spec) {
-  std::string run;
-  for (char c : spec.run_id) {
-    if (run.size() == 40) break;
-    c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    run += (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
-  }
-  return "tsum-" + (run.empty() ? std::string() : run + "-") + aws::sha256_hex(spec.idempotency_token).substr(0, 8);
-}
+std::string HetznerProvider::server_name(const LaunchSpec& spec) { return instance_name_for(spec); }
 
 Result<CreateServer> HetznerProvider::create_spec(const Offer& offer, const LaunchSpec& spec) const {
   auto bad = [](const std::string& why) { return make_error(Code::invalid_argument, "hetzner: " + why); };
