@@ -278,10 +278,10 @@ TEST_CASE("a revoked token: one 401, a fresh token, the call goes through; an ex
 }
 
 TEST_CASE("offers: Resource SKUs and Retail Prices over every page; Linux on-demand only; restricted sizes out; cached") {
-  Cloud c({}, {.page_size = 7}, 3);
+  Cloud c({}, {.page_size = 8}, 3);
   auto all = run_sync(c.provider->offers({}));
   REQUIRE_MESSAGE(all.ok(), all.error().detail);
-  CHECK(c.fake.requests("prices.list") == 4);  // 28 Consumption items in westeurope, 7 a page
+  CHECK(c.fake.requests("prices.list") == 4);  // 28 Consumption items in westeurope, 8 a page
   CHECK(c.fake.requests("resourceSkus.list") == 5);  // 14 SKUs of westeurope, 3 a page
   CHECK(all->size() == 6);  // Standard_E4s_v5 is NotAvailableForSubscription there
   CHECK(std::is_sorted(all->begin(), all->end(), [](const Offer& a, const Offer& b) { return a.hourly_price < b.hourly_price; }));
@@ -304,7 +304,7 @@ TEST_CASE("offers: Resource SKUs and Retail Prices over every page; Linux on-dem
   auto offers = run_sync(us->offers({}));
   REQUIRE_MESSAGE(offers.ok(), offers.error().detail);
   CHECK(offers->size() == 7);
-  CHECK(east.fake.requests("prices.list") == 5);  // no NextPageLink: $skip=7, 14, 21, 28 (empty)
+  CHECK(east.fake.requests("prices.list") == 5);  // no NextPageLink, full pages: $skip=7, 14, 21, then 28 is empty
   auto b2s = std::find_if(offers->begin(), offers->end(), [](const Offer& o) { return o.instance_type == "Standard_B2s"; });
   REQUIRE(b2s != offers->end());
   CHECK(b2s->hourly_price == doctest::Approx(0.041));
