@@ -47,7 +47,7 @@ struct BillingSku {
 };
 
 struct SkuPage {
-  std::vector<BillingSku> items;
+  std::vector<BillingSku> items = {};
   std::string next_page_token;
 };
 

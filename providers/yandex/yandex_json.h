@@ -63,7 +63,7 @@ Result<YandexOperation> parse_operation(const nlohmann::json& j);
 Error operation_error(const std::string& what, const YandexOperation& op);
 
 struct InstancePage {
-  std::vector<YandexInstance> items;
+  std::vector<YandexInstance> items = {};
   std::string next_page_token;
 };
 

@@ -103,9 +103,9 @@ class FakeArm {
 
  private:
   struct Vm {
-    FakeVm vm;
-    std::string op;  // the create operation
-    std::optional<double> provisioned_at_s;
+    FakeVm vm = {};
+    std::string op = {};  // the create operation
+    std::optional<double> provisioned_at_s = {};
     bool failed = false;
     bool stopped = false;
   };

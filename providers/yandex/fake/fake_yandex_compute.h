@@ -83,10 +83,10 @@ class FakeYandexCompute {
 
  private:
   struct Record {
-    FakeInstance inst;
+    FakeInstance inst = {};
     double created_at_s = 0;
     bool stopped = false;
-    std::string delete_op;
+    std::string delete_op = {};
   };
   struct Operation {
     std::string id, kind, instance_id, description;
