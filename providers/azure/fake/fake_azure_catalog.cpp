@@ -20,14 +20,15 @@ std::vector<Item> retail_items() {
     for (const auto& s : fake_sizes()) {
       std::string short_name = s.name.substr(9);  // "Standard_D2s_v5" -> "D2s_v5" -> "D2s v5"
       for (char& c : short_name) c = c == '_' ? ' ' : c;
-      const double p = std::round(s.linux_hourly * factor * 10000) / 10000;
+      auto round4 = [](double v) { return std::round(v * 10000) / 10000; };
+      const double p = round4(s.linux_hourly * factor);
       const std::string product = "Virtual Machines " + s.series + " Series";
-      out.push_back({s.name, loc, product + " Windows", short_name, short_name, "Consumption", "1 Hour", p * 1.8});
-      out.push_back({s.name, loc, product, short_name + " Spot", short_name + " Spot", "Consumption", "1 Hour", p * 0.2});
-      out.push_back({s.name, loc, product, short_name + " Low Priority", short_name + " Low Priority", "Consumption", "1 Hour", p * 0.25});
+      out.push_back({s.name, loc, product + " Windows", short_name, short_name, "Consumption", "1 Hour", round4(p * 1.8)});
+      out.push_back({s.name, loc, product, short_name + " Spot", short_name + " Spot", "Consumption", "1 Hour", round4(p * 0.2)});
+      out.push_back({s.name, loc, product, short_name + " Low Priority", short_name + " Low Priority", "Consumption", "1 Hour", round4(p * 0.25)});
       out.push_back({s.name, loc, product, short_name, short_name, "Consumption", "1 Hour", p});
-      out.push_back({s.name, loc, product, short_name, short_name, "DevTestConsumption", "1 Hour", p * 0.9});
-      out.push_back({s.name, loc, product, short_name, short_name, "Reservation", "1 Year", p * 5000});
+      out.push_back({s.name, loc, product, short_name, short_name, "DevTestConsumption", "1 Hour", round4(p * 0.9)});
+      out.push_back({s.name, loc, product, short_name, short_name, "Reservation", "1 Year", round4(p * 5000)});
     }
   }
   return out;

@@ -88,7 +88,7 @@ with tempfile.TemporaryDirectory() as d:
         vnet = net.virtual_networks.begin_create_or_update(
             "tsum-check-0", "check-vnet",
             {"location": "westeurope", "address_space": {"address_prefixes": ["10.0.0.0/16"]},
-             "subnets": [{"name": "default", "address_prefix": "10.0.0.0/24"}]}).result()  # Azure-AsyncOperation
+             "subnets": [{"name": "default", "address_prefix": "10.0.0.0/24"}]}, polling_interval=0.05).result()  # Azure-AsyncOperation
         check(vnet.provisioning_state == "Succeeded", "network provisioned: %s" % vnet.provisioning_state)
         subnet = "/subscriptions/%s/resourceGroups/tsum-check-0/providers/Microsoft.Network/virtualNetworks/check-vnet/subnets/default" % sub
         vm_params = {
@@ -106,7 +106,7 @@ with tempfile.TemporaryDirectory() as d:
                                        "public_ip_address_configuration": {"name": "vm0-ip", "sku": {"name": "Standard"},
                                                                            "delete_option": "Delete",
                                                                            "public_ip_allocation_method": "Static"}}]}]}}
-        vm = compute.virtual_machines.begin_create_or_update("tsum-check-0", "vm0", vm_params).result()
+        vm = compute.virtual_machines.begin_create_or_update("tsum-check-0", "vm0", vm_params, polling_interval=0.05).result()
         check(vm.provisioning_state == "Succeeded", "VM provisioned through the poller: %s" % vm.provisioning_state)
         check(vm.hardware_profile.vm_size == "Standard_B2s", "VM size: %s" % vm.hardware_profile.vm_size)
         time.sleep(0.5)
@@ -115,16 +115,16 @@ with tempfile.TemporaryDirectory() as d:
         check("PowerState/running" in codes, "instance view statuses: %r" % codes)
         ips = [ip.ip_address for ip in net.public_ip_addresses.list("tsum-check-0")]
         check(len(ips) == 1 and ips[0].count(".") == 3, "the VM's public IP: %r" % ips)
-        again = compute.virtual_machines.begin_create_or_update("tsum-check-0", "vm0", vm_params).result()
+        again = compute.virtual_machines.begin_create_or_update("tsum-check-0", "vm0", vm_params, polling_interval=0.05).result()
         check(again.provisioning_state == "Succeeded", "a second PUT is an update")
         try:
             bad = dict(vm_params, hardware_profile={})
-            compute.virtual_machines.begin_create_or_update("tsum-check-0", "vm1", bad).result()
+            compute.virtual_machines.begin_create_or_update("tsum-check-0", "vm1", bad, polling_interval=0.05).result()
             check(False, "a VM without a size was accepted")
         except HttpResponseError as e:
             check(e.status_code == 400 and e.error.code == "InvalidParameter", "a VM without a size: %s" % e)
 
-        rm.resource_groups.begin_delete("tsum-check-0").result()  # 202 + Location, polled until 200
+        rm.resource_groups.begin_delete("tsum-check-0", polling_interval=0.05).result()  # 202 + Location, polled until 200
         check(not rm.resource_groups.check_existence("tsum-check-0"), "the deleted group is gone")
         left = sorted(x.name for x in rm.resource_groups.list(filter="tagName eq 'tsum' and tagValue eq 'check'"))
         check(left == ["tsum-check-1", "tsum-check-2"], "what is left: %r" % left)
