@@ -69,7 +69,8 @@ Result<std::unique_ptr<AzureProvider>> AzureProvider::make(AzureOptions opts) {
   return std::unique_ptr<AzureProvider>(new AzureProvider(std::move(opts), std::move(*made)));
 }
 
-AzureProvider::AzureProvider(AzureOptions opts, std::unique_ptr<AzureApi> api) : opts_(std::move(opts)), api_(std::move(api)) {}
+AzureProvider::AzureProvider(AzureOptions opts, std::unique_ptr<AzureApi> api)
+    : opts_(std::move(opts)), api_(std::move(api)), ssh_public_key_(opts_.ssh_public_key) {}
 
 double AzureProvider::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
 
@@ -111,14 +112,14 @@ Result<VmSpec> AzureProvider::vm_spec(const Offer& offer, const LaunchSpec& spec
   auto user_data = aws::cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
   if (user_data->size() > kMaxCustomData) return bad("custom data over Azure's 64 KiB");
-  if (opts_.ssh_public_key.empty()) {
+  if (ssh_public_key_.empty()) {
     auto key = throwaway_ssh_public_key();
     if (!key) return key.error();
-    opts_.ssh_public_key = *key;
+    ssh_public_key_ = *key;
   }
   const std::string group = group_name(spec);
   return VmSpec{.name = group, .location = opts_.location, .size = offer.instance_type, .image = opts_.image,
-                .disk_gb = opts_.disk_gb, .admin_username = opts_.admin_username, .ssh_public_key = opts_.ssh_public_key,
+                .disk_gb = opts_.disk_gb, .admin_username = opts_.admin_username, .ssh_public_key = ssh_public_key_,
                 .user_data = *user_data,
                 .subnet_id = "/" + group_path(group) + "/providers/Microsoft.Network/virtualNetworks/" + group + "-vnet/subnets/default",
                 .tags = {{opts_.tag_name, spec.tag}, {std::string(kRunTag), spec.run_id}}};

@@ -8,7 +8,8 @@
 //              idempotency token and every call is a PUT, so a retry after a lost answer (HttpClient's, or
 //              a daemon's create again) finds the same resources instead of making new ones. A VM whose
 //              provisioning fails gets its group deleted (not waited for) and the error back: allocation
-//              and SKU failures unavailable, the rest invalid_argument.
+//              and SKU failures unavailable, the rest invalid_argument. A wait that runs out is a timeout and
+//              leaves the group: a later create for the launch carries on where it was, or the sweep finds it.
 //   describe   GET the VM with $expand=instanceView: provisioning Creating or PowerState starting (or none
 //              yet) -> pending, PowerState running -> running, stopped, deallocated, Deleting, Failed ->
 //              exited, 404 (the VM or its group) -> gone. The address is the group's public IP.
@@ -81,6 +82,7 @@ class AzureProvider final : public Provider {
   AzureProvider(AzureOptions opts, std::unique_ptr<AzureApi> api);
   double now_s() const;
   std::string group_path(const std::string& group) const;
+  // The VM for a launch; makes the throwaway SSH key on first use when none is configured.
   Result<VmSpec> vm_spec(const Offer& offer, const LaunchSpec& spec);
   Task<Status> claim_group(const VmSpec& vm, const LaunchSpec& spec);
   Task<Status> wait_for(const std::string& what, const ArmReply& reply, std::chrono::milliseconds deadline);
@@ -90,6 +92,7 @@ class AzureProvider final : public Provider {
 
   AzureOptions opts_;
   std::unique_ptr<AzureApi> api_;
+  std::string ssh_public_key_;
   SystemClock system_clock_;
   std::optional<std::vector<Offer>> catalog_;
   double catalog_at_s_ = 0;

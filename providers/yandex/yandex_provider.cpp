@@ -184,6 +184,10 @@ Task<Status> YandexProvider::terminate(const InstanceHandle& h) {
   const std::string path = "instances/" + h.id, method = "DELETE", body;
   auto answer = co_await api_->call(Service::compute, method, path, body);
   if (!answer && answer.code() == Code::not_found) co_return Status{};  // deleted already
+  if (!answer && answer.code() == Code::invalid_argument) {
+    auto now = co_await describe(h);  // FAILED_PRECONDITION: another delete may be under way
+    if (now && (now->state == InstanceState::gone || now->detail == "Yandex status DELETING")) co_return Status{};
+  }
   if (!answer) co_return answer.error();
   auto op = parse_operation(*answer);
   if (!op) co_return op.error();

@@ -10,7 +10,8 @@
 //              STOPPING, STOPPED, RESTARTING, UPDATING, ERROR, CRASHED, DELETING -> exited, 404 -> gone. The
 //              address is primaryV4Address.oneToOneNat.address.
 //   terminate  DELETE /compute/v1/instances/{id}, then its operation is polled until done or delete_deadline
-//              (timeout; calling again is safe). 404 counts as deleted.
+//              (timeout; calling again is safe). 404 counts as deleted, and so does a refusal (FAILED_PRECONDITION)
+//              of an instance already DELETING.
 //   list_tagged Yandex cannot filter by label server-side: every page of the folder's instances
 //              (nextPageToken), kept when their <label_key> label is the tag.
 //   offers     yandex_catalog.h: the configured shapes priced from Billing SKUs, kept for catalog_ttl.

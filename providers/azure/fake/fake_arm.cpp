@@ -117,7 +117,7 @@ ArmAnswer FakeArm::handle(const std::string& method_name, const ArmCall& c) {
   const double now = clock_.now_s();
   settle(now);
   if (method_name == "resourceGroups.list") return list_groups(c);
-  if (method_name == "resourceGroups.createOrUpdate") return put_group(s[3], c, now);
+  if (method_name == "resourceGroups.createOrUpdate") return put_group(s[3], c);
   if (method_name == "resourceGroups.get") return get_group(s[3]);
   if (method_name == "resourceGroups.delete") return delete_group(s[3], now);
   if (method_name == "operationResults.get") return operation(s[3], true, now);
@@ -155,7 +155,7 @@ std::string FakeArm::start_operation(const std::string& kind, const std::string&
   return id;
 }
 
-void FakeArm::finish(const std::string& /*id*/, Operation& op, double now) {
+void FakeArm::finish(Operation& op, double now) {
   op.done = true;
   Group* g = find_group(op.group);
   if (!g) return;
@@ -171,8 +171,8 @@ void FakeArm::finish(const std::string& /*id*/, Operation& op, double now) {
 }
 
 void FakeArm::settle(double now) {
-  for (auto& [id, op] : ops_)
-    if (!op.done && now - op.started_at_s >= opts_.operation_s) finish(id, op, now);
+  for (auto& [_, op] : ops_)
+    if (!op.done && now - op.started_at_s >= opts_.operation_s) finish(op, now);
 }
 
 FakeVm FakeArm::vm_as_of(const Vm& v, const Group& g, double now) const {
@@ -208,7 +208,7 @@ nlohmann::json FakeArm::vm_json(const FakeVm& v, bool instance_view) const {
           {"tags", v.tags}, {"properties", props}};
 }
 
-ArmAnswer FakeArm::put_group(const std::string& name, const ArmCall& c, double /*now*/) {
+ArmAnswer FakeArm::put_group(const std::string& name, const ArmCall& c) {
   if (!valid_group_name(name)) return arm_error(400, "InvalidResourceGroup", "The provided resource group name '" + name + "' has these invalid characters.");
   auto body = nlohmann::json::parse(c.body, nullptr, false);
   auto tags = body.is_object() ? tags_of(body) : std::nullopt;
@@ -385,7 +385,7 @@ ArmAnswer FakeArm::operation(const std::string& id, bool location_style, double 
   auto it = ops_.find(id);
   if (it == ops_.end()) return arm_error(404, "OperationNotFound", "The operation '" + id + "' was not found.");
   Operation& op = it->second;
-  if (!op.done && --op.polls_left < 0) finish(id, op, now);
+  if (!op.done && --op.polls_left < 0) finish(op, now);
   if (location_style) {
     if (!op.done) return {202, nlohmann::json::object(), {{"Location", result_url(id)}, {"Retry-After", "0"}}};
     return {200, nlohmann::json::object(), {}};

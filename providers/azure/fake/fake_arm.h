@@ -124,7 +124,7 @@ class FakeArm {
     bool failed = false;
   };
 
-  ArmAnswer put_group(const std::string& name, const ArmCall& c, double now);
+  ArmAnswer put_group(const std::string& name, const ArmCall& c);
   ArmAnswer get_group(const std::string& name) const;
   ArmAnswer delete_group(const std::string& name, double now);
   ArmAnswer list_groups(const ArmCall& c) const;
@@ -134,7 +134,7 @@ class FakeArm {
   ArmAnswer list_ips(const std::string& group) const;
   ArmAnswer operation(const std::string& id, bool location_style, double now);
   std::string start_operation(const std::string& kind, const std::string& group, const std::string& target, double now);
-  void finish(const std::string& id, Operation& op, double now);
+  void finish(Operation& op, double now);
   void settle(double now);
   std::string async_url(const std::string& location, const std::string& id) const;
   std::string result_url(const std::string& id) const;

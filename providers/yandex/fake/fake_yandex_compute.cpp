@@ -114,7 +114,7 @@ FakeInstance FakeYandexCompute::as_of(const Record& r, double now) const {
   FakeInstance out = r.inst;
   const double age = now - r.created_at_s;
   if (!r.delete_op.empty()) out.status = "DELETING";
-  else if (r.stopped) out.status = "STOPPED";
+  else if (r.stopped_at_s) out.status = now - *r.stopped_at_s < opts_.stopping_s ? "STOPPING" : "STOPPED";
   else if (age < opts_.provisioning_s) out.status = "PROVISIONING";
   else if (age < opts_.provisioning_s + opts_.starting_s) out.status = "STARTING";
   else out.status = "RUNNING";
@@ -136,7 +136,7 @@ nlohmann::json FakeYandexCompute::instance_json(const FakeInstance& i) const {
           {"bootDisk", {{"mode", "READ_WRITE"}, {"autoDelete", i.disk_auto_delete}}}, {"networkInterfaces", {nic}}};
 }
 
-nlohmann::json FakeYandexCompute::operation_json(const Operation& op, double /*now*/) const {
+nlohmann::json FakeYandexCompute::operation_json(const Operation& op) const {
   const std::string type = op.kind == "create" ? "CreateInstanceMetadata" : "DeleteInstanceMetadata";
   nlohmann::json out{{"id", op.id}, {"description", op.description}, {"createdAt", "2024-01-01T00:00:00Z"},
                      {"createdBy", "fake-sa"}, {"modifiedAt", "2024-01-01T00:00:00Z"}, {"done", op.done},
@@ -188,7 +188,7 @@ YcAnswer FakeYandexCompute::create(const ComputeCall& c, double now) {
            .created_at_s = now};
   records_.push_back(r);
   ++created_;
-  return {200, operation_json(start_operation("create", r.inst.id, now), now)};
+  return {200, operation_json(start_operation("create", r.inst.id, now))};
 }
 
 YcAnswer FakeYandexCompute::get(const std::string& id, double now) const {
@@ -238,7 +238,7 @@ YcAnswer FakeYandexCompute::remove(const std::string& id, double now) {
   if (!r) return yc_error(404, "Instance " + id + " not found");
   if (!r->delete_op.empty()) return yc_error(400, "Operation is not allowed in the instance's current state (DELETING)");
   r->delete_op = start_operation("delete", id, now).id;
-  return {200, operation_json(ops_[r->delete_op], now)};
+  return {200, operation_json(ops_[r->delete_op])};
 }
 
 YcAnswer FakeYandexCompute::operation(const std::string& id) {
@@ -249,7 +249,7 @@ YcAnswer FakeYandexCompute::operation(const std::string& id) {
   if (it == ops_.end()) return yc_error(404, "Operation " + id + " not found");
   Operation& op = it->second;
   if (!op.done && --op.polls_left < 0) finish(op);
-  return {200, operation_json(op, now)};
+  return {200, operation_json(op)};
 }
 
 std::vector<FakeInstance> FakeYandexCompute::instances() const {
@@ -268,7 +268,7 @@ Status FakeYandexCompute::guest_shutdown(const std::string& id) {
   std::lock_guard lock(mu_);
   Record* r = find(id);
   if (!r) return make_error(Code::not_found, "no instance " + id);
-  r->stopped = true;
+  if (!r->stopped_at_s) r->stopped_at_s = clock_.now_s();
   return Status{};
 }
 

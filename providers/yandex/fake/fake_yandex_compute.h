@@ -5,7 +5,7 @@
 // from here), then RUNNING. Its create operation reports done:false for operation_polls polls (or until
 // operation_s has passed on the clock, polled or not), then done. A delete makes the instance DELETING and
 // starts an operation that ends the same way; when it is done the instance is gone (404). A guest power-off
-// makes it STOPPED. Names are unique in a folder among instances not yet gone: a create with a taken name is
+// makes it STOPPING for stopping_s, then STOPPED. Names are unique in a folder among instances not yet gone: a create with a taken name is
 // 409 ALREADY_EXISTS. Listings need the folderId, page by pageSize (capped at page_size) and nextPageToken,
 // and filter only by name="..." (labels cannot be filtered: the real API cannot either). Bodies with bad
 // names, labels, platforms, resources, or without user-data, image or subnet get 400 INVALID_ARGUMENT.
@@ -36,6 +36,7 @@ struct FakeYandexComputeOptions {
   std::string folder_id = "b1gfakefolder0000001";
   double provisioning_s = 1;
   double starting_s = 1;
+  double stopping_s = 1;
   int operation_polls = 1;
   double operation_s = 30;
   int page_size = 1000;
@@ -85,7 +86,7 @@ class FakeYandexCompute {
   struct Record {
     FakeInstance inst = {};
     double created_at_s = 0;
-    bool stopped = false;
+    std::optional<double> stopped_at_s = {};
     std::string delete_op = {};
   };
   struct Operation {
@@ -104,7 +105,7 @@ class FakeYandexCompute {
   void settle(double now);
   FakeInstance as_of(const Record& r, double now) const;
   nlohmann::json instance_json(const FakeInstance& i) const;
-  nlohmann::json operation_json(const Operation& op, double now) const;
+  nlohmann::json operation_json(const Operation& op) const;
   Record* find(const std::string& id);
 
   FakeYandexComputeOptions opts_;

@@ -30,6 +30,7 @@ constexpr const char* kUsage = R"(usage: tsum-fake-yandex [flags]
                             e.g. instances.create:lost,instances.get:429:2
   --provisioning-s S        PROVISIONING -> STARTING (default 1)
   --starting-s S            STARTING -> RUNNING (default 1)
+  --stopping-s S            STOPPING -> STOPPED after a guest power-off (default 1)
   --operation-s S           an operation is done this long after it started (default 30)
   --operation-polls N       or after this many polls (default 1)
   --page-size N             most instances per page (default 1000)
@@ -71,6 +72,7 @@ std::string apply(Flags& f, std::string_view flag, std::string_view v) {
   if (flag == "--folder") return o.compute.folder_id = v, "";
   if (flag == "--provisioning-s") return number(o.compute.provisioning_s);
   if (flag == "--starting-s") return number(o.compute.starting_s);
+  if (flag == "--stopping-s") return number(o.compute.stopping_s);
   if (flag == "--operation-s") return number(o.compute.operation_s);
   if (flag == "--operation-polls") return count(o.compute.operation_polls);
   if (flag == "--page-size") return count(o.compute.page_size);

@@ -383,3 +383,17 @@ TEST_CASE("the fake refuses what ARM refuses: no api-version, a bad filter, a VM
   http::HttpRequest prices{.method = "GET", .url = fake.prices_url() + "?$filter=" + aws::uri_encode("colour eq 'red'")};
   CHECK(run_sync(client.send(prices))->status == 400);
 }
+
+TEST_CASE("without a configured SSH key the VM gets a throwaway one, the same for every launch of the provider") {
+  Cloud c;
+  auto o = c.options(kSecret);
+  o.ssh_public_key.clear();
+  auto p = std::move(AzureProvider::make(o).value());
+  REQUIRE(run_sync(p->create(offer(), spec("30"))).ok());
+  REQUIRE(run_sync(p->create(offer(), spec("31"))).ok());
+  auto vms = c.fake.vms();
+  REQUIRE(vms.size() == 2);
+  CHECK(vms[0].ssh_key.starts_with("ssh-rsa AAAAB3NzaC1yc2E"));
+  CHECK(vms[0].ssh_key.ends_with(" tsum-throwaway"));
+  CHECK(vms[1].ssh_key == vms[0].ssh_key);
+}

@@ -105,6 +105,10 @@ TEST_CASE("create posts one labelled instance booting the agent and waits for it
   CHECK(st->address == nat_ip);
   CHECK(st->address.starts_with("51.250."));
   REQUIRE(c.fake.guest_shutdown(h->id).ok());
+  st = run_sync(c.provider->describe(*h));
+  CHECK(st->state == InstanceState::exited);
+  CHECK(st->detail == "Yandex status STOPPING");
+  c.clock.advance(1);
   CHECK(run_sync(c.provider->describe(*h))->detail == "Yandex status STOPPED");
 }
 
@@ -161,6 +165,8 @@ TEST_CASE("an instance being deleted reads exited and is not adopted; a delete p
   auto st = run_sync(p->describe(*h));
   CHECK(st->state == InstanceState::exited);
   CHECK(st->detail == "Yandex status DELETING");
+  CHECK(run_sync(p->terminate(*h)).ok());  // the delete under way is enough
+  CHECK(c.fake.requests("instances.delete") == 2);
   auto retry = run_sync(p->create(offer(), spec("8")));
   CHECK(retry.code() == Code::unavailable);
   CHECK(retry.error().detail.find("being deleted") != std::string::npos);
