@@ -1,0 +1,257 @@
+#include "providers/azure/azure_provider.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdlib>
+
+#include "providers/instance_name.h"
+#include "providers/azure/azure_catalog.h"
+#include "providers/azure/ssh_key.h"
+
+namespace tsum::providers::azure {
+
+namespace {
+
+constexpr int kMaxListPages = 1000;
+constexpr std::string_view kRunTag = "tsum-run";
+constexpr std::size_t kMaxCustomData = 65535 * 3 / 4;  // Azure's 64 KiB, base64
+
+std::string api(std::string_view version) { return "api-version=" + std::string(version); }
+
+InstanceState state_of(const AzureVm& vm) {
+  if (vm.provisioning_state == "Deleting" || vm.provisioning_state == "Failed") return InstanceState::exited;
+  if (vm.power_state == "running") return InstanceState::running;
+  if (vm.power_state.empty() || vm.power_state == "starting") return InstanceState::pending;
+  return InstanceState::exited;  // stopping, stopped, deallocating, deallocated: a stopped VM still bills disks
+}
+
+Error provisioning_error(const std::string& what, const AsyncStatus& s) {
+  const bool capacity = s.error_code.find("Allocation") != std::string::npos || s.error_code == "SkuNotAvailable" ||
+                        s.error_code == "OperationNotAllowed";
+  return make_error(capacity ? Code::unavailable : Code::invalid_argument,
+                    what + " " + s.status + ": " + (s.error_code.empty() ? "no error code" : s.error_code) +
+                        (s.error_message.empty() ? "" : ": " + s.error_message));
+}
+
+std::string data_field(const InstanceHandle& h, const char* name, const std::string& fallback) {
+  return h.data.is_object() && h.data.value(name, "") != "" ? h.data.value(name, "") : fallback;
+}
+
+Task<void> sleep_for(std::chrono::milliseconds d) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
+  co_await timer.async_wait(boost::asio::use_awaitable);
+}
+
+}  // namespace
+
+Result<AzureCredentials> credentials_from_env() {
+  AzureCredentials c;
+  for (auto [name, field] : {std::pair{"AZURE_TENANT_ID", &c.tenant_id}, {"AZURE_CLIENT_ID", &c.client_id},
+                             {"AZURE_CLIENT_SECRET", &c.client_secret}, {"AZURE_SUBSCRIPTION_ID", &c.subscription_id}}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return make_error(Code::invalid_argument, std::string(name) + " must be set");
+    *field = v;
+  }
+  return c;
+}
+
+Result<std::unique_ptr<AzureProvider>> AzureProvider::make(AzureOptions opts) {
+  const std::string& sub = opts.credentials.subscription_id;
+  if (sub.empty() || sub.find_first_of("/?#%& ") != std::string::npos)
+    return make_error(Code::invalid_argument, "azure: no valid subscription id");
+  if (!valid_location(opts.location)) return make_error(Code::invalid_argument, "azure: location '" + opts.location + "' is not valid");
+  if (!valid_tag_text(opts.tag_name)) return make_error(Code::invalid_argument, "azure: tag name '" + opts.tag_name + "' is not valid");
+  auto made = AzureApi::make({.credentials = opts.credentials, .login_endpoint = opts.login_endpoint,
+                              .management_endpoint = opts.management_endpoint, .prices_endpoint = opts.prices_endpoint,
+                              .http = opts.http, .attempt_timeout = opts.attempt_timeout, .clock = opts.clock});
+  if (!made) return made.error();
+  return std::unique_ptr<AzureProvider>(new AzureProvider(std::move(opts), std::move(*made)));
+}
+
+AzureProvider::AzureProvider(AzureOptions opts, std::unique_ptr<AzureApi> api)
+    : opts_(std::move(opts)), api_(std::move(api)), ssh_public_key_(opts_.ssh_public_key) {}
+
+double AzureProvider::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
+
+std::string AzureProvider::group_path(const std::string& group) const {
+  return "subscriptions/" + opts_.credentials.subscription_id + "/resourceGroups/" + group;
+}
+
+std::string AzureProvider::group_name(const LaunchSpec& spec) { return instance_name_for(spec); }
+
+Task<Result<std::vector<Offer>>> AzureProvider::offers(const Requirements& req) {
+  if (!catalog_ || now_s() - catalog_at_s_ > static_cast<double>(opts_.catalog_ttl.count())) {
+    auto fetched = co_await fetch_catalog(*api_, opts_.credentials.subscription_id, opts_.location);
+    if (!fetched) co_return fetched.error();
+    catalog_ = std::move(*fetched);
+    catalog_at_s_ = now_s();
+  }
+  std::vector<Offer> out;
+  for (const auto& o : *catalog_)
+    if (satisfies(o, req))
+      out.push_back(o);
+  co_return out;
+}
+
+Result<VmSpec> AzureProvider::vm_spec(const Offer& offer, const LaunchSpec& spec) {
+  auto bad = [](const std::string& why) { return make_error(Code::invalid_argument, "azure: " + why); };
+  if (offer.instance_type.empty()) return bad("offer without a VM size");
+  if (spec.idempotency_token.empty()) return bad("create needs an idempotency token");
+  if (!valid_tag_text(spec.tag)) return bad("tag '" + spec.tag + "' is not a tag value tsum uses (letters, digits, _ . -)");
+  if (!valid_tag_text(spec.run_id)) return bad("run id '" + spec.run_id + "' is not a tag value tsum uses");
+  auto user_data = aws::cloud_init_user_data(spec, opts_.cloud_init);
+  if (!user_data) return user_data.error();
+  if (user_data->size() > kMaxCustomData) return bad("custom data over Azure's 64 KiB");
+  if (ssh_public_key_.empty()) {
+    auto key = throwaway_ssh_public_key();
+    if (!key) return key.error();
+    ssh_public_key_ = *key;
+  }
+  const std::string group = group_name(spec);
+  return VmSpec{.name = group, .location = opts_.location, .size = offer.instance_type, .image = opts_.image,
+                .disk_gb = opts_.disk_gb, .admin_username = opts_.admin_username, .ssh_public_key = ssh_public_key_,
+                .user_data = *user_data,
+                .subnet_id = "/" + group_path(group) + "/providers/Microsoft.Network/virtualNetworks/" + group + "-vnet/subnets/default",
+                .tags = {{opts_.tag_name, spec.tag}, {std::string(kRunTag), spec.run_id}}};
+}
+
+InstanceHandle AzureProvider::handle_of(const std::string& group, const std::string& location, const std::string& size,
+                                        double created_at) const {
+  return {"azure", group,
+          {{"subscription", opts_.credentials.subscription_id}, {"location", location}, {"vm", group},
+           {"vm_size", size}, {"created_at_s", created_at}}};
+}
+
+Task<Status> AzureProvider::wait_for(const std::string& what, const ArmReply& reply, std::chrono::milliseconds deadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  const bool by_status = !reply.async_operation.empty();
+  const std::string url = by_status ? reply.async_operation : reply.location;
+  for (bool done = url.empty(); !done;) {
+    if (std::chrono::steady_clock::now() + opts_.operation_poll > until)
+      co_return make_error(Code::timeout, "azure: " + what + " not done within " + std::to_string(deadline.count()) + " ms");
+    co_await sleep_for(opts_.operation_poll);
+    auto answer = co_await api_->arm_get(url);
+    if (!answer) co_return answer.error();
+    if (!by_status) {
+      done = answer->status != 202;  // the Location answers 202 until the operation is over
+      continue;
+    }
+    auto s = parse_async_status(answer->body);
+    if (!s) co_return s.error();
+    if (s->done() && s->status != "Succeeded") co_return provisioning_error("azure: " + what, *s);
+    done = s->done();
+  }
+  co_return Status{};
+}
+
+Task<Status> AzureProvider::claim_group(const VmSpec& vm, const LaunchSpec& spec) {
+  const std::string path = group_path(vm.name) + "?" + api(kResourcesApi);
+  std::string method = "GET", body;
+  auto existing = co_await api_->arm(method, path, body);
+  if (existing) {
+    auto g = parse_group(existing->body);
+    if (!g) co_return g.error();
+    auto run = g->tags.find(std::string(kRunTag));
+    if (run == g->tags.end() || run->second != spec.run_id || g->tags[opts_.tag_name] != spec.tag)
+      co_return make_error(Code::already_exists, "azure: resource group " + vm.name + " is taken by another run's group");
+  } else if (existing.code() != Code::not_found) {
+    co_return existing.error();
+  }
+  method = "PUT";
+  body = group_body(vm.location, vm.tags).dump();
+  auto put = co_await api_->arm(method, path, body);
+  if (!put) co_return put.error();
+  co_return Status{};
+}
+
+Task<Result<InstanceHandle>> AzureProvider::create(const Offer& offer, const LaunchSpec& spec) {
+  auto vm = vm_spec(offer, spec);
+  if (!vm) co_return vm.error();
+  const double created_at = now_s();
+  auto claimed = co_await claim_group(*vm, spec);
+  if (!claimed) co_return claimed.error();
+  const std::string method = "PUT";
+  const std::string vnet_path = group_path(vm->name) + "/providers/Microsoft.Network/virtualNetworks/" + vm->name +
+                                "-vnet?" + api(kNetworkApi);
+  const std::string vnet = vnet_body(vm->location, vm->tags).dump();
+  auto network = co_await api_->arm(method, vnet_path, vnet);
+  if (!network) co_return network.error();
+  auto network_ready = co_await wait_for("virtual network " + vm->name + "-vnet", *network, opts_.operation_deadline);
+  if (!network_ready) co_return network_ready.error();
+  const std::string vm_path = group_path(vm->name) + "/providers/Microsoft.Compute/virtualMachines/" + vm->name + "?" +
+                              api(kComputeApi);
+  const std::string body = vm_body(*vm).dump();
+  auto put = co_await api_->arm(method, vm_path, body);
+  if (!put) co_return put.error();
+  auto provisioned = co_await wait_for("virtual machine " + vm->name, *put, opts_.operation_deadline);
+  if (!provisioned && provisioned.code() != Code::timeout) {
+    const std::string del = "DELETE", group = group_path(vm->name) + "?" + api(kResourcesApi), none;
+    auto cleanup = co_await api_->arm(del, group, none);  // the launch failed: its group goes with it
+    if (!cleanup) co_return make_error(provisioned.code(), provisioned.error().detail + "; deleting its resource group failed too: " + cleanup.error().detail);
+    co_return make_error(provisioned.code(), provisioned.error().detail + "; its resource group is being deleted");
+  }
+  if (!provisioned) co_return provisioned.error();
+  co_return handle_of(vm->name, vm->location, vm->size, created_at);
+}
+
+Task<Result<std::string>> AzureProvider::public_ip(const std::string& group) {
+  const std::string path = group_path(group) + "/providers/Microsoft.Network/publicIPAddresses?" + api(kNetworkApi);
+  const std::string method = "GET", body;
+  auto answer = co_await api_->arm(method, path, body);
+  if (!answer) co_return answer.error();
+  co_return first_public_ip(answer->body);
+}
+
+Task<Result<InstanceStatus>> AzureProvider::describe(const InstanceHandle& h) {
+  if (!valid_group_name(h.id)) co_return make_error(Code::invalid_argument, "azure: handle without a valid resource group");
+  const std::string vm_name = data_field(h, "vm", h.id);
+  const std::string path = group_path(h.id) + "/providers/Microsoft.Compute/virtualMachines/" + vm_name +
+                           "?$expand=instanceView&" + api(kComputeApi);
+  const std::string method = "GET", body;
+  auto answer = co_await api_->arm(method, path, body);
+  if (!answer && answer.code() == Code::not_found) co_return InstanceStatus{InstanceState::gone, "Azure does not know the VM or its group", ""};
+  if (!answer) co_return answer.error();
+  auto vm = parse_vm(answer->body);
+  if (!vm) co_return vm.error();
+  InstanceStatus out{state_of(*vm), "Azure provisioning " + vm->provisioning_state +
+                                        (vm->power_state.empty() ? "" : ", PowerState/" + vm->power_state), ""};
+  if (out.state == InstanceState::exited) co_return out;
+  auto ip = co_await public_ip(h.id);
+  if (!ip) co_return ip.error();
+  out.address = *ip;
+  co_return out;
+}
+
+Task<Status> AzureProvider::terminate(const InstanceHandle& h) {
+  if (!valid_group_name(h.id)) co_return make_error(Code::invalid_argument, "azure: handle without a valid resource group");
+  const std::string path = group_path(h.id) + "?" + api(kResourcesApi), method = "DELETE", body;
+  auto answer = co_await api_->arm(method, path, body);
+  if (!answer && answer.code() == Code::not_found) co_return Status{};  // deleted already
+  if (!answer) co_return answer.error();
+  co_return co_await wait_for("deleting resource group " + h.id, *answer, opts_.delete_deadline);
+}
+
+Task<Result<std::vector<InstanceHandle>>> AzureProvider::list_tagged(std::string_view tag) {
+  if (!valid_tag_text(tag)) co_return make_error(Code::invalid_argument, "azure: tag '" + std::string(tag) + "' is not a tag value");
+  const std::string filter = "tagName eq '" + opts_.tag_name + "' and tagValue eq '" + std::string(tag) + "'";
+  const std::string path = "subscriptions/" + opts_.credentials.subscription_id + "/resourcegroups?" + api(kResourcesApi) +
+                           "&$filter=" + aws::uri_encode(filter);
+  std::vector<InstanceHandle> out;
+  std::string next;
+  for (int page = 0; page < kMaxListPages; ++page) {
+    const std::string method = "GET", body;
+    Result<ArmReply> answer = make_error(Code::internal, "no answer");
+    if (next.empty()) answer = co_await api_->arm(method, path, body);
+    else answer = co_await api_->arm_get(next);
+    if (!answer) co_return answer.error();
+    auto parsed = parse_group_page(answer->body);
+    if (!parsed) co_return parsed.error();
+    for (const auto& g : parsed->items) out.push_back(handle_of(g.name, g.location, "", 0));
+    if (parsed->next_link.empty()) co_return out;
+    next = parsed->next_link;
+  }
+  co_return make_error(Code::internal, "ARM resource groups: more than 1000 pages");
+}
+
+}  // namespace tsum::providers::azure

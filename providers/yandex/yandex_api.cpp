@@ -1,0 +1,161 @@
+#include "providers/yandex/yandex_api.h"
+
+#include <ctime>
+
+#include "common/json_util.h"
+#include "providers/aws/aws_api.h"
+#include "providers/http/redact.h"
+
+namespace tsum::providers::yandex {
+
+namespace {
+
+constexpr double kRefreshMarginS = 300;
+
+constexpr std::string_view grpc_code_name(int code) {
+  constexpr std::string_view kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                         "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                         "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+                                         "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  return code >= 0 && code <= 16 ? kNames[code] : "no gRPC code";
+}
+
+// {"code": 5, "message": "...", "details": [...]}
+Error api_error(const std::string& what, int status, const std::string& body) {
+  std::string code_name = "no gRPC code", message = body.substr(0, 200);
+  if (auto doc = parse_json_safely(body); doc && doc->is_object()) {
+    if (auto c = doc->find("code"); c != doc->end() && c->is_number_integer()) code_name = grpc_code_name(c->get<int>());
+    message = doc->value("message", "");
+  }
+  Code c = Code::invalid_argument;
+  if (status == 404) c = Code::not_found;
+  else if (status == 409) c = Code::already_exists;
+  else if (status == 429 || status >= 500) c = Code::unavailable;
+  return make_error(c, what + " (HTTP " + std::to_string(status) + "): " + code_name + (message.empty() ? "" : ": " + message));
+}
+
+Result<std::string> endpoint(const std::string& url, const char* fallback, const char* name) {
+  auto base = aws::parse_base_url(url.empty() ? std::string(fallback) : url);
+  if (!base) return make_error(Code::invalid_argument, std::string("yandex: ") + name + " " + base.error().detail);
+  return base->url;
+}
+
+bool digits(std::string_view s, std::size_t at, std::size_t n, int& out) {
+  if (at + n > s.size()) return false;
+  out = 0;
+  for (std::size_t i = at; i < at + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<double> parse_rfc3339(std::string_view s) {
+  auto bad = [&] { return make_error(Code::invalid_argument, "not an RFC 3339 time: '" + std::string(s.substr(0, 40)) + "'"); };
+  std::tm tm{};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (!digits(s, 0, 4, y) || s.size() < 20 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' || !digits(s, 8, 2, d) ||
+      (s[10] != 'T' && s[10] != 't') || !digits(s, 11, 2, h) || s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' ||
+      !digits(s, 17, 2, sec) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+    return bad();
+  std::size_t at = 19;
+  double fraction = 0;
+  if (s[at] == '.') {
+    double scale = 0.1;
+    for (++at; at < s.size() && s[at] >= '0' && s[at] <= '9'; ++at, scale /= 10) fraction += (s[at] - '0') * scale;
+  }
+  int offset_s = 0;
+  const bool utc = at + 1 == s.size() && (s[at] == 'Z' || s[at] == 'z');
+  if (!utc) {
+    int oh = 0, om = 0;
+    if (at + 6 != s.size() || (s[at] != '+' && s[at] != '-') || !digits(s, at + 1, 2, oh) || s[at + 3] != ':' ||
+        !digits(s, at + 4, 2, om))
+      return bad();
+    offset_s = (s[at] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+  }
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  return static_cast<double>(timegm(&tm)) + fraction - offset_s;
+}
+
+Result<std::unique_ptr<YandexApi>> YandexApi::make(YandexApiOptions opts) {
+  if (opts.key.id.empty() || opts.key.service_account_id.empty() || opts.key.private_key_pem.empty())
+    return make_error(Code::invalid_argument, "yandex: no authorized key (id, service_account_id and private_key)");
+  if (opts.iam_endpoint.empty()) opts.iam_endpoint = std::string(kDefaultIamTokenUrl);
+  if (auto iam = aws::parse_base_url(opts.iam_endpoint); !iam) return make_error(Code::invalid_argument, "yandex: IAM " + iam.error().detail);
+  auto compute = endpoint(opts.compute_endpoint, "https://compute.api.cloud.yandex.net/compute/v1", "compute");
+  if (!compute) return compute.error();
+  auto operation = endpoint(opts.operation_endpoint, "https://operation.api.cloud.yandex.net/operations", "operation");
+  if (!operation) return operation.error();
+  auto billing = endpoint(opts.billing_endpoint, "https://billing.api.cloud.yandex.net/billing/v1", "billing");
+  if (!billing) return billing.error();
+  auto api = std::unique_ptr<YandexApi>(new YandexApi(std::move(opts)));
+  api->compute_ = *compute;
+  api->operation_ = *operation;
+  api->billing_ = *billing;
+  return api;
+}
+
+YandexApi::YandexApi(YandexApiOptions opts) : opts_(std::move(opts)), http_(opts_.http) {}
+
+double YandexApi::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
+
+Error YandexApi::redacted(Error e) const {
+  e.detail = http::redact(std::move(e.detail), {iam_token_, last_jwt_, opts_.key.private_key_pem});
+  return e;
+}
+
+Task<Status> YandexApi::refresh_token() {
+  const double now = now_s();
+  auto jwt = make_ps256_jwt(opts_.key, opts_.iam_endpoint, static_cast<long long>(now));
+  if (!jwt) co_return jwt.error();
+  last_jwt_ = *jwt;
+  const http::HttpRequest req{.method = "POST", .url = opts_.iam_endpoint, .headers = {{"Content-Type", "application/json"}},
+                              .body = nlohmann::json{{"jwt", *jwt}}.dump(), .timeout = opts_.attempt_timeout};
+  auto res = co_await http_.send(req);
+  const std::string what = "IAM token for service account " + opts_.key.service_account_id;
+  if (!res) co_return redacted(make_error(res.code(), what + ": " + res.error().detail));
+  if (res->status != 200) co_return redacted(api_error(what, res->status, res->body));
+  auto doc = parse_json_safely(res->body);
+  if (!doc || !doc->is_object() || !(*doc)["iamToken"].is_string() || !(*doc)["expiresAt"].is_string())
+    co_return make_error(Code::internal, what + ": the answer has no iamToken and expiresAt");
+  auto expires = parse_rfc3339((*doc)["expiresAt"].get<std::string>());
+  if (!expires) co_return make_error(Code::internal, what + ": expiresAt: " + expires.error().detail);
+  iam_token_ = (*doc)["iamToken"].get<std::string>();
+  token_expires_s_ = *expires;
+  co_return Status{};
+}
+
+Task<Result<nlohmann::json>> YandexApi::call(Service service, const std::string& method, const std::string& path_and_query,
+                                             const std::string& body) {
+  const std::string& base = service == Service::compute ? compute_ : service == Service::operation ? operation_ : billing_;
+  const char* name = service == Service::compute ? "Compute " : service == Service::operation ? "Operation " : "Billing ";
+  const std::string what = name + method + " /" + path_and_query.substr(0, path_and_query.find('?'));
+  for (int attempt = 1;; ++attempt) {
+    if (iam_token_.empty() || now_s() > token_expires_s_ - kRefreshMarginS) {
+      auto refreshed = co_await refresh_token();
+      if (!refreshed) co_return refreshed.error();
+    }
+    http::HttpRequest req{.method = method, .url = base + path_and_query,
+                          .headers = {{"Authorization", "Bearer " + iam_token_}}, .body = body, .timeout = opts_.attempt_timeout};
+    if (!body.empty()) req.headers.emplace_back("Content-Type", "application/json");
+    auto res = co_await http_.send(req);
+    if (!res) co_return redacted(make_error(res.code(), what + ": " + res.error().detail));
+    if (res->status == 401 && attempt == 1) {
+      iam_token_.clear();  // revoked or expired early: one more try with a fresh token
+      continue;
+    }
+    if (res->status < 200 || res->status > 299) co_return redacted(api_error(what, res->status, res->body));
+    auto doc = parse_json_safely(res->body.empty() ? "{}" : res->body);
+    if (!doc || !doc->is_object()) co_return make_error(Code::internal, what + ": the answer is not a JSON object");
+    co_return std::move(*doc);
+  }
+}
+
+}  // namespace tsum::providers::yandex

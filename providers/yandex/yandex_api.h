@@ -1,0 +1,75 @@
+// YandexApi: authorized JSON calls to the Yandex Cloud REST APIs tsum's adapter uses, over HttpClient (with
+// its retries): Compute (compute/v1), Operation (operations/{id}) and Billing (billing/v1).
+//
+// Authorization: a PS256 JWT made from the service account's authorized key (ps256_jwt.h) is exchanged at
+// the IAM token endpoint (POST {"jwt": ...}) for an IAM token, kept until 5 minutes before its expiresAt and
+// sent as "Authorization: Bearer". An API answer of 401 drops the token and the call is tried once more
+// with a fresh one.
+// Failures come back as Errors whose detail names the call, the HTTP status and Yandex's gRPC code and
+// message:
+//   not_found        404 (NOT_FOUND)
+//   already_exists   409 (ALREADY_EXISTS: an instance name in use in the folder)
+//   unavailable      429 (RESOURCE_EXHAUSTED), 5xx (UNAVAILABLE, INTERNAL), connection failures
+//   timeout          no answer within the deadline
+//   invalid_argument authentication and request errors (other 4xx)
+// No detail ever holds the private key, the JWT or an IAM token (http/redact.h).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "providers/http/http_client.h"
+#include "providers/yandex/ps256_jwt.h"
+
+namespace tsum::providers::yandex {
+
+using http::Task;
+
+enum class Service { compute, operation, billing };
+
+struct YandexApiOptions {
+  AuthorizedKey key = {};
+  std::string iam_endpoint;        // the token URL (and the JWT's audience), e.g. https://iam.api.cloud.yandex.net/iam/v1/tokens
+  std::string compute_endpoint;    // e.g. https://compute.api.cloud.yandex.net/compute/v1
+  std::string operation_endpoint;  // e.g. https://operation.api.cloud.yandex.net/operations
+  std::string billing_endpoint;    // e.g. https://billing.api.cloud.yandex.net/billing/v1
+  http::HttpClientOptions http = {};
+  std::chrono::milliseconds attempt_timeout{30000};
+  const Clock* clock = nullptr;    // JWT and token-expiry time; null: the system clock
+};
+
+// "2024-05-01T12:34:56.789Z" (or with +hh:mm) -> seconds since the epoch; invalid_argument otherwise.
+Result<double> parse_rfc3339(std::string_view text);
+
+class YandexApi {
+ public:
+  // invalid_argument for a key without id, account or private key, or a malformed endpoint.
+  static Result<std::unique_ptr<YandexApi>> make(YandexApiOptions opts);
+
+  // method on <service endpoint>/<path_and_query> with a JSON body (empty: none); the answer's JSON.
+  // Arguments are read until the task completes: co_await it at once, with named arguments.
+  Task<Result<nlohmann::json>> call(Service service, const std::string& method, const std::string& path_and_query,
+                                    const std::string& body);
+
+  const YandexApiOptions& options() const { return opts_; }
+
+ private:
+  explicit YandexApi(YandexApiOptions opts);
+  double now_s() const;
+  Task<Status> refresh_token();
+  Error redacted(Error e) const;
+
+  YandexApiOptions opts_;
+  std::string compute_, operation_, billing_;  // with a trailing '/'
+  SystemClock system_clock_;
+  std::string iam_token_;
+  double token_expires_s_ = 0;
+  std::string last_jwt_;
+  http::HttpClient http_;
+};
+
+}  // namespace tsum::providers::yandex

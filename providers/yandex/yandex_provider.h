@@ -1,0 +1,99 @@
+// The Yandex Cloud provider: instances are on-demand Compute VMs in one zone and folder, booted from a
+// configured image with cloud-init user data (aws/cloud_init.h, as metadata user-data) that starts the tsum
+// agent, with a public IPv4 (one-to-one NAT) on a configured subnet.
+//   create     POST /compute/v1/instances, then the operation is polled (the Operation API) until done or
+//              operation_deadline. Labels <label_key>=<tag> and tsum-run=<run id>. Instance names are unique
+//              in a folder and tsum's derives from the idempotency token (tsum-<run>-<8 hex>): a retried
+//              create (a lost answer) meets ALREADY_EXISTS and adopts the instance of that name when its
+//              labels name the same run (not one being deleted). The boot disk is autoDelete.
+//   describe   GET /compute/v1/instances/{id}: PROVISIONING/STARTING -> pending, RUNNING -> running,
+//              STOPPING, STOPPED, RESTARTING, UPDATING, ERROR, CRASHED, DELETING -> exited, 404 -> gone. The
+//              address is primaryV4Address.oneToOneNat.address.
+//   terminate  DELETE /compute/v1/instances/{id}, then its operation is polled until done or delete_deadline
+//              (timeout; calling again is safe). 404 counts as deleted, and so does a refusal (FAILED_PRECONDITION)
+//              of an instance already DELETING.
+//   list_tagged Yandex cannot filter by label server-side: every page of the folder's instances
+//              (nextPageToken), kept when their <label_key> label is the tag.
+//   offers     yandex_catalog.h: the configured shapes priced from Billing SKUs, kept for catalog_ttl.
+// Every call goes through YandexApi: an IAM token from a PS256 JWT, retried by HttpClient on 429 and 5xx.
+// Not thread-safe: call from one thread (the daemon's io_context).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "providers/aws/cloud_init.h"
+#include "providers/provider.h"
+#include "providers/yandex/yandex_api.h"
+#include "providers/yandex/yandex_catalog.h"
+#include "providers/yandex/yandex_json.h"
+
+namespace tsum::providers::yandex {
+
+struct YandexOptions {
+  AuthorizedKey key = {};                  // see key_from_env()
+  std::string folder_id = {};              // see folder_from_env()
+  std::string zone = "ru-central1-a";
+  std::string subnet_id = {};              // a subnet of the zone; required
+  std::string image_id = {};               // e.g. the latest of family ubuntu-2204-lts in folder standard-images; required
+  int disk_gb = 30;
+  std::string disk_type = "network-ssd";
+  std::vector<Shape> shapes = default_shapes();
+  std::string currency = "RUB";            // RUB, USD or KZT, as the Billing API prices
+  std::string label_key = "tsum";          // the ownership label's key; its value is LaunchSpec::tag
+  std::string iam_endpoint = {};           // URL overrides; empty: Yandex's
+  std::string compute_endpoint = {};
+  std::string operation_endpoint = {};
+  std::string billing_endpoint = {};
+  aws::CloudInitOptions cloud_init = {};
+  http::HttpClientOptions http = {};       // CA file, retry policy
+  std::chrono::milliseconds attempt_timeout{30000};
+  std::chrono::milliseconds operation_deadline{std::chrono::minutes(5)};
+  std::chrono::milliseconds delete_deadline{std::chrono::minutes(5)};
+  std::chrono::milliseconds operation_poll{2000};
+  std::chrono::seconds catalog_ttl{3600};
+  const Clock* clock = nullptr;            // null: the system clock
+};
+
+// The authorized key file named by YC_SERVICE_ACCOUNT_KEY_FILE; invalid_argument when unset or unreadable.
+Result<AuthorizedKey> key_from_env();
+// YC_FOLDER_ID; invalid_argument when unset.
+Result<std::string> folder_from_env();
+
+class YandexProvider final : public Provider {
+ public:
+  // invalid_argument for a missing key, folder, subnet or image, a bad zone or label key, an empty shape
+  // list or a malformed endpoint.
+  static Result<std::unique_ptr<YandexProvider>> make(YandexOptions opts);
+
+  std::string_view name() const override { return "yandex"; }
+  Capabilities capabilities() const override { return {.gpus = true, .spot = false, .docker = false, .native = true}; }
+  Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
+  Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
+  Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<Status> terminate(const InstanceHandle& h) override;
+  Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
+
+  // The instance name for a launch: tsum-<run id, cleaned>-<8 hex of the token's SHA-256>.
+  static std::string instance_name(const LaunchSpec& spec);
+
+ private:
+  YandexProvider(YandexOptions opts, std::unique_ptr<YandexApi> api);
+  double now_s() const;
+  Result<CreateInstance> create_spec(const Offer& offer, const LaunchSpec& spec) const;
+  Task<Result<YandexOperation>> wait_for(YandexOperation op, std::chrono::milliseconds deadline);
+  Task<Result<InstanceHandle>> adopt(const CreateInstance& c, const LaunchSpec& spec, double created_at);
+  InstanceHandle handle_of(const std::string& id, const std::string& name, const std::string& platform, double created_at) const;
+
+  YandexOptions opts_;
+  std::unique_ptr<YandexApi> api_;
+  SystemClock system_clock_;
+  std::optional<std::vector<Offer>> catalog_;
+  double catalog_at_s_ = 0;
+};
+
+}  // namespace tsum::providers::yandex
