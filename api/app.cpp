@@ -57,12 +57,18 @@ Result<std::string> instance_tag(daemon::Db& db) {
 
 Status add_configured_providers(daemon::DaemonConfig& config, const std::string& state_dir,
                                 daemon::ProviderRegistry& registry, daemon::ProviderCallMetrics* metrics) {
-  if (!config.ssh) return {};
-  config.ssh->state_dir = state_dir;
-  if (auto s = daemon::materialize_env_keys(config); !s) return s;
-  auto ssh = std::make_unique<providers::SshProvider>(*config.ssh);
-  if (metrics) registry.add(std::make_unique<daemon::MeteredProvider>(std::move(ssh), *metrics));
-  else registry.add(std::move(ssh));
+  auto clouds = daemon::make_cloud_providers(config.clouds);
+  if (!clouds) return clouds.error();
+  std::vector<std::unique_ptr<providers::Provider>> all = std::move(*clouds);
+  if (config.ssh) {
+    config.ssh->state_dir = state_dir;
+    if (auto s = daemon::materialize_env_keys(config); !s) return s;
+    all.push_back(std::make_unique<providers::SshProvider>(*config.ssh));
+  }
+  for (auto& p : all) {
+    if (metrics) registry.add(std::make_unique<daemon::MeteredProvider>(std::move(p), *metrics));
+    else registry.add(std::move(p));
+  }
   return {};
 }
 

@@ -45,7 +45,7 @@ struct AppOptions {
   std::string trace_billing = "per_second_60s_min";  // the billing rule its offers name
 };
 
-// Adds the providers the config file names (today: ssh) to `registry`, keeping their state under state_dir.
+// Adds the providers the config file names (ssh and the clouds) to `registry`, keeping their state under state_dir.
 Status add_configured_providers(daemon::DaemonConfig& config, const std::string& state_dir,
                                 daemon::ProviderRegistry& registry, daemon::ProviderCallMetrics* metrics);
 

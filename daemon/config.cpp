@@ -7,94 +7,22 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "billing/billing_rule.h"
+#include "daemon/config_fields.h"
 
 namespace tsum::daemon {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace config_detail;
 
 namespace {
-
-// The fields of one JSON object, taken one by one; whatever is left over is an unknown field.
-class Fields {
- public:
-  Fields(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
-
-  Status is_object() const {
-    if (!j_.is_object()) return bad(path_, "must be an object");
-    return {};
-  }
-  static Error bad(const std::string& path, const std::string& what) {
-    return make_error(Code::invalid_argument, path + ": " + what);
-  }
-  std::string at(const std::string& key) const { return path_ + "." + key; }
-  bool has(const std::string& key) const { return j_.contains(key); }
-  const json& raw(const std::string& key) {
-    seen_.insert(key);
-    return j_.at(key);
-  }
-
-  Status text(const std::string& key, std::string* out, bool required = false) {
-    if (!has(key)) return required ? Status(bad(at(key), "is required")) : Status();
-    const auto& v = raw(key);
-    if (!v.is_string()) return bad(at(key), "must be a string");
-    *out = v.get<std::string>();
-    if (required && out->empty()) return bad(at(key), "must not be empty");
-    return {};
-  }
-  Status integer(const std::string& key, int* out, int min, int max, bool required = false) {
-    if (!has(key)) return required ? Status(bad(at(key), "is required")) : Status();
-    const auto& v = raw(key);
-    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max)
-      return bad(at(key), "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
-    *out = v.get<int>();
-    return {};
-  }
-  Status number(const std::string& key, double* out, bool required = false) {
-    if (!has(key)) return required ? Status(bad(at(key), "is required")) : Status();
-    const auto& v = raw(key);
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
-      return bad(at(key), "must be a number >= 0");
-    *out = v.get<double>();
-    return {};
-  }
-  Status seconds(const std::string& key, std::chrono::seconds* out) {
-    int s = static_cast<int>(out->count());
-    if (auto st = integer(key, &s, 1, 86400); !st) return st;
-    *out = std::chrono::seconds(s);
-    return {};
-  }
-  Status no_unknown() const {
-    for (const auto& [k, _] : j_.items())
-      if (!seen_.count(k)) return bad(at(k), "unknown field");
-    return {};
-  }
-
- private:
-  const json& j_;
-  std::string path_;
-  std::set<std::string> seen_;
-};
-
-bool safe_name(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
-  return s[0] != '.' && s[0] != '-';
-}
-
-bool safe_path(const std::string& s) {
-  if (s.size() < 2 || s[0] != '/') return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && !strchr("/_.-", c)) return false;
-  return s.find("..") == std::string::npos;
-}
 
 Status parse_host(const json& j, const std::string& path, const std::string& dir, providers::SshHost* h,
                   std::optional<std::string>* key_env) {
@@ -152,18 +80,6 @@ Status parse_ssh(const json& j, const std::string& dir, DaemonConfig* out) {
   return {};
 }
 
-Status check_mode(const std::string& path, mode_t forbidden, const std::string& why) {
-  struct stat st{};
-  if (stat(path.c_str(), &st) != 0) return make_error(Code::invalid_argument, path + ": " + strerror(errno));
-  if (!S_ISREG(st.st_mode)) return make_error(Code::invalid_argument, path + ": not a regular file");
-  if (st.st_mode & forbidden) {
-    char mode[8];
-    snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return make_error(Code::invalid_argument, path + " has mode " + mode + ": " + why);
-  }
-  return {};
-}
-
 }  // namespace
 
 Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir) {
@@ -176,10 +92,15 @@ Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir)
     const auto& providers = top.raw("providers");
     Fields p(providers, "providers");
     if (auto s = p.is_object(); !s) return s.error();
-    if (p.has("ssh"))
-      if (auto s = parse_ssh(p.raw("ssh"), dir, &out); !s) return s.error();
-    for (const auto& [k, _] : providers.items())
-      if (k != "ssh") return Fields::bad("providers." + k, "unknown provider (known: ssh)");
+    for (const auto& [k, v] : providers.items()) {
+      Status s;
+      if (k == "ssh") s = parse_ssh(v, dir, &out);
+      else if (std::find(std::begin(kCloudNames), std::end(kCloudNames), k) != std::end(kCloudNames))
+        s = parse_cloud_section(k, v, dir, &out.clouds);
+      else
+        return Fields::bad("providers." + k, "unknown provider (known: ssh, aws, gce, azure, hetzner, yandex)");
+      if (!s) return s.error();
+    }
   }
   if (auto s = top.no_unknown(); !s) return s.error();
   return out;
@@ -194,6 +115,7 @@ Result<DaemonConfig> load_config(const std::string& path) {
   std::error_code ec;
   auto config = parse_config(text, fs::absolute(path, ec).parent_path().string());
   if (!config) return make_error(Code::invalid_argument, path + ": " + config.error().detail);
+  if (auto s = resolve_cloud_secrets(config->clouds); !s) return make_error(Code::invalid_argument, path + ": " + s.error().detail);
   if (!config->ssh) return config;
   for (const auto& h : config->ssh->hosts) {
     if (!h.power_on.empty() || !h.power_off.empty())

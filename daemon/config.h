@@ -1,10 +1,10 @@
 // The daemon's config file (`tsumd serve --config FILE`): JSON with one section per provider under
-// "providers". Today it has "ssh" (providers/ssh); other providers add their sections here. The format is
-// documented in docs/config.md.
+// "providers": "ssh" (providers/ssh) and the clouds "aws", "gce", "azure", "hetzner", "yandex"
+// (daemon/cloud_config.h). The format is documented in docs/config.md.
 //
 // Every field is checked: an unknown field, a wrong type or a value out of range is an invalid_argument that
 // names the field by its path, e.g. `providers.ssh.hosts[1].prot: unknown field`. Secrets never sit in the
-// file: keys are read from the files (key_file) or environment variables (key_env) it names. load_config also
+// file: keys are read from the files (key_file, *_file) or environment variables (key_env, *_env) it names. load_config also
 // refuses a config file that others may write (it names commands the daemon runs), one that others may read
 // while it names power_on / power_off commands (these usually carry credentials), and a key file that group or
 // others may read.
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "daemon/cloud_config.h"
 #include "providers/ssh/ssh_options.h"
 
 namespace tsum::daemon {
@@ -28,12 +29,14 @@ struct SshKeyFromEnv {
 struct DaemonConfig {
   std::optional<providers::SshOptions> ssh;  // state_dir left empty: the daemon fills it
   std::vector<SshKeyFromEnv> ssh_env_keys;   // hosts whose key comes from the environment
+  CloudConfig clouds;                        // secrets read by load_config, not by parse_config
 };
 
 // Parses the text of a config file. `dir` resolves relative key_file paths. No file-system checks.
 Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir);
 
-// Reads, parses and checks the file (permissions of the file and of every key file).
+// Reads, parses and checks the file (permissions of the file and of every key file), and reads the clouds'
+// secrets.
 Result<DaemonConfig> load_config(const std::string& path);
 
 // For every host whose key comes from the environment: writes the variable's value to

@@ -4,7 +4,7 @@
 //               [--max-concurrent N] [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
 //               [--monthly-budget USD] [--trace FILE.csv [--trace-speed N] [--trace-billing RULE]]
 //               [--config FILE]
-//   tsumd offers --config FILE [--provider NAME] [--json]
+//   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
 //   tsumd token create --db PATH [--scope admin|metrics]
 //   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
 //   tsumd experiment|runs|plan|schedule|token ...   client commands against a running daemon (api/cli_client.h)
@@ -24,7 +24,7 @@
 #include "api/cli_client.h"
 #include "api/quickstart.h"
 #include "daemon/config.h"
-#include "providers/ssh/ssh_provider.h"
+#include "daemon/offers_cmd.h"
 #include "billing/plan_cli.h"
 #include "sql/migrations.h"
 
@@ -37,7 +37,7 @@ constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
               [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR] [--monthly-budget USD]
               [--config FILE] [--trace FILE.csv [--trace-speed N] [--trace-billing RULE]]   (docs/trace.md)
-  tsumd offers --config FILE [--provider NAME] [--json]
+  tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
   tsumd plan --from-csv FILE --objective cost|time|cost_under_deadline [--deadline S] [--billing RULE]
@@ -178,43 +178,6 @@ int serve(std::map<std::string, std::string> flags) {
   return rc;
 }
 
-// The offers of the providers a config file names, as a table or as JSON.
-int offers(std::map<std::string, std::string> flags) {
-  if (flags["config"].empty()) return usage_error("offers needs --config FILE");
-  auto config = daemon::load_config(flags["config"]);
-  if (!config) {
-    std::cerr << "tsumd: " << config.error().detail << "\n";
-    return 1;
-  }
-  std::string only = flags.count("provider") ? flags["provider"] : "";
-  if (!only.empty() && only != "ssh") return usage_error("--provider: the config file configures no '" + only + "'");
-  std::vector<providers::Offer> all;
-  if (config->ssh) {
-    asio::io_context io;
-    providers::SshProvider ssh(*config->ssh);  // listing offers touches neither the hosts nor the state dir
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-      const providers::Requirements any;
-      if (auto o = co_await ssh.offers(any)) all = *o;
-    }, asio::detached);
-    io.run();
-  }
-  if (flags["json"] == "true") {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& o : all)
-      out.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
-                     {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
-                     {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
-                     {"billing_rule", o.billing_rule}, {"note", o.note}});
-    std::cout << out.dump(2) << "\n";
-    return 0;
-  }
-  std::printf("%-8s %-20s %6s %5s %12s  %-16s %s\n", "PROVIDER", "TYPE", "VCPUS", "GPUS", "USD/HOUR", "BILLING", "ADDRESS");
-  for (const auto& o : all)
-    std::printf("%-8s %-20s %6d %5d %12.4f  %-16s %s\n", o.provider.c_str(), o.instance_type.c_str(), o.vcpus, o.gpus,
-                o.hourly_price, o.billing_rule.c_str(), o.region.c_str());
-  return 0;
-}
-
 int token_create(std::map<std::string, std::string> flags) {
   if (flags["db"].empty()) return usage_error("token create needs --db PATH");
   auto db = daemon::Db::open(flags["db"]);
@@ -264,9 +227,11 @@ int main(int argc, char** argv) {
     bool json = false;
     std::erase_if(rest, [&](const std::string& a) { return a == "--json" && (json = true); });
     rest.insert(rest.begin(), "offers");
-    if (!parse_flags(rest, 1, flags, err) || !only_known(flags, {"config", "provider"}, err)) return usage_error(err);
-    if (json) flags["json"] = "true";
-    return offers(flags);
+    if (!parse_flags(rest, 1, flags, err) || !only_known(flags, {"config", "provider", "catalog-out"}, err))
+      return usage_error(err);
+    if (flags["config"].empty()) return usage_error("offers needs --config FILE");
+    if (flags.count("catalog-out") && flags["provider"].empty()) return usage_error("--catalog-out needs --provider NAME");
+    return daemon::offers_command(flags["config"], flags["provider"], json, flags["catalog-out"]);
   }
   if (args[0] == "token" && args.size() > 1 && args[1] == "create") {
     if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db", "scope"}, err)) return usage_error(err);

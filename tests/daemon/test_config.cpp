@@ -67,7 +67,7 @@ TEST_CASE("a config with two ssh hosts: values, defaults and relative key paths"
 
 TEST_CASE("unknown fields, wrong types and bad values are errors naming the field") {
   CHECK(error_of(R"({"provider": {}})") == "config.provider: unknown field");
-  CHECK(error_of(R"({"providers": {"gce": {}}})") == "providers.gce: unknown provider (known: ssh)");
+  CHECK(error_of(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, aws, gce, azure, hetzner, yandex)");
   CHECK(error_of(R"({"providers": {"ssh": {"hosts": []}}})") == "providers.ssh.hosts: must be a non-empty array of hosts");
   CHECK(error_of(R"({"providers": {"ssh": {"hosts": [{}], "x": 1}}})") == "providers.ssh.hosts[0].name: is required");
   CHECK(error_of(one_host(R"(,"prot":22)")) == "providers.ssh.hosts[0].prot: unknown field");
@@ -136,4 +136,114 @@ TEST_CASE("a key from the environment is written to the state dir with mode 0600
   std::string text{std::istreambuf_iterator<char>(in), {}};
   CHECK(text == "-----BEGIN KEY-----\nabc\n-----END KEY-----\n");
   unsetenv("GPU_KEY");
+}
+
+// ---- the cloud sections ----
+
+namespace {
+
+const char* kFiveClouds = R"({"providers": {
+  "aws": {"region": "eu-west-1", "image_id": "ami-1", "access_key_id": "AKID1", "secret_access_key_env": "T_AWS_SECRET",
+          "security_group_ids": ["sg-1", "sg-2"], "ec2_endpoint": "https://127.0.0.1:1", "ca_file": "ca.pem",
+          "cloud_init_dir": "/opt/t", "max_lifetime_min": 90, "attempt_timeout_s": 7, "catalog_ttl_s": 60},
+  "gce": {"service_account_file": "sa.json", "zone": "europe-west4-a", "max_run_duration_s": 3600, "operation_poll_ms": 250},
+  "azure": {"tenant_id": "t", "client_id": "c", "subscription_id": "s", "client_secret_file": "/etc/az", "location": "eastus"},
+  "hetzner": {"token_env": "T_HCLOUD", "location": "hel1", "ssh_keys": ["me"]},
+  "yandex": {"key_file": "yc.json", "folder_id": "f", "subnet_id": "sn", "image_id": "im", "currency": "USD"}}})";
+
+}  // namespace
+
+TEST_CASE("the five cloud sections: values, defaults, secrets named but not read by parse_config") {
+  auto c = parse_config(kFiveClouds, "/etc/tsum");
+  REQUIRE(c);
+  const auto& cl = c->clouds;
+  CHECK(cl.names() == std::vector<std::string>{"aws", "gce", "azure", "hetzner", "yandex"});
+  const auto& aws = cl.aws->options;
+  CHECK(aws.region == "eu-west-1");
+  CHECK(aws.credentials.access_key_id == "AKID1");
+  CHECK(aws.credentials.secret_access_key.empty());
+  CHECK(cl.aws->secret_access_key.env == "T_AWS_SECRET");
+  CHECK_FALSE(cl.aws->session_token.named());
+  CHECK(aws.security_group_ids == std::vector<std::string>{"sg-1", "sg-2"});
+  CHECK(aws.http.ca_file == "/etc/tsum/ca.pem");
+  CHECK(aws.cloud_init.dir == "/opt/t");
+  CHECK(aws.cloud_init.max_lifetime == std::chrono::minutes(90));
+  CHECK(aws.attempt_timeout == std::chrono::seconds(7));
+  CHECK(aws.catalog_ttl == std::chrono::seconds(60));
+  CHECK(aws.pricing_endpoint.empty());  // the provider's own
+  CHECK(cl.gce->service_account.file == "/etc/tsum/sa.json");
+  CHECK(cl.gce->options.zone == "europe-west4-a");
+  CHECK(cl.gce->options.max_run_duration == std::chrono::seconds(3600));
+  CHECK(cl.gce->options.operation_poll == std::chrono::milliseconds(250));
+  CHECK(cl.gce->options.cloud_init.dir == "/opt/tsum");
+  CHECK(cl.azure->client_secret.file == "/etc/az");
+  CHECK(cl.azure->options.credentials.subscription_id == "s");
+  CHECK(cl.hetzner->options.location == "hel1");
+  CHECK(cl.hetzner->options.ssh_keys == std::vector<std::string>{"me"});
+  CHECK(cl.yandex->key.file == "/etc/tsum/yc.json");
+  CHECK(cl.yandex->options.currency == "USD");
+  CHECK(cl.yandex->options.zone == "ru-central1-a");
+}
+
+TEST_CASE("cloud sections: unknown fields, missing and doubled secrets, bad URLs are errors naming the field") {
+  CHECK(error_of(R"({"providers":{"hetzner":{"token_env":"X","locaton":"hel1"}}})") == "providers.hetzner.locaton: unknown field");
+  CHECK(error_of(R"({"providers":{"hetzner":{}}})") == "providers.hetzner.token: needs token_env or token_file");
+  CHECK(error_of(R"({"providers":{"hetzner":{"token_env":"X","token_file":"/t"}}})") ==
+        "providers.hetzner.token: give token_env or token_file, not both");
+  CHECK(error_of(R"({"providers":{"hetzner":{"token_env":"X","endpoint":"ftp://x"}}})") ==
+        "providers.hetzner.endpoint: must be an http:// or https:// URL");
+  CHECK(error_of(R"({"providers":{"aws":{"access_key_id":"A","secret_access_key_env":"S"}}})") == "providers.aws.image_id: is required");
+  CHECK(error_of(R"({"providers":{"aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"S","security_group_ids":"sg"}}})") ==
+        "providers.aws.security_group_ids: must be an array of strings");
+  CHECK(error_of(R"({"providers":{"gce":{"service_account_env":"G","cloud_init_dir":"opt"}}})") ==
+        "providers.gce.cloud_init_dir: must be an absolute path of letters, digits, / _ . -");
+  CHECK(error_of(R"({"providers":{"azure":{"tenant_id":"t","client_id":"c","client_secret_env":"S"}}})") ==
+        "providers.azure.subscription_id: is required");
+  CHECK(error_of(R"({"providers":{"yandex":{"key_env":"K","folder_id":"f","subnet_id":"s","image_id":"i","operation_poll_ms":1}}})") ==
+        "providers.yandex.operation_poll_ms: must be an integer from 10 to 60000");
+  CHECK(error_of(R"({"providers":{"aws":[]}})") == "providers.aws: must be an object");
+}
+
+TEST_CASE("load_config reads cloud secrets from env and files, refuses loose secret files, never repeats a secret") {
+  TempDir d;
+  const std::string secret = "hcloud-Zq9-very-secret";
+  write(d, "hz", secret + "\n", 0600);
+  auto from_file = load_config(write(d, "f.json", R"({"providers":{"hetzner":{"token_file":"hz"}}})", 0644));
+  REQUIRE(from_file);
+  CHECK(from_file->clouds.hetzner->options.token == secret);  // the final newline dropped
+
+  chmod(d.file("hz").c_str(), 0640);
+  auto loose = load_config(d.file("f.json"));
+  REQUIRE_FALSE(loose);
+  CHECK(loose.error().detail.find("providers.hetzner.token") != std::string::npos);
+  CHECK(loose.error().detail.find("chmod 600") != std::string::npos);
+  CHECK(loose.error().detail.find(secret) == std::string::npos);
+
+  unsetenv("T_AWS_SECRET");
+  std::string aws = R"({"providers":{"aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"T_AWS_SECRET"}}})";
+  auto unset = load_config(write(d, "a.json", aws, 0600));
+  REQUIRE_FALSE(unset);
+  CHECK(unset.error().detail.ends_with("providers.aws.secret_access_key: environment variable T_AWS_SECRET is not set"));
+  setenv("T_AWS_SECRET", "aws-secret-value", 1);
+  auto set = load_config(d.file("a.json"));
+  REQUIRE(set);
+  CHECK(set->clouds.aws->options.credentials.secret_access_key == "aws-secret-value");
+
+  write(d, "sa.json", R"({"type":"service_account","client_email":"x@y"})", 0600);
+  auto bad_key = load_config(write(d, "g.json", R"({"providers":{"gce":{"service_account_file":"sa.json"}}})", 0600));
+  REQUIRE_FALSE(bad_key);
+  CHECK(bad_key.error().detail.find("providers.gce.service_account: ") != std::string::npos);
+}
+
+TEST_CASE("make_cloud_providers makes one provider per configured cloud, named as configured") {
+  TempDir d;
+  setenv("T_HCLOUD", "tok", 1);
+  auto c = load_config(write(d, "c.json", R"({"providers":{"hetzner":{"token_env":"T_HCLOUD"},
+      "aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"T_HCLOUD"}}})", 0600));
+  REQUIRE(c);
+  auto made = make_cloud_providers(c->clouds);
+  REQUIRE(made);
+  std::vector<std::string> names;
+  for (const auto& p : *made) names.emplace_back(p->name());
+  CHECK(names == std::vector<std::string>{"aws", "hetzner"});
 }

@@ -1,0 +1,229 @@
+#include "daemon/cloud_config.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "daemon/config_fields.h"
+
+namespace tsum::daemon {
+
+using nlohmann::json;
+using namespace config_detail;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::string absolute_in(const std::string& dir, const std::string& path) {
+  return path.empty() || path[0] == '/' ? path : dir + "/" + path;
+}
+
+// `<name>_env` / `<name>_file`: exactly one when required, at most one otherwise.
+Status secret(Fields& f, const std::string& name, const std::string& dir, bool required, SecretRef* out) {
+  out->field = f.at(name);
+  if (auto s = f.text(name + "_env", &out->env); !s) return s;
+  if (auto s = f.text(name + "_file", &out->file); !s) return s;
+  if (!out->env.empty() && !out->file.empty())
+    return Fields::bad(out->field, "give " + name + "_env or " + name + "_file, not both");
+  if (required && !out->named()) return Fields::bad(out->field, "needs " + name + "_env or " + name + "_file");
+  out->file = absolute_in(dir, out->file);
+  return {};
+}
+
+// The fields every cloud section has: the CA file, the boot payload's directory and lifetime, timeouts.
+template <class Options>
+Status common(Fields& f, const std::string& dir, Options* o) {
+  int lifetime_min = static_cast<int>(o->cloud_init.max_lifetime.count());
+  int attempt_s = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(o->attempt_timeout).count());
+  for (auto s : {f.text("ca_file", &o->http.ca_file), f.text("cloud_init_dir", &o->cloud_init.dir),
+                 f.integer("max_lifetime_min", &lifetime_min, 0, 7 * 24 * 60),
+                 f.integer("attempt_timeout_s", &attempt_s, 1, 600), f.seconds("catalog_ttl_s", &o->catalog_ttl)})
+    if (!s) return s;
+  o->http.ca_file = absolute_in(dir, o->http.ca_file);
+  if (!safe_path(o->cloud_init.dir)) return Fields::bad(f.at("cloud_init_dir"), "must be an absolute path of letters, digits, / _ . -");
+  o->cloud_init.max_lifetime = std::chrono::minutes(lifetime_min);
+  o->attempt_timeout = std::chrono::seconds(attempt_s);
+  return {};
+}
+
+// A base-URL override: empty (the provider's own) or http(s)://...
+Status endpoint(Fields& f, const std::string& key, std::string* out) {
+  if (auto s = f.text(key, out); !s) return s;
+  if (!out->empty() && !out->starts_with("https://") && !out->starts_with("http://"))
+    return Fields::bad(f.at(key), "must be an http:// or https:// URL");
+  return {};
+}
+
+Status poll_ms(Fields& f, milliseconds* out) {
+  int ms = static_cast<int>(out->count());
+  if (auto s = f.integer("operation_poll_ms", &ms, 10, 60000); !s) return s;
+  *out = milliseconds(ms);
+  return {};
+}
+
+Status parse_aws(Fields& f, const std::string& dir, AwsSection* a) {
+  auto& o = a->options;
+  for (auto s : {f.text("region", &o.region), f.text("image_id", &o.image_id, true),
+                 f.text("access_key_id", &o.credentials.access_key_id, true),
+                 secret(f, "secret_access_key", dir, true, &a->secret_access_key),
+                 secret(f, "session_token", dir, false, &a->session_token), f.text("key_name", &o.key_name),
+                 f.text("subnet_id", &o.subnet_id), f.strings("security_group_ids", &o.security_group_ids),
+                 endpoint(f, "ec2_endpoint", &o.ec2_endpoint), endpoint(f, "pricing_endpoint", &o.pricing_endpoint),
+                 common(f, dir, &o)})
+    if (!s) return s;
+  return {};
+}
+
+Status parse_gce(Fields& f, const std::string& dir, GceSection* g) {
+  auto& o = g->options;
+  int run_s = static_cast<int>(o.max_run_duration.count());
+  for (auto s : {secret(f, "service_account", dir, true, &g->service_account), f.text("project", &o.project),
+                 f.text("zone", &o.zone), f.text("source_image", &o.source_image), f.integer("disk_gb", &o.disk_gb, 10, 65536),
+                 f.text("network", &o.network), f.integer("max_run_duration_s", &run_s, 0, 120 * 86400),
+                 endpoint(f, "compute_endpoint", &o.compute_endpoint), endpoint(f, "billing_endpoint", &o.billing_endpoint),
+                 endpoint(f, "token_endpoint", &o.token_endpoint), poll_ms(f, &o.operation_poll), common(f, dir, &o)})
+    if (!s) return s;
+  o.max_run_duration = std::chrono::seconds(run_s);
+  return {};
+}
+
+Status parse_azure(Fields& f, const std::string& dir, AzureSection* a) {
+  auto& o = a->options;
+  auto& c = o.credentials;
+  for (auto s : {f.text("tenant_id", &c.tenant_id, true), f.text("client_id", &c.client_id, true),
+                 f.text("subscription_id", &c.subscription_id, true),
+                 secret(f, "client_secret", dir, true, &a->client_secret), f.text("location", &o.location),
+                 f.integer("disk_gb", &o.disk_gb, 30, 65536), f.text("admin_username", &o.admin_username),
+                 endpoint(f, "login_endpoint", &o.login_endpoint),
+                 endpoint(f, "management_endpoint", &o.management_endpoint),
+                 endpoint(f, "prices_endpoint", &o.prices_endpoint), poll_ms(f, &o.operation_poll), common(f, dir, &o)})
+    if (!s) return s;
+  return {};
+}
+
+Status parse_hetzner(Fields& f, const std::string& dir, HetznerSection* h) {
+  auto& o = h->options;
+  for (auto s : {secret(f, "token", dir, true, &h->token), f.text("location", &o.location), f.text("image", &o.image),
+                 f.strings("ssh_keys", &o.ssh_keys), endpoint(f, "endpoint", &o.endpoint), common(f, dir, &o)})
+    if (!s) return s;
+  return {};
+}
+
+Status parse_yandex(Fields& f, const std::string& dir, YandexSection* y) {
+  auto& o = y->options;
+  for (auto s : {secret(f, "key", dir, true, &y->key), f.text("folder_id", &o.folder_id, true),
+                 f.text("subnet_id", &o.subnet_id, true), f.text("image_id", &o.image_id, true), f.text("zone", &o.zone),
+                 f.text("currency", &o.currency), f.integer("disk_gb", &o.disk_gb, 5, 65536),
+                 f.text("disk_type", &o.disk_type), endpoint(f, "iam_endpoint", &o.iam_endpoint),
+                 endpoint(f, "compute_endpoint", &o.compute_endpoint),
+                 endpoint(f, "operation_endpoint", &o.operation_endpoint),
+                 endpoint(f, "billing_endpoint", &o.billing_endpoint), poll_ms(f, &o.operation_poll), common(f, dir, &o)})
+    if (!s) return s;
+  return {};
+}
+
+template <class Section, class Parse>
+Status section(const json& j, const std::string& name, const std::string& dir, std::optional<Section>* out, Parse parse) {
+  Fields f(j, "providers." + name);
+  if (auto s = f.is_object(); !s) return s;
+  Section sec;
+  if (auto s = parse(f, dir, &sec); !s) return s;
+  if (auto s = f.no_unknown(); !s) return s;
+  *out = std::move(sec);
+  return {};
+}
+
+// The secret's value; nullopt (and no error) for an optional secret that is not named.
+Result<std::optional<std::string>> read_secret(const SecretRef& ref) {
+  if (!ref.env.empty()) {
+    const char* v = std::getenv(ref.env.c_str());
+    if (!v || !*v) return make_error(Code::invalid_argument, ref.field + ": environment variable " + ref.env + " is not set");
+    return std::optional<std::string>(v);
+  }
+  if (ref.file.empty()) return std::optional<std::string>();
+  if (auto s = check_mode(ref.file, S_IRWXG | S_IRWXO, "it holds " + ref.field + " and others may read it; chmod 600 " + ref.file); !s)
+    return make_error(Code::invalid_argument, ref.field + ": " + s.error().detail);
+  std::ifstream in(ref.file);
+  std::string text{std::istreambuf_iterator<char>(in), {}};
+  if (!in.good() && !in.eof()) return make_error(Code::invalid_argument, ref.field + ": " + ref.file + " cannot be read");
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.empty()) return make_error(Code::invalid_argument, ref.field + ": " + ref.file + " is empty");
+  return std::optional<std::string>(std::move(text));
+}
+
+// Reads `ref` into *out (unchanged when an optional secret is not named).
+Status read_into(const SecretRef& ref, std::string* out) {
+  auto v = read_secret(ref);
+  if (!v) return v.error();
+  if (*v) *out = std::move(**v);
+  return {};
+}
+
+// Parses a secret holding a key file's JSON; the parser's message names what is missing, never a value.
+template <class Key, class ParseKey>
+Status read_key(const SecretRef& ref, Key* out, ParseKey parse) {
+  std::string text;
+  if (auto s = read_into(ref, &text); !s) return s;
+  auto key = parse(text);
+  if (!key) return make_error(Code::invalid_argument, ref.field + ": " + key.error().detail);
+  *out = std::move(*key);
+  return {};
+}
+
+template <class P, class Section>
+Status add(const std::optional<Section>& sec, std::string_view name, std::vector<std::unique_ptr<providers::Provider>>* out) {
+  if (!sec) return {};
+  auto p = P::make(sec->options);
+  if (!p) return make_error(Code::invalid_argument, "providers." + std::string(name) + ": " + p.error().detail);
+  out->push_back(std::move(*p));
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> CloudConfig::names() const {
+  std::vector<std::string> out;
+  for (auto [name, set] : {std::pair{"aws", aws.has_value()}, {"gce", gce.has_value()}, {"azure", azure.has_value()},
+                           {"hetzner", hetzner.has_value()}, {"yandex", yandex.has_value()}})
+    if (set) out.emplace_back(name);
+  return out;
+}
+
+Status parse_cloud_section(std::string_view name, const json& j, const std::string& dir, CloudConfig* out) {
+  const std::string n(name);
+  if (n == "aws") return section(j, n, dir, &out->aws, parse_aws);
+  if (n == "gce") return section(j, n, dir, &out->gce, parse_gce);
+  if (n == "azure") return section(j, n, dir, &out->azure, parse_azure);
+  if (n == "hetzner") return section(j, n, dir, &out->hetzner, parse_hetzner);
+  if (n == "yandex") return section(j, n, dir, &out->yandex, parse_yandex);
+  return make_error(Code::invalid_argument, "providers." + n + ": not a cloud");
+}
+
+Status resolve_cloud_secrets(CloudConfig& c) {
+  if (c.aws) {
+    auto& cr = c.aws->options.credentials;
+    for (auto s : {read_into(c.aws->secret_access_key, &cr.secret_access_key), read_into(c.aws->session_token, &cr.session_token)})
+      if (!s) return s;
+  }
+  if (c.gce)
+    if (auto s = read_key(c.gce->service_account, &c.gce->options.account, providers::gce::parse_service_account); !s)
+      return s;
+  if (c.azure)
+    if (auto s = read_into(c.azure->client_secret, &c.azure->options.credentials.client_secret); !s) return s;
+  if (c.hetzner)
+    if (auto s = read_into(c.hetzner->token, &c.hetzner->options.token); !s) return s;
+  if (c.yandex)
+    if (auto s = read_key(c.yandex->key, &c.yandex->options.key, providers::yandex::parse_authorized_key); !s) return s;
+  return {};
+}
+
+Result<std::vector<std::unique_ptr<providers::Provider>>> make_cloud_providers(const CloudConfig& c) {
+  std::vector<std::unique_ptr<providers::Provider>> out;
+  for (auto s : {add<providers::aws::AwsProvider>(c.aws, "aws", &out), add<providers::gce::GceProvider>(c.gce, "gce", &out),
+                 add<providers::azure::AzureProvider>(c.azure, "azure", &out),
+                 add<providers::hetzner::HetznerProvider>(c.hetzner, "hetzner", &out),
+                 add<providers::yandex::YandexProvider>(c.yandex, "yandex", &out)})
+    if (!s) return s.error();
+  return out;
+}
+
+}  // namespace tsum::daemon

@@ -1,0 +1,76 @@
+// The cloud sections of the config file (providers.aws, .gce, .azure, .hetzner, .yandex) and the providers
+// they make. docs/config.md documents every field; the README has one example per cloud.
+//
+// Secrets never sit in the file. Each names where to read it when the config is loaded: an environment
+// variable (`<secret>_env`) or a file (`<secret>_file`, refused when group or others may read it). Errors name
+// the field, the variable or the file, never the secret's value.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "providers/aws/aws_provider.h"
+#include "providers/azure/azure_provider.h"
+#include "providers/gce/gce_provider.h"
+#include "providers/hetzner/hetzner_provider.h"
+#include "providers/yandex/yandex_provider.h"
+
+namespace tsum::daemon {
+
+// Where one secret comes from: exactly one of env and file (absolute), or neither for an optional one.
+struct SecretRef {
+  std::string field;  // e.g. "providers.aws.secret_access_key", for messages
+  std::string env;
+  std::string file;
+  bool named() const { return !env.empty() || !file.empty(); }
+};
+
+struct AwsSection {
+  providers::aws::AwsOptions options;
+  SecretRef secret_access_key, session_token;
+};
+struct GceSection {
+  providers::gce::GceOptions options;
+  SecretRef service_account;  // the key file's JSON
+};
+struct AzureSection {
+  providers::azure::AzureOptions options;
+  SecretRef client_secret;
+};
+struct HetznerSection {
+  providers::hetzner::HetznerOptions options;
+  SecretRef token;
+};
+struct YandexSection {
+  providers::yandex::YandexOptions options;
+  SecretRef key;  // the authorized key file's JSON
+};
+
+struct CloudConfig {
+  std::optional<AwsSection> aws;
+  std::optional<GceSection> gce;
+  std::optional<AzureSection> azure;
+  std::optional<HetznerSection> hetzner;
+  std::optional<YandexSection> yandex;
+
+  std::vector<std::string> names() const;  // the configured clouds, e.g. {"aws", "hetzner"}
+};
+
+inline constexpr std::string_view kCloudNames[] = {"aws", "gce", "azure", "hetzner", "yandex"};
+
+// Parses providers.<name> for one of kCloudNames into `out`. `dir` resolves relative file paths. Pure: no
+// file or environment is read.
+Status parse_cloud_section(std::string_view name, const nlohmann::json& j, const std::string& dir, CloudConfig* out);
+
+// Reads every named secret (file modes checked) into its section's options.
+Status resolve_cloud_secrets(CloudConfig& config);
+
+// One provider per configured cloud, secrets resolved. invalid_argument names the cloud and what is wrong.
+Result<std::vector<std::unique_ptr<providers::Provider>>> make_cloud_providers(const CloudConfig& config);
+
+}  // namespace tsum::daemon
