@@ -2,7 +2,9 @@
 
 #include <initializer_list>
 #include "common/json_util.h"
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 namespace tsum::daemon {
@@ -49,7 +51,8 @@ Result<std::string> string_field(const json& obj, const char* key, std::string_v
 
 Result<Workload> parse_workload(const json& j) {
   if (!j.is_object()) return bad("'workload' must be an object");
-  if (auto e = reject_unknown(j, "workload.", {"model", "dataset", "epochs", "limit", "test_limit", "batch", "threads"}))
+  if (auto e = reject_unknown(j, "workload.", {"model", "dataset", "epochs", "limit", "test_limit", "batch", "threads",
+                                          "image"}))
     return *e;
   Workload w;
   auto model = string_field(j, "model", "workload.", false, w.model);
@@ -74,6 +77,12 @@ Result<Workload> parse_workload(const json& j) {
   w.test_limit = *test_limit;
   w.batch = *batch;
   w.threads = *threads;
+  auto image = string_field(j, "image", "workload.", false);
+  if (!image) return image.error();
+  w.image = *image;
+  auto image_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("./:_@-", c); };
+  if (!w.image.empty() && (w.image[0] == '-' || !std::all_of(w.image.begin(), w.image.end(), image_char)))
+    return bad("workload.image '" + w.image + "' is not an image reference (letters, digits and . / : _ @ - only)");
   return w;
 }
 
@@ -149,6 +158,7 @@ json Workload::to_json() const {
   if (test_limit) j["test_limit"] = *test_limit;
   if (batch) j["batch"] = *batch;
   if (threads) j["threads"] = *threads;
+  if (!image.empty()) j["image"] = image;
   return j;
 }
 
@@ -187,6 +197,10 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
     if (spec.configs.size() > kMaxConfigs)
       return bad("'configs' expands to more than " + std::to_string(kMaxConfigs) + " configurations");
   }
+  for (size_t i = 0; i < spec.configs.size(); ++i)
+    if (spec.configs[i].runtime == "docker" && spec.workload.image.empty())
+      return bad("a docker runtime (configuration " + std::to_string(i) +
+                 ") needs 'workload.image', the registry image built from tsum's Dockerfile");
 
   auto reps = int_field(j, "repetitions", "", 1, 100);
   if (!reps) return reps.error();

@@ -36,6 +36,7 @@ struct Workload {
   std::optional<int> test_limit;
   std::optional<int> batch;
   std::optional<int> threads;  // default: the instance's CPUs
+  std::string image;           // the container image with tsum-train (the Dockerfile's); docker runtime only
 
   // The tsum-train flags for this workload (without --data and --checkpoint).
   std::string train_args() const;

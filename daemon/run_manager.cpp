@@ -161,6 +161,12 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
               {"TSUM_DATA_SRC", opts_.data_dir},
               {"TSUM_TRAIN_ARGS", exp->spec.workload.train_args()},
               {"TSUM_RESULTS_DIR", opts_.results_dir + "/run-" + spec.run_id}};
+  const auto idx = static_cast<size_t>(row->config_index);
+  if (idx < exp->spec.configs.size() && exp->spec.configs[idx].runtime == "docker") {
+    spec.runtime = "docker";
+    spec.env["TSUM_RUNTIME"] = "docker";
+    spec.env["TSUM_IMAGE"] = exp->spec.workload.image;
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   (void)s_.ledger.record_mark(live.id, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);

@@ -58,6 +58,7 @@ struct LaunchSpec {
   std::string idempotency_token = {};   // the same token never creates two instances
   std::string agent_script = {};        // POSIX sh run as the instance's entry point
   std::map<std::string, std::string> env = {};  // passed to the agent (daemon URL, run token, workload)
+  std::string runtime = "native";       // "docker": the boot payload installs Docker; the agent pulls the image
 };
 
 // Stored verbatim in SQLite; enough to find the instance again after a daemon restart.

@@ -22,6 +22,8 @@
 #   TSUM_URL, TSUM_RUN_ID, TSUM_TOKEN   required
 #   TSUM_UNIX_SOCKET                    reach TSUM_URL through this Unix socket (the ssh provider's tunnel)
 #   TSUM_TRAIN_SRC | TSUM_TRAIN_URL     where install gets tsum-train (a local path, or a URL to download)
+#   TSUM_RUNTIME, TSUM_IMAGE            "docker": install pulls TSUM_IMAGE (timed as install) and tsum-train
+#                                       runs in it; default "native"
 #   TSUM_DATA_SRC                       directory with the IDX files (gzipped or raw)
 #   TSUM_TRAIN_ARGS                     extra tsum-train flags (epochs, limits, threads)
 #   TSUM_RESULTS_DIR                    where save puts the checkpoint, the event log and samples.csv
@@ -144,18 +146,35 @@ fail() {  # fail PHASE DETAIL
 sampler=$!
 trap 'kill "$sampler" 2>/dev/null' EXIT
 
-# install: make tsum-train available and check that it runs here.
+# The trainer: tsum-train itself (native) or the workload image's (docker; data and output mounted at the
+# same paths, so the flags are the same either way).
+if [ "${TSUM_RUNTIME:-native}" = docker ]; then
+  run_trainer() {
+    gpus=""; [ "$HAVE_GPU" = 1 ] && gpus="--gpus all"
+    # shellcheck disable=SC2086  # gpus is empty or two words
+    docker run --rm --network none $gpus -v "$WORK/data:$WORK/data:ro" -v "$WORK/out:$WORK/out" \
+      --entrypoint tsum-train "$TSUM_IMAGE" "$@"
+  }
+else
+  run_trainer() { "$WORK/bin/tsum-train" "$@"; }
+fi
+
+# install: make tsum-train available (copy, download, or pull the image) and check that it runs here.
 emit install begin "$(now)"
-if [ -n "${TSUM_TRAIN_SRC:-}" ]; then
+if [ "${TSUM_RUNTIME:-native}" = docker ]; then
+  command -v docker >/dev/null || fail install "docker is not installed (the docker runtime's boot payload installs docker.io)"
+  docker pull "${TSUM_IMAGE:?}" >"$WORK/install.err" 2>&1 || fail install "docker pull $TSUM_IMAGE: $(tail -n 2 "$WORK/install.err")"
+elif [ -n "${TSUM_TRAIN_SRC:-}" ]; then
   cp "$TSUM_TRAIN_SRC" "$WORK/bin/tsum-train" 2>"$WORK/install.err" || fail install "copy $TSUM_TRAIN_SRC: $(cat "$WORK/install.err")"
+  chmod +x "$WORK/bin/tsum-train"
 elif [ -n "${TSUM_TRAIN_URL:-}" ]; then
   curl -fsS --retry 5 --max-time 600 -o "$WORK/bin/tsum-train" "$TSUM_TRAIN_URL" 2>"$WORK/install.err" ||
     fail install "download $TSUM_TRAIN_URL: $(cat "$WORK/install.err")"
+  chmod +x "$WORK/bin/tsum-train"
 else
   fail install "neither TSUM_TRAIN_SRC nor TSUM_TRAIN_URL is set"
 fi
-chmod +x "$WORK/bin/tsum-train"
-"$WORK/bin/tsum-train" --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
+run_trainer --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
 emit install end "$(now)"
 
 # load_data: copy or decompress the dataset into the instance.
@@ -176,7 +195,7 @@ emit load_data end "$(now)"
 rm -f "$WORK/events.fifo"; mkfifo "$WORK/events.fifo"
 emit start begin "$(now)"
 # shellcheck disable=SC2086  # TSUM_TRAIN_ARGS is a list of flags
-"$WORK/bin/tsum-train" --data "$WORK/data" --checkpoint "$WORK/out/model.pt" ${TSUM_TRAIN_ARGS:-} \
+run_trainer --data "$WORK/data" --checkpoint "$WORK/out/model.pt" ${TSUM_TRAIN_ARGS:-} \
   > "$WORK/events.fifo" 2> "$WORK/train.err" &
 trainer=$!
 phase=start

@@ -38,9 +38,10 @@ std::string start_script(const std::string& dir, std::chrono::minutes max_lifeti
   return s;
 }
 
-std::string write_file(const std::string& path, const char* mode, std::string_view content) {
-  return "  - path: " + path + "\n    permissions: '" + mode + "'\n    encoding: b64\n    content: " +
-         base64_encode(content) + "\n";
+// A write_files entry; gzipped first where that is what fits the agent script in EC2's 16 KiB.
+std::string write_file(const std::string& path, const char* mode, std::string_view content, bool gzip = false) {
+  return "  - path: " + path + "\n    permissions: '" + mode + "'\n    encoding: " + (gzip ? "gz+b64" : "b64") +
+         "\n    content: " + base64_encode(gzip ? gzip_compress(content) : std::string(content)) + "\n";
 }
 
 }  // namespace
@@ -53,8 +54,14 @@ Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInit
     if (!valid_env_name(name)) return make_error(Code::invalid_argument, "environment name '" + name + "' is not valid");
     env += name + "=" + single_quoted(value) + "\n";
   }
-  std::string doc = "#cloud-config\nwrite_files:\n";
-  doc += write_file(opts.dir + "/agent.sh", "0755", spec.agent_script);
+  if (spec.runtime != "native" && spec.runtime != "docker")
+    return make_error(Code::invalid_argument, "runtime '" + spec.runtime + "' is neither native nor docker");
+  std::string doc = "#cloud-config\n";
+  // Docker from the image's own repository (Debian/Ubuntu: docker.io), installed before the agent starts, so
+  // it counts in startup; the agent's install phase pulls the workload image.
+  if (spec.runtime == "docker") doc += "package_update: true\npackages:\n  - docker.io\n";
+  doc += "write_files:\n";
+  doc += write_file(opts.dir + "/agent.sh", "0755", spec.agent_script, true);
   doc += write_file(opts.dir + "/agent.env", "0600", env);
   doc += write_file(opts.dir + "/start.sh", "0755", start_script(opts.dir, opts.max_lifetime));
   doc += "runcmd:\n  - [/bin/sh, " + opts.dir + "/start.sh]\n";

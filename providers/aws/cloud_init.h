@@ -1,4 +1,5 @@
-// The instance's user data: a #cloud-config document that writes the agent script, its environment file
+// The instance's user data: a #cloud-config document that (for the docker runtime) installs Docker from the
+// image's package repository, writes the agent script, its environment file
 // and a start script under one directory, and runs the start script once at first boot. The start script
 // loads the environment and starts the agent in the background (its own session, output in agent.log),
 // with the directory's work/ as its working directory. Optionally it first schedules a power-off after

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
+#include <zlib.h>
 
 #include <cctype>
 
@@ -134,6 +135,45 @@ std::string form_encode(const Fields& fields) {
     out += '=';
     out += uri_encode(value);
   }
+  return out;
+}
+
+namespace {
+constexpr int kGzipWindow = 15 + 16;  // zlib's windowBits for a gzip header and trailer
+}  // namespace
+
+std::string gzip_compress(std::string_view bytes) {
+  z_stream z{};
+  deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, kGzipWindow, 9, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, bytes.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);  // the bound makes one call enough
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+Result<std::string> gzip_decompress(std::string_view gz) {
+  z_stream z{};
+  if (inflateInit2(&z, kGzipWindow) != Z_OK) return make_error(Code::internal, "zlib: inflateInit2 failed");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  std::string out;
+  char buf[16384];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+    if (rc == Z_BUF_ERROR && z.avail_in == 0) break;
+  }
+  const bool whole = rc == Z_STREAM_END && z.avail_in == 0;
+  inflateEnd(&z);
+  if (!whole) return make_error(Code::invalid_argument, "not one whole gzip stream");
   return out;
 }
 

@@ -19,6 +19,11 @@ std::string hmac_sha256(std::string_view key, std::string_view data);  // raw 32
 std::string hex(std::string_view bytes);                               // lowercase
 
 std::string base64_encode(std::string_view bytes);
+
+// gzip (RFC 1952) of `bytes`, at the best compression; gzip_decompress reverses it (invalid_argument for
+// anything that is not one whole gzip stream).
+std::string gzip_compress(std::string_view bytes);
+Result<std::string> gzip_decompress(std::string_view gz);
 // Standard alphabet with padding; invalid_argument for anything else (whitespace included).
 Result<std::string> base64_decode(std::string_view text);
 

@@ -53,7 +53,7 @@ class HetznerProvider final : public Provider {
   static Result<std::unique_ptr<HetznerProvider>> make(HetznerOptions opts);
 
   std::string_view name() const override { return "hetzner"; }
-  Capabilities capabilities() const override { return {.gpus = false, .spot = false, .docker = false, .native = true}; }
+  Capabilities capabilities() const override { return {.gpus = false, .spot = false, .docker = true, .native = true}; }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;

@@ -58,7 +58,7 @@ TEST_CASE("malformed or invalid bodies name what is wrong") {
 }
 
 TEST_CASE("a config with lists expands to their product, in order") {
-  auto r = parse_experiment_spec(R"({"workload":{},"configs":[
+  auto r = parse_experiment_spec(R"({"workload":{"image":"ghcr.io/me/tsum-train:1.0"},"configs":[
       {"provider":"local","cores":[1,2],"runtime":["native","docker"]},
       {"provider":"aws","instance_type":["c6i.2xlarge","g5.xlarge"]}]})");
   REQUIRE_MESSAGE(r.ok(), r.error().detail);
@@ -77,6 +77,10 @@ TEST_CASE("a config with lists expands to their product, in order") {
         "'configs[0].cores' must be a positive integer or a list of them");
   CHECK(error_of(R"({"workload":{},"configs":[{"provider":"local","cores":1,"runtime":"podman"}]})") ==
         "'configs[0].runtime' must be \"native\" or \"docker\", got 'podman'");
+  CHECK(error_of(R"({"workload":{},"configs":[{"provider":"aws","instance_type":"c5.large","runtime":["native","docker"]}]})") ==
+        "a docker runtime (configuration 1) needs 'workload.image', the registry image built from tsum's Dockerfile");
+  CHECK(error_of(R"({"workload":{"image":"x; reboot"},"configs":[{"provider":"local","cores":1}]})") ==
+        "workload.image 'x; reboot' is not an image reference (letters, digits and . / : _ @ - only)");
   std::string many = R"({"workload":{},"configs":[{"provider":"local","cores":[)";
   for (int i = 1; i <= 101; ++i) many += (i > 1 ? "," : "") + std::to_string(i);
   CHECK(error_of(many + "]}]}") == "'configs' expands to more than 100 configurations");

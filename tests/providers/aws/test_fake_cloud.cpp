@@ -133,8 +133,8 @@ TEST_CASE("the user data writes the agent, its environment and a start script, a
   auto ud = cloud_init_user_data(spec, {.dir = "/opt/tsum", .max_lifetime = 90min});
   REQUIRE(ud.ok());
   CHECK(ud->starts_with("#cloud-config\nwrite_files:\n"));
-  CHECK(ud->find("  - path: /opt/tsum/agent.sh\n    permissions: '0755'\n    encoding: b64\n    content: " +
-                 base64_encode(spec.agent_script) + "\n") != std::string::npos);
+  CHECK(ud->find("  - path: /opt/tsum/agent.sh\n    permissions: '0755'\n    encoding: gz+b64\n    content: " +
+                 base64_encode(gzip_compress(spec.agent_script)) + "\n") != std::string::npos);
   CHECK(ud->find(base64_encode("TSUM_TOKEN='a'\\''b c'\nTSUM_URL='http://x'\n")) != std::string::npos);
   CHECK(ud->ends_with("runcmd:\n  - [/bin/sh, /opt/tsum/start.sh]\n"));
   auto start_at = ud->find("path: /opt/tsum/start.sh");
@@ -148,6 +148,7 @@ TEST_CASE("the user data writes the agent, its environment and a start script, a
 
   CHECK(cloud_init_user_data(spec, {.dir = "relative"}).code() == Code::invalid_argument);
   CHECK(cloud_init_user_data(spec, {.dir = "/opt/$(reboot)"}).code() == Code::invalid_argument);
-  spec.agent_script = std::string(20000, '#');
+  spec.agent_script.clear();  // incompressible: gzip cannot bring it under the limit
+  for (unsigned x = 1; spec.agent_script.size() < 20000;) spec.agent_script += static_cast<char>((x = x * 1103515245u + 12345u) >> 23);
   CHECK(cloud_init_user_data(spec, {}).error().detail.find("16384") != std::string::npos);
 }
