@@ -4,6 +4,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -172,6 +175,8 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   (void)s_.ledger.record_mark(live.id, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
   auto handle = co_await provider->create(offers->front(), spec);
   if (!handle) co_return Result{RunStatus::failed, "create failed: " + handle.error().detail};
+  // Fault injection for the leak-guard tests: die as kill -9 would, after the create and before its commit.
+  if (const char* f = std::getenv("TSUM_FAULT_EXIT_AFTER_CREATE"); f && std::string_view(f) == "1") _exit(137);
   if (auto st = s_.ledger.set_instance(live.id, handle->to_json()); !st)
     co_return Result{RunStatus::failed, st.error().detail};
   (void)s_.ledger.advance(live.id, RunStatus::booting, "instance " + handle->id + " created");

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 
 #include "billing/catalog.h"
@@ -104,4 +105,152 @@ TEST_CASE("tsumd offers against a cloud that refuses the credentials fails namin
   auto none = run_tsumd(dir, "offers --config " + write_cloud_config(dir, "hetzner", fake.section()) + " --provider aws");
   CHECK(none.rc == 2);
   CHECK(none.err.find("configures no 'aws'") != std::string::npos);
+}
+
+// ---- experiments on the fake clouds, the agent standing in for the VM (providers/fake_guest) ----
+
+namespace {
+
+// The processes of the fake's guests: every one has the guest root in its command line (the relocated agent
+// script, or tsum-train's --data under the agent's working directory).
+int guest_processes(const std::string& guest_root) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(getpid())) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmd{std::istreambuf_iterator<char>(in), {}};
+    if (cmd.find(guest_root + "/") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+int guest_instances(const std::string& guest_root) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(guest_root, ec)) n += e.is_directory() ? 1 : 0;
+  return n;
+}
+
+// A fake cloud with a guest root and a tsumd configured with it (not yet started).
+struct CloudRig {
+  CloudRig(const std::string& cloud, const std::string& faults)
+      : guest_root(dir.file("guests")), fake(cloud, dir, tls, faults, guest_root),
+        daemon(dir.file("t.db"), {"--config", write_cloud_config(dir, cloud, fake.section())}) {
+    std::filesystem::create_directories(guest_root);
+  }
+
+  // The experiment body: one run of a small workload on the cloud's smallest offer.
+  std::string experiment(int limit) {
+    auto r = run_tsumd(dir, "offers --json --config " + dir.file("tsumd-" + fake.name() + ".json"));
+    REQUIRE(r.rc == 0);
+    auto offers = json::parse(r.out);
+    REQUIRE_FALSE(offers.empty());
+    json smallest = offers[0];
+    for (const auto& o : offers)
+      if (o["vcpus"].get<int>() < smallest["vcpus"].get<int>()) smallest = o;
+    return json{{"name", "on " + fake.name()},
+                {"workload", {{"epochs", 1}, {"limit", limit}, {"test_limit", 200}, {"threads", 1}}},
+                {"configs", {{{"provider", fake.name()}, {"instance_type", smallest["instance_type"]}}}},
+                {"repetitions", 1}}
+        .dump();
+  }
+
+  json run(const std::string& admin) const { return daemon.call("GET", "/v1/runs/1", admin).json(); }
+
+  TempDir dir{"tsum-cloud"};
+  TestTls tls;
+  std::string guest_root;
+  FakeCloud fake;
+  DaemonProcess daemon;
+};
+
+bool is_terminal(const json& run) {
+  return run["status"] == "done" || run["status"] == "failed" || run["status"] == "cancelled";
+}
+
+}  // namespace
+
+TEST_CASE("an experiment on each fake cloud runs end to end; a lost create answer and a delete refused three times "
+          "leave one instance, terminated") {
+  for (const auto& cloud : kClouds) {
+    CAPTURE(cloud);
+    const auto calls = calls_of(cloud);
+    CloudRig rig(cloud, calls.create + ":lost," + calls.remove + ":503:3");
+    const std::string admin = rig.daemon.admin_token();
+    rig.daemon.start();
+    REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, rig.experiment(300)).status == 201);
+    bool finished = eventually([&] { return is_terminal(rig.run(admin)); }, std::chrono::seconds(180));
+    auto run = rig.run(admin);
+    INFO(run.dump(2));
+    INFO(rig.daemon.log());
+    INFO(rig.fake.log());
+    REQUIRE(finished);
+    CHECK(run["status"] == "done");
+    for (const char* phase : {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"})
+      CHECK(run["phases"][phase].get<double>() >= 0);
+    CHECK(run["t_sum"].get<double>() > 0);
+    CHECK(run["instance"]["provider"] == cloud);
+    CHECK(guest_instances(rig.guest_root) == 1);  // the lost answer was adopted, not created again
+    CHECK(eventually([&] { return guest_processes(rig.guest_root) == 0; }, std::chrono::seconds(15)));
+    check_no_secret(rig.fake, {0, rig.daemon.log(), run.dump()});
+  }
+}
+
+TEST_CASE("leak guard on each fake cloud: a crash between create and its commit; the restarted daemon sweeps by tag") {
+  for (const auto& cloud : kClouds) {
+    CAPTURE(cloud);
+    CloudRig rig(cloud, "");
+    const std::string admin = rig.daemon.admin_token();
+    setenv("TSUM_FAULT_EXIT_AFTER_CREATE", "1", 1);
+    rig.daemon.start();
+    unsetenv("TSUM_FAULT_EXIT_AFTER_CREATE");
+    REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, rig.experiment(300)).status == 201);
+    // The daemon dies right after the create; the instance boots and its agent waits for a daemon.
+    REQUIRE(eventually([&] { return guest_processes(rig.guest_root) > 0; }, std::chrono::seconds(60)));
+    auto status = rig.daemon.stop(SIGKILL);  // reaps the already dead daemon
+    REQUIRE(status.has_value());
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) == 137);
+
+    rig.daemon.start();
+    bool swept = eventually([&] { return guest_processes(rig.guest_root) == 0 && is_terminal(rig.run(admin)); },
+                            std::chrono::seconds(60));
+    auto run = rig.run(admin);
+    INFO(run.dump(2));
+    INFO(rig.daemon.log());
+    CHECK(swept);
+    CHECK(run["status"] == "failed");
+    CHECK(run["reason"].get<std::string>().find("before an instance was recorded") != std::string::npos);
+    CHECK(rig.daemon.log().find("reconcile: stray " + cloud + " instance ") != std::string::npos);
+    CHECK(rig.daemon.log().find(" could not be terminated") == std::string::npos);
+  }
+}
+
+TEST_CASE("leak guard on each fake cloud: kill -9 while learning; the restarted daemon terminates the instance") {
+  for (const auto& cloud : kClouds) {
+    CAPTURE(cloud);
+    CloudRig rig(cloud, "");
+    const std::string admin = rig.daemon.admin_token();
+    rig.daemon.start();
+    REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, rig.experiment(60000)).status == 201);
+    bool learning = eventually([&] { return rig.run(admin)["status"] == "learning"; }, std::chrono::seconds(90));
+    INFO(rig.daemon.log());
+    REQUIRE(learning);
+    auto status = rig.daemon.stop(SIGKILL);
+    REQUIRE(status.has_value());
+    CHECK(WIFSIGNALED(*status));
+    CHECK(guest_processes(rig.guest_root) > 0);  // still running, still paid
+
+    rig.daemon.start();
+    bool clean = eventually([&] { return guest_processes(rig.guest_root) == 0 && is_terminal(rig.run(admin)); },
+                            std::chrono::seconds(60));
+    auto run = rig.run(admin);
+    INFO(run.dump(2));
+    CHECK(clean);
+    CHECK(run["status"] == "failed");
+    CHECK(run["reason"].get<std::string>().find("daemon restarted while the run was learning") != std::string::npos);
+    CHECK(run["phases"]["poweroff"].get<double>() >= 0);  // the termination was confirmed and timed
+    CHECK(run["phases"]["install"].get<double>() >= 0);   // what was measured before the crash is kept
+  }
 }
