@@ -39,9 +39,29 @@ FakeCloud::FakeCloud(FakeCloudOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock ? *opts_.clock : system_clock_),
       ec2_(opts_.ec2, clock_),
-      server_([this](const http::LoopbackRequest& req) { return handle(req); }) {}
+      server_([this](const http::LoopbackRequest& req) {
+        auto reply = handle(req);
+        sync_guests();
+        return reply;
+      }) {
+  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+}
 
 FakeCloud::~FakeCloud() { stop(); }
+
+Status FakeCloud::guest_shutdown(std::string_view id) {
+  Status s = ec2_.guest_shutdown(id);
+  sync_guests();
+  return s;
+}
+
+void FakeCloud::sync_guests() {
+  if (!guest_) return;
+  std::vector<fake_guest::LiveInstance> up;
+  for (auto& i : ec2_.instances())
+    if (i.state == "pending" || i.state == "running") up.push_back({i.id, std::move(i.user_data)});
+  guest_->sync(up);
+}
 
 Result<std::uint16_t> FakeCloud::start() { return server_.start(opts_.listen); }
 

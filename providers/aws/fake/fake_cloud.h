@@ -8,18 +8,23 @@
 // get AWS's error answer and count as rejected. Faults (fake_faults.h) apply to authenticated requests.
 // Point the provider at it with AwsOptions::ec2_endpoint = pricing_endpoint = base_url() and, for HTTPS,
 // http.ca_file = the CA that signed cert_file.
+// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the instances, booted under guest_root/<instance id> while pending or running and
+// halted once the instance is shutting down, stopped or gone; destroying the fake halts them all.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "providers/aws/fake/fake_ec2.h"
 #include "providers/aws/fake/fake_faults.h"
 #include "providers/aws/sigv4.h"
+#include "providers/fake_guest/fake_guest.h"
 #include "providers/http/loopback_server.h"
 
 namespace tsum::providers::aws::fake {
@@ -31,6 +36,7 @@ struct FakeCloudOptions {
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
   const Clock* clock = nullptr;           // lifecycle and signature time; null: the system clock
+  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
 };
 
 class FakeCloud {
@@ -51,11 +57,12 @@ class FakeCloud {
   int rejected() const;
 
   std::vector<FakeInstance> instances() const { return ec2_.instances(); }
-  Status guest_shutdown(std::string_view id) { return ec2_.guest_shutdown(id); }
+  Status guest_shutdown(std::string_view id);
 
  private:
   http::LoopbackReply handle(const http::LoopbackRequest& req);
   http::LoopbackReply fault_reply(FaultKind kind, bool pricing);
+  void sync_guests();
   FakeAnswer dispatch(const std::string& action, const Fields& params, const http::LoopbackRequest& req);
 
   FakeCloudOptions opts_;
@@ -66,6 +73,7 @@ class FakeCloud {
   mutable std::mutex mu_;
   std::map<std::string, int, std::less<>> requests_;
   int rejected_ = 0;
+  std::optional<fake_guest::FakeGuest> guest_;  // outlives the server, whose thread syncs it
   http::LoopbackServer server_;
 };
 

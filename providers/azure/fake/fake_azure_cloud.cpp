@@ -49,9 +49,30 @@ FakeAzureCloud::FakeAzureCloud(FakeAzureCloudOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock ? *opts_.clock : system_clock_),
       arm_(opts_.arm, clock_),
-      server_([this](const http::LoopbackRequest& req) { return handle(req); }) {}
+      server_([this](const http::LoopbackRequest& req) {
+        auto reply = handle(req);
+        sync_guests();
+        return reply;
+      }) {
+  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+}
 
 FakeAzureCloud::~FakeAzureCloud() { stop(); }
+
+Status FakeAzureCloud::guest_shutdown(const std::string& group) {
+  Status s = arm_.guest_shutdown(group);
+  sync_guests();
+  return s;
+}
+
+void FakeAzureCloud::sync_guests() {
+  if (!guest_) return;
+  std::vector<fake_guest::LiveInstance> up;
+  for (auto& v : arm_.vms())
+    if ((v.provisioning_state == "Creating" || v.provisioning_state == "Succeeded") && v.power_state != "stopped")
+      up.push_back({v.group + "." + v.name, std::move(v.custom_data)});
+  guest_->sync(up);
+}
 
 Result<std::uint16_t> FakeAzureCloud::start() {
   if (opts_.client_secret.empty()) return make_error(Code::invalid_argument, "fake azure: no client secret");

@@ -13,17 +13,23 @@
 // operationResults.get, resourceSkus.list, prices.list.
 // Point the provider at it with login_endpoint = management_endpoint = base_url(), prices_endpoint =
 // prices_url() and, for HTTPS, http.ca_file = the CA that signed cert_file.
+// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the VMs: osProfile.customData is booted under guest_root/<group>.<vm name> while the VM
+// is Creating or Succeeded and not stopped, and halted once it is stopped, Deleting, Failed or gone;
+// destroying the fake halts them all.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "providers/aws/fake/fake_faults.h"
 #include "providers/azure/fake/fake_arm.h"
 #include "providers/azure/fake/fake_azure_catalog.h"
+#include "providers/fake_guest/fake_guest.h"
 #include "providers/http/loopback_server.h"
 
 namespace tsum::providers::azure::fake {
@@ -42,6 +48,7 @@ struct FakeAzureCloudOptions {
   double token_lifetime_s = 3599;
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
+  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
   const Clock* clock = nullptr;           // lifecycle and token time; null: the system clock
 };
 
@@ -70,13 +77,14 @@ class FakeAzureCloud {
   std::vector<FakeVm> vms() const { return arm_.vms(); }
   int vms_created() const { return arm_.vms_created(); }
   int groups_created() const { return arm_.groups_created(); }
-  Status guest_shutdown(const std::string& group) { return arm_.guest_shutdown(group); }
+  Status guest_shutdown(const std::string& group);
   void set_allocation_failure(bool on) { arm_.set_allocation_failure(on); }
 
  private:
   http::LoopbackReply handle(const http::LoopbackRequest& req);
   http::LoopbackReply token(const http::LoopbackRequest& req);
   std::string refuse_bearer(const http::LoopbackRequest& req);  // empty: the token is good
+  void sync_guests();
   http::LoopbackReply fault_reply(FaultKind kind) const;
   void count(const std::string& method);
 
@@ -90,6 +98,7 @@ class FakeAzureCloud {
   std::map<std::string, double> tokens_;  // access token -> expiry
   int rejected_ = 0;
   int issued_ = 0;
+  std::optional<fake_guest::FakeGuest> guest_;  // outlives the server, whose thread syncs it
   http::LoopbackServer server_;
 };
 

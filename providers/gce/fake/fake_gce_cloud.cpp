@@ -64,9 +64,30 @@ FakeGceCloud::FakeGceCloud(FakeGceCloudOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock ? *opts_.clock : system_clock_),
       compute_(opts_.compute, clock_),
-      server_([this](const http::LoopbackRequest& req) { return handle(req); }) {}
+      server_([this](const http::LoopbackRequest& req) {
+        auto reply = handle(req);
+        sync_guests();
+        return reply;
+      }) {
+  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+}
 
 FakeGceCloud::~FakeGceCloud() { stop(); }
+
+Status FakeGceCloud::guest_shutdown(const std::string& zone, const std::string& name) {
+  Status s = compute_.guest_shutdown(zone, name);
+  sync_guests();
+  return s;
+}
+
+void FakeGceCloud::sync_guests() {
+  if (!guest_) return;
+  std::vector<fake_guest::LiveInstance> up;
+  for (auto& i : compute_.instances())
+    if (i.status == "PROVISIONING" || i.status == "STAGING" || i.status == "RUNNING")
+      up.push_back({i.id, i.metadata["user-data"]});
+  guest_->sync(up);
+}
 
 Result<std::uint16_t> FakeGceCloud::start() {
   if (opts_.public_key_pem.empty()) return make_error(Code::invalid_argument, "fake gce: no service account public key");

@@ -12,16 +12,22 @@
 // skus.list.
 // Point the provider at it with compute_endpoint = compute_url(), billing_endpoint = billing_url(),
 // token_endpoint = token_url() and, for HTTPS, http.ca_file = the CA that signed cert_file.
+// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the instances: the metadata item user-data is booted under guest_root/<instance id>
+// while PROVISIONING, STAGING or RUNNING, and halted once the instance is STOPPING, TERMINATED or gone;
+// destroying the fake halts them all.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "providers/aws/fake/fake_faults.h"
 #include "providers/gce/fake/fake_compute.h"
+#include "providers/fake_guest/fake_guest.h"
 #include "providers/http/loopback_server.h"
 
 namespace tsum::providers::gce::fake {
@@ -37,6 +43,7 @@ struct FakeGceCloudOptions {
   double token_lifetime_s = 3600;
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
+  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
   const Clock* clock = nullptr;           // lifecycle, JWT and token time; null: the system clock
 };
 
@@ -64,13 +71,14 @@ class FakeGceCloud {
 
   std::vector<FakeGceInstance> instances() const { return compute_.instances(); }
   int created() const { return compute_.created(); }
-  Status guest_shutdown(const std::string& zone, const std::string& name) { return compute_.guest_shutdown(zone, name); }
+  Status guest_shutdown(const std::string& zone, const std::string& name);
   void set_stockout(bool on) { compute_.set_stockout(on); }
 
  private:
   http::LoopbackReply handle(const http::LoopbackRequest& req);
   http::LoopbackReply token(const http::LoopbackRequest& req);
   std::string refuse_bearer(const http::LoopbackRequest& req);  // empty: the token is good
+  void sync_guests();
   http::LoopbackReply fault_reply(FaultKind kind) const;
   void count(const std::string& method);
 
@@ -85,6 +93,7 @@ class FakeGceCloud {
   int rejected_ = 0;
   int issued_ = 0;
   bool refuse_all_ = false;
+  std::optional<fake_guest::FakeGuest> guest_;  // outlives the server, whose thread syncs it
   http::LoopbackServer server_;
 };
 

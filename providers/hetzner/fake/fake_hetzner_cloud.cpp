@@ -34,9 +34,30 @@ FakeHetznerCloud::FakeHetznerCloud(FakeHetznerCloudOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock ? *opts_.clock : system_clock_),
       servers_(opts_.servers, clock_),
-      server_([this](const http::LoopbackRequest& req) { return handle(req); }) {}
+      server_([this](const http::LoopbackRequest& req) {
+        auto reply = handle(req);
+        sync_guests();
+        return reply;
+      }) {
+  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+}
 
 FakeHetznerCloud::~FakeHetznerCloud() { stop(); }
+
+Status FakeHetznerCloud::guest_shutdown(long long id) {
+  Status s = servers_.guest_shutdown(id);
+  sync_guests();
+  return s;
+}
+
+void FakeHetznerCloud::sync_guests() {
+  if (!guest_) return;
+  std::vector<fake_guest::LiveInstance> up;
+  for (auto& s : servers_.servers())
+    if (s.status == "initializing" || s.status == "starting" || s.status == "running")
+      up.push_back({std::to_string(s.id), std::move(s.user_data)});
+  guest_->sync(up);
+}
 
 Result<std::uint16_t> FakeHetznerCloud::start() {
   if (opts_.token.empty()) return make_error(Code::invalid_argument, "fake hetzner: no API token");

@@ -6,16 +6,22 @@
 // servers.create, servers.list, servers.get, servers.delete, server_types.list.
 // Point the provider at it with HetznerOptions::endpoint = api_url() and, for HTTPS, http.ca_file = the CA
 // that signed cert_file.
+// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the servers: user_data is booted under guest_root/<server id> while the server is
+// initializing, starting or running, and halted once it is off, deleting or gone;
+// destroying the fake halts them all.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "providers/aws/fake/fake_faults.h"
 #include "providers/hetzner/fake/fake_servers.h"
+#include "providers/fake_guest/fake_guest.h"
 #include "providers/http/loopback_server.h"
 
 namespace tsum::providers::hetzner::fake {
@@ -29,6 +35,7 @@ struct FakeHetznerCloudOptions {
   FakeServersOptions servers = {};
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
+  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
   const Clock* clock = nullptr;           // lifecycle time; null: the system clock
 };
 
@@ -51,10 +58,11 @@ class FakeHetznerCloud {
 
   std::vector<FakeServer> servers() const { return servers_.servers(); }
   int created() const { return servers_.created(); }
-  Status guest_shutdown(long long id) { return servers_.guest_shutdown(id); }
+  Status guest_shutdown(long long id);
 
  private:
   http::LoopbackReply handle(const http::LoopbackRequest& req);
+  void sync_guests();
   http::LoopbackReply fault_reply(FaultKind kind) const;
   JsonAnswer dispatch(const std::string& action, const std::string& id, const std::map<std::string, std::string>& query,
                       const std::string& body);
@@ -67,6 +75,7 @@ class FakeHetznerCloud {
   mutable std::mutex mu_;
   std::map<std::string, int, std::less<>> requests_;
   int rejected_ = 0;
+  std::optional<fake_guest::FakeGuest> guest_;  // outlives the server, whose thread syncs it
   http::LoopbackServer server_;
 };
 

@@ -76,9 +76,30 @@ FakeYandexCloud::FakeYandexCloud(FakeYandexCloudOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock ? *opts_.clock : system_clock_),
       compute_(opts_.compute, clock_),
-      server_([this](const http::LoopbackRequest& req) { return handle(req); }) {}
+      server_([this](const http::LoopbackRequest& req) {
+        auto reply = handle(req);
+        sync_guests();
+        return reply;
+      }) {
+  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+}
 
 FakeYandexCloud::~FakeYandexCloud() { stop(); }
+
+Status FakeYandexCloud::guest_shutdown(const std::string& id) {
+  Status s = compute_.guest_shutdown(id);
+  sync_guests();
+  return s;
+}
+
+void FakeYandexCloud::sync_guests() {
+  if (!guest_) return;
+  std::vector<fake_guest::LiveInstance> up;
+  for (auto& i : compute_.instances())
+    if (i.status == "PROVISIONING" || i.status == "STARTING" || i.status == "RUNNING")
+      up.push_back({i.id, std::move(i.user_data)});
+  guest_->sync(up);
+}
 
 Result<std::uint16_t> FakeYandexCloud::start() {
   if (opts_.public_key_pem.empty()) return make_error(Code::invalid_argument, "fake yandex: no authorized key public key");

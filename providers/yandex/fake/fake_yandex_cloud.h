@@ -12,15 +12,21 @@
 // iam.token, instances.create, instances.get, instances.list, instances.delete, operations.get, skus.list.
 // Point the provider at it with iam_endpoint = iam_url(), compute_endpoint = compute_url(),
 // operation_endpoint = operation_url(), billing_endpoint = billing_url() and, for HTTPS, http.ca_file.
+// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the instances: metadata user-data is booted under guest_root/<instance id> while
+// PROVISIONING, STARTING or RUNNING, and halted once the instance is STOPPING, STOPPED, DELETING or gone;
+// destroying the fake halts them all.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "providers/aws/fake/fake_faults.h"
+#include "providers/fake_guest/fake_guest.h"
 #include "providers/http/loopback_server.h"
 #include "providers/yandex/fake/fake_yandex_compute.h"
 
@@ -39,6 +45,7 @@ struct FakeYandexCloudOptions {
   double token_lifetime_s = 12 * 3600;
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
+  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
   const Clock* clock = nullptr;           // lifecycle, JWT and token time; null: the system clock
 };
 
@@ -67,12 +74,13 @@ class FakeYandexCloud {
 
   std::vector<FakeInstance> instances() const { return compute_.instances(); }
   int created() const { return compute_.created(); }
-  Status guest_shutdown(const std::string& id) { return compute_.guest_shutdown(id); }
+  Status guest_shutdown(const std::string& id);
 
  private:
   http::LoopbackReply handle(const http::LoopbackRequest& req);
   http::LoopbackReply token(const http::LoopbackRequest& req);
   std::string refuse_bearer(const http::LoopbackRequest& req);  // empty: the token is good
+  void sync_guests();
   http::LoopbackReply fault_reply(FaultKind kind) const;
   void count(const std::string& method);
 
@@ -86,6 +94,7 @@ class FakeYandexCloud {
   std::map<std::string, double> tokens_;  // IAM token -> expiry
   int rejected_ = 0;
   int issued_ = 0;
+  std::optional<fake_guest::FakeGuest> guest_;  // outlives the server, whose thread syncs it
   http::LoopbackServer server_;
 };
 
