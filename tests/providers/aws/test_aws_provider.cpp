@@ -6,6 +6,7 @@
 #include "providers/aws/codec.h"
 #include "providers/aws/fake/fake_catalog.h"
 #include "providers/aws/fake/fake_cloud.h"
+#include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
 
@@ -26,9 +27,9 @@ struct Cloud {
   FakeCloud fake;
   std::unique_ptr<AwsProvider> provider;
 
-  explicit Cloud(FakeEc2Options ec2 = {}, Credentials creds = kCreds)
+  explicit Cloud(FakeEc2Options ec2 = {}, Credentials creds = kCreds, std::string guest_root = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()},
-              .ec2 = ec2, .hang = 5s, .clock = &clock}) {
+              .ec2 = ec2, .hang = 5s, .clock = &clock, .guest_root = guest_root}) {
     REQUIRE(fake.start().ok());
     provider = make(creds);
   }
@@ -286,4 +287,18 @@ TEST_CASE("make() checks its options") {
   REQUIRE(base.ok());
   CHECK(base->host == "127.0.0.1:8443");
   CHECK(base->url == "https://127.0.0.1:8443/prefix/");
+}
+
+TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TempDir root("tsum-guest");
+  const std::string marker = root.path().string();
+  Cloud c({}, kCreds, marker);
+  c.fake.inject({.action = "RunInstances", .kind = FaultKind::lost});  // booted though the answer is lost
+  auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "aws x")));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  const std::string home = marker + "/" + c.fake.instances().at(0).id;
+  CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "aws x\n");
+  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
+  CHECK(testing::gone_within(marker, 5s));
 }

@@ -11,6 +11,7 @@
 #include "providers/gce/fake/fake_gce_cloud.h"
 #include "providers/gce/gce_provider.h"
 #include "support/gce_account.h"
+#include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
 
@@ -30,10 +31,10 @@ struct Cloud {
   FakeGceCloud fake;
   std::unique_ptr<GceProvider> provider;
 
-  explicit Cloud(FakeComputeOptions compute = {}, std::string zone = "us-central1-a")
+  explicit Cloud(FakeComputeOptions compute = {}, std::string zone = "us-central1-a", std::string guest_root = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()},
               .client_email = test_account().client_email, .public_key_pem = *rsa_public_key_pem(test_account().private_key_pem),
-              .compute = compute, .hang = 3s, .clock = &clock}) {
+              .compute = compute, .hang = 3s, .guest_root = guest_root, .clock = &clock}) {
     REQUIRE(fake.start().ok());
     provider = make(test_account(), zone);
   }
@@ -347,4 +348,17 @@ TEST_CASE("create refuses what it cannot launch, naming why; make() checks its o
   o.label_key = "Bad";
   CHECK(GceProvider::make(o).error().detail.find("label key") != std::string::npos);
   CHECK(GceProvider::make({}).code() == Code::invalid_argument);
+}
+
+TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TempDir root("tsum-guest");
+  const std::string marker = root.path().string();
+  Cloud c({}, "us-central1-a", marker);
+  auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "gce x")));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  const std::string home = marker + "/" + c.fake.instances().at(0).id;
+  CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "gce x\n");
+  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
+  CHECK(testing::gone_within(marker, 5s));
 }

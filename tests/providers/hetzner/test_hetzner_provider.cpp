@@ -9,6 +9,7 @@
 #include "providers/hetzner/fake/fake_hetzner_cloud.h"
 #include "providers/hetzner/hetzner_provider.h"
 #include "providers/http/http_client.h"
+#include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
 
@@ -29,9 +30,9 @@ struct Cloud {
   FakeHetznerCloud fake;
   std::unique_ptr<HetznerProvider> provider;
 
-  explicit Cloud(FakeServersOptions servers = {}, std::string location = "fsn1")
+  explicit Cloud(FakeServersOptions servers = {}, std::string location = "fsn1", std::string guest_root = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}, .token = kToken,
-              .servers = servers, .hang = 3s, .clock = &clock}) {
+              .servers = servers, .hang = 3s, .guest_root = guest_root, .clock = &clock}) {
     REQUIRE(fake.start().ok());
     provider = make(kToken, location);
   }
@@ -334,4 +335,17 @@ TEST_CASE("the fake refuses what Hetzner refuses, and its label selectors and pa
   http::HttpRequest anonymous{.method = "GET", .url = fake.api_url() + "/servers"};
   CHECK(run_sync(client.send(anonymous))->status == 401);
   CHECK(fake.rejected() == 1);
+}
+
+TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TempDir root("tsum-guest");
+  const std::string marker = root.path().string();
+  Cloud c({}, "fsn1", marker);
+  auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "hetzner x")));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  const std::string home = marker + "/" + std::to_string(c.fake.servers().at(0).id);
+  CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "hetzner x\n");
+  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
+  CHECK(testing::gone_within(marker, 5s));
 }

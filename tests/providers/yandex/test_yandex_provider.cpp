@@ -10,6 +10,7 @@
 #include "providers/gce/jwt.h"
 #include "providers/yandex/fake/fake_yandex_cloud.h"
 #include "providers/yandex/yandex_provider.h"
+#include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
 
@@ -34,9 +35,9 @@ struct Cloud {
   FakeYandexCloud fake;
   std::unique_ptr<YandexProvider> provider;
 
-  explicit Cloud(FakeYandexComputeOptions compute = {}, int sku_page_size = 1000)
+  explicit Cloud(FakeYandexComputeOptions compute = {}, int sku_page_size = 1000, std::string guest_root = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}, .public_key_pem = test_key().private_key_pem,
-              .compute = compute, .sku_page_size = sku_page_size, .hang = 3s, .clock = &clock}) {
+              .compute = compute, .sku_page_size = sku_page_size, .hang = 3s, .guest_root = guest_root, .clock = &clock}) {
     REQUIRE(fake.start().ok());
     provider = make(test_key());
   }
@@ -356,4 +357,17 @@ TEST_CASE("the fake refuses what Yandex refuses: bad JWT claims, folders, filter
   CHECK(call("GET", "/billing/v1/skus?currency=EUR").first == 400);
   http::HttpRequest anonymous{.method = "GET", .url = fake.compute_url() + "/instances?folderId=" + fake.folder_id()};
   CHECK(run_sync(client.send(anonymous))->status == 401);
+}
+
+TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TempDir root("tsum-guest");
+  const std::string marker = root.path().string();
+  Cloud c({}, 1000, marker);
+  auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "yandex x")));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  const std::string home = marker + "/" + c.fake.instances().at(0).id;
+  CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "yandex x\n");
+  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
+  CHECK(testing::gone_within(marker, 5s));
 }
