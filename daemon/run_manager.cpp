@@ -295,7 +295,10 @@ asio::awaitable<void> RunManager::reconcile() {
   // Strays: tagged instances with no live run (none is live yet), e.g. created just before a crash.
   for (auto* p : s_.providers.all()) {
     auto strays = co_await p->list_tagged(opts_.tag);
-    if (!strays) continue;
+    if (!strays) {
+      log_line("reconcile: cannot list " + std::string(p->name()) + "'s tagged instances: " + strays.error().detail);
+      continue;
+    }
     for (const auto& h : *strays) {
       auto t = co_await p->terminate(h);
       log_line("reconcile: stray " + std::string(p->name()) + " instance " + h.id +

@@ -103,6 +103,15 @@ class DaemonProcess {
     return status;
   }
 
+  // Waits (up to `limit`) for the daemon to exit by itself. Returns the wait status, nullopt if still running.
+  std::optional<int> wait_exit(std::chrono::milliseconds limit) {
+    int status = 0;
+    bool exited = eventually([&] { return pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_; }, limit);
+    if (!exited) return std::nullopt;
+    pid_ = 0;
+    return status;
+  }
+
   std::string admin_token() const { return run_capture(std::string(TSUMD_BIN) + " token create --db " + db_); }
   uint16_t port() const { return port_; }
   std::string log() const {
