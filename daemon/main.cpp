@@ -274,8 +274,8 @@ int main(int argc, char** argv) {
   if (args[0] == "serve") {
     if (!parse_flags(args, 1, flags, err) ||
         !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider",
-                            "max-per-type", "web-dir", "monthly-budget", "config", "trace", "trace-speed", "trace-billing",
-                            "trace-db", "trace-experiments"},
+                            "max-per-type", "web-dir", "monthly-budget", "config", "trace", "trace-speed",
+                            "trace-billing", "trace-db", "trace-experiments"},
                     err))
       return usage_error(err);
     if (flags["db"].empty()) return usage_error("serve needs --db PATH");
