@@ -16,6 +16,7 @@
 #include "api/token_routes.h"
 #include "api/web_routes.h"
 #include "billing/catalog.h"
+#include "daemon/past_runs.h"
 #include "providers/local/local_provider.h"
 #include "providers/ssh/ssh_provider.h"
 #include "providers/trace/trace_provider.h"
@@ -105,7 +106,7 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   if (auto s = add_configured_providers(o.config, o.state_dir, app->providers_, &app->provider_calls_); !s)
     return s.error();
 
-  if (!o.trace_csv.empty())
+  if (!o.trace_csv.empty() || !o.trace_db.empty())
     if (auto st = app->add_trace_provider(); !st) return st.error();
 
   app->ledger_ = std::make_unique<daemon::Ledger>(*app->db_, app->clock_);
@@ -122,16 +123,27 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
 
 App::~App() = default;
 
-Status App::add_trace_provider() {
+Result<std::vector<billing::CsvRun>> App::trace_runs() const {
+  if (!opts_.trace_db.empty()) {
+    std::vector<billing::Catalog> shipped;  // for the cores and GPUs of past cloud runs (daemon/past_runs.h)
+    for (const auto& f : billing::embedded_catalogs())
+      if (auto c = billing::parse_catalog(f.data)) shipped.push_back(std::move(*c));
+    return daemon::read_past_runs(opts_.trace_db, opts_.trace_experiments, shipped);
+  }
   std::ifstream in(opts_.trace_csv);
-  if (!in) return make_error(Code::invalid_argument, "--trace " + opts_.trace_csv + ": cannot be read");
+  if (!in) return make_error(Code::invalid_argument, "cannot be read");
   std::string text{std::istreambuf_iterator<char>(in), {}};
-  auto runs = billing::parse_runs_csv(text);
-  if (!runs) return make_error(Code::invalid_argument, "--trace " + opts_.trace_csv + ": " + runs.error().detail);
+  return billing::parse_runs_csv(text);
+}
+
+Status App::add_trace_provider() {
+  const std::string source = opts_.trace_db.empty() ? "--trace " + opts_.trace_csv : "--trace-db " + opts_.trace_db;
+  auto runs = trace_runs();
+  if (!runs) return make_error(Code::invalid_argument, source + ": " + runs.error().detail);
   auto trace = providers::TraceProvider::create(
       io_.get_executor(),
       providers::TraceOptions{.runs = std::move(*runs), .speed = opts_.trace_speed, .billing = opts_.trace_billing});
-  if (!trace) return make_error(Code::invalid_argument, "--trace " + opts_.trace_csv + ": " + trace.error().detail);
+  if (!trace) return make_error(Code::invalid_argument, source + ": " + trace.error().detail);
   providers_.add(std::make_unique<daemon::MeteredProvider>(std::move(*trace), provider_calls_));
   return {};
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/http_server.h"
 #include "api/router.h"
@@ -19,6 +20,7 @@
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
 #include "billing/catalog.h"
+#include "billing/plan_csv.h"
 #include "daemon/run_manager.h"
 #include "daemon/scheduler.h"
 #include "daemon/search_runner.h"
@@ -41,6 +43,8 @@ struct AppOptions {
   std::optional<double> monthly_budget;  // spend cap per calendar month (UTC) over every run
   daemon::DaemonConfig config;         // --config FILE: providers beyond local (daemon/config.h)
   std::string trace_csv;               // register the trace provider replaying this CSV (providers/trace/)
+  std::string trace_db;                // … or replaying the done runs of this tsum database (daemon/past_runs.h)
+  std::vector<int64_t> trace_experiments;  // with trace_db: only these experiments' runs; empty: all
   double trace_speed = 1;              // its time compression: wall seconds = recorded seconds / speed
   std::string trace_billing = "per_second_60s_min";  // the billing rule its offers name
 };
@@ -67,8 +71,10 @@ class App {
 
  private:
   App(boost::asio::io_context& io, AppOptions opts) : io_(io), opts_(std::move(opts)) {}
-  // Reads opts_.trace_csv and registers the trace provider; invalid_argument names the file (and line).
+  // Reads opts_.trace_csv or opts_.trace_db and registers the trace provider; invalid_argument names the
+  // flag and the file (and the CSV line).
   Status add_trace_provider();
+  Result<std::vector<billing::CsvRun>> trace_runs() const;
 
   boost::asio::io_context& io_;
   AppOptions opts_;

@@ -12,7 +12,25 @@ Error sqlite_error(sqlite3* db, std::string_view what) {
   if ((rc & 0xff) == SQLITE_CONSTRAINT) code = Code::already_exists;
   return make_error(code, std::string(what) + ": " + sqlite3_errmsg(db));
 }
+
+Result<int> migration_number(const EmbeddedFile& m) {
+  int n = 0;
+  auto [p, ec] = std::from_chars(m.name.data(), m.name.data() + m.name.size(), n);
+  if (ec != std::errc() || p != m.name.data() + 4)
+    return make_error(Code::internal, "migration " + std::string(m.name) + " lacks an NNNN_ prefix");
+  return n;
+}
 }  // namespace
+
+Result<int> latest_schema_version(std::span<const EmbeddedFile> migrations) {
+  int latest = 0;
+  for (const auto& m : migrations) {
+    auto n = migration_number(m);
+    if (!n) return n.error();
+    latest = std::max(latest, *n);
+  }
+  return latest;
+}
 
 std::string Stmt::text(int col) const {
   auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_.get(), col));
@@ -47,6 +65,20 @@ Result<std::unique_ptr<Db>> Db::open(const std::string& path) {
   sqlite3_busy_timeout(raw, 5000);
   if (auto s = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !s)
     return make_error(s.code(), "database " + path + ": " + s.error().detail);
+  return db;
+}
+
+Result<std::unique_ptr<Db>> Db::open_read_only(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = raw ? sqlite3_errmsg(raw) : "out of memory";
+    sqlite3_close(raw);
+    return make_error(Code::unavailable, "open database " + path + " read-only: " + msg);
+  }
+  std::unique_ptr<Db> db(new Db(raw));
+  sqlite3_busy_timeout(raw, 5000);
+  if (auto s = db->exec("PRAGMA query_only=ON"); !s) return s.error();
   return db;
 }
 
@@ -86,10 +118,9 @@ Result<int> Db::migrate(std::span<const EmbeddedFile> migrations) {
   int version = *current;
   int latest = 0;
   for (const auto& m : migrations) {
-    int n = 0;
-    auto [p, ec] = std::from_chars(m.name.data(), m.name.data() + m.name.size(), n);
-    if (ec != std::errc() || p != m.name.data() + 4)
-      return make_error(Code::internal, "migration " + std::string(m.name) + " lacks an NNNN_ prefix");
+    auto number = migration_number(m);
+    if (!number) return number.error();
+    int n = *number;
     latest = std::max(latest, n);
     if (n <= version) continue;
     Transaction tx(*this);

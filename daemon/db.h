@@ -74,6 +74,10 @@ class Db {
  public:
   // Opens (creating if needed) the database at path, in WAL mode with foreign keys enforced.
   static Result<std::unique_ptr<Db>> open(const std::string& path);
+  // Opens an existing database for reading only (SQLITE_OPEN_READONLY and PRAGMA query_only): nothing is
+  // created, migrated or written, not even the journal mode. SQLite may still add the -wal and -shm files
+  // beside a WAL database, as any reader does; the database file itself is left as it is.
+  static Result<std::unique_ptr<Db>> open_read_only(const std::string& path);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
@@ -97,6 +101,9 @@ class Db {
 
 // BEGIN IMMEDIATE on construction (a SAVEPOINT when already inside a transaction, so transactions nest);
 // rolled back on destruction unless commit() succeeded.
+// The highest NNNN prefix among `migrations`: the schema version a database has after migrate().
+Result<int> latest_schema_version(std::span<const EmbeddedFile> migrations);
+
 class Transaction {
  public:
   explicit Transaction(Db& db);

@@ -2,7 +2,8 @@
 //
 //   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--trainer PATH] [--data DIR]
 //               [--max-concurrent N] [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
-//               [--monthly-budget USD] [--trace FILE.csv [--trace-speed N] [--trace-billing RULE]]
+//               [--monthly-budget USD] [--trace FILE.csv | --trace-db FILE.db [--trace-experiments ID,...]]
+//               [--trace-speed N] [--trace-billing RULE]
 //               [--config FILE]
 //   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
 //   tsumd token create --db PATH [--scope admin|metrics]
@@ -36,7 +37,8 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
               [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR] [--monthly-budget USD]
-              [--config FILE] [--trace FILE.csv [--trace-speed N] [--trace-billing RULE]]   (docs/trace.md)
+              [--config FILE] [--trace FILE.csv | --trace-db FILE.db [--trace-experiments ID,ID,...]]
+              [--trace-speed N] [--trace-billing RULE]   (replay recorded runs: docs/trace.md)
   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
@@ -105,6 +107,18 @@ bool to_positive(const std::string& s, double& out) {
   }
 }
 
+// "1,4,7" → {1, 4, 7}: positive ids, comma-separated.
+bool to_ids(const std::string& s, std::vector<int64_t>& out) {
+  size_t start = 0;
+  for (size_t end = 0; end != std::string::npos; start = end + 1) {
+    end = s.find(',', start);
+    int id = 0;
+    if (!to_int(s.substr(start, end == std::string::npos ? end : end - start), id) || id < 1) return false;
+    out.push_back(id);
+  }
+  return true;
+}
+
 int serve(std::map<std::string, std::string> flags) {
   api::AppOptions o;
   o.db_path = flags["db"];
@@ -140,11 +154,18 @@ int serve(std::map<std::string, std::string> flags) {
     o.monthly_budget = cap;
   }
   if (flags.count("trace")) o.trace_csv = flags["trace"];
+  if (flags.count("trace-db")) o.trace_db = flags["trace-db"];
+  if (flags.count("trace") && flags.count("trace-db"))
+    return usage_error("--trace FILE.csv and --trace-db FILE.db exclude each other: replay one source");
+  if (flags.count("trace-experiments") && !to_ids(flags["trace-experiments"], o.trace_experiments))
+    return usage_error("--trace-experiments must be experiment ids like 1,4,7");
+  if (flags.count("trace-experiments") && o.trace_db.empty())
+    return usage_error("--trace-experiments needs --trace-db FILE.db");
   if (flags.count("trace-speed") && !to_positive(flags["trace-speed"], o.trace_speed))
     return usage_error("--trace-speed must be a positive number");
   if (flags.count("trace-billing")) o.trace_billing = flags["trace-billing"];
-  if (o.trace_csv.empty() && (flags.count("trace-speed") || flags.count("trace-billing")))
-    return usage_error("--trace-speed and --trace-billing need --trace FILE.csv");
+  if (o.trace_csv.empty() && o.trace_db.empty() && (flags.count("trace-speed") || flags.count("trace-billing")))
+    return usage_error("--trace-speed and --trace-billing need --trace FILE.csv or --trace-db FILE.db");
 
   asio::io_context io;
   auto app = api::App::create(io, o);
@@ -216,7 +237,8 @@ int main(int argc, char** argv) {
   if (args[0] == "serve") {
     if (!parse_flags(args, 1, flags, err) ||
         !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider",
-                            "max-per-type", "web-dir", "monthly-budget", "config", "trace", "trace-speed", "trace-billing"},
+                            "max-per-type", "web-dir", "monthly-budget", "config", "trace", "trace-speed",
+                            "trace-billing", "trace-db", "trace-experiments"},
                     err))
       return usage_error(err);
     if (flags["db"].empty()) return usage_error("serve needs --db PATH");

@@ -70,7 +70,7 @@ Result<ExperimentRow> Store::experiment(int64_t id) {
   return ExperimentRow{st->int64(0), st->text(1), std::move(*spec), st->real(3)};
 }
 
-Result<std::vector<ExperimentRow>> Store::experiments() {
+Result<std::vector<int64_t>> Store::experiment_ids() {
   auto st = db_.prepare("SELECT id FROM experiments ORDER BY id");
   if (!st) return st.error();
   std::vector<int64_t> ids;
@@ -80,8 +80,14 @@ Result<std::vector<ExperimentRow>> Store::experiments() {
     if (!*row) break;
     ids.push_back(st->int64(0));
   }
+  return ids;
+}
+
+Result<std::vector<ExperimentRow>> Store::experiments() {
+  auto ids = experiment_ids();
+  if (!ids) return ids.error();
   std::vector<ExperimentRow> out;
-  for (auto id : ids) {
+  for (auto id : *ids) {
     auto e = experiment(id);
     if (!e) return e.error();
     out.push_back(std::move(*e));

@@ -54,6 +54,8 @@ class Store {
                                     std::optional<int64_t> schedule_id = std::nullopt);
   Result<ExperimentRow> experiment(int64_t id);
   Result<std::vector<ExperimentRow>> experiments();
+  // Every experiment's id, ascending.
+  Result<std::vector<int64_t>> experiment_ids();
   Result<RunRow> run(int64_t id);
   Result<std::vector<RunRow>> runs_of(int64_t experiment_id);
   // Runs in any of the given statuses, oldest first.

@@ -29,7 +29,8 @@ struct TraceProvider::Instance {
   asio::steady_timer timer;
 
   InstanceHandle handle() const {
-    return {"trace", id, {{"config", row.run.cfg.config}, {"line", row.line}, {"run_id", run_id}}};
+    return {"trace", id, {{"config", row.run.cfg.config}, {"line", row.line}, {"run_id", run_id},
+                          {"cores", row.run.cfg.cores}, {"gpus", row.run.cfg.gpus}}};
   }
 };
 
@@ -81,6 +82,7 @@ Task<Result<std::vector<Offer>>> TraceProvider::offers(const Requirements& req) 
     o.hourly_price = first.price_per_hour;
     if (!first.currency.empty()) o.currency = first.currency;
     o.region = "trace";
+    o.billing_rule = opts_.billing;
     o.note = "replays " + cfg.config + " (" + std::to_string(rows.size()) + " recorded runs); billing " +
              opts_.billing;
     out.push_back(std::move(o));

@@ -2,10 +2,12 @@
 // path, so the ledger, the events and the billing all run for real on recorded machines.
 //
 // Offers: one per CSV config, priced with the config's price_per_hour; its instance_type is the CSV's
-// instance_type, and every offer carries the same billing rule (TraceOptions::billing, in Offer::note).
+// instance_type, and every offer carries the same billing rule (TraceOptions::billing, in Offer::billing_rule
+// and Offer::note).
 // An "instance" is a stand-in agent: a coroutine on the daemon's executor that posts the begin and end marks
 // the real agent posts (install … save) to TSUM_URL/v1/runs/TSUM_RUN_ID/events with the run's token.
-// Repetitions of a config cycle through its recorded rows, in CSV order.
+// Repetitions of a config cycle through its recorded rows, in CSV order. The instance handle's data names the
+// row (config, line) and its machine (cores, gpus), so a trace run in the database says what it replayed.
 //
 // Time compression. The recorded durations are reproduced exactly in the agent's mono_s timestamps (each
 // phase's end - begin is the CSV value), so the ledger and the bill show the recorded in-instance phases.
