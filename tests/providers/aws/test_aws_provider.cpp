@@ -72,7 +72,7 @@ TEST_CASE("create launches one tagged instance booting the agent; describe follo
   CHECK(i.shutdown_behavior == "terminate");
   CHECK(i.client_token == "run7-tsum-test");
   CHECK(i.user_data.starts_with("#cloud-config\n"));
-  CHECK(i.user_data.find(base64_encode(spec("7").agent_script)) != std::string::npos);
+  CHECK(i.user_data.find(base64_encode(gzip_compress(spec("7").agent_script))) != std::string::npos);
 
   auto st = run_sync(c.provider->describe(*h));
   REQUIRE(st.ok());

@@ -85,7 +85,7 @@ TEST_CASE("create makes a tagged group, a network and a VM booting the agent; de
   CHECK(vm.provisioning_state == "Succeeded");
   CHECK(vm.image == "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest");
   CHECK(vm.custom_data.starts_with("#cloud-config\n"));
-  CHECK(vm.custom_data.find(aws::base64_encode(spec("7").agent_script)) != std::string::npos);
+  CHECK(vm.custom_data.find(aws::base64_encode(aws::gzip_compress(spec("7").agent_script))) != std::string::npos);
   CHECK(vm.ssh_key == kSshKey);
   CHECK(vm.all_delete_options);
   CHECK(vm.tags.at("tsum-run") == "7");

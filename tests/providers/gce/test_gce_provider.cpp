@@ -82,7 +82,7 @@ TEST_CASE("create inserts one labelled instance booting the agent; describe foll
   CHECK(i.max_run_duration_s == 24 * 3600);
   CHECK(i.termination_action == "DELETE");
   CHECK(i.metadata.at("user-data").starts_with("#cloud-config\n"));
-  CHECK(i.metadata.at("user-data").find(aws::base64_encode(spec("7").agent_script)) != std::string::npos);
+  CHECK(i.metadata.at("user-data").find(aws::base64_encode(aws::gzip_compress(spec("7").agent_script))) != std::string::npos);
   CHECK(c.fake.tokens_issued() == 1);
 
   auto st = run_sync(c.provider->describe(*h));

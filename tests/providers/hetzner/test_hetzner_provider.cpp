@@ -84,7 +84,7 @@ TEST_CASE("create posts one labelled server booting the agent; describe follows 
   CHECK(s.labels.at("tsum") == "tsum-test");
   CHECK(s.labels.at("tsum-run") == "7");
   CHECK(s.user_data.starts_with("#cloud-config\n"));
-  CHECK(s.user_data.find(aws::base64_encode(spec("7").agent_script)) != std::string::npos);
+  CHECK(s.user_data.find(aws::base64_encode(aws::gzip_compress(spec("7").agent_script))) != std::string::npos);
   std::vector<std::string> keys;
   for (const auto& [k, _] : h->data.items()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"created_at_s", "location", "name", "server_type"});  // no root_password

@@ -86,7 +86,7 @@ TEST_CASE("create posts one labelled instance booting the agent and waits for it
   CHECK(i.disk_auto_delete);
   CHECK(i.labels == std::map<std::string, std::string>{{"tsum", "tsum-test"}, {"tsum-run", "7"}});
   CHECK(i.user_data.starts_with("#cloud-config\n"));
-  CHECK(i.user_data.find(aws::base64_encode(spec("7").agent_script)) != std::string::npos);
+  CHECK(i.user_data.find(aws::base64_encode(aws::gzip_compress(spec("7").agent_script))) != std::string::npos);
   CHECK(c.fake.requests("operations.get") == 2);  // done:false once, then done
   CHECK(c.fake.tokens_issued() == 1);
 
