@@ -83,30 +83,14 @@ Result<std::uint16_t> FakeAzureCloud::start() {
 
 void FakeAzureCloud::stop() { server_.stop(); }
 
-int FakeAzureCloud::requests(std::string_view method) const {
-  std::lock_guard lock(mu_);
-  auto it = requests_.find(method);
-  return it == requests_.end() ? 0 : it->second;
-}
+int FakeAzureCloud::requests(std::string_view method) const { return book_.requests(method); }
 
-int FakeAzureCloud::rejected() const {
-  std::lock_guard lock(mu_);
-  return rejected_;
-}
+int FakeAzureCloud::rejected() const { return book_.rejected(); }
 
-int FakeAzureCloud::tokens_issued() const {
-  std::lock_guard lock(mu_);
-  return issued_;
-}
+int FakeAzureCloud::tokens_issued() const { return book_.issued(); }
 
 void FakeAzureCloud::revoke_tokens() {
-  std::lock_guard lock(mu_);
-  tokens_.clear();
-}
-
-void FakeAzureCloud::count(const std::string& method) {
-  std::lock_guard lock(mu_);
-  ++requests_[method];
+  book_.revoke_all();
 }
 
 http::LoopbackReply FakeAzureCloud::fault_reply(FaultKind kind) const {
@@ -128,17 +112,11 @@ http::LoopbackReply FakeAzureCloud::fault_reply(FaultKind kind) const {
 }
 
 std::string FakeAzureCloud::refuse_bearer(const http::LoopbackRequest& req) {
-  auto auth = http::find_header(req.headers, "Authorization");
-  std::lock_guard lock(mu_);
+  auto token = CallBook::bearer(req);
   std::string refusal;
-  if (!auth || !auth->starts_with("Bearer ")) {
-    refusal = "The request did not have a subscription or a valid tenant level resource provider.";
-  } else {
-    std::string token(auth->substr(7));
-    auto it = tokens_.find(token);
-    if (it == tokens_.end() || it->second <= clock_.now_s()) refusal = "The access token '" + token + "' is invalid or expired.";
-  }
-  if (!refusal.empty()) ++rejected_;
+  if (!token) refusal = "The request did not have a subscription or a valid tenant level resource provider.";
+  else if (!book_.valid(*token, clock_.now_s())) refusal = "The access token '" + *token + "' is invalid or expired.";
+  if (!refusal.empty()) book_.reject();
   return refusal;
 }
 
@@ -147,8 +125,7 @@ http::LoopbackReply FakeAzureCloud::token(const http::LoopbackRequest& req) {
   if (req.method != "POST" || !form) return oauth_error(400, "invalid_request", "AADSTS900144: POST a form to the token endpoint.");
   auto fields = to_map(*form);
   auto refuse = [&](int status, const std::string& error, const std::string& why) {
-    std::lock_guard lock(mu_);
-    ++rejected_;
+    book_.reject();
     return oauth_error(status, error, why);
   };
   if (fields["grant_type"] != "client_credentials")
@@ -159,15 +136,11 @@ http::LoopbackReply FakeAzureCloud::token(const http::LoopbackRequest& req) {
     return refuse(401, "invalid_client", "AADSTS7000215: Invalid client secret provided ('" + fields["client_secret"] + "').");
   if (fields["scope"] != kManagementScope)
     return refuse(400, "invalid_scope", "AADSTS1002012: The provided value for scope " + fields["scope"] + " is not valid.");
-  count("token");
+  book_.count("token");
   auto injected = faults_.take("token");
   if (injected && *injected != FaultKind::lost) return fault_reply(*injected);
   const std::string token = random_token();
-  {
-    std::lock_guard lock(mu_);
-    tokens_[token] = clock_.now_s() + opts_.token_lifetime_s;
-    ++issued_;
-  }
+  book_.issue(token, clock_.now_s() + opts_.token_lifetime_s);
   auto reply = reply_of({200, {{"token_type", "Bearer"}, {"expires_in", static_cast<long>(opts_.token_lifetime_s)},
                                {"ext_expires_in", static_cast<long>(opts_.token_lifetime_s)}, {"access_token", token}}, {}});
   reply.drop = injected == FaultKind::lost;  // issued, but the answer never arrives
@@ -199,7 +172,7 @@ http::LoopbackReply FakeAzureCloud::handle(const http::LoopbackRequest& req) {
     method = arm_method({req.method, split_path(path), {}, {}});
   }
   if (method.empty()) return reply_of(arm_error(404, "NotFound", "No route for " + req.method + " " + path));
-  count(method);
+  book_.count(method);
   auto injected = faults_.take(method);
   if (injected && *injected != FaultKind::lost) return fault_reply(*injected);
   auto params = to_map(*query);

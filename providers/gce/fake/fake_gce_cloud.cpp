@@ -96,31 +96,15 @@ Result<std::uint16_t> FakeGceCloud::start() {
 
 void FakeGceCloud::stop() { server_.stop(); }
 
-int FakeGceCloud::requests(std::string_view method) const {
-  std::lock_guard lock(mu_);
-  auto it = requests_.find(method);
-  return it == requests_.end() ? 0 : it->second;
-}
+int FakeGceCloud::requests(std::string_view method) const { return book_.requests(method); }
 
-int FakeGceCloud::rejected() const {
-  std::lock_guard lock(mu_);
-  return rejected_;
-}
+int FakeGceCloud::rejected() const { return book_.rejected(); }
 
-int FakeGceCloud::tokens_issued() const {
-  std::lock_guard lock(mu_);
-  return issued_;
-}
+int FakeGceCloud::tokens_issued() const { return book_.issued(); }
 
 void FakeGceCloud::revoke_tokens(bool refuse_all) {
-  std::lock_guard lock(mu_);
-  tokens_.clear();
+  book_.revoke_all();
   refuse_all_ = refuse_all;
-}
-
-void FakeGceCloud::count(const std::string& method) {
-  std::lock_guard lock(mu_);
-  ++requests_[method];
 }
 
 http::LoopbackReply FakeGceCloud::fault_reply(FaultKind kind) const {
@@ -142,18 +126,12 @@ http::LoopbackReply FakeGceCloud::fault_reply(FaultKind kind) const {
 }
 
 std::string FakeGceCloud::refuse_bearer(const http::LoopbackRequest& req) {
-  auto auth = http::find_header(req.headers, "Authorization");
-  std::lock_guard lock(mu_);
+  auto token = CallBook::bearer(req);
   std::string refusal;
-  if (!auth || !auth->starts_with("Bearer ")) {
-    refusal = "Request is missing required authentication credential. Expected OAuth 2 access token.";
-  } else {
-    std::string token(auth->substr(7));
-    auto it = tokens_.find(token);
-    if (refuse_all_ || it == tokens_.end() || it->second <= clock_.now_s())
-      refusal = "Request had invalid authentication credentials (got '" + token + "'). Expected OAuth 2 access token.";
-  }
-  if (!refusal.empty()) ++rejected_;
+  if (!token) refusal = "Request is missing required authentication credential. Expected OAuth 2 access token.";
+  else if (refuse_all_ || !book_.valid(*token, clock_.now_s()))
+    refusal = "Request had invalid authentication credentials (got '" + *token + "'). Expected OAuth 2 access token.";
+  if (!refusal.empty()) book_.reject();
   return refusal;
 }
 
@@ -162,8 +140,7 @@ http::LoopbackReply FakeGceCloud::token(const http::LoopbackRequest& req) {
   if (req.method != "POST" || !form) return oauth_error("invalid_request", "POST a form to the token endpoint");
   auto fields = to_map(*form);
   auto refuse = [&](const std::string& error, const std::string& why) {
-    std::lock_guard lock(mu_);
-    ++rejected_;
+    book_.reject();
     return oauth_error(error, why + " (assertion '" + fields["assertion"] + "')");
   };
   if (fields["grant_type"] != "urn:ietf:params:oauth:grant-type:jwt-bearer")
@@ -173,15 +150,11 @@ http::LoopbackReply FakeGceCloud::token(const http::LoopbackRequest& req) {
   const double now = clock_.now_s();
   if (auto why = claims_refusal(jwt->claims, opts_.client_email, token_url(), now); !why.empty())
     return refuse("invalid_grant", why);
-  count("token");
+  book_.count("token");
   auto injected = faults_.take("token");
   if (injected && *injected != FaultKind::lost) return fault_reply(*injected);
   const std::string token = random_token();
-  {
-    std::lock_guard lock(mu_);
-    tokens_[token] = now + opts_.token_lifetime_s;
-    ++issued_;
-  }
+  book_.issue(token, now + opts_.token_lifetime_s);
   auto reply = reply_of({200, {{"access_token", token}, {"expires_in", static_cast<long>(opts_.token_lifetime_s)},
                                {"token_type", "Bearer"}}});
   reply.drop = injected == FaultKind::lost;  // issued, but the answer never arrives
@@ -210,7 +183,7 @@ http::LoopbackReply FakeGceCloud::handle(const http::LoopbackRequest& req) {
     method = "skus.list";
   }
   if (method.empty()) return reply_of(google_error(404, "notFound", "No such method: " + req.method + " " + path));
-  count(method);
+  book_.count(method);
   auto injected = faults_.take(method);
   if (injected && *injected != FaultKind::lost) return fault_reply(*injected);
   auto reply = reply_of(method == "skus.list" ? list_skus(to_map(*query), opts_.compute.page_size) : compute_.handle(call));

@@ -18,13 +18,14 @@
 // destroying the fake halts them all.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/clock.h"
+#include "providers/aws/fake/call_book.h"
 #include "providers/aws/fake/fake_faults.h"
 #include "providers/gce/fake/fake_compute.h"
 #include "providers/fake_guest/fake_guest.h"
@@ -32,6 +33,7 @@
 
 namespace tsum::providers::gce::fake {
 
+using aws::fake::CallBook;
 using aws::fake::Fault;
 using aws::fake::FaultKind;
 
@@ -80,19 +82,14 @@ class FakeGceCloud {
   std::string refuse_bearer(const http::LoopbackRequest& req);  // empty: the token is good
   void sync_guests();
   http::LoopbackReply fault_reply(FaultKind kind) const;
-  void count(const std::string& method);
 
   FakeGceCloudOptions opts_;
   SystemClock system_clock_;
   const Clock& clock_;
   FakeCompute compute_;
   aws::fake::FaultPlan faults_;
-  mutable std::mutex mu_;
-  std::map<std::string, int, std::less<>> requests_;
-  std::map<std::string, double> tokens_;  // access token -> expiry
-  int rejected_ = 0;
-  int issued_ = 0;
-  bool refuse_all_ = false;
+  CallBook book_;
+  std::atomic<bool> refuse_all_{false};
   std::optional<fake_guest::FakeGuest> guest_;  // outlives the server, whose thread syncs it
   http::LoopbackServer server_;
 };

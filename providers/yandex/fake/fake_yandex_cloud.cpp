@@ -108,30 +108,14 @@ Result<std::uint16_t> FakeYandexCloud::start() {
 
 void FakeYandexCloud::stop() { server_.stop(); }
 
-int FakeYandexCloud::requests(std::string_view method) const {
-  std::lock_guard lock(mu_);
-  auto it = requests_.find(method);
-  return it == requests_.end() ? 0 : it->second;
-}
+int FakeYandexCloud::requests(std::string_view method) const { return book_.requests(method); }
 
-int FakeYandexCloud::rejected() const {
-  std::lock_guard lock(mu_);
-  return rejected_;
-}
+int FakeYandexCloud::rejected() const { return book_.rejected(); }
 
-int FakeYandexCloud::tokens_issued() const {
-  std::lock_guard lock(mu_);
-  return issued_;
-}
+int FakeYandexCloud::tokens_issued() const { return book_.issued(); }
 
 void FakeYandexCloud::revoke_tokens() {
-  std::lock_guard lock(mu_);
-  tokens_.clear();
-}
-
-void FakeYandexCloud::count(const std::string& method) {
-  std::lock_guard lock(mu_);
-  ++requests_[method];
+  book_.revoke_all();
 }
 
 http::LoopbackReply FakeYandexCloud::fault_reply(FaultKind kind) const {
@@ -153,17 +137,11 @@ http::LoopbackReply FakeYandexCloud::fault_reply(FaultKind kind) const {
 }
 
 std::string FakeYandexCloud::refuse_bearer(const http::LoopbackRequest& req) {
-  auto auth = http::find_header(req.headers, "Authorization");
-  std::lock_guard lock(mu_);
+  auto token = CallBook::bearer(req);
   std::string refusal;
-  if (!auth || !auth->starts_with("Bearer ")) {
-    refusal = "The token is missing";
-  } else {
-    std::string token(auth->substr(7));
-    auto it = tokens_.find(token);
-    if (it == tokens_.end() || it->second <= clock_.now_s()) refusal = "The token is invalid or expired: '" + token + "'";
-  }
-  if (!refusal.empty()) ++rejected_;
+  if (!token) refusal = "The token is missing";
+  else if (!book_.valid(*token, clock_.now_s())) refusal = "The token is invalid or expired: '" + *token + "'";
+  if (!refusal.empty()) book_.reject();
   return refusal;
 }
 
@@ -173,23 +151,18 @@ http::LoopbackReply FakeYandexCloud::token(const http::LoopbackRequest& req) {
     return reply_of(yc_error(400, "POST {\"jwt\": ...} to the token endpoint"));
   const std::string jwt = (*doc)["jwt"].get<std::string>();
   auto refuse = [&](const std::string& why) {
-    std::lock_guard lock(mu_);
-    ++rejected_;
+    book_.reject();
     return reply_of(yc_error(401, why + " (jwt '" + jwt + "')"));
   };
   auto verified = verify_ps256_jwt(jwt, opts_.public_key_pem);
   if (!verified) return refuse("Invalid JWT: " + verified.error().detail);
   const double now = clock_.now_s();
   if (auto why = jwt_refusal(*verified, opts_, iam_url(), now); !why.empty()) return refuse(why);
-  count("iam.token");
+  book_.count("iam.token");
   auto injected = faults_.take("iam.token");
   if (injected && *injected != FaultKind::lost) return fault_reply(*injected);
   const std::string token = random_token();
-  {
-    std::lock_guard lock(mu_);
-    tokens_[token] = now + opts_.token_lifetime_s;
-    ++issued_;
-  }
+  book_.issue(token, now + opts_.token_lifetime_s);
   auto reply = reply_of({200, {{"iamToken", token}, {"expiresAt", rfc3339(now + opts_.token_lifetime_s)}}});
   reply.drop = injected == FaultKind::lost;  // issued, but the answer never arrives
   return reply;
@@ -215,7 +188,7 @@ http::LoopbackReply FakeYandexCloud::handle(const http::LoopbackRequest& req) {
     method = "skus.list";
   }
   if (method.empty()) return reply_of(yc_error(404, "No such method: " + req.method + " " + path));
-  count(method);
+  book_.count(method);
   auto injected = faults_.take(method);
   if (injected && *injected != FaultKind::lost) return fault_reply(*injected);
   YcAnswer answer;

@@ -20,11 +20,11 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/clock.h"
+#include "providers/aws/fake/call_book.h"
 #include "providers/aws/fake/fake_faults.h"
 #include "providers/fake_guest/fake_guest.h"
 #include "providers/http/loopback_server.h"
@@ -32,6 +32,7 @@
 
 namespace tsum::providers::yandex::fake {
 
+using aws::fake::CallBook;
 using aws::fake::Fault;
 using aws::fake::FaultKind;
 
@@ -82,18 +83,13 @@ class FakeYandexCloud {
   std::string refuse_bearer(const http::LoopbackRequest& req);  // empty: the token is good
   void sync_guests();
   http::LoopbackReply fault_reply(FaultKind kind) const;
-  void count(const std::string& method);
 
   FakeYandexCloudOptions opts_;
   SystemClock system_clock_;
   const Clock& clock_;
   FakeYandexCompute compute_;
   aws::fake::FaultPlan faults_;
-  mutable std::mutex mu_;
-  std::map<std::string, int, std::less<>> requests_;
-  std::map<std::string, double> tokens_;  // IAM token -> expiry
-  int rejected_ = 0;
-  int issued_ = 0;
+  CallBook book_;
   std::optional<fake_guest::FakeGuest> guest_;  // outlives the server, whose thread syncs it
   http::LoopbackServer server_;
 };
