@@ -15,7 +15,8 @@ runtime="dataset-fashion-mnist curl ca-certificates gzip procps sqlite3"
 libs="libtorch1.13 libopenblas0-openmp libsqlite3-0 libssl3 libcurl4 libxml2 zlib1g libturbojpeg0 libcctz2 tzdata"
 # Tests: the independent reference implementations and the real peers the tests talk to; Chromium for the
 # dashboard's browser test.
-tests="python3-torch python3-botocore python3-jwt python3-google-auth python3-hcloud python3-azure cloud-init iproute2 openssh-server openssh-client openssl chromium"
+tests="python3-torch python3-botocore python3-jwt python3-google-auth python3-hcloud python3-azure cloud-init iproute2
+  openssh-server openssh-client openssl chromium docker.io debootstrap docker-registry ccache"
 
 if [ "${TSUM_TORCH:-debian}" = external ]; then
   build=$(echo "$build" | sed 's/libtorch-dev//')
