@@ -1,0 +1,30 @@
+#!/bin/sh
+# Makes (once) the stock Debian 12 root file system that test guests boot from: debootstrap --variant=minbase
+# plus only what a stock cloud image has that the agent needs (curl, ca-certificates), packed as a tarball.
+#   scripts/guest-rootfs.sh OUT.tar [EXTRA_PACKAGE,...]
+# OUT.tar is reused when it exists (delete it to rebuild). Downloaded .debs are kept in $TSUM_CACHE_DIR/debs
+# (default: the directory of OUT.tar), so a second flavour (e.g. with openssh-server) downloads only what is new.
+# Needs root and Debian's mirror (TSUM_MIRROR, default http://deb.debian.org/debian). Concurrent callers wait
+# on a lock, so one download serves every guest.
+set -eu
+out=${1:?usage: guest-rootfs.sh OUT.tar [EXTRA,...]}
+extra=${2:-}
+[ -s "$out" ] && exit 0
+dir=$(cd "$(dirname "$out")" && pwd)
+cache=${TSUM_CACHE_DIR:-$dir}/debs
+mkdir -p "$cache"
+exec 9>"$out.lock"
+flock -w 900 9 || { echo "guest-rootfs: timed out waiting for another build of $out" >&2; exit 1; }
+[ -s "$out" ] && exit 0
+root=$(mktemp -d "$dir/rootfs.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+include=curl,ca-certificates${extra:+,$extra}
+if ! debootstrap --variant=minbase --include="$include" --cache-dir="$cache" bookworm "$root" \
+    "${TSUM_MIRROR:-http://deb.debian.org/debian}" >"$out.log" 2>&1; then
+  echo "guest-rootfs: debootstrap failed; see $out.log:" >&2
+  tail -n 5 "$out.log" >&2
+  exit 1
+fi
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+tar -C "$root" -cf "$out.tmp" . && mv "$out.tmp" "$out"
+echo "guest-rootfs: $out ($(du -h "$out" | cut -f1))"
