@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
+#include "api/artifact_routes.h"
 #include "api/openapi_route.h"
 #include "api/plan_route.h"
 #include "api/rest_routes.h"
@@ -73,12 +75,43 @@ Status add_configured_providers(daemon::DaemonConfig& config, const std::string&
   return {};
 }
 
+Status check_public_url(const AppOptions& o) {
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    return make_error(Code::invalid_argument, "--tls-cert and --tls-key go together");
+  if (o.public_url.empty()) return {};
+  const std::string& u = o.public_url;
+  const bool https = u.starts_with("https://");
+  if (!https && !u.starts_with("http://"))
+    return make_error(Code::invalid_argument, "--public-url " + u + " must start with http:// or https://");
+  if (https != !o.tls_cert.empty())
+    return make_error(Code::invalid_argument, "--public-url " + u + (https ? " is https, but tsumd has no --tls-cert"
+                                                                           : " is plain http, but tsumd serves HTTPS"));
+  std::string host = u.substr(u.find("//") + 2);
+  host = host.substr(0, host.find_first_of("/"));
+  if (host.empty() || u.find_first_of(" '\"\\`$") != std::string::npos)
+    return make_error(Code::invalid_argument, "--public-url " + u + " has no host");
+  if (host.ends_with("/")) host.pop_back();
+  const bool loopback = host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]");
+  if (!https && !loopback) {
+    if (!o.insecure_agents)
+      return make_error(Code::invalid_argument,
+                        "--public-url " + u + " is plain HTTP to a non-loopback address: run tokens, data sets and "
+                        "results would cross the network in clear. Serve HTTPS (--tls-cert/--tls-key), or accept "
+                        "that with --insecure-agents");
+    std::cerr << "tsumd: warning: agents reach this daemon over plain HTTP at " << u
+              << " (--insecure-agents): their tokens and data can be read on the way\n";
+  }
+  return {};
+}
+
 Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions opts) {
   if (opts.db_path.empty()) return make_error(Code::invalid_argument, "--db is required");
+  if (auto s = check_public_url(opts); !s) return s.error();
+  while (opts.public_url.ends_with("/")) opts.public_url.pop_back();
   if (opts.state_dir.empty()) opts.state_dir = opts.db_path + ".state";
   std::error_code abs_ec;
   opts.state_dir = fs::absolute(opts.state_dir, abs_ec).string();
-  if (opts.trainer_path.empty()) opts.trainer_path = executable_dir() + "/tsum-train";
+  if (opts.bundle_path.empty()) opts.bundle_path = executable_dir() + "/../bundle/tsum-bundle.tar.gz";
   std::unique_ptr<App> app(new App(io, std::move(opts)));
   auto& o = app->opts_;
 
@@ -116,12 +149,41 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   app->budget_ = std::make_unique<daemon::Budget>(
       *app->db_, app->clock_, daemon::BudgetOptions{.monthly = o.monthly_budget,
                                                    .run_deadline = daemon::RunManagerOptions{}.run_deadline});
+  app->blobs_ = std::make_unique<daemon::BlobStore>(o.state_dir + "/blobs");
+  app->datasets_ = std::make_unique<daemon::Datasets>(*app->db_, *app->blobs_, app->clock_);
+  app->artifacts_ = std::make_unique<daemon::RunArtifacts>(*app->db_, *app->blobs_, o.state_dir + "/uploads/partial",
+                                                           app->clock_);
+  if (auto s = app->add_artifacts(); !s) return s.error();
   app->watch_ = std::make_unique<daemon::RunWatch>(io.get_executor());
   app->ledger_->set_observer([watch = app->watch_.get()](int64_t run_id) { watch->notify(run_id); });
   return app;
 }
 
 App::~App() = default;
+
+Status App::add_artifacts() {
+  auto bundle = blobs_->add_copy(opts_.bundle_path);
+  if (!bundle)
+    return make_error(Code::invalid_argument, "the trainer bundle " + opts_.bundle_path + " cannot be read (" +
+                                                  bundle.error().detail + "); build it (make build) or pass --bundle");
+  bundle_ = *bundle;
+  std::vector<std::string> idx;
+  for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                        "t10k-labels-idx1-ubyte"}) {
+    std::error_code ec;
+    fs::path p = fs::path(opts_.data_dir) / f;
+    if (fs::exists(p.string() + ".gz", ec)) idx.push_back(p.string() + ".gz");
+    else if (fs::exists(p, ec)) idx.push_back(p.string());
+  }
+  if (idx.size() == 4) {
+    if (auto s = datasets_->ensure("fashion-mnist", "idx", idx); !s)
+      return make_error(s.code(), "registering fashion-mnist from " + opts_.data_dir + ": " + s.error().detail);
+  } else {
+    std::cerr << "tsumd: " << opts_.data_dir << " holds no Fashion-MNIST (install dataset-fashion-mnist); the data "
+              << "set fashion-mnist is not registered\n";
+  }
+  return {};
+}
 
 Result<std::vector<billing::CsvRun>> App::trace_runs() const {
   if (!opts_.trace_db.empty()) {
@@ -149,7 +211,12 @@ Status App::add_trace_provider() {
 }
 
 boost::asio::awaitable<Result<uint16_t>> App::start() {
-  server_ = std::make_unique<HttpServer>(io_, router_);
+  ServerOptions so;
+  so.upload_dir = opts_.state_dir + "/uploads/incoming";
+  so.upload_limit = opts_.upload_limit;
+  so.tls_cert_file = opts_.tls_cert;
+  so.tls_key_file = opts_.tls_key;
+  server_ = std::make_unique<HttpServer>(io_, router_, so);
   // The run manager needs the bound port for the agents' URL, and the routes need the run manager.
   auto port = server_->listen(opts_.listen_host, opts_.listen_port);
   if (!port) co_return port.error();
@@ -157,19 +224,24 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   std::string host = opts_.listen_host == "0.0.0.0" || opts_.listen_host == "::" ? "127.0.0.1" : opts_.listen_host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   daemon::RunManagerOptions ro;
-  ro.daemon_url = "http://" + host + ":" + std::to_string(port_);
+  const std::string scheme = opts_.tls_cert.empty() ? "http://" : "https://";
+  ro.daemon_url = scheme + host + ":" + std::to_string(port_);
+  ro.public_url = opts_.public_url;
+  if (!opts_.tls_cert.empty()) {
+    std::ifstream cert(opts_.tls_cert);
+    ro.ca_pem.assign(std::istreambuf_iterator<char>(cert), {});
+  }
   ro.tag = tag_;
-  ro.trainer_path = opts_.trainer_path;
-  ro.data_dir = opts_.data_dir;
-  ro.results_dir = opts_.state_dir + "/results";
+  ro.trainer_sha256 = bundle_.sha256;
   ro.limits = opts_.limits;
   if (ro.limits.local_cores <= 0) ro.limits.local_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   runs_ = std::make_unique<daemon::RunManager>(
-      io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_, *budget_}, ro);
+      io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_, *budget_, *datasets_}, ro);
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, clock_,
                                                    [this] { runs_->notify(); });
   add_rest_routes(router_,
-                  {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, ro.results_dir, *watch_, catalogs_});
+                  {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *artifacts_, *watch_, catalogs_});
+  add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, 0});
   searches_ = std::make_unique<daemon::SearchRunner>(
       io_, daemon::SearchServices{*db_, *store_, *views_, providers_, clock_, [this] { runs_->notify(); }});
   add_schedule_routes(router_, *schedules_, *tokens_);

@@ -13,6 +13,9 @@
 #include "api/http_server.h"
 #include "api/router.h"
 #include "common/clock.h"
+#include "daemon/artifacts/blob_store.h"
+#include "daemon/artifacts/datasets.h"
+#include "daemon/artifacts/run_artifacts.h"
 #include "daemon/budget.h"
 #include "daemon/config.h"
 #include "daemon/db.h"
@@ -36,8 +39,12 @@ struct AppOptions {
   std::string listen_host = "127.0.0.1";
   uint16_t listen_port = 0;            // 0: any free port
   std::string state_dir;               // default: <db_path>.state
-  std::string trainer_path;            // default: tsum-train next to this executable
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string bundle_path;             // the trainer bundle; default: <exe dir>/../bundle/tsum-bundle.tar.gz
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";  // registered as the data set fashion-mnist
+  std::string public_url;              // --public-url: where machines elsewhere reach this daemon
+  std::string tls_cert, tls_key;       // --tls-cert/--tls-key: serve HTTPS; agents get the certificate as CA
+  bool insecure_agents = false;        // allow a plain-http public URL that is not loopback
+  std::uint64_t upload_limit = std::uint64_t{16} << 30;  // largest data set or artifact upload
   daemon::QueueLimits limits;          // local_cores 0: this host's CPU count
   std::string web_dir;                 // serve the dashboard from here; default: the files built into tsumd
   std::optional<double> monthly_budget;  // spend cap per calendar month (UTC) over every run
@@ -52,6 +59,10 @@ struct AppOptions {
 // Adds the providers the config file names (ssh and the clouds) to `registry`, keeping their state under state_dir.
 Status add_configured_providers(daemon::DaemonConfig& config, const std::string& state_dir,
                                 daemon::ProviderRegistry& registry, daemon::ProviderCallMetrics* metrics);
+
+// The --public-url/--tls-* combination: http(s)://HOST[:PORT]; https exactly when tsumd serves TLS; plain http to a
+// non-loopback host only with insecure_agents (and a warning). invalid_argument with the reason otherwise.
+Status check_public_url(const AppOptions& o);
 
 class App {
  public:
@@ -74,6 +85,8 @@ class App {
   // Reads opts_.trace_csv or opts_.trace_db and registers the trace provider; invalid_argument names the
   // flag and the file (and the CSV line).
   Status add_trace_provider();
+  // Stores the trainer bundle and registers the built-in data set (fashion-mnist from data_dir).
+  Status add_artifacts();
   Result<std::vector<billing::CsvRun>> trace_runs() const;
 
   boost::asio::io_context& io_;
@@ -85,6 +98,10 @@ class App {
   std::unique_ptr<daemon::TokenStore> tokens_;
   std::unique_ptr<daemon::Views> views_;
   std::unique_ptr<daemon::Budget> budget_;
+  std::unique_ptr<daemon::BlobStore> blobs_;
+  std::unique_ptr<daemon::Datasets> datasets_;
+  std::unique_ptr<daemon::RunArtifacts> artifacts_;
+  daemon::BlobInfo bundle_;
   daemon::ProviderCallMetrics provider_calls_;  // before providers_: the metered providers refer to it
   std::unique_ptr<daemon::RunWatch> watch_;
   std::vector<billing::Catalog> catalogs_;

@@ -75,7 +75,7 @@ int run_quickstart(const QuickstartOptions& q) {
   AppOptions o;
   o.db_path = q.db_path;
   o.data_dir = q.data_dir;
-  o.trainer_path = q.trainer_path;
+  o.bundle_path = q.bundle_path;
   auto app = App::create(io, o);
   if (!app) {
     std::cerr << "tsumd quickstart: " << app.error().detail << "\n";

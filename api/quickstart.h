@@ -11,7 +11,7 @@ namespace tsum::api {
 struct QuickstartOptions {
   std::string db_path = "tsum-quickstart.db";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  std::string trainer_path;  // default: beside tsumd
+  std::string bundle_path;  // the trainer bundle; default: the build's
   int epochs = 1;
   int limit = 10000;
   int test_limit = 2000;

@@ -218,12 +218,9 @@ void add_rest_routes(Router& router, RestContext c) {
     auto id = id_param(req);
     if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
     if (auto run = c.store.run(*id); !run) co_return error_response(run.error());
-    std::ifstream in(c.results_dir + "/run-" + std::to_string(*id) + "/samples.csv");
-    if (!in) co_return error_response(404, "not_found", "run " + std::to_string(*id) + " has no saved samples");
-    Response r;
-    r.content_type = "text/csv; charset=utf-8";
-    r.body.assign(std::istreambuf_iterator<char>(in), {});
-    co_return r;
+    auto a = c.artifacts.get(*id, "samples.csv");
+    if (!a) co_return error_response(404, "not_found", "run " + std::to_string(*id) + " has no saved samples");
+    co_return file_response(req, c.artifacts.blobs().path_of(a->sha256), "text/csv; charset=utf-8");
   });
 
   router.add("GET", "/v1/runs/{id}", [c](Request& req) -> Awaitable {

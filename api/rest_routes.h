@@ -24,6 +24,7 @@
 
 #include "api/router.h"
 #include "billing/catalog.h"
+#include "daemon/artifacts/run_artifacts.h"
 #include "daemon/budget.h"
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
@@ -43,7 +44,7 @@ struct RestContext {
   daemon::TokenStore& tokens;
   daemon::RunManager& runs;
   daemon::ProviderRegistry& providers;
-  std::string results_dir;  // where runs' saved results live: <results_dir>/run-<id>/
+  daemon::RunArtifacts& artifacts;  // what runs uploaded in save
   daemon::RunWatch& watch;
   const std::vector<billing::Catalog>& catalogs;  // the providers' price catalogs, for their metadata
 };

@@ -35,8 +35,7 @@ Status parse_host(const json& j, const std::string& path, const std::string& dir
                  f.integer("gpus", &h->gpus, 0, 1024), f.text("gpu_type", &h->gpu_type),
                  f.number("memory_gib", &h->memory_gib), f.number("hourly_price", &h->hourly_price, true),
                  f.text("billing", &h->billing), f.text("power_on", &h->power_on), f.text("power_off", &h->power_off),
-                 f.text("work_dir", &h->work_dir), f.text("remote_trainer", &h->remote_trainer),
-                 f.text("remote_data", &h->remote_data), f.no_unknown()})
+                 f.text("work_dir", &h->work_dir), f.no_unknown()})
     if (!s) return s;
   if (!safe_name(h->name)) return Fields::bad(f.at("name"), "letters, digits, '-', '_' and '.' only (at most 64)");
   if (h->address.front() == '-' || h->address.find_first_of(" \t\n'\"\\@") != std::string::npos)
@@ -47,8 +46,6 @@ Status parse_host(const json& j, const std::string& path, const std::string& dir
   if (!h->key_file.empty() && h->key_file[0] != '/') h->key_file = dir + "/" + h->key_file;
   if (auto rule = billing::parse_rule(h->billing); !rule) return Fields::bad(f.at("billing"), rule.error().detail);
   if (!safe_path(h->work_dir)) return Fields::bad(f.at("work_dir"), "must be an absolute path of letters, digits, / _ . -");
-  for (auto [key, value] : {std::pair{"remote_trainer", &h->remote_trainer}, {"remote_data", &h->remote_data}})
-    if (!value->empty() && (*value)[0] != '/') return Fields::bad(f.at(key), "must be an absolute path on the host");
   return {};
 }
 
@@ -88,6 +85,12 @@ Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir)
   Fields top(j, "config");
   if (auto s = top.is_object(); !s) return s.error();
   DaemonConfig out;
+  if (top.has("daemon")) {
+    Fields d(top.raw("daemon"), "daemon");
+    if (auto s = d.is_object(); !s) return s.error();
+    for (auto s : {d.text("public_url", &out.public_url), d.no_unknown()})
+      if (!s) return s.error();
+  }
   if (top.has("providers")) {
     const auto& providers = top.raw("providers");
     Fields p(providers, "providers");

@@ -30,6 +30,7 @@ struct DaemonConfig {
   std::optional<providers::SshOptions> ssh;  // state_dir left empty: the daemon fills it
   std::vector<SshKeyFromEnv> ssh_env_keys;   // hosts whose key comes from the environment
   CloudConfig clouds;                        // secrets read by load_config, not by parse_config
+  std::string public_url;                    // daemon.public_url: as tsumd serve --public-url (which wins)
 };
 
 // Parses the text of a config file. `dir` resolves relative key_file paths. No file-system checks.

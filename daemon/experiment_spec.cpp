@@ -2,6 +2,9 @@
 
 #include <initializer_list>
 #include "common/json_util.h"
+#include "daemon/artifacts/blob_store.h"
+#include "daemon/artifacts/dataset_format.h"
+#include "daemon/artifacts/datasets.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -49,6 +52,28 @@ Result<std::string> string_field(const json& obj, const char* key, std::string_v
   return s;
 }
 
+// {"url": "https://...", "sha256": "...", "format": "idx", "name": "..."}: a data set the agent fetches itself.
+Status parse_dataset_url(const json& d, Workload& w) {
+  if (auto e = reject_unknown(d, "workload.dataset.", {"url", "sha256", "format", "name"})) return *e;
+  auto url = string_field(d, "url", "workload.dataset.", true);
+  auto sha = string_field(d, "sha256", "workload.dataset.", true);
+  auto format = string_field(d, "format", "workload.dataset.", false, "idx");
+  auto name = string_field(d, "name", "workload.dataset.", false, "url");
+  for (auto* r : {&url, &sha, &format, &name})
+    if (!*r) return r->error();
+  if (!url->starts_with("https://") && !url->starts_with("http://"))
+    return bad("workload.dataset.url must be an http(s) URL");
+  if (url->find_first_of(" '\"\\`$") != std::string::npos) return bad("workload.dataset.url has a character URLs do not");
+  if (!is_sha256_hex(*sha)) return bad("workload.dataset.sha256 must be 64 lower-case hex digits");
+  if (!is_dataset_format(*format)) return bad("workload.dataset.format '" + *format + "' is not a data set format");
+  if (!is_dataset_name(*name)) return bad("workload.dataset.name '" + *name + "' is not a data set name");
+  w.dataset = *name;
+  w.dataset_url = *url;
+  w.dataset_sha256 = *sha;
+  w.dataset_format = *format;
+  return {};
+}
+
 Result<Workload> parse_workload(const json& j) {
   if (!j.is_object()) return bad("'workload' must be an object");
   if (auto e = reject_unknown(j, "workload.", {"model", "dataset", "epochs", "limit", "test_limit", "batch", "threads",
@@ -59,11 +84,15 @@ Result<Workload> parse_workload(const json& j) {
   if (!model) return model.error();
   if (*model != "mnist_cnn") return bad("workload.model '" + *model + "' is not supported (supported: mnist_cnn)");
   w.model = *model;
-  auto dataset = string_field(j, "dataset", "workload.", false, w.dataset);
-  if (!dataset) return dataset.error();
-  if (*dataset != "fashion-mnist")
-    return bad("workload.dataset '" + *dataset + "' is not supported (supported: fashion-mnist)");
-  w.dataset = *dataset;
+  if (j.contains("dataset") && j["dataset"].is_object()) {
+    if (auto s = parse_dataset_url(j["dataset"], w); !s) return s.error();
+  } else {
+    auto dataset = string_field(j, "dataset", "workload.", false, w.dataset);
+    if (!dataset) return dataset.error();
+    if (!is_dataset_name(*dataset))
+      return bad("workload.dataset '" + *dataset + "' is not a data set name (POST /v1/datasets registers one)");
+    w.dataset = *dataset;
+  }
   auto epochs = int_field(j, "epochs", "workload.", 1, 1000);
   if (!epochs) return epochs.error();
   w.epochs = epochs->value_or(1);
@@ -154,6 +183,8 @@ std::string Workload::train_args() const {
 
 json Workload::to_json() const {
   json j = {{"model", model}, {"dataset", dataset}, {"epochs", epochs}};
+  if (!dataset_url.empty())
+    j["dataset"] = {{"url", dataset_url}, {"sha256", dataset_sha256}, {"format", dataset_format}, {"name", dataset}};
   if (limit) j["limit"] = *limit;
   if (test_limit) j["test_limit"] = *test_limit;
   if (batch) j["batch"] = *batch;

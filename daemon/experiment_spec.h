@@ -3,6 +3,7 @@
 //
 // {"name": "...",
 //  "workload": {"model": "mnist_cnn", "dataset": "fashion-mnist", "epochs": 1, "limit": 2000,
+//               (or "dataset": {"url": "https://...", "sha256": "...", "format": "idx", "name": "..."})
 //               "test_limit": 1000, "batch": 128, "threads": 0},
 //  "configs": [{"provider": "local", "instance_type": "local-1c"}, ...],
 //  "repetitions": 10,
@@ -30,7 +31,10 @@ namespace tsum::daemon {
 
 struct Workload {
   std::string model = "mnist_cnn";
-  std::string dataset = "fashion-mnist";
+  std::string dataset = "fashion-mnist";  // a registered data set's name (or the URL one's, below)
+  std::string dataset_url;     // a data set the agent fetches itself, with its sha256 and format; empty: none
+  std::string dataset_sha256;
+  std::string dataset_format;
   int epochs = 1;
   std::optional<int> limit;
   std::optional<int> test_limit;

@@ -1,6 +1,7 @@
 // tsumd: the tsum daemon and its command line.
 //
-//   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--trainer PATH] [--data DIR]
+//   tsumd serve --db PATH [--listen 127.0.0.1:8080] [--state-dir DIR] [--bundle FILE] [--data DIR]
+//               [--public-url URL] [--tls-cert PEM --tls-key PEM] [--insecure-agents] [--upload-limit GIB]
 //               [--max-concurrent N] [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR]
 //               [--monthly-budget USD] [--trace FILE.csv | --trace-db FILE.db [--trace-experiments ID,...]]
 //               [--trace-speed N] [--trace-billing RULE]
@@ -35,7 +36,8 @@ using namespace tsum;
 namespace {
 
 constexpr const char* kUsage = R"(usage:
-  tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--trainer PATH] [--data DIR] [--max-concurrent N]
+  tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--bundle FILE] [--data DIR] [--max-concurrent N]
+              [--public-url URL] [--tls-cert PEM --tls-key PEM] [--insecure-agents] [--upload-limit GIB]
               [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR] [--monthly-budget USD]
               [--config FILE] [--trace FILE.csv | --trace-db FILE.db [--trace-experiments ID,ID,...]]
               [--trace-speed N] [--trace-billing RULE]   (replay recorded runs: docs/trace.md)
@@ -131,8 +133,16 @@ int serve(std::map<std::string, std::string> flags) {
   if (o.listen_host.size() > 2 && o.listen_host.front() == '[') o.listen_host = o.listen_host.substr(1, o.listen_host.size() - 2);
   o.listen_port = static_cast<uint16_t>(port);
   if (flags.count("state-dir")) o.state_dir = flags["state-dir"];
-  if (flags.count("trainer")) o.trainer_path = flags["trainer"];
+  if (flags.count("bundle")) o.bundle_path = flags["bundle"];
   if (flags.count("data")) o.data_dir = flags["data"];
+  if (flags.count("tls-cert")) o.tls_cert = flags["tls-cert"];
+  if (flags.count("tls-key")) o.tls_key = flags["tls-key"];
+  o.insecure_agents = flags.count("insecure-agents") > 0;
+  if (flags.count("upload-limit")) {
+    double gib = 0;
+    if (!to_positive(flags["upload-limit"], gib)) return usage_error("--upload-limit must be a positive number of GiB");
+    o.upload_limit = static_cast<std::uint64_t>(gib * (1ull << 30));
+  }
   if (flags.count("web-dir")) o.web_dir = flags["web-dir"];
   if (flags.count("config")) {
     auto config = daemon::load_config(flags["config"]);
@@ -142,6 +152,7 @@ int serve(std::map<std::string, std::string> flags) {
     }
     o.config = std::move(*config);
   }
+  o.public_url = flags.count("public-url") ? flags["public-url"] : o.config.public_url;
   if (flags.count("max-concurrent") && (!to_int(flags["max-concurrent"], o.limits.global) || o.limits.global < 1))
     return usage_error("--max-concurrent must be a positive integer");
   if (flags.count("max-per-provider") && !daemon::parse_caps(flags["max-per-provider"], &o.limits.per_provider))
@@ -235,12 +246,15 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> flags;
   std::string err;
   if (args[0] == "serve") {
+    const bool insecure = std::erase(args, std::string("--insecure-agents")) > 0;
     if (!parse_flags(args, 1, flags, err) ||
-        !only_known(flags, {"db", "listen", "state-dir", "trainer", "data", "max-concurrent", "max-per-provider",
+        !only_known(flags, {"db", "listen", "state-dir", "bundle", "data", "max-concurrent", "max-per-provider",
                             "max-per-type", "web-dir", "monthly-budget", "config", "trace", "trace-speed",
-                            "trace-billing", "trace-db", "trace-experiments"},
+                            "trace-billing", "trace-db", "trace-experiments", "public-url", "tls-cert", "tls-key",
+                            "upload-limit"},
                     err))
       return usage_error(err);
+    if (insecure) flags["insecure-agents"] = "1";
     if (flags["db"].empty()) return usage_error("serve needs --db PATH");
     return serve(flags);
   }
@@ -263,12 +277,12 @@ int main(int argc, char** argv) {
                                                   std::cerr);
   if (args[0] == "quickstart") {
     if (!parse_flags(args, 1, flags, err) ||
-        !only_known(flags, {"db", "epochs", "limit", "test-limit", "data", "trainer"}, err))
+        !only_known(flags, {"db", "epochs", "limit", "test-limit", "data", "bundle"}, err))
       return usage_error(err);
     api::QuickstartOptions q;
     if (flags.count("db")) q.db_path = flags["db"];
     if (flags.count("data")) q.data_dir = flags["data"];
-    if (flags.count("trainer")) q.trainer_path = flags["trainer"];
+    if (flags.count("bundle")) q.bundle_path = flags["bundle"];
     for (auto [key, dst] : {std::pair{"epochs", &q.epochs}, {"limit", &q.limit}, {"test-limit", &q.test_limit}})
       if (flags.count(key) && (!to_int(flags[key], *dst) || *dst < 1))
         return usage_error(std::string("--") + key + " must be a positive integer");

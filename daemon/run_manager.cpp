@@ -35,11 +35,6 @@ struct RunManager::LiveRun {
 
 namespace {
 void log_line(const std::string& s) { std::cerr << "tsumd: " << s << std::endl; }
-
-// tsum-gpustat ships next to tsum-train (both are built into the same bin/).
-std::string gpustat_path(const std::string& trainer_path) {
-  return (std::filesystem::path(trainer_path).parent_path() / "tsum-gpustat").string();
-}
 }  // namespace
 
 RunManager::RunManager(asio::io_context& io, Services services, RunManagerOptions opts)
@@ -148,6 +143,8 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   if (!offers || offers->empty())
     co_return Result{RunStatus::failed, "no offer for " + row->instance_type +
                                             (offers ? "" : ": " + offers.error().detail)};
+  auto env = agent_env(*provider, exp->spec.workload);
+  if (!env) co_return Result{RunStatus::failed, env.error().detail};
   auto token = s_.tokens.create_for_run(live.id);
   if (!token) co_return Result{RunStatus::failed, token.error().detail};
 
@@ -156,14 +153,9 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   spec.tag = opts_.tag;
   spec.idempotency_token = "run" + std::to_string(live.id) + "-" + opts_.tag;
   spec.agent_script = std::string(find_embedded(agent_files(), "tsum-agent.sh"));
-  spec.env = {{"TSUM_URL", opts_.daemon_url},
-              {"TSUM_RUN_ID", spec.run_id},
-              {"TSUM_TOKEN", *token},
-              {"TSUM_TRAIN_SRC", opts_.trainer_path},
-              {"TSUM_GPUSTAT", gpustat_path(opts_.trainer_path)},
-              {"TSUM_DATA_SRC", opts_.data_dir},
-              {"TSUM_TRAIN_ARGS", exp->spec.workload.train_args()},
-              {"TSUM_RESULTS_DIR", opts_.results_dir + "/run-" + spec.run_id}};
+  spec.env = std::move(*env);
+  spec.env["TSUM_RUN_ID"] = spec.run_id;
+  spec.env["TSUM_TOKEN"] = *token;
   const auto idx = static_cast<size_t>(row->config_index);
   if (idx < exp->spec.configs.size() && exp->spec.configs[idx].runtime == "docker") {
     spec.runtime = "docker";
@@ -213,6 +205,39 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     boost::system::error_code ec;
     co_await live.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+}
+
+Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Provider& p, const Workload& w) {
+  std::map<std::string, std::string> env;
+  std::string url = opts_.daemon_url;
+  if (!p.capabilities().reaches_daemon) {
+    if (opts_.public_url.empty())
+      return make_error(Code::invalid_argument,
+                        "provider " + std::string(p.name()) + " runs machines elsewhere, and they cannot reach this "
+                        "daemon's " + opts_.daemon_url + ": start tsumd with --public-url URL (or daemon.public_url "
+                        "in the config file), an address those machines reach");
+    url = opts_.public_url;
+  }
+  env["TSUM_URL"] = url;
+  if (url.starts_with("https://") && !opts_.ca_pem.empty()) env["TSUM_CA_PEM"] = opts_.ca_pem;
+  // Paths under TSUM_URL are the daemon's own: the agent prefixes them, and sends its token only there.
+  env["TSUM_TRAINER_URL"] = opts_.trainer_url.empty() ? "/v1/blobs/" + opts_.trainer_sha256 : opts_.trainer_url;
+  env["TSUM_TRAINER_SHA256"] = opts_.trainer_sha256;
+  if (!w.dataset_url.empty()) {
+    env["TSUM_DATA_URL"] = w.dataset_url;
+    env["TSUM_DATA_SHA256"] = w.dataset_sha256;
+    env["TSUM_DATA_FORMAT"] = w.dataset_format;
+    env["TSUM_DATA_NAME"] = w.dataset;
+  } else {
+    auto d = s_.datasets.get(w.dataset);
+    if (!d) return make_error(Code::invalid_argument, "data set '" + w.dataset + "': " + d.error().detail);
+    env["TSUM_DATA_URL"] = "/v1/blobs/" + d->sha256;
+    env["TSUM_DATA_SHA256"] = d->sha256;
+    env["TSUM_DATA_FORMAT"] = d->format;
+    env["TSUM_DATA_NAME"] = d->name;
+  }
+  env["TSUM_TRAIN_ARGS"] = w.train_args();
+  return env;
 }
 
 asio::awaitable<Status> RunManager::terminate_and_time(int64_t run_id, providers::Provider& p,

@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "daemon/admission.h"
+#include "daemon/artifacts/datasets.h"
 #include "daemon/budget.h"
 #include "daemon/ledger.h"
 #include "daemon/provider_registry.h"
@@ -31,12 +32,17 @@
 
 namespace tsum::daemon {
 
+// Agents reach the daemon at daemon_url when their provider says they can (Capabilities::reaches_daemon: the
+// local machine, the trace stand-ins, an ssh tunnel), else at public_url; a run on a provider of the second kind
+// fails at once, with the reason, when no public URL is set. Everything else an agent needs it downloads from
+// that URL (docs/artifacts.md): the trainer bundle and the data set by content hash.
 struct RunManagerOptions {
-  std::string daemon_url;       // where agents post their events
+  std::string daemon_url;       // the daemon's own (loopback) URL
+  std::string public_url;       // the URL machines elsewhere use; empty: none
+  std::string ca_pem;           // the CA of the daemon's TLS certificate, handed to agents (TSUM_CA_PEM)
   std::string tag = "tsum";     // ownership tag on every instance this daemon creates
-  std::string trainer_path;     // tsum-train, handed to local agents for their install phase
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  std::string results_dir;      // where agents save checkpoints and event logs
+  std::string trainer_url;      // the trainer bundle: a URL of the user's, or empty for the daemon's blob
+  std::string trainer_sha256;   // its sha256
   QueueLimits limits;            // global, per provider and per type caps; local cores
   std::chrono::seconds startup_deadline{600};   // create → the agent's first event
   std::chrono::seconds run_deadline{6 * 3600};  // create → save end
@@ -52,6 +58,7 @@ struct Services {
   ProviderRegistry& providers;
   const Clock& clock;
   Budget& budget;  // spend caps: which runs may start, which must stop
+  Datasets& datasets;  // the data sets runs download
 };
 
 class RunManager {
@@ -88,6 +95,8 @@ class RunManager {
   boost::asio::awaitable<Status> terminate_and_time(int64_t run_id, providers::Provider& p,
                                                     const providers::InstanceHandle& h);
   boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d);
+  // The agent's environment for a run of `w` on `p` (docs/artifacts.md), without its run id and token.
+  Result<std::map<std::string, std::string>> agent_env(providers::Provider& p, const Workload& w);
   void finish(int64_t run_id, RunStatus status, const std::string& reason);
 
   boost::asio::io_context& io_;

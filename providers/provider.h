@@ -23,6 +23,9 @@ struct Capabilities {
   bool spot = false;
   bool docker = false;
   bool native = true;
+  // Its machines reach the daemon without its public URL: the same host (local), the daemon itself (trace),
+  // or a tunnel the provider makes (ssh). Every other provider's runs need `tsumd serve --public-url`.
+  bool reaches_daemon = false;
 };
 
 struct Requirements {

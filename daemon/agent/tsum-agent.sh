@@ -18,19 +18,25 @@
 # timeout, 5xx) they wait in the spool and are retried with backoff, so none is lost. The daemon ignores
 # duplicates, so resending is always safe. A 4xx is final (e.g. the run was cancelled).
 #
+# Everything the agent needs comes over the network from the daemon's public URL (or from URLs the user named):
+# nothing here refers to a path of the daemon's machine. Downloads resume (HTTP Range) and are checked against
+# their sha256; results go back with PUT in pieces that resume where the daemon's copy ends.
+#
 # Environment:
-#   TSUM_URL, TSUM_RUN_ID, TSUM_TOKEN   required
+#   TSUM_URL, TSUM_RUN_ID, TSUM_TOKEN   required: the daemon's public URL, the run and its run token
+#   TSUM_CA_PEM                         the CA (PEM text) that signed the daemon's TLS certificate
 #   TSUM_UNIX_SOCKET                    reach TSUM_URL through this Unix socket (the ssh provider's tunnel)
-#   TSUM_TRAIN_SRC | TSUM_TRAIN_URL     where install gets tsum-train (a local path, or a URL to download)
+#   TSUM_TRAINER_URL, TSUM_TRAINER_SHA256   the self-contained trainer bundle (tar.gz, tsum/bin/tsum-train)
+#   TSUM_DATA_URL, TSUM_DATA_SHA256     the data set (tar or tar.gz), unpacked into the data directory
+#   TSUM_DATA_NAME, TSUM_DATA_FORMAT    its name and format, for messages and marks
 #   TSUM_RUNTIME, TSUM_IMAGE            "docker": install pulls TSUM_IMAGE (timed as install) and tsum-train
 #                                       runs in it; default "native"
-#   TSUM_DATA_SRC                       directory with the IDX files (gzipped or raw)
+#   TSUM_REGISTRY_USER, TSUM_REGISTRY_PASSWORD   docker: log in to TSUM_IMAGE's registry first
 #   TSUM_TRAIN_ARGS                     extra tsum-train flags (epochs, limits, threads)
-#   TSUM_RESULTS_DIR                    where save puts the checkpoint, the event log and samples.csv
+#   TSUM_POWEROFF                       "none": a machine that is not ours (byo); the agent removes its work
+#                                       directory at the end and powers nothing off
 #   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
 #   TSUM_SAMPLE_S                       resource sampling interval in seconds (default 1)
-#   TSUM_GPUSTAT                        tsum-gpustat (NVML through dlopen; mean GPU util, memory in use);
-#                                       unset, missing or "no GPU" (exit 3): no GPU statistics
 set -u
 : "${TSUM_URL:?}" "${TSUM_RUN_ID:?}" "${TSUM_TOKEN:?}"
 WORK=$(pwd)
@@ -46,12 +52,11 @@ now() { read -r up _ < /proc/uptime; echo "$up"; }
 SID=$(awk '{sub(/^[0-9]+ \(.*\) /, ""); print $4}' /proc/$$/stat)
 PAGE=$(getconf PAGESIZE)
 HZ=$(getconf CLK_TCK)
-HAVE_GPU=0
-[ -x "${TSUM_GPUSTAT:-}" ] && "$TSUM_GPUSTAT" --line >/dev/null 2>&1 && HAVE_GPU=1
+GPUSTAT="$WORK/tsum/bin/tsum-gpustat"  # from the trainer bundle; $WORK/have_gpu once it found a GPU
 sample() {
   read -r up _ < /proc/uptime
   gpu=""
-  [ "$HAVE_GPU" = 1 ] && gpu=$("$TSUM_GPUSTAT" --line 2>/dev/null | awk 'NF == 2 {printf " %s %s", $1, $2}')
+  [ -e "$WORK/have_gpu" ] && gpu=$("$GPUSTAT" --line 2>/dev/null | awk 'NF == 2 {printf " %s %s", $1, $2}')
   { grep -H '' /proc/[0-9]*/stat; grep -H '_bytes:' /proc/[0-9]*/io; } 2>/dev/null |
     awk -v sid="$SID" -v up="$up" -v page="$PAGE" -v gpu="$gpu" '
       /\/stat:/ { split($0, p, "/"); s = $0; sub(/^[^ ]* \(.*\) /, "", s); split(s, f, " ")
@@ -83,14 +88,20 @@ stats() {
         out("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); out("read_bps", (r[n] - r[1]) / dt); out("write_bps", (w[n] - w[1]) / dt) }
       printf "}" }'
 }
+# Every request to the daemon: its CA, the tunnel socket if any, the run token.
+CACERT=""
+if [ -n "${TSUM_CA_PEM:-}" ]; then printf '%s\n' "$TSUM_CA_PEM" > "$WORK/ca.pem"; CACERT="$WORK/ca.pem"; fi
+dcurl() {
+  curl ${CACERT:+--cacert "$CACERT"} ${TSUM_UNIX_SOCKET:+--unix-socket "$TSUM_UNIX_SOCKET"} \
+    -H "Authorization: Bearer $TSUM_TOKEN" "$@"
+}
 json_str() { printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\037' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"; }
 
 flush() {
   for f in "$SPOOL"/*.json; do
     [ -e "$f" ] || return 0
-    code=$(curl -sS -o "$WORK/last_response" -w '%{http_code}' --connect-timeout 3 --max-time 15 \
-      ${TSUM_UNIX_SOCKET:+--unix-socket "$TSUM_UNIX_SOCKET"} \
-      -H "Authorization: Bearer $TSUM_TOKEN" -H 'Content-Type: application/json' \
+    code=$(dcurl -sS -o "$WORK/last_response" -w '%{http_code}' --connect-timeout 3 --max-time 15 \
+      -H 'Content-Type: application/json' \
       --data-binary "@$f" "$TSUM_URL/v1/runs/$TSUM_RUN_ID/events" 2>>"$WORK/curl.err") || code=000
     case $code in
       2??) rm -f "$f" ;;
@@ -141,55 +152,124 @@ fail() {  # fail PHASE DETAIL
   exit 1
 }
 
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# fetch URL SHA256 OUT: downloads URL to OUT, resuming after an interrupted transfer (HTTP Range), and checks
+# its sha256. The run token goes only to the daemon's own URLs. Prints the reason on failure.
+fetch() {
+  url=$1; want=$2; out=$3; tries=0
+  case $url in /*) url="$TSUM_URL$url" ;; esac  # a path: the daemon's own
+  while :; do
+    case $url in
+      "$TSUM_URL"/*) dcurl -fsS -C - --connect-timeout 10 --max-time 3600 -o "$out.part" "$url" 2>"$WORK/fetch.err" ;;
+      *) curl ${CACERT:+--cacert "$CACERT"} -fsSL -C - --connect-timeout 10 --max-time 3600 -o "$out.part" "$url" 2>"$WORK/fetch.err" ;;
+    esac && break
+    # A transfer that ended exactly at the end leaves nothing to resume: the server answers 416.
+    [ -s "$out.part" ] && [ "$(sha256_of "$out.part")" = "$want" ] && break
+    tries=$((tries + 1))
+    if [ "$tries" -ge 8 ]; then echo "download $url failed: $(tail -n 1 "$WORK/fetch.err")"; return 1; fi
+    log "download $url: $(tail -n 1 "$WORK/fetch.err"); retrying"
+    sleep "$tries"
+  done
+  got=$(sha256_of "$out.part")
+  if [ "$got" != "$want" ]; then
+    rm -f "$out.part"
+    echo "$(basename "$out") from $url has sha256 $got, expected $want"
+    return 1
+  fi
+  mv "$out.part" "$out"
+}
+
+# upload FILE NAME: PUT the file as the run's artifact NAME, in one piece from wherever the daemon's copy ends,
+# retried with backoff. Returns once the daemon holds every byte (201), or fails with the reason.
+upload() {
+  f=$1; name=$2; size=$(wc -c < "$f" | tr -d ' '); sha=$(sha256_of "$f"); tries=0
+  url="$TSUM_URL/v1/runs/$TSUM_RUN_ID/artifacts/$name"
+  while :; do
+    off=$(dcurl -fsS --max-time 30 "$TSUM_URL/v1/runs/$TSUM_RUN_ID/uploads/$name" 2>/dev/null |
+          sed -n 's/.*"offset":\([0-9]*\).*/\1/p')
+    off=${off:-0}
+    if [ "$size" -eq 0 ] || [ "$off" -ge "$size" ]; then
+      code=$(dcurl -sS -o "$WORK/last_response" -w '%{http_code}' --max-time 600 -X PUT -H 'Expect:' \
+        -H "X-Tsum-Sha256: $sha" --data-binary "@$f" "$url" 2>>"$WORK/curl.err") || code=000
+    else
+      code=$(tail -c +"$((off + 1))" "$f" | dcurl -sS -o "$WORK/last_response" -w '%{http_code}' --max-time 3600 \
+        -X PUT -T - -H 'Expect:' -H "X-Tsum-Sha256: $sha" -H "Content-Range: bytes $off-$((size - 1))/$size" \
+        "$url" 2>>"$WORK/curl.err") || code=000
+    fi
+    case $code in
+      201) return 0 ;;
+      202) tries=0; continue ;;
+      409) ;;  # a piece out of place: ask for the offset again
+      4??) echo "upload $name refused, HTTP $code: $(cat "$WORK/last_response")"; return 1 ;;
+    esac
+    tries=$((tries + 1))
+    if [ "$tries" -ge 10 ]; then echo "upload $name failed (HTTP $code)"; return 1; fi
+    sleep "$tries"
+  done
+}
+
 # The sampler runs until the agent exits (or the instance is terminated with the whole session).
 ( while :; do sample; sleep "${TSUM_SAMPLE_S:-1}"; done ) &
 sampler=$!
-trap 'kill "$sampler" 2>/dev/null' EXIT
+cleanup() {
+  kill "$sampler" 2>/dev/null
+  # A machine that is not ours keeps nothing of the run (the spool is gone by now, or undeliverable).
+  [ "${TSUM_POWEROFF:-}" = none ] && cd / && rm -rf "$WORK"
+}
+trap cleanup EXIT
 
-# The trainer: tsum-train itself (native) or the workload image's (docker; data and output mounted at the
-# same paths, so the flags are the same either way).
+# The trainer: tsum-train from the bundle (native) or the workload image's (docker; data and output mounted at
+# the same paths, so the flags are the same either way).
 if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   run_trainer() {
-    gpus=""; [ "$HAVE_GPU" = 1 ] && gpus="--gpus all"
+    gpus=""; [ -e "$WORK/have_gpu" ] && gpus="--gpus all"
     # shellcheck disable=SC2086  # gpus is empty or two words
     docker run --rm --network none $gpus -v "$WORK/data:$WORK/data:ro" -v "$WORK/out:$WORK/out" \
       --entrypoint tsum-train "$TSUM_IMAGE" "$@"
   }
 else
-  run_trainer() { "$WORK/bin/tsum-train" "$@"; }
+  run_trainer() { "$WORK/tsum/bin/tsum-train" "$@"; }
 fi
 
-# install: make tsum-train available (copy, download, or pull the image) and check that it runs here.
+# install: the trainer bundle (download, check, unpack) or the workload image (pull unless present), then check
+# that tsum-train runs here. The install mark records the method and the bytes.
 emit install begin "$(now)"
+: "${TSUM_TRAINER_URL:?}" "${TSUM_TRAINER_SHA256:?}"
 if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   command -v docker >/dev/null || fail install "docker is not installed (the docker runtime's boot payload installs docker.io)"
-  docker pull "${TSUM_IMAGE:?}" >"$WORK/install.err" 2>&1 || fail install "docker pull $TSUM_IMAGE: $(tail -n 2 "$WORK/install.err")"
-elif [ -n "${TSUM_TRAIN_SRC:-}" ]; then
-  cp "$TSUM_TRAIN_SRC" "$WORK/bin/tsum-train" 2>"$WORK/install.err" || fail install "copy $TSUM_TRAIN_SRC: $(cat "$WORK/install.err")"
-  chmod +x "$WORK/bin/tsum-train"
-elif [ -n "${TSUM_TRAIN_URL:-}" ]; then
-  curl -fsS --retry 5 --max-time 600 -o "$WORK/bin/tsum-train" "$TSUM_TRAIN_URL" 2>"$WORK/install.err" ||
-    fail install "download $TSUM_TRAIN_URL: $(cat "$WORK/install.err")"
-  chmod +x "$WORK/bin/tsum-train"
-else
-  fail install "neither TSUM_TRAIN_SRC nor TSUM_TRAIN_URL is set"
-fi
-run_trainer --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
-emit install end "$(now)"
-
-# load_data: copy or decompress the dataset into the instance.
-emit load_data begin "$(now)"
-for name in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
-  src="${TSUM_DATA_SRC:-/usr/share/datasets/fashion-mnist}/$name"
-  if [ -f "$src.gz" ]; then
-    gzip -dc "$src.gz" > "$WORK/data/$name" 2>"$WORK/data.err" || fail load_data "decompress $src.gz: $(cat "$WORK/data.err")"
-  elif [ -f "$src" ]; then
-    cp "$src" "$WORK/data/$name" || fail load_data "copy $src failed"
-  else
-    fail load_data "$src(.gz) not found"
+  if [ -n "${TSUM_REGISTRY_USER:-}" ]; then
+    printf '%s' "${TSUM_REGISTRY_PASSWORD:-}" | docker login -u "$TSUM_REGISTRY_USER" --password-stdin "${TSUM_IMAGE%%/*}" \
+      >"$WORK/install.err" 2>&1 || fail install "docker login ${TSUM_IMAGE%%/*}: $(tail -n 1 "$WORK/install.err")"
   fi
-done
-emit load_data end "$(now)"
+  if docker image inspect "${TSUM_IMAGE:?}" >/dev/null 2>&1; then
+    method=present
+  else
+    docker pull "$TSUM_IMAGE" >"$WORK/install.err" 2>&1 || fail install "docker pull $TSUM_IMAGE: $(tail -n 2 "$WORK/install.err")"
+    method=pull
+  fi
+  bytes=$(docker image inspect -f '{{.Size}}' "$TSUM_IMAGE" 2>/dev/null || echo 0)
+  install_attrs="{\"method\":\"$method\",\"image\":$(json_str "$TSUM_IMAGE"),\"bytes\":${bytes:-0}}"
+else
+  err=$(fetch "$TSUM_TRAINER_URL" "$TSUM_TRAINER_SHA256" "$WORK/tsum-bundle.tar.gz") || fail install "trainer bundle: $err"
+  bytes=$(wc -c < "$WORK/tsum-bundle.tar.gz" | tr -d ' ')
+  tar -xzf "$WORK/tsum-bundle.tar.gz" -C "$WORK" 2>"$WORK/install.err" || fail install "unpack the trainer bundle: $(tail -n 1 "$WORK/install.err")"
+  rm -f "$WORK/tsum-bundle.tar.gz"
+  install_attrs="{\"method\":\"bundle\",\"bytes\":$bytes,\"sha256\":\"$TSUM_TRAINER_SHA256\"}"
+fi
+[ -x "$GPUSTAT" ] && "$GPUSTAT" --line >/dev/null 2>&1 && : > "$WORK/have_gpu"
+run_trainer --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
+emit install end "$(now)" "$install_attrs"
+
+# load_data: download the data set by its hash and unpack it.
+emit load_data begin "$(now)"
+: "${TSUM_DATA_URL:?}" "${TSUM_DATA_SHA256:?}"
+err=$(fetch "$TSUM_DATA_URL" "$TSUM_DATA_SHA256" "$WORK/dataset.tar") || fail load_data "data set ${TSUM_DATA_NAME:-}: $err"
+bytes=$(wc -c < "$WORK/dataset.tar" | tr -d ' ')
+tar -xf "$WORK/dataset.tar" -C "$WORK/data" 2>"$WORK/data.err" ||
+  fail load_data "unpack data set ${TSUM_DATA_NAME:-}: $(tail -n 1 "$WORK/data.err")"
+rm -f "$WORK/dataset.tar"
+emit load_data end "$(now)" "{\"name\":$(json_str "${TSUM_DATA_NAME:-}"),\"format\":$(json_str "${TSUM_DATA_FORMAT:-}"),\"bytes\":$bytes,\"sha256\":\"$TSUM_DATA_SHA256\"}"
 
 # start, learn, verify: the trainer's own events mark the boundaries.
 rm -f "$WORK/events.fifo"; mkfifo "$WORK/events.fifo"
@@ -216,12 +296,11 @@ wait "$trainer"; rc=$?
 [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
 [ -n "$saved" ] || fail save "tsum-train finished without saving a checkpoint"
 
-# save: put the checkpoint and the event log where they outlive the instance.
-if [ -n "${TSUM_RESULTS_DIR:-}" ]; then
-  samples_csv > "$WORK/samples.csv"
-  mkdir -p "$TSUM_RESULTS_DIR" && cp "$WORK/out/model.pt" "$WORK/events.jsonl" "$WORK/samples.csv" "$TSUM_RESULTS_DIR/" ||
-    fail save "copy results to $TSUM_RESULTS_DIR failed"
-fi
+# save: the checkpoint, the event log and the samples go to the daemon; save ends once it holds every byte.
+samples_csv > "$WORK/samples.csv"
+for f in "$WORK/out/model.pt" "$WORK/events.jsonl" "$WORK/samples.csv"; do
+  err=$(upload "$f" "$(basename "$f")") || fail save "$err"
+done
 emit save end "$(now)" "$saved"
 drain || exit 1
 log "done"

@@ -30,7 +30,9 @@ class LocalProvider final : public Provider {
   explicit LocalProvider(LocalOptions opts);
 
   std::string_view name() const override { return "local"; }
-  Capabilities capabilities() const override { return {.gpus = false, .spot = false, .docker = false, .native = true}; }
+  Capabilities capabilities() const override {
+    return {.gpus = false, .spot = false, .docker = false, .native = true, .reaches_daemon = true};
+  }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;

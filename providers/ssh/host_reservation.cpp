@@ -17,8 +17,7 @@ json Reservation::to_json() const {
   json j = {{"id", id},         {"host", host},
             {"run_id", run_id}, {"tag", tag},
             {"idempotency_token", idempotency_token},
-            {"work", work},     {"results_dir", results_dir},
-            {"touched", touched},
+            {"work", work},     {"touched", touched},
             {"tunnel_pid", tunnel_pid},
             {"tunnel_ticks", tunnel_ticks}};
   if (ended) j["ended"] = *ended;
@@ -33,7 +32,6 @@ Reservation Reservation::from_json(const json& j) {
   r.tag = j.value("tag", "");
   r.idempotency_token = j.value("idempotency_token", "");
   r.work = j.value("work", "");
-  r.results_dir = j.value("results_dir", "");
   r.touched = j.value("touched", false);
   r.tunnel_pid = j.value("tunnel_pid", 0);
   r.tunnel_ticks = j.value("tunnel_ticks", uint64_t{0});

@@ -20,7 +20,6 @@ struct Reservation {
   std::string tag = {};
   std::string idempotency_token = {};
   std::string work = {};               // the instance's directory on the host
-  std::string results_dir = {};        // where the results are fetched to on the daemon host; may be empty
   bool touched = false;           // files or processes may be on the host (the copy began)
   int tunnel_pid = 0;             // the daemon's ssh process holding the tunnel and the agent's session
   uint64_t tunnel_ticks = 0;      // its start time, against pid reuse

@@ -23,8 +23,6 @@ struct SshHost {
   std::string power_on;             // sh command run on the daemon host before the first ssh; may be empty
   std::string power_off;            // sh command run on the daemon host after the agent is stopped
   std::string work_dir = "/var/tmp/tsum";  // absolute; each instance gets <work_dir>/<instance id>
-  std::string remote_trainer;       // tsum-train already on the host; empty: push the daemon's
-  std::string remote_data;          // dataset directory already on the host; empty: push the daemon's
 };
 
 struct SshOptions {

@@ -75,11 +75,6 @@ Result<std::string> forward_target(const std::map<std::string, std::string>& env
   return hostport;
 }
 
-std::string base_name(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return fs::path(path).filename().string();
-}
-
 }  // namespace
 
 SshProvider::SshProvider(SshOptions opts)
@@ -90,7 +85,7 @@ SshProvider::SshProvider(SshOptions opts)
 Capabilities SshProvider::capabilities() const {
   bool gpus = false;
   for (const auto& h : opts_.hosts) gpus = gpus || h.gpus > 0;
-  return {.gpus = gpus, .spot = false, .docker = false, .native = true};
+  return {.gpus = gpus, .spot = false, .docker = false, .native = true, .reaches_daemon = true};
 }
 
 const SshHost* SshProvider::find_host(std::string_view name) const {
@@ -186,18 +181,9 @@ Task<Status> SshProvider::push(const SshHost& h, const Reservation& r, const Lau
   if (ec) co_return make_error(Code::unavailable, "stage " + stage + ": " + ec.message());
   std::vector<std::string> sources = {stage + "/agent.sh", stage + "/start.sh", stage + "/agent.env"};
   auto env = spec.env;
-  env["TSUM_URL"] = "http://localhost";  // through the tunnel's socket, which start.sh names
-  env["TSUM_RESULTS_DIR"] = r.work + "/results";
-  if (!h.remote_trainer.empty()) env["TSUM_TRAIN_SRC"] = h.remote_trainer;
-  else if (auto it = spec.env.find("TSUM_TRAIN_SRC"); it != spec.env.end()) {
-    sources.push_back(it->second);
-    env["TSUM_TRAIN_SRC"] = r.work + "/" + base_name(it->second);
-  }
-  if (!h.remote_data.empty()) env["TSUM_DATA_SRC"] = h.remote_data;
-  else if (auto it = spec.env.find("TSUM_DATA_SRC"); it != spec.env.end()) {
-    sources.push_back(it->second);
-    env["TSUM_DATA_SRC"] = r.work + "/" + base_name(it->second);
-  }
+  // The agent reaches the daemon through the tunnel's socket, which start.sh names; it downloads the trainer
+  // and the data set and uploads its results through it, so only these three small files are copied.
+  env["TSUM_URL"] = "http://localhost";
   std::string env_text;
   for (const auto& [k, v] : env) {
     if (!valid_env_name(k)) co_return make_error(Code::invalid_argument, "ssh: bad environment name '" + k + "'");
@@ -297,7 +283,6 @@ Task<Result<InstanceHandle>> SshProvider::create(const Offer& offer, const Launc
   r.tag = spec.tag;
   r.idempotency_token = spec.idempotency_token;
   r.work = h->work_dir + "/" + r.id;
-  if (auto it = spec.env.find("TSUM_RESULTS_DIR"); it != spec.env.end()) r.results_dir = it->second;
   std::error_code ec;
   for (const char* sub : {"/ssh/logs", "/ssh/stage"}) fs::create_directories(opts_.state_dir + sub, ec);
   if (auto s = reservations_.claim(r); !s) {
@@ -352,16 +337,6 @@ Task<Status> SshProvider::terminate(const InstanceHandle& h) {
   end_tunnel(*r);
   for (int i = 0; i < 100 && r->tunnel_pid > 0 && local::group_alive(r->tunnel_pid, r->tunnel_ticks); ++i)
     co_await sleep_for(milliseconds(20));
-  bool lost = r->ended && r->ended->starts_with("lost the ssh connection");
-  if (!r->results_dir.empty() && r->tunnel_pid > 0 && !lost) {  // best effort: an early failure has none
-    std::error_code ec;
-    fs::create_directories(r->results_dir, ec);
-    const auto cp = ssh::scp_argv(opts_, *host, {"REMOTE:" + r->work + "/results/*"}, r->results_dir + "/");
-    const auto env = ssh::child_env();
-    const std::string log = log_path(r->id);
-    const milliseconds limit = opts_.command_timeout;
-    (void)co_await ssh::run_bounded(cp, env, log, limit);
-  }
   if (r->touched)
     if (auto stopped = co_await stop_remote(*host, r->work); !stopped)
       if (auto s = reservations_.set_pending_cleanup(name, r->work); !s) co_return s;

@@ -3,18 +3,19 @@
 // An "instance" is one configured host held for one run (one run per host at a time, whatever its cores):
 //   create:    claim the host (a reservation file under <state_dir>/ssh/hosts), run its power_on command on
 //              the daemon host, wait until sshd answers (boot_timeout), stop what an earlier unreachable run
-//              left there, copy the agent, its environment (mode 0600: it holds the run token), tsum-train and
-//              the dataset directory into <work_dir>/<instance id>/ with scp (unless the host is configured
-//              with remote_trainer / remote_data), then start the agent over a long-lived
-//              `ssh -R <work>/tsumd.sock:<daemon>` session: the agent posts its events through that reverse
-//              tunnel (a Unix socket in the instance's 0700 directory) to the daemon, so the host needs no
-//              route to the daemon and no other user of the host can reach the daemon through it. The agent runs in a session of its own
+//              left there, copy the agent, its environment (mode 0600: it holds the run token) and a start
+//              script into <work_dir>/<instance id>/ with scp, then start the agent over a long-lived
+//              `ssh -R <work>/tsumd.sock:<daemon>` session: through that reverse tunnel (a Unix socket in the
+//              instance's 0700 directory) the agent downloads the trainer bundle and the data set, posts its
+//              events and uploads its results, so the host needs no route to the daemon and no other user of
+//              the host can reach the daemon through it. Nothing of the daemon's disk is copied to the host
+//              (docs/artifacts.md). The agent runs in a session of its own
 //              on the host (setsid) and its process group id is kept in agent.pid. create returns once the
 //              agent is running; startup (create → first agent event) therefore includes the copies.
 //   describe:  running while the tunnel session lives; exited when it ends: with the agent's exit status,
 //              or, when ssh lost the connection (exit 255, e.g. ServerAlive gave up), with a detail naming
 //              the host and the ssh error; gone once the host is released.
-//   terminate: ends the tunnel, fetches <work>/results into the run's results directory, kills the agent's
+//   terminate: ends the tunnel, kills the agent's
 //              process group on the host and removes its directory, runs power_off, releases the host.
 //              An unreachable host is released with a pending cleanup: the next create on it repeats the
 //              kill before anything else and fails while the host stays unreachable. Idempotent.

@@ -44,7 +44,9 @@ class TraceProvider final : public Provider {
   ~TraceProvider() override;
 
   std::string_view name() const override { return "trace"; }
-  Capabilities capabilities() const override { return {.gpus = true, .spot = false, .docker = true, .native = true}; }
+  Capabilities capabilities() const override {
+    return {.gpus = true, .spot = false, .docker = true, .native = true, .reaches_daemon = true};
+  }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;

@@ -50,7 +50,7 @@ export async function startDaemon({ db } = {}) {
   const port = await freePort();
   const logPath = `${dbPath}.web-test.log`;
   const args = ['serve', '--db', dbPath, '--listen', `127.0.0.1:${port}`];
-  if (process.env.TSUM_TRAINER) args.push('--trainer', process.env.TSUM_TRAINER);
+  if (process.env.TSUM_BUNDLE) args.push('--bundle', process.env.TSUM_BUNDLE);
   const child = spawn(TSUMD, args,
     { stdio: ['ignore', 'ignore', openSync(logPath, 'a')] });
   const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -1,0 +1,53 @@
+// Datasets: the named data sets machines download (POST/GET/DELETE /v1/datasets). Each is a tar (or tar.gz) of
+// its files, checked against its format on upload (daemon/artifacts/dataset_format.h), kept as a blob by its
+// sha256 and recorded in the datasets table. A name is taken once: upload a new version under a new name, or
+// delete the old one first. A data set a queued or live run uses cannot be deleted.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "daemon/artifacts/blob_store.h"
+#include "daemon/db.h"
+
+namespace tsum::daemon {
+
+struct Dataset {
+  std::string name;
+  std::string format;
+  std::string sha256;
+  std::uint64_t bytes = 0;
+  nlohmann::json files = nlohmann::json::array();  // [{"name", "bytes"}]
+  double created_at = 0;
+
+  nlohmann::json to_json() const;
+};
+
+// Names: 1..64 of letters, digits, '.', '_' and '-', not starting with '.' or '-'.
+bool is_dataset_name(std::string_view name);
+
+class Datasets {
+ public:
+  Datasets(Db& db, BlobStore& blobs, const Clock& clock) : db_(db), blobs_(blobs), clock_(clock) {}
+
+  // Checks the archive at `archive` (a file this call takes: it is moved into the blob store or removed) and
+  // records it. invalid_argument for a bad name, format or archive (with the reason); already_exists when the
+  // name is taken.
+  Result<Dataset> add(const std::string& name, const std::string& format, const std::string& archive);
+  // Packs `files` (paths on this machine) into a tar.gz and adds it under `name`, unless that name exists.
+  Status ensure(const std::string& name, const std::string& format, const std::vector<std::string>& files);
+  Result<std::vector<Dataset>> list();
+  // not_found for an unknown name.
+  Result<Dataset> get(const std::string& name);
+  // not_found; already_exists (HTTP 409) while a queued or live run's experiment names it.
+  Status remove(const std::string& name);
+
+ private:
+  Db& db_;
+  BlobStore& blobs_;
+  const Clock& clock_;
+};
+
+}  // namespace tsum::daemon
