@@ -19,6 +19,7 @@
 #include "api/web_routes.h"
 #include "billing/catalog.h"
 #include "daemon/past_runs.h"
+#include "providers/byo/byo_provider.h"
 #include "providers/local/local_provider.h"
 #include "providers/ssh/ssh_provider.h"
 #include "providers/trace/trace_provider.h"
@@ -138,6 +139,10 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
       app->provider_calls_));
   if (auto s = add_configured_providers(o.config, o.state_dir, app->providers_, &app->provider_calls_); !s)
     return s.error();
+  auto byo = std::make_unique<providers::ByoProvider>(providers::ByoOptions{
+      .state_dir = o.state_dir, .hourly_price = o.config.byo_hourly_price, .billing_rule = o.config.byo_billing});
+  app->byo_ = byo.get();
+  app->providers_.add(std::make_unique<daemon::MeteredProvider>(std::move(byo), app->provider_calls_));
 
   if (!o.trace_csv.empty() || !o.trace_db.empty())
     if (auto st = app->add_trace_provider(); !st) return st.error();
@@ -242,6 +247,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   add_rest_routes(router_,
                   {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *artifacts_, *watch_, catalogs_});
   add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, 0});
+  add_join_routes(router_, *byo_);
   searches_ = std::make_unique<daemon::SearchRunner>(
       io_, daemon::SearchServices{*db_, *store_, *views_, providers_, clock_, [this] { runs_->notify(); }});
   add_schedule_routes(router_, *schedules_, *tokens_);

@@ -31,6 +31,7 @@
 #include "daemon/store.h"
 #include "daemon/token_store.h"
 #include "daemon/views.h"
+#include "providers/byo/byo_provider.h"
 
 namespace tsum::api {
 
@@ -102,6 +103,7 @@ class App {
   std::unique_ptr<daemon::Datasets> datasets_;
   std::unique_ptr<daemon::RunArtifacts> artifacts_;
   daemon::BlobInfo bundle_;
+  providers::ByoProvider* byo_ = nullptr;  // owned by providers_; its join routes need it
   daemon::ProviderCallMetrics provider_calls_;  // before providers_: the metered providers refer to it
   std::unique_ptr<daemon::RunWatch> watch_;
   std::vector<billing::Catalog> catalogs_;

@@ -124,4 +124,16 @@ void add_artifact_routes(Router& router, ArtifactContext c) {
   });
 }
 
+void add_join_routes(Router& router, providers::ByoProvider& byo) {
+  router.add("GET", "/v1/join/{code}", [&byo](Request& req) -> Awaitable {
+    auto script = byo.join(req.params["code"]);
+    if (!script) co_return error_response(script.error());
+    co_return Response{.status = 200, .content_type = "text/x-shellscript; charset=utf-8", .body = std::move(*script)};
+  });
+  router.add("POST", "/v1/join/{code}/left", [&byo](Request& req) -> Awaitable {
+    if (auto s = byo.left(req.params["code"]); !s) co_return error_response(s.error());
+    co_return Response{.status = 204, .body = ""};
+  });
+}
+
 }  // namespace tsum::api

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "api/router.h"
+#include "providers/byo/byo_provider.h"
 #include "daemon/artifacts/datasets.h"
 #include "daemon/artifacts/run_artifacts.h"
 #include "daemon/store.h"
@@ -35,5 +36,9 @@ struct ArtifactContext {
 };
 
 void add_artifact_routes(Router& router, ArtifactContext ctx);
+
+// GET /v1/join/{code}: the shell script a byo machine runs (no token: the one-time code is the secret; 404 unknown
+// or revoked, 409 used, 504 expired). POST /v1/join/{code}/left: that machine finished its clean-up (204).
+void add_join_routes(Router& router, providers::ByoProvider& byo);
 
 }  // namespace tsum::api

@@ -79,6 +79,16 @@ Status parse_ssh(const json& j, const std::string& dir, DaemonConfig* out) {
 
 }  // namespace
 
+// providers.byo: {"hourly_price": 0.1, "billing": "per_hour"}: what machines that join cost.
+Status parse_byo(const json& j, DaemonConfig* out) {
+  Fields f(j, "providers.byo");
+  if (auto s = f.is_object(); !s) return s;
+  for (auto s : {f.number("hourly_price", &out->byo_hourly_price), f.text("billing", &out->byo_billing), f.no_unknown()})
+    if (!s) return s;
+  if (auto rule = billing::parse_rule(out->byo_billing); !rule) return Fields::bad(f.at("billing"), rule.error().detail);
+  return {};
+}
+
 Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir) {
   auto j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return make_error(Code::invalid_argument, "config: not valid JSON");
@@ -98,10 +108,11 @@ Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir)
     for (const auto& [k, v] : providers.items()) {
       Status s;
       if (k == "ssh") s = parse_ssh(v, dir, &out);
+      else if (k == "byo") s = parse_byo(v, &out);
       else if (std::find(std::begin(kCloudNames), std::end(kCloudNames), k) != std::end(kCloudNames))
         s = parse_cloud_section(k, v, dir, &out.clouds);
       else
-        return Fields::bad("providers." + k, "unknown provider (known: ssh, aws, gce, azure, hetzner, yandex)");
+        return Fields::bad("providers." + k, "unknown provider (known: ssh, byo, aws, gce, azure, hetzner, yandex)");
       if (!s) return s.error();
     }
   }

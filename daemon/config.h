@@ -31,6 +31,8 @@ struct DaemonConfig {
   std::vector<SshKeyFromEnv> ssh_env_keys;   // hosts whose key comes from the environment
   CloudConfig clouds;                        // secrets read by load_config, not by parse_config
   std::string public_url;                    // daemon.public_url: as tsumd serve --public-url (which wins)
+  double byo_hourly_price = 0;               // providers.byo.hourly_price: what a joined machine costs
+  std::string byo_billing = "per_second_60s_min";  // providers.byo.billing
 };
 
 // Parses the text of a config file. `dir` resolves relative key_file paths. No file-system checks.

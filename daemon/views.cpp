@@ -56,8 +56,14 @@ Result<json> Views::run_json(const RunRow& r, const std::vector<billing::Billing
                          {"currency", r.currency}};
     }
   }
+  // A byo run waiting for its machine shows the one-liner that joins one (providers/byo/byo_provider.h).
+  json join = nullptr;
+  if (r.instance && r.status == RunStatus::booting && r.instance->contains("data") &&
+      (*r.instance)["data"].value("command", "") != "")
+    join = {{"command", (*r.instance)["data"]["command"]}, {"expires_at", (*r.instance)["data"].value("expires_at", 0.0)}};
   return json{{"id", r.id},
               {"experiment_id", r.experiment_id},
+              {"join", join},
               {"config_index", r.config_index},
               {"config", {{"provider", r.provider}, {"instance_type", r.instance_type}}},
               {"repetition", r.repetition},
