@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
+#include <vector>
 
 namespace tsum::daemon {
 
@@ -43,6 +45,17 @@ Result<json> Views::run_json(const RunRow& r, const std::vector<billing::Billing
   if (auto it = phases->find(Phase::start); it != phases->end() && it->second.end) {
     const auto& a = it->second.end->attrs;
     if (a.contains("threads")) metrics["threads"] = a["threads"];
+  }
+  // How install got the trainer (bundle download, image pull, image present) and what load_data fetched.
+  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image"}},
+                                    {Phase::load_data, "data", {"name", "format", "bytes", "sha256"}}}) {
+    auto it = phases->find(phase);
+    if (it == phases->end() || !it->second.end) continue;
+    const auto& a = it->second.end->attrs;
+    json m = json::object();
+    for (const char* f : fields)
+      if (a.contains(f)) m[f] = a[f];
+    if (!m.empty()) metrics[key] = m;
   }
   auto epochs = store_.epochs_of(r.id);
   if (!epochs) return epochs.error();

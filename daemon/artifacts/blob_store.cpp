@@ -102,6 +102,9 @@ Result<BlobInfo> BlobStore::adopt(const std::string& path, std::string_view expe
 }
 
 Result<BlobInfo> BlobStore::add_copy(const std::string& path) {
+  auto h = hash_file(path);
+  if (!h) return h.error();
+  if (has(h->sha256)) return *h;  // e.g. the same trainer bundle at every daemon start
   std::string tmp = temp_path("add");
   std::error_code ec;
   fs::copy_file(path, tmp, ec);
