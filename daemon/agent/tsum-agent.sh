@@ -224,8 +224,10 @@ trap cleanup EXIT
 if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   run_trainer() {
     gpus=""; [ -e "$WORK/have_gpu" ] && gpus="--gpus all"
+    # The container gets the agent's own CPUs (dockerd starts it, so it would not inherit the affinity).
+    cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
     # shellcheck disable=SC2086  # gpus is empty or two words
-    docker run --rm --network none $gpus -v "$WORK/data:$WORK/data:ro" -v "$WORK/out:$WORK/out" \
+    docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:$WORK/data:ro" -v "$WORK/out:$WORK/out" \
       --entrypoint tsum-train "$TSUM_IMAGE" "$@"
   }
 else

@@ -152,7 +152,8 @@ Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const Lau
   local::SpawnSpec ss;
   ss.argv = {"/bin/sh", (sandbox / "agent.sh").string()};
   ss.env = spec.env;
-  for (const char* k : {"PATH", "LANG", "HOME", "TMPDIR"})
+  // The docker runtime uses the engine the daemon was told about (DOCKER_HOST, else the default socket).
+  for (const char* k : {"PATH", "LANG", "HOME", "TMPDIR", "DOCKER_HOST", "DOCKER_CONFIG"})
     if (const char* v = getenv(k); v && !ss.env.count(k)) ss.env[k] = v;
   ss.env["TSUM_SANDBOX"] = sandbox.string();
   ss.cwd = sandbox.string();

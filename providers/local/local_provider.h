@@ -4,6 +4,8 @@
 //   - a CPU affinity set of N cores of this host, never shared with another live local instance;
 //   - the agent's process group (the agent runs as a session leader; the trainer inherits its group).
 // Types are local-1c … local-<N>c for the N CPUs the daemon may use; larger offers are refused.
+// The docker runtime runs the trainer in the engine DOCKER_HOST names (or the default socket), passed on from the
+// daemon's environment; the agent gives the container its own CPUs (--cpuset-cpus).
 // terminate() kills the process group (SIGTERM, then SIGKILL after a grace period), removes the sandbox and
 // is idempotent. list_tagged() scans the pidfiles, so leftovers of a crashed daemon are found again.
 #pragma once
@@ -31,7 +33,7 @@ class LocalProvider final : public Provider {
 
   std::string_view name() const override { return "local"; }
   Capabilities capabilities() const override {
-    return {.gpus = false, .spot = false, .docker = false, .native = true, .reaches_daemon = true};
+    return {.gpus = false, .spot = false, .docker = true, .native = true, .reaches_daemon = true};
   }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
