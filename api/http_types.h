@@ -9,6 +9,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -31,6 +33,10 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> headers;  // in arrival order, names as sent
   std::string body;
   std::string remote;                                  // peer "ip:port"; "" when unknown (e.g. hand-built)
+  // Routes added with RouteOptions::body_to_file: the body was streamed to this file (under
+  // ServerOptions::upload_dir, never held whole in memory) and `body` is empty. The handler may rename the file
+  // to keep it; the server removes it after the response if it is still there. "" for every other route.
+  std::string body_file;
 
   // Value of the first header named `name` (case-insensitive), or "" if absent.
   std::string header(std::string_view name) const;
@@ -44,7 +50,23 @@ struct Request {
 //  - HttpServer::stop() closes the socket, so the streamer's next write fails: the streamer must return on any
 //    write error. A streamer that waits on something other than the socket delays io_context::run() returning.
 //  - exceptions escaping the streamer are caught and end the stream.
-using Streamer = std::function<boost::asio::awaitable<void>(boost::beast::tcp_stream&)>;
+class StreamWriter {
+ public:
+  virtual ~StreamWriter() = default;
+  // Writes `data` to the connection (plain TCP or TLS) within `timeout`. False on any error or expiry: the
+  // streamer must then return.
+  virtual boost::asio::awaitable<bool> write(std::string_view data, std::chrono::milliseconds timeout) = 0;
+};
+using Streamer = std::function<boost::asio::awaitable<void>(StreamWriter&)>;
+
+// A response body read from a file: bytes [offset, offset + length) of `path`, sent with
+// Content-Length: length, in chunks, never whole in memory. If the file cannot be opened or is shorter than
+// offset + length when the server starts sending, the connection is closed (the head may be out already).
+struct FileBody {
+  std::string path;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
 
 // An outgoing response. The server always adds Content-Type, Content-Length (except for 204/304 and streams)
 // and Server. `headers` may override Content-Type and Server; Content-Length, Transfer-Encoding and Connection
@@ -57,7 +79,14 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
   bool close = false;                                  // close the connection after this response
   Streamer streamer;                                   // if set, `body` is ignored and the streamer writes it
+  std::optional<FileBody> file;                        // if set, `body` is ignored and the file's bytes are sent
 };
+
+// Serves a whole file, honouring a single "Range: bytes=A-B" / "bytes=A-" / "bytes=-N" request header:
+// 200 with the whole file, 206 with Content-Range for a satisfiable range, 416 with "Content-Range: bytes */SIZE"
+// otherwise (a multi-range or malformed Range header is ignored: 200, as RFC 9110 allows). Every answer has
+// "Accept-Ranges: bytes". 404 {"error":"not_found"} when the file does not exist.
+Response file_response(const Request& req, const std::string& path, std::string content_type);
 
 // Response with `body` serialized as JSON. Invalid UTF-8 in strings is replaced, never thrown.
 Response json_response(int status, const nlohmann::json& body);

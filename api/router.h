@@ -16,7 +16,9 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <string_view>
 #include <map>
 #include <string>
 #include <utility>
@@ -28,12 +30,24 @@ namespace tsum::api {
 
 using Handler = std::function<boost::asio::awaitable<Response>(Request&)>;
 
+struct RouteOptions {
+  // Stream the request body to a file (Request::body_file) instead of memory, for uploads.
+  bool body_to_file = false;
+  // Largest body this route accepts; 0: ServerOptions::body_limit (in memory) or upload_limit (to a file).
+  // Past it: 413 and the connection is closed.
+  std::uint64_t body_limit = 0;
+};
+
 class Router {
  public:
   // Registers `h` for `method` (upper-cased) and `pattern`. A malformed pattern (not starting with "/", an
   // empty or unclosed "{...}", a brace inside a literal) or a duplicate (method, pattern) is a programming
   // error: throws std::invalid_argument, so a bad route table fails at startup.
-  void add(std::string method, std::string pattern, Handler h);
+  void add(std::string method, std::string pattern, Handler h, RouteOptions options = {});
+
+  // The options of the route dispatch() would pick for (method, target); nullptr when none matches. The server
+  // asks this after reading a request's head, to decide where its body goes.
+  const RouteOptions* options_for(std::string_view method, std::string_view target) const;
 
   // Routes `req` by req.target's path (or req.path when target is empty), fills req.params and runs the
   // handler. Never throws for handler errors; see the file comment for the error responses.
@@ -52,6 +66,7 @@ class Router {
     std::string pattern;
     std::vector<Segment> segments;
     Handler handler;
+    RouteOptions options;
   };
 
   // Fills `params` and returns true when `route` matches the decoded path `segments`.

@@ -21,6 +21,13 @@ struct ServerOptions {
   std::chrono::seconds write_timeout{30};
   // How long a keep-alive connection may sit between requests before it is closed.
   std::chrono::seconds idle_timeout{60};
+  // Where bodies of RouteOptions::body_to_file routes are streamed (created if missing); required for such
+  // routes. Their size limit unless the route sets its own.
+  std::string upload_dir;
+  std::uint64_t upload_limit = std::uint64_t{16} << 30;
+  // TLS: both set makes the server speak HTTPS only (PEM files: the certificate chain and its private key).
+  std::string tls_cert_file;
+  std::string tls_key_file;
   // Value of the Server header on every response.
   std::string server_name = "tsumd";
 };
