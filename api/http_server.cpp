@@ -6,16 +6,23 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <unordered_map>
+
+#include <openssl/ssl.h>
 
 #include "api/http_session.h"
 
 namespace tsum::api {
 
 namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace ssl = asio::ssl;
 using asio::awaitable;
 using asio::ip::tcp;
 
@@ -36,20 +43,26 @@ struct HttpServer::State {
     boost::system::error_code ec;
     acceptor.close(ec);
     backoff.cancel();
-    for (auto& [id, session] : sessions) session->close();  // sessions unregister themselves later
+    for (auto& [id, close] : sessions) close();  // sessions unregister themselves later
   }
+
+  // Loads the certificate chain and key of ServerOptions into `tls`; invalid_argument naming the file.
+  Status load_tls();
 
   // Accepts until stop(); spawns serve_session per connection.
   static awaitable<void> accept_loop(std::shared_ptr<State> state);
-  // Runs one connection and keeps it in `sessions` while it is open.
+  // Runs one connection (plain or TLS, after ServerOptions) and keeps it in `sessions` while it is open.
   static awaitable<void> serve_session(std::shared_ptr<State> state, tcp::socket socket);
+  template <class Session>
+  static awaitable<void> run_session(std::shared_ptr<State> state, std::shared_ptr<Session> session);
 
   asio::io_context& io;
   const Router& router;
   ServerOptions opts;
   tcp::acceptor acceptor;
   asio::steady_timer backoff;
-  std::unordered_map<std::uint64_t, std::shared_ptr<HttpSession>> sessions;
+  std::optional<ssl::context> tls;  // set by listen() when ServerOptions names a certificate and key
+  std::unordered_map<std::uint64_t, std::function<void()>> sessions;  // id -> close() of the open session
   std::uint64_t next_session_id = 0;
   bool stopped = false;
 };
@@ -70,9 +83,19 @@ awaitable<void> HttpServer::State::accept_loop(std::shared_ptr<State> state) {
 
 awaitable<void> HttpServer::State::serve_session(std::shared_ptr<State> state, tcp::socket socket) {
   if (state->stopped) co_return;  // `socket` closes as the frame ends
-  auto session = std::make_shared<HttpSession>(std::move(socket), state->router, state->opts);
+  if (state->tls) {
+    beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *state->tls);
+    co_await run_session(state, std::make_shared<TlsHttpSession>(std::move(stream), state->router, state->opts));
+  } else {
+    beast::tcp_stream stream(std::move(socket));
+    co_await run_session(state, std::make_shared<PlainHttpSession>(std::move(stream), state->router, state->opts));
+  }
+}
+
+template <class Session>
+awaitable<void> HttpServer::State::run_session(std::shared_ptr<State> state, std::shared_ptr<Session> session) {
   const std::uint64_t id = state->next_session_id++;
-  state->sessions.emplace(id, session);
+  state->sessions.emplace(id, [session] { session->close(); });
   try {
     co_await session->run();
   } catch (...) {
@@ -80,6 +103,33 @@ awaitable<void> HttpServer::State::serve_session(std::shared_ptr<State> state, t
   }
   session->close();
   state->sessions.erase(id);
+}
+
+Status HttpServer::State::load_tls() {
+  if (opts.tls_cert_file.empty() != opts.tls_key_file.empty()) {
+    return make_error(Code::invalid_argument, "TLS needs both a certificate and a key file (got only " +
+                                                  (opts.tls_cert_file.empty() ? "key '" + opts.tls_key_file
+                                                                              : "certificate '" + opts.tls_cert_file) +
+                                                  "')");
+  }
+  if (opts.tls_cert_file.empty()) return {};
+  ssl::context context(ssl::context::tls_server);
+  context.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                      ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+  SSL_CTX_set_min_proto_version(context.native_handle(), TLS1_2_VERSION);
+  boost::system::error_code ec;
+  context.use_certificate_chain_file(opts.tls_cert_file, ec);
+  if (ec) {
+    return make_error(Code::invalid_argument, "cannot load TLS certificate '" + opts.tls_cert_file + "': " + ec.message());
+  }
+  context.use_private_key_file(opts.tls_key_file, ssl::context::pem, ec);
+  if (ec) return make_error(Code::invalid_argument, "cannot load TLS key '" + opts.tls_key_file + "': " + ec.message());
+  if (SSL_CTX_check_private_key(context.native_handle()) != 1) {
+    return make_error(Code::invalid_argument, "TLS key '" + opts.tls_key_file + "' does not match certificate '" +
+                                                  opts.tls_cert_file + "'");
+  }
+  tls.emplace(std::move(context));
+  return {};
 }
 
 HttpServer::HttpServer(asio::io_context& io, const Router& router, ServerOptions opts)
@@ -90,6 +140,7 @@ HttpServer::~HttpServer() { state_->stop(); }
 Result<std::uint16_t> HttpServer::listen(const std::string& host, std::uint16_t port) {
   if (state_->stopped) return make_error(Code::cancelled, "server is stopped");
   if (state_->acceptor.is_open()) return make_error(Code::already_exists, "server is already listening");
+  if (Status st = state_->load_tls(); !st) return st.error();
 
   boost::system::error_code ec;
   tcp::resolver resolver(state_->io);

@@ -1,5 +1,8 @@
 // HttpServer: accepts TCP connections and serves each with an HttpSession (see http_session.h for the
-// per-connection contract: keep-alive, deadlines, error answers).
+// per-connection contract: keep-alive, deadlines, error answers, uploads to files, file bodies).
+//
+// TLS: when ServerOptions names tls_cert_file and tls_key_file, the server speaks HTTPS only (TLS 1.2 or
+// newer); a client that does not complete a TLS handshake within read_timeout is disconnected without an answer.
 //
 // Threading: everything runs on the given io_context; the server starts no threads. The daemon runs the
 // io_context on one thread. listen() must be called before run() or on the io_context thread; stop() may be
@@ -40,7 +43,8 @@ class HttpServer {
 
   // Binds host:port and starts accepting. `host` is an IP address or a resolvable name ("127.0.0.1",
   // "0.0.0.0", "::1", "localhost"); port 0 picks an ephemeral port. Returns the bound port.
-  // Errors: invalid_argument (host does not resolve), unavailable (bind/listen failed, e.g. port in use),
+  // Errors: invalid_argument (host does not resolve; TLS certificate or key missing, unreadable or not
+  // matching, naming the file), unavailable (bind/listen failed, e.g. port in use),
   // already_exists (already listening), cancelled (stop() was called).
   Result<std::uint16_t> listen(const std::string& host, std::uint16_t port);
 

@@ -1,17 +1,26 @@
 #include "api/http_session.h"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/file.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/file_body.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <openssl/ssl.h>
 
 #include <algorithm>
-#include <cctype>
 #include <exception>
-#include <optional>
+#include <filesystem>
+#include <type_traits>
+
+#include "api/session_support.h"
+#include "api/socket_writer.h"
 
 namespace tsum::api {
 namespace {
@@ -27,72 +36,63 @@ constexpr std::size_t kReadChunk = 4096;
 constexpr std::size_t kMaxDrainBytes = 4 << 20;
 constexpr std::chrono::seconds kLingerTimeout{2};
 
+template <class Stream>
+constexpr bool kIsTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
 std::string to_string(beast::string_view s) { return std::string(s.data(), s.size()); }
 
-bool is_token_char(char c) {
-  if (std::isalnum(static_cast<unsigned char>(c))) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
+std::string too_large(std::uint64_t limit) { return "request body exceeds " + std::to_string(limit) + " bytes"; }
 
-bool valid_header_name(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), is_token_char);
-}
-
-bool valid_header_value(std::string_view value) {
-  return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
-}
-
-// Copies status and headers of `res` into `msg`. False when the handler produced something unsendable.
-template <class Msg>
-bool fill_head(Msg& msg, const Response& res, const std::string& server_name) {
-  if (res.status < 200 || res.status > 599) return false;
-  if (!valid_header_value(res.content_type) || !valid_header_value(server_name)) return false;
-  msg.result(static_cast<unsigned>(res.status));
-  msg.set(http::field::server, server_name);
-  msg.set(http::field::content_type, res.content_type);
-  for (const auto& [name, value] : res.headers) {
-    if (!valid_header_name(name) || !valid_header_value(value)) return false;
-    if (beast::iequals(name, "content-length") || beast::iequals(name, "transfer-encoding") ||
-        beast::iequals(name, "connection")) {
-      continue;  // owned by the server
-    }
-    if (beast::iequals(name, "content-type") || beast::iequals(name, "server")) {
-      msg.set(beast::string_view(name), value);
-    } else {
-      msg.insert(beast::string_view(name), value);
-    }
+// Removes the upload file named in `path` (once set) when the request is over, unless the handler moved it.
+struct UploadCleanup {
+  std::string& path;
+  ~UploadCleanup() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove(path, ec);
   }
-  return true;
-}
+};
 
-Response invalid_response() {
-  return error_response(500, "internal", "handler produced an invalid response (status or header)");
-}
-
-const beast::error_category& http_error_category() {
-  static const beast::error_category& category = http::make_error_code(http::error::bad_method).category();
-  return category;
+// The Request fields that come from the head; `path` and `query` are filled by handle().
+Request request_from_head(const http::request_header<>& head, const std::string& remote) {
+  Request req;
+  req.method = to_string(head.method_string());
+  req.target = to_string(head.target());
+  for (const auto& field : head) req.headers.emplace_back(to_string(field.name_string()), to_string(field.value()));
+  req.remote = remote;
+  return req;
 }
 
 }  // namespace
 
-HttpSession::HttpSession(tcp::socket socket, const Router& router, ServerOptions opts)
-    : stream_(std::move(socket)), router_(router), opts_(std::move(opts)) {
+template <class Stream>
+HttpSession<Stream>::HttpSession(Stream stream, const Router& router, ServerOptions opts)
+    : stream_(std::move(stream)), router_(router), opts_(std::move(opts)) {
+  tcp::socket& socket = beast::get_lowest_layer(stream_).socket();
   beast::error_code ec;
-  tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
+  tcp::endpoint peer = socket.remote_endpoint(ec);
   if (!ec) remote_ = peer.address().to_string() + ":" + std::to_string(peer.port());
-  stream_.socket().set_option(tcp::no_delay(true), ec);
+  socket.set_option(tcp::no_delay(true), ec);
 }
 
-void HttpSession::close() {
+template <class Stream>
+void HttpSession<Stream>::close() {
   if (closed_) return;
   closed_ = true;
   beast::error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-  stream_.close();
+  beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ec);
+  beast::get_lowest_layer(stream_).close();
 }
 
-awaitable<void> HttpSession::run() {
+template <class Stream>
+awaitable<void> HttpSession<Stream>::run() {
+  if constexpr (kIsTls<Stream>) {
+    beast::get_lowest_layer(stream_).expires_after(opts_.read_timeout);
+    auto [ec] = co_await stream_.async_handshake(asio::ssl::stream_base::server, kUseTuple);
+    if (ec) {  // not TLS, a bad client, or too slow: nothing to answer
+      close();
+      co_return;
+    }
+  }
   bool first = true;
   while (!closed_) {
     if (!first && buffer_.size() == 0) {
@@ -101,22 +101,18 @@ awaitable<void> HttpSession::run() {
     }
     first = false;
 
-    Parser parser;
-    parser.body_limit(opts_.body_limit);
-    parser.header_limit(opts_.header_limit);
-    bool have_request = co_await read_request(parser);
-    if (!have_request) break;
-
-    Message msg = parser.release();
-    const unsigned version = msg.version();
-    Response res = co_await handle(msg);
+    std::string upload;  // named by read_request as soon as the file exists
+    UploadCleanup cleanup{upload};
+    std::optional<Incoming> in = co_await read_request(upload);
+    if (!in) break;
+    Response res = co_await handle(in->req);
     if (closed_) break;
     if (res.streamer) {
-      co_await write_stream(std::move(res), version);
+      co_await write_stream(std::move(res), in->version);
       break;
     }
-    const bool keep_alive = msg.keep_alive() && !res.close;
-    bool written = co_await write_response(std::move(res), version, keep_alive);
+    const bool keep_alive = in->keep_alive && !res.close;
+    bool written = co_await write_response(std::move(res), in->version, keep_alive);
     if (!written) break;
     if (!keep_alive) {
       co_await linger_close();
@@ -126,69 +122,118 @@ awaitable<void> HttpSession::run() {
   close();
 }
 
-awaitable<bool> HttpSession::wait_for_next_request() {
-  stream_.expires_after(opts_.idle_timeout);
+template <class Stream>
+awaitable<bool> HttpSession<Stream>::wait_for_next_request() {
+  beast::get_lowest_layer(stream_).expires_after(opts_.idle_timeout);
   auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(kReadChunk), kUseTuple);
   if (ec) co_return false;  // peer closed, idle timeout, or close()
   buffer_.commit(n);
   co_return true;
 }
 
-awaitable<bool> HttpSession::read_request(Parser& parser) {
-  // One deadline for the whole request: header and body together.
-  stream_.expires_after(opts_.read_timeout);
-  auto [ec, n] = co_await http::async_read_header(stream_, buffer_, parser, kUseTuple);
-  if (ec) {
-    co_await on_read_error(ec);
-    co_return false;
+template <class Stream>
+awaitable<std::optional<typename HttpSession<Stream>::Incoming>> HttpSession<Stream>::read_request(
+    std::string& upload) {
+  // One deadline for the head and an in-memory body together (a file body: see read_body).
+  http::request_parser<http::empty_body> head_parser;
+  head_parser.header_limit(opts_.header_limit);
+  head_parser.body_limit(boost::none);  // the route's limit applies once the body's destination is known
+  beast::get_lowest_layer(stream_).expires_after(opts_.read_timeout);
+  auto [ec, n] = co_await http::async_read_header(stream_, buffer_, head_parser, kUseTuple);
+  if (ec) {  // Beast accepts only HTTP/1.0 and HTTP/1.1; others fail as bad_version
+    co_await on_read_error(ec, opts_.body_limit);
+    co_return std::nullopt;
   }
-  const auto& head = parser.get();  // Beast accepts only HTTP/1.0 and HTTP/1.1; others fail as bad_version
-  if (!parser.is_done() && beast::iequals(head[http::field::expect], "100-continue")) {
-    bool sent = co_await write_continue(head.version());
+
+  const auto& head = head_parser.get();
+  Incoming in;
+  in.req = request_from_head(head, remote_);
+  in.version = head.version();
+  in.keep_alive = head.keep_alive();
+  const RouteOptions* route = router_.options_for(in.req.method, in.req.target);
+  const bool to_file = route != nullptr && route->body_to_file;
+  const std::uint64_t limit = route != nullptr && route->body_limit != 0 ? route->body_limit
+                              : to_file                                  ? opts_.upload_limit
+                                                                         : opts_.body_limit;
+  if (auto length = head_parser.content_length(); length && *length > limit) {
+    co_await reject(413, "invalid_argument", too_large(limit));
+    co_return std::nullopt;
+  }
+
+  if (!to_file) {
+    http::request_parser<http::string_body> parser(std::move(head_parser));
+    if (!co_await read_body(parser, limit, false)) co_return std::nullopt;
+    in.req.body = std::move(parser.get().body());
+    co_return in;
+  }
+
+  auto path = new_upload_path(opts_.upload_dir);
+  if (!path) {
+    co_await reject(500, "internal", path.error().detail);
+    co_return std::nullopt;
+  }
+  http::request_parser<http::file_body> parser(std::move(head_parser));
+  beast::error_code open_ec;
+  parser.get().body().open(path->c_str(), beast::file_mode::write_new, open_ec);
+  if (open_ec) {
+    co_await reject(500, "internal", "cannot create upload file " + *path + ": " + open_ec.message());
+    co_return std::nullopt;
+  }
+  upload = *path;
+  if (!co_await read_body(parser, limit, true)) co_return std::nullopt;
+  in.req.body_file = *path;
+  co_return in;  // `parser` goes, and the file is closed, before the handler runs
+}
+
+template <class Stream>
+template <class Parser>
+awaitable<bool> HttpSession<Stream>::read_body(Parser& parser, std::uint64_t limit, bool progress_deadline) {
+  parser.body_limit(limit);  // what a chunked body may grow to; Content-Length was checked on the head
+  if (parser.is_done()) co_return true;
+  if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+    bool sent = co_await write_continue(parser.get().version());
     if (!sent) co_return false;
-    stream_.expires_after(opts_.read_timeout);
+    beast::get_lowest_layer(stream_).expires_after(opts_.read_timeout);
   }
-  if (!parser.is_done()) {
-    auto [body_ec, body_n] = co_await http::async_read(stream_, buffer_, parser, kUseTuple);
-    if (body_ec) {
-      co_await on_read_error(body_ec);
+  while (!parser.is_done()) {
+    auto [ec, n] = co_await http::async_read_some(stream_, buffer_, parser, kUseTuple);
+    if (ec) {
+      co_await on_read_error(ec, limit);
       co_return false;
     }
+    if (progress_deadline) beast::get_lowest_layer(stream_).expires_after(opts_.read_timeout);
   }
   co_return true;
 }
 
-awaitable<void> HttpSession::on_read_error(beast::error_code ec) {
+template <class Stream>
+awaitable<void> HttpSession<Stream>::on_read_error(beast::error_code ec, std::uint64_t body_limit) {
   if (closed_ || ec == http::error::end_of_stream || ec == beast::error::timeout ||
       ec == asio::error::operation_aborted) {
     co_return;  // peer went away between requests, deadline hit (socket already closed), or close()
   }
   if (ec == http::error::body_limit) {
-    co_await reject(413, "request body exceeds " + std::to_string(opts_.body_limit) + " bytes");
+    co_await reject(413, "invalid_argument", too_large(body_limit));
   } else if (ec == http::error::header_limit) {
-    co_await reject(431, "request header exceeds " + std::to_string(opts_.header_limit) + " bytes");
-  } else if (ec.category() == http_error_category()) {
-    co_await reject(400, "malformed HTTP request: " + ec.message());
+    co_await reject(431, "invalid_argument", "request header exceeds " + std::to_string(opts_.header_limit) + " bytes");
+  } else if (is_http_error(ec)) {
+    co_await reject(400, "invalid_argument", "malformed HTTP request: " + ec.message());
   }
-  // Anything else is a network error: nothing to answer.
+  // Anything else is a network (or upload file) error: nothing to answer.
 }
 
-awaitable<void> HttpSession::reject(int status, std::string detail) {
-  bool written = co_await write_response(error_response(status, "invalid_argument", detail), 11, false);
+template <class Stream>
+awaitable<void> HttpSession<Stream>::reject(int status, std::string code, std::string detail) {
+  bool written = co_await write_response(error_response(status, code, detail), 11, false);
   if (written) co_await linger_close();
 }
 
-awaitable<Response> HttpSession::handle(Message& msg) {
-  Request req;
-  req.method = to_string(msg.method_string());
-  req.target = to_string(msg.target());
+template <class Stream>
+awaitable<Response> HttpSession<Stream>::handle(Request& req) {
   auto parsed = parse_target(req.target);
   if (!parsed) co_return error_response(parsed.error());
   req.path = std::move(parsed->path);
   req.query = std::move(parsed->query);
-  for (const auto& field : msg) req.headers.emplace_back(to_string(field.name_string()), to_string(field.value()));
-  req.body = std::move(msg.body());
-  req.remote = remote_;
 
   std::string failure;
   try {
@@ -201,26 +246,47 @@ awaitable<Response> HttpSession::handle(Message& msg) {
   co_return error_response(500, "internal", "request failed: " + failure);
 }
 
-awaitable<bool> HttpSession::write_response(Response res, unsigned version, bool keep_alive) {
-  http::response<http::string_body> msg;
-  msg.version(version);
-  if (!fill_head(msg, res, opts_.server_name)) {
+template <class Stream>
+awaitable<bool> HttpSession<Stream>::write_response(Response res, unsigned version, bool keep_alive) {
+  http::response_header<> head;
+  head.version(version);
+  if (!fill_head(head, res, opts_.server_name)) {
     res = invalid_response();
-    msg = {};
-    msg.version(version);
-    fill_head(msg, res, opts_.server_name);
+    head = {};
+    head.version(version);
+    fill_head(head, res, opts_.server_name);
   }
-  if (res.status == 204 || res.status == 304) res.body.clear();  // these must not carry a body
-  msg.body() = std::move(res.body);
+  if (res.status == 204 || res.status == 304) {  // these must not carry a body
+    res.body.clear();
+    res.file.reset();
+  }
+  if (res.file) co_return co_await write_file(res, head, keep_alive);
+
+  http::response<http::string_body> msg(std::move(head), std::move(res.body));
   msg.keep_alive(keep_alive);
   msg.prepare_payload();
-
-  stream_.expires_after(opts_.write_timeout);
+  beast::get_lowest_layer(stream_).expires_after(opts_.write_timeout);
   auto [ec, n] = co_await http::async_write(stream_, msg, kUseTuple);
   co_return !ec;
 }
 
-awaitable<void> HttpSession::write_stream(Response res, unsigned version) {
+template <class Stream>
+awaitable<bool> HttpSession<Stream>::write_file(Response& res, http::response_header<>& head, bool keep_alive) {
+  beast::file file;
+  if (!open_file_body(*res.file, file)) co_return false;  // nothing sent yet; the caller closes
+  http::response<http::empty_body> msg(std::move(head));
+  msg.content_length(res.file->length);
+  msg.keep_alive(keep_alive);
+  http::response_serializer<http::empty_body> serializer{msg};
+  beast::get_lowest_layer(stream_).expires_after(opts_.write_timeout);
+  auto [ec, n] = co_await http::async_write_header(stream_, serializer, kUseTuple);
+  if (ec) co_return false;
+  SocketWriter<Stream> out(stream_);
+  co_return co_await send_file_body(out, file, res.file->length, opts_.write_timeout);
+}
+
+template <class Stream>
+awaitable<void> HttpSession<Stream>::write_stream(Response res, unsigned version) {
   http::response<http::empty_body> head;
   head.version(version);
   if (!fill_head(head, res, opts_.server_name)) {
@@ -230,37 +296,59 @@ awaitable<void> HttpSession::write_stream(Response res, unsigned version) {
   }
   head.keep_alive(false);  // the body ends when the connection does
   http::response_serializer<http::empty_body> serializer{head};
-  stream_.expires_after(opts_.write_timeout);
+  beast::get_lowest_layer(stream_).expires_after(opts_.write_timeout);
   auto [ec, n] = co_await http::async_write_header(stream_, serializer, kUseTuple);
   if (ec) co_return;
 
-  stream_.expires_never();
+  beast::get_lowest_layer(stream_).expires_never();
+  SocketWriter<Stream> out(stream_);
   try {
-    co_await res.streamer(stream_);
+    co_await res.streamer(out);
   } catch (...) {
     // The stream simply ends; the peer sees the connection close.
   }
+  co_await tls_shutdown();  // a TLS peer reading to EOF must see close_notify, not a truncation
   close();
 }
 
-awaitable<bool> HttpSession::write_continue(unsigned version) {
+template <class Stream>
+awaitable<bool> HttpSession<Stream>::write_continue(unsigned version) {
   http::response<http::empty_body> interim{http::status::continue_, version};
-  stream_.expires_after(opts_.write_timeout);
+  beast::get_lowest_layer(stream_).expires_after(opts_.write_timeout);
   auto [ec, n] = co_await http::async_write(stream_, interim, kUseTuple);
   co_return !ec;
 }
 
-awaitable<void> HttpSession::linger_close() {
+template <class Stream>
+awaitable<void> HttpSession<Stream>::tls_shutdown() {
+  if constexpr (kIsTls<Stream>) {
+    if (closed_) co_return;
+    // One-way: send our close_notify without waiting for the peer's (as if it had arrived), so a peer that is
+    // still uploading does not hold us up; linger_close drains the raw bytes that follow.
+    SSL_set_shutdown(stream_.native_handle(), SSL_RECEIVED_SHUTDOWN);
+    beast::get_lowest_layer(stream_).expires_after(std::min<std::chrono::seconds>(opts_.write_timeout, kLingerTimeout));
+    auto [ec] = co_await stream_.async_shutdown(kUseTuple);
+  }
+  co_return;
+}
+
+template <class Stream>
+awaitable<void> HttpSession<Stream>::linger_close() {
+  co_await tls_shutdown();
+  auto& tcp_stream = beast::get_lowest_layer(stream_);
   beast::error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream_.expires_after(std::min<std::chrono::seconds>(opts_.read_timeout, kLingerTimeout));
+  tcp_stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  tcp_stream.expires_after(std::min<std::chrono::seconds>(opts_.read_timeout, kLingerTimeout));
   std::size_t drained = 0;
-  while (!closed_ && drained < kMaxDrainBytes) {
-    auto [read_ec, n] = co_await stream_.async_read_some(buffer_.prepare(kReadChunk), kUseTuple);
+  while (!closed_ && drained < kMaxDrainBytes) {  // raw bytes: for TLS, records we no longer decrypt
+    auto [read_ec, n] = co_await tcp_stream.async_read_some(buffer_.prepare(kReadChunk), kUseTuple);
     if (read_ec) break;
     drained += n;
   }
   close();
 }
+
+template class HttpSession<beast::tcp_stream>;
+template class HttpSession<beast::ssl_stream<beast::tcp_stream>>;
 
 }  // namespace tsum::api

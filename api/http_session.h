@@ -1,19 +1,31 @@
-// HttpSession: one accepted HTTP/1.1 connection.
+// HttpSession: one accepted HTTP/1.1 connection, over plain TCP (beast::tcp_stream) or TLS
+// (beast::ssl_stream<beast::tcp_stream>; both are instantiated in http_session.cpp).
 //
 // Reads requests one at a time (pipelined requests are answered in order), turns each into a Request, runs it
 // through the Router and writes the Response. Contract:
+//  - TLS: the handshake comes first, within read_timeout of accept; a failed or late handshake closes the
+//    connection without a word;
 //  - keep-alive per HTTP/1.1 rules: "Connection: close", HTTP/1.0 without keep-alive, or Response::close end
 //    the connection after the response;
+//  - the head of each request is read first; Router::options_for() then decides where the body goes: in memory
+//    (Request::body, limit RouteOptions::body_limit or ServerOptions::body_limit) or, for body_to_file routes,
+//    streamed to a fresh file under ServerOptions::upload_dir (Request::body_file, limit the route's body_limit
+//    or ServerOptions::upload_limit). "Expect: 100-continue" is answered only once the head is accepted. The
+//    upload file is removed after the response (or on any failure) unless the handler moved it away;
 //  - every read has a deadline: the first request on a connection must arrive within read_timeout of accept;
 //    later ones must start within idle_timeout of the previous response and then complete within
-//    read_timeout. On expiry the connection is closed without a response;
-//  - every write has write_timeout;
+//    read_timeout. A body streamed to a file must instead make progress: each read within read_timeout.
+//    On expiry the connection is closed without a response;
+//  - every write has write_timeout (a file body: each 64 KiB chunk);
 //  - protocol errors are answered and the connection closed: malformed request (including an HTTP version
-//    other than 1.0/1.1) -> 400, body over body_limit -> 413, headers over header_limit -> 431 (all
-//    {"error":"invalid_argument"}); a bad target on an otherwise well-formed request gets 400 and keeps the connection;
+//    other than 1.0/1.1) -> 400, body over its limit -> 413, headers over header_limit -> 431 (all
+//    {"error":"invalid_argument"}); a bad target on an otherwise well-formed request gets 400 and keeps the
+//    connection; a body_to_file route without a usable upload_dir -> 500 and close;
+//  - Response::file is sent with Content-Length = length; if the file cannot be opened or is too short, the
+//    connection is closed instead;
 //  - exceptions from handlers or the router become 500 {"error":"internal"}; run() never throws;
-//  - connections closed by us are closed gracefully: send FIN, drain what the peer still sends for a short
-//    while, then close (so a peer that is still uploading reads our 4xx instead of a reset).
+//  - connections closed by us are closed gracefully: (TLS: close_notify,) send FIN, drain what the peer still
+//    sends for a short while, then close (so a peer that is still uploading reads our 4xx instead of a reset).
 //
 // Single-threaded: run() and close() must be called on the io_context thread that owns the socket.
 #pragma once
@@ -23,9 +35,10 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "api/http_types.h"
@@ -34,10 +47,11 @@
 
 namespace tsum::api {
 
+template <class Stream>
 class HttpSession {
  public:
-  // `router` must outlive run().
-  HttpSession(boost::asio::ip::tcp::socket socket, const Router& router, ServerOptions opts);
+  // `stream` is the accepted connection (for TLS, not yet handshaken). `router` must outlive run().
+  HttpSession(Stream stream, const Router& router, ServerOptions opts);
 
   HttpSession(const HttpSession&) = delete;
   HttpSession& operator=(const HttpSession&) = delete;
@@ -53,33 +67,51 @@ class HttpSession {
   const std::string& remote() const { return remote_; }
 
  private:
-  using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
-  using Message = boost::beast::http::request<boost::beast::http::string_body>;
+  // A request read off the wire, before routing.
+  struct Incoming {
+    Request req;
+    unsigned version = 11;
+    bool keep_alive = true;
+  };
 
   // Waits up to idle_timeout for the first bytes of the next request. False: close the connection.
   boost::asio::awaitable<bool> wait_for_next_request();
-  // Reads one full request into `parser`. False: the connection is done (errors are already answered).
-  boost::asio::awaitable<bool> read_request(Parser& parser);
+  // Reads one full request. nullopt: the connection is done (errors are already answered). A body streamed to
+  // a file is named in `upload` as soon as it exists, so that the caller removes it whatever happens.
+  boost::asio::awaitable<std::optional<Incoming>> read_request(std::string& upload);
+  // Reads the body into `parser` after the head was accepted (sends 100 Continue when asked).
+  template <class Parser>
+  boost::asio::awaitable<bool> read_body(Parser& parser, std::uint64_t limit, bool progress_deadline);
   // Answers a read error (400/413/431) or ignores it (EOF, timeout, network error, close()).
-  boost::asio::awaitable<void> on_read_error(boost::beast::error_code ec);
+  boost::asio::awaitable<void> on_read_error(boost::beast::error_code ec, std::uint64_t body_limit);
   // Writes an error response and closes gracefully.
-  boost::asio::awaitable<void> reject(int status, std::string detail);
-  // Builds the Request and runs the router; never throws.
-  boost::asio::awaitable<Response> handle(Message& msg);
-  // Writes `res`; false on a write error.
+  boost::asio::awaitable<void> reject(int status, std::string code, std::string detail);
+  // Parses the target and runs the router; never throws.
+  boost::asio::awaitable<Response> handle(Request& req);
+  // Writes `res` (string or file body); false on a write error or an unsendable file.
   boost::asio::awaitable<bool> write_response(Response res, unsigned version, bool keep_alive);
+  boost::asio::awaitable<bool> write_file(Response& res, boost::beast::http::response_header<>& head,
+                                          bool keep_alive);
   // Writes the head of a streaming response, runs its streamer, then closes.
   boost::asio::awaitable<void> write_stream(Response res, unsigned version);
   boost::asio::awaitable<bool> write_continue(unsigned version);
+  // TLS: sends close_notify and waits (briefly) for the peer's. Plain TCP: nothing.
+  boost::asio::awaitable<void> tls_shutdown();
   // Half-closes, drains the peer for a short while, closes.
   boost::asio::awaitable<void> linger_close();
 
-  boost::beast::tcp_stream stream_;
+  Stream stream_;
   boost::beast::flat_buffer buffer_;
   const Router& router_;
   ServerOptions opts_;
   std::string remote_;
   bool closed_ = false;
 };
+
+using PlainHttpSession = HttpSession<boost::beast::tcp_stream>;
+using TlsHttpSession = HttpSession<boost::beast::ssl_stream<boost::beast::tcp_stream>>;
+
+extern template class HttpSession<boost::beast::tcp_stream>;
+extern template class HttpSession<boost::beast::ssl_stream<boost::beast::tcp_stream>>;
 
 }  // namespace tsum::api

@@ -1,6 +1,9 @@
 #include "api/http_types.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <filesystem>
 
 namespace tsum::api {
 namespace {
@@ -55,7 +58,94 @@ Status parse_query(std::string_view raw, std::map<std::string, std::string>& out
   return {};
 }
 
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Digits only (no sign, no spaces), fitting in 64 bits.
+std::optional<std::uint64_t> parse_u64(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+// A single byte range as written: "A-B", "A-" (last = nullopt) or "-N" (first = nullopt, last = N).
+struct ByteRange {
+  std::optional<std::uint64_t> first;
+  std::optional<std::uint64_t> last;
+};
+
+// The one range of a "bytes=..." header; nullopt for anything else (other units, several ranges, junk).
+std::optional<ByteRange> parse_single_range(std::string_view header) {
+  header = trim(header);
+  constexpr std::string_view kUnit = "bytes=";
+  if (!starts_with_icase(header, kUnit)) return std::nullopt;
+  std::string_view spec = trim(header.substr(kUnit.size()));
+  if (spec.find(',') != std::string_view::npos) return std::nullopt;
+  std::size_t dash = spec.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  std::string_view a = spec.substr(0, dash);
+  std::string_view b = spec.substr(dash + 1);
+  ByteRange range;
+  if (a.empty()) {
+    range.last = parse_u64(b);
+    if (!range.last) return std::nullopt;
+    return range;
+  }
+  range.first = parse_u64(a);
+  if (!range.first) return std::nullopt;
+  if (!b.empty()) {
+    range.last = parse_u64(b);
+    if (!range.last || *range.last < *range.first) return std::nullopt;
+  }
+  return range;
+}
+
 }  // namespace
+
+Response file_response(const Request& req, const std::string& path, std::string content_type) {
+  std::error_code ec;
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  const std::uint64_t size = regular ? std::filesystem::file_size(path, ec) : 0;
+  if (!regular || ec) return error_response(404, "not_found", "no such file");
+
+  Response res;
+  res.content_type = std::move(content_type);
+  res.headers.emplace_back("Accept-Ranges", "bytes");
+  res.file = FileBody{path, 0, size};
+  const std::string header = req.header("Range");
+  if (header.empty()) return res;
+  auto range = parse_single_range(header);
+  if (!range) return res;  // malformed or multi-range: ignored, the whole file
+
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  bool satisfiable = size > 0;
+  if (!range->first) {  // suffix: the last N bytes
+    satisfiable = satisfiable && *range->last > 0;
+    first = satisfiable ? size - std::min(*range->last, size) : 0;
+    last = size - 1;
+  } else {
+    satisfiable = satisfiable && *range->first < size;
+    first = *range->first;
+    last = range->last ? std::min(*range->last, size - 1) : size - 1;
+  }
+  if (!satisfiable) {
+    Response refused = error_response(416, "invalid_argument", "range not satisfiable: " + header);
+    refused.headers.emplace_back("Accept-Ranges", "bytes");
+    refused.headers.emplace_back("Content-Range", "bytes */" + std::to_string(size));
+    return refused;
+  }
+  res.status = 206;
+  res.file = FileBody{path, first, last - first + 1};
+  res.headers.emplace_back("Content-Range",
+                           "bytes " + std::to_string(first) + "-" + std::to_string(last) + "/" + std::to_string(size));
+  return res;
+}
 
 std::string Request::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {

@@ -46,7 +46,7 @@ struct Request {
 // Used for long-lived streams such as Server-Sent Events. Contract:
 //  - the server sends the head without Content-Length and with "Connection: close"; the body ends when the
 //    streamer returns, after which the server closes the connection;
-//  - the streamer sets its own deadline per write (stream.expires_after) -- the server clears it before calling;
+//  - the streamer writes through StreamWriter::write, which takes the deadline of each write;
 //  - HttpServer::stop() closes the socket, so the streamer's next write fails: the streamer must return on any
 //    write error. A streamer that waits on something other than the socket delays io_context::run() returning.
 //  - exceptions escaping the streamer are caught and end the stream.

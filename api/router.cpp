@@ -46,7 +46,7 @@ std::string upper(std::string s) {
 
 }  // namespace
 
-void Router::add(std::string method, std::string pattern, Handler h) {
+void Router::add(std::string method, std::string pattern, Handler h, RouteOptions options) {
   if (pattern.empty() || pattern.front() != '/') {
     throw std::invalid_argument("route pattern must start with '/': " + pattern);
   }
@@ -75,7 +75,21 @@ void Router::add(std::string method, std::string pattern, Handler h) {
   }
   route.pattern = std::move(pattern);
   route.handler = std::move(h);
+  route.options = options;
   routes_.push_back(std::move(route));
+}
+
+const RouteOptions* Router::options_for(std::string_view method, std::string_view target) const {
+  Request req;
+  req.target = std::string(target);
+  auto segments = request_segments(req);
+  if (!segments) return nullptr;
+  const Route* best = nullptr;
+  for (const Route& route : routes_) {
+    if (route.method != method || !match(route, *segments, nullptr)) continue;
+    if (best == nullptr || more_specific(route, *best)) best = &route;
+  }
+  return best == nullptr ? nullptr : &best->options;
 }
 
 bool Router::match(const Route& route, const std::vector<std::string>& segments,

@@ -1,9 +1,5 @@
 #include "api/run_stream.h"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
-
 #include "daemon/run_status.h"
 
 namespace tsum::api {
@@ -13,15 +9,9 @@ namespace {
 namespace asio = boost::asio;
 using daemon::RunWatch;
 
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
-
 // Writes `text` with a deadline. False when the peer is gone or the deadline passed.
-asio::awaitable<bool> send(boost::beast::tcp_stream& stream, const std::string& text,
-                           std::chrono::milliseconds timeout) {
-  stream.expires_after(timeout);
-  const auto buffer = asio::buffer(text);
-  auto [ec, n] = co_await asio::async_write(stream, buffer, kUseTuple);
-  co_return !ec;
+asio::awaitable<bool> send(StreamWriter& out, const std::string& text, std::chrono::milliseconds timeout) {
+  co_return co_await out.write(text, timeout);
 }
 
 bool is_terminal_status(const nlohmann::json& run) {
@@ -36,7 +26,7 @@ std::string event(std::string_view name, const nlohmann::json& data) {
 }
 
 asio::awaitable<void> stream_run(daemon::Views& views, RunWatch& watch, int64_t run_id, RunStreamOptions opts,
-                                 boost::beast::tcp_stream& stream) {
+                                 StreamWriter& out) {
   const std::string heartbeat = ": heartbeat\n\n";
   std::string last_sent;
   for (;;) {
@@ -45,19 +35,19 @@ asio::awaitable<void> stream_run(daemon::Views& views, RunWatch& watch, int64_t 
     if (!run) co_return;  // deleted or unreadable: end the stream; the client re-fetches and sees why
     std::string text = event("run", *run);
     if (text != last_sent) {
-      bool sent = co_await send(stream, text, opts.write_timeout);
+      bool sent = co_await send(out, text, opts.write_timeout);
       if (!sent) co_return;
       last_sent = std::move(text);
     }
     if (is_terminal_status(*run)) {
       const std::string end = event("end", {{"status", (*run)["status"]}});
-      co_await send(stream, end, opts.write_timeout);
+      co_await send(out, end, opts.write_timeout);
       co_return;
     }
     RunWatch::Wake wake = co_await watch.wait(run_id, seen, opts.heartbeat);
     if (wake == RunWatch::Wake::closed) co_return;
     if (wake == RunWatch::Wake::timeout) {
-      bool alive = co_await send(stream, heartbeat, opts.write_timeout);
+      bool alive = co_await send(out, heartbeat, opts.write_timeout);
       if (!alive) co_return;
     }
   }
@@ -66,8 +56,8 @@ asio::awaitable<void> stream_run(daemon::Views& views, RunWatch& watch, int64_t 
 }  // namespace
 
 Streamer run_event_stream(daemon::Views& views, daemon::RunWatch& watch, int64_t run_id, RunStreamOptions opts) {
-  return [&views, &watch, run_id, opts](boost::beast::tcp_stream& stream) -> asio::awaitable<void> {
-    co_await stream_run(views, watch, run_id, opts, stream);
+  return [&views, &watch, run_id, opts](StreamWriter& out) -> asio::awaitable<void> {
+    co_await stream_run(views, watch, run_id, opts, out);
   };
 }
 

@@ -155,3 +155,35 @@ TEST_CASE("router: routes() lists (method, pattern) in order") {
   CHECK(routes[0] == std::pair<std::string, std::string>{"GET", "/v1/runs"});
   CHECK(routes[1] == std::pair<std::string, std::string>{"POST", "/v1/runs/{id}/events"});
 }
+
+TEST_CASE("router: options_for returns the options of the route dispatch() would pick") {
+  Router router;
+  router.add("PUT", "/v1/runs/{id}/artifacts/{name}", named("upload"), {.body_to_file = true, .body_limit = 99});
+  router.add("PUT", "/v1/runs/{id}/artifacts/latest", named("literal"), {.body_limit = 7});
+  router.add("GET", "/v1/runs/{id}/artifacts/{name}", named("download"));
+
+  const RouteOptions* upload = router.options_for("PUT", "/v1/runs/5/artifacts/model.pt?x=1");
+  REQUIRE(upload != nullptr);
+  CHECK(upload->body_to_file);
+  CHECK(upload->body_limit == 99);
+
+  const RouteOptions* literal = router.options_for("PUT", "/v1/runs/5/artifacts/latest");  // literal wins
+  REQUIRE(literal != nullptr);
+  CHECK_FALSE(literal->body_to_file);
+  CHECK(literal->body_limit == 7);
+
+  const RouteOptions* download = router.options_for("GET", "/v1/runs/5/artifacts/model.pt");
+  REQUIRE(download != nullptr);  // added without options: the defaults
+  CHECK_FALSE(download->body_to_file);
+  CHECK(download->body_limit == 0);
+
+  CHECK(router.options_for("POST", "/v1/runs/5/artifacts/model.pt") == nullptr);  // 405 in dispatch()
+  CHECK(router.options_for("PUT", "/v1/runs/5/artifacts") == nullptr);           // 404
+  CHECK(router.options_for("PUT", "/v1/runs/5/artifacts/%zz") == nullptr);       // malformed: 400
+  CHECK(router.options_for("put", "/v1/runs/5/artifacts/x") == nullptr);         // methods are case-sensitive
+  CHECK(router.options_for("PUT", "http://host/v1/runs/5/artifacts/a%2Fb") != nullptr);  // one segment
+
+  // dispatch() still routes routes added with options.
+  Request req = make_request("PUT", "/v1/runs/5/artifacts/model.pt");
+  CHECK(body_of(run_dispatch(router, req))["handler"] == "upload");
+}

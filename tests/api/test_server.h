@@ -9,13 +9,20 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 
-#include "api/http_server.h"
 #include "api/http_client.h"
+#include "api/http_server.h"
+#include "support/temp_dir.h"
 
 namespace tsum::api::testing {
 
@@ -75,14 +82,47 @@ inline void add_test_routes(Router& router) {
     Response res;
     res.content_type = "text/event-stream";
     res.headers.emplace_back("Cache-Control", "no-cache");
-    res.streamer = [](boost::beast::tcp_stream& stream) -> asio::awaitable<void> {
+    res.streamer = [](StreamWriter& out) -> asio::awaitable<void> {
       for (const char* event : {"data: 1\n\n", "data: 2\n\n"}) {
-        stream.expires_after(5s);
-        auto [ec, n] = co_await asio::async_write(stream, asio::buffer(std::string_view(event)),
-                                                  asio::as_tuple(asio::use_awaitable));
-        if (ec) co_return;
+        if (!co_await out.write(event, 5s)) co_return;
       }
     };
+    co_return res;
+  });
+}
+
+// Upload and download routes over `kept_dir`:
+//   PUT /upload/{name}    body streamed to a file; the handler moves it to kept_dir/name, except for
+//                         name "discard" (left where it is, for the server to remove). Answers
+//                         {"size", "body_empty", "in_upload_dir"}.
+//   PUT /limited          body to a file, route limit 4096 bytes
+//   POST /memory          in memory, route limit 4096 bytes (the server's body_limit is 1024)
+//   GET /files/{name}     file_response(kept_dir/name)
+//   GET /raw-file/{name}  Response::file with ?offset=&length= as given (no checks), for broken file bodies
+inline void add_file_routes(Router& router, const std::string& kept_dir, const std::string& upload_dir) {
+  auto upload = [kept_dir, upload_dir](Request& req) -> asio::awaitable<Response> {
+    if (req.body_file.empty()) co_return error_response(500, "internal", "no body_file");
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(req.body_file, ec);
+    const bool in_upload_dir = std::filesystem::path(req.body_file).parent_path() == upload_dir;
+    const std::string name = req.params.count("name") ? req.params.at("name") : "discard";
+    if (name != "discard") std::filesystem::rename(req.body_file, kept_dir + "/" + name, ec);
+    if (ec) co_return error_response(500, "internal", ec.message());
+    co_return json_response(200, {{"size", size}, {"body_empty", req.body.empty()}, {"in_upload_dir", in_upload_dir}});
+  };
+  router.add("PUT", "/upload/{name}", upload, {.body_to_file = true});
+  router.add("PUT", "/limited", upload, {.body_to_file = true, .body_limit = 4096});
+  router.add("POST", "/memory", [](Request& req) -> asio::awaitable<Response> {
+    co_return json_response(200, {{"size", req.body.size()}, {"body_file", req.body_file}});
+  }, {.body_limit = 4096});
+  router.add("GET", "/files/{name}", [kept_dir](Request& req) -> asio::awaitable<Response> {
+    co_return file_response(req, kept_dir + "/" + req.params.at("name"), "application/octet-stream");
+  });
+  router.add("GET", "/raw-file/{name}", [kept_dir](Request& req) -> asio::awaitable<Response> {
+    Response res;
+    res.content_type = "application/octet-stream";
+    res.file = FileBody{kept_dir + "/" + req.params.at("name"), std::stoull(req.query["offset"]),
+                        std::stoull(req.query["length"])};
     co_return res;
   });
 }
@@ -100,7 +140,12 @@ inline ServerOptions test_options() {
 // A server on 127.0.0.1:<ephemeral>, its io_context running on a background thread.
 struct TestServer {
   explicit TestServer(ServerOptions opts = test_options()) {
+    if (opts.upload_dir.empty()) opts.upload_dir = files.file("uploads");
+    upload_dir = opts.upload_dir;
+    kept_dir = files.file("kept");
+    std::filesystem::create_directories(kept_dir);
     add_test_routes(router);
+    add_file_routes(router, kept_dir, upload_dir);
     server = std::make_unique<HttpServer>(io, router, std::move(opts));
     auto bound = server->listen(kHost, 0);
     REQUIRE(bound.ok());
@@ -124,6 +169,24 @@ struct TestServer {
     server.reset();
   }
 
+  // Number of files in the upload directory (0 when it does not exist yet).
+  std::size_t upload_files() const {
+    std::error_code ec;
+    std::size_t n = 0;
+    for (std::filesystem::directory_iterator it(upload_dir, ec), end; !ec && it != end; it.increment(ec)) ++n;
+    return n;
+  }
+
+  // Waits (bounded) until the upload directory is empty: the server removes leftovers after the response.
+  bool uploads_cleared(std::chrono::milliseconds limit = 5000ms) const {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (upload_files() != 0 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(10ms);
+    return upload_files() == 0;
+  }
+
+  tsum::testing::TempDir files{"tsum-api"};
+  std::string upload_dir;
+  std::string kept_dir;
   Router router;
   asio::io_context io;
   std::unique_ptr<HttpServer> server;
@@ -135,6 +198,75 @@ struct TestServer {
 
 inline bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+// What a shell command printed on stdout, and its exit status.
+struct CommandResult {
+  int status = -1;
+  std::string out;
+};
+
+// Runs `command` with /bin/sh (bounded by `timeout`(1), which must be on PATH) and captures its stdout.
+inline CommandResult run_command(const std::string& command, int timeout_s = 60) {
+  CommandResult result;
+  FILE* pipe = ::popen(("timeout " + std::to_string(timeout_s) + " " + command).c_str(), "r");
+  if (pipe == nullptr) return result;
+  char chunk[4096];
+  for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) result.out.append(chunk, n);
+  const int status = ::pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// FAILs the test unless the curl command line is installed.
+inline void require_curl() {
+  REQUIRE_MESSAGE(run_command("curl --version >/dev/null 2>&1").status == 0,
+                  "these tests need the curl command line: apt-get install curl");
+}
+
+// Writes `size` bytes of a deterministic pattern to `path`, 1 MiB at a time.
+inline void write_pattern_file(const std::string& path, std::uint64_t size) {
+  std::string block(1 << 20, '\0');
+  for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>((i * 131 + i / 4099) & 0xff);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (std::uint64_t left = size; left > 0;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
+    out.write(block.data(), static_cast<std::streamsize>(n));
+    left -= n;
+  }
+  REQUIRE(out.good());
+}
+
+// True when both files exist and hold the same bytes (compared 1 MiB at a time).
+inline bool same_file(const std::string& a, const std::string& b) {
+  std::ifstream fa(a, std::ios::binary);
+  std::ifstream fb(b, std::ios::binary);
+  if (!fa || !fb) return false;
+  std::string ba(1 << 20, '\0');
+  std::string bb(1 << 20, '\0');
+  while (fa && fb) {
+    fa.read(ba.data(), static_cast<std::streamsize>(ba.size()));
+    fb.read(bb.data(), static_cast<std::streamsize>(bb.size()));
+    if (fa.gcount() != fb.gcount() || ba.compare(0, fa.gcount(), bb, 0, fb.gcount()) != 0) return false;
+  }
+  return fa.eof() && fb.eof();
+}
+
+// The process's peak resident set (VmHWM) in KiB; 0 if unknown.
+inline std::uint64_t peak_rss_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+// Resets VmHWM to the current resident set (Linux >= 4.0). False if the kernel refused.
+inline bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return clear.good();
 }
 
 }  // namespace tsum::api::testing
