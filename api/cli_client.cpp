@@ -20,6 +20,7 @@ constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd
   tsumd experiment create -f SPEC.json [--wait [--timeout S]]
   tsumd experiment list | show ID | cancel ID | export ID [--format csv|json]
   tsumd runs list [--experiment ID] [--status S]
+  tsumd runs join ID                 the command that joins a machine to a waiting byo run
   tsumd plan --experiment ID [--objective cost|time|cost_under_deadline|budget] [--deadline S] [--budget B]
              [--repetitions N] [--billing RULE]
   tsumd schedule create -f SPEC.json | list | delete ID
@@ -230,6 +231,21 @@ int runs_list(cli::Context& c, const Args& a) {
   return kExitOk;
 }
 
+// tsumd runs join ID: the one-liner that joins a machine to a waiting byo run.
+int runs_join(cli::Context& c, const std::string& id) {
+  int code = 0;
+  auto r = c.call("GET", "/v1/runs/" + encode(id), &code);
+  if (!r) return code;
+  if (!r->json["join"].is_object()) {
+    c.err << "tsumd: run " << id << " is " << r->json["status"].get<std::string>()
+          << ", not a byo run waiting for a machine\n";
+    return kExitFailure;
+  }
+  if (c.json) return print_json(c, r->json["join"]), kExitOk;
+  c.out << r->json["join"]["command"].get<std::string>() << "\n";
+  return kExitOk;
+}
+
 int plan(cli::Context& c, const Args& a) {
   if (!a.flags.count("experiment")) return usage(c.err, "plan needs --experiment ID (or --from-csv FILE offline)");
   std::string target = "/v1/plan?experiment=" + encode(a.flags.at("experiment"));
@@ -356,6 +372,7 @@ int run_client(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (cmd == "token") return token(c, *a);
   if (cmd == "plan") return a->words.size() == 1 ? plan(c, *a) : usage(err, "plan takes no positional arguments");
   if (cmd == "runs" && a->words.size() == 2 && a->words[1] == "list") return runs_list(c, *a);
+  if (cmd == "runs" && a->words.size() == 3 && a->words[1] == "join") return runs_join(c, a->words[2]);
   return usage(err, "unknown client command '" + cmd + (a->words.size() > 1 ? " " + a->words[1] : "") + "'");
 }
 

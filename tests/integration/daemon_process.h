@@ -61,10 +61,11 @@ class DaemonProcess {
       : db_(std::move(db)), extra_args_(std::move(extra_args)) {}
   ~DaemonProcess() { stop(SIGKILL); }
 
-  // `extra`: more `tsumd serve` flags, e.g. {"--monthly-budget", "1"}.
+  // `extra`: more `tsumd serve` flags, e.g. {"--monthly-budget", "1"}. "{port}" in any flag becomes the port.
+  // listen_host(): where it listens (default loopback; "0.0.0.0" for guests on a test network).
   void start(const std::vector<std::string>& extra = {}) {
     port_ = free_port();
-    std::string listen = "127.0.0.1:" + std::to_string(port_);
+    std::string listen = listen_host_ + ":" + std::to_string(port_);
     log_ = db_ + ".log";
     pid_ = fork();
     REQUIRE(pid_ >= 0);
@@ -74,6 +75,8 @@ class DaemonProcess {
       std::vector<std::string> args = {TSUMD_BIN, "serve", "--db", db_, "--listen", listen};
       args.insert(args.end(), extra_args_.begin(), extra_args_.end());
       args.insert(args.end(), extra.begin(), extra.end());
+      for (auto& a : args)
+        if (auto at = a.find("{port}"); at != std::string::npos) a.replace(at, 6, std::to_string(port_));
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -114,6 +117,7 @@ class DaemonProcess {
 
   std::string admin_token() const { return run_capture(std::string(TSUMD_BIN) + " token create --db " + db_); }
   uint16_t port() const { return port_; }
+  void listen_host(std::string host) { listen_host_ = std::move(host); }
   std::string log() const {
     std::ifstream in(log_);
     return {std::istreambuf_iterator<char>(in), {}};
@@ -131,6 +135,7 @@ class DaemonProcess {
   std::string db_;
   std::vector<std::string> extra_args_;
   std::string log_;
+  std::string listen_host_ = "127.0.0.1";
   pid_t pid_ = 0;
   uint16_t port_ = 0;
 };
