@@ -38,5 +38,5 @@ done
 [ -e "$top/lib/ld-linux-x86-64.so.2" ] || { echo "make-bundle: ldd named no ld-linux-x86-64.so.2" >&2; exit 1; }
 strip --strip-debug "$top/libexec/"* 2>/dev/null || true
 (cd "$stage" && find tsum -type f ! -name MANIFEST | sort | xargs sha256sum > tsum/MANIFEST)
-tar -C "$stage" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - tsum | gzip -n -6 > "$out.tmp"
+tar -C "$stage" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - tsum | gzip -n -1 > "$out.tmp"
 mv "$out.tmp" "$out"
