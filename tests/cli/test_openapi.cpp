@@ -37,6 +37,7 @@ RouteSet registered(const TempDir& dir) {
   asio::io_context io;
   api::AppOptions opts;
   opts.db_path = dir.file("routes.db");
+  opts.bundle_path = TSUM_BUNDLE;
   auto app = api::App::create(io, opts);
   REQUIRE_MESSAGE(app.ok(), app.error().detail);
   RouteSet out;
