@@ -10,6 +10,8 @@
 // others may read.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@
 
 #include "common/result.h"
 #include "daemon/cloud_config.h"
+#include "daemon/startup_deadline.h"
 #include "providers/ssh/ssh_options.h"
 
 namespace tsum::daemon {
@@ -30,6 +33,10 @@ struct DaemonConfig {
   std::optional<providers::SshOptions> ssh;  // state_dir left empty: the daemon fills it
   std::vector<SshKeyFromEnv> ssh_env_keys;   // hosts whose key comes from the environment
   CloudConfig clouds;                        // secrets read by load_config, not by parse_config
+  std::chrono::seconds ssh_startup_deadline = default_startup_deadline("ssh");  // providers.ssh.startup_deadline_s
+
+  // The startup deadline of every provider the file configures (ssh and the clouds), by provider name.
+  std::map<std::string, std::chrono::seconds> startup_deadlines() const;
 };
 
 // Parses the text of a config file. `dir` resolves relative key_file paths. No file-system checks.
