@@ -4,6 +4,8 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <exception>
+#include <string>
 #include <vector>
 
 namespace tsum::daemon {
@@ -39,17 +41,27 @@ asio::awaitable<void> StatusPoller::loop() {
       handles.push_back(w.handle);
     }
     ++polls_;
-    auto statuses = co_await provider_.describe_many(handles);
+    std::vector<Result<providers::InstanceStatus>> statuses;
+    std::string thrown;
+    try {  // an exception must not end the loop: every watcher would go unheard
+      statuses = co_await provider_.describe_many(handles);
+    } catch (const std::exception& e) {
+      thrown = e.what();
+    }
+    if (!thrown.empty()) statuses.clear();
     for (size_t i = 0; i < keys.size(); ++i) {
       auto it = watched_.find(keys[i]);
       if (it == watched_.end() || it->second.serial != serials[i]) continue;  // unwatched meanwhile
-      // A provider that answered fewer statuses than handles fails the rest rather than leaving them unheard.
+      // A provider that threw, or answered fewer statuses than handles, fails the rest rather than leaving
+      // them unheard.
       Result<providers::InstanceStatus> status =
-          i < statuses.size() ? statuses[i]
-                              : Result<providers::InstanceStatus>(make_error(
-                                    Code::internal, std::string(provider_.name()) + ": describe_many answered " +
-                                                        std::to_string(statuses.size()) + " of " +
-                                                        std::to_string(keys.size()) + " instances"));
+          i < statuses.size()
+              ? statuses[i]
+              : Result<providers::InstanceStatus>(make_error(
+                    Code::internal, std::string(provider_.name()) + ": describe_many " +
+                                        (thrown.empty() ? "answered " + std::to_string(statuses.size()) + " of " +
+                                                              std::to_string(keys.size()) + " instances"
+                                                        : "threw: " + thrown)));
       auto deliver = it->second.deliver;  // a copy: the callback may unwatch
       deliver(status);
     }

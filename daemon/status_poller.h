@@ -4,9 +4,10 @@
 //
 // The poll loop runs while something is watched: watch() starts it, and it ends by itself after the last
 // unwatch(). A new watch gets its first status at the next poll (within one interval and a call). A watcher
-// removed while a poll is in flight hears nothing from that poll. Not thread-safe: use it from the
-// io_context's thread. The provider must outlive every poll that started (the run manager's shutdown waits
-// for its live runs, which unwatch as they end).
+// removed while a poll is in flight hears nothing from that poll. A describe_many that throws (or answers
+// too few statuses) gives the watchers an internal error, and the polling goes on. Not thread-safe: use it
+// from the io_context's thread. The provider must outlive every poll that started (the run manager's
+// shutdown waits for its live runs, which unwatch as they end).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

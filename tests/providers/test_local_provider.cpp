@@ -147,8 +147,9 @@ TEST_CASE("describe_many (the contract's default) answers per handle, in order, 
   REQUIRE(sleeps.ok());
   REQUIRE(eventually([&] { return run_sync(p.describe(*exits))->state == InstanceState::exited; }));
   REQUIRE(eventually([&] { return run_sync(p.describe(*sleeps))->state == InstanceState::running; }));
-  InstanceHandle unknown{"local", "no-such-instance", {}};
-  auto all = run_sync(p.describe_many({*sleeps, unknown, *exits}));
+  InstanceHandle unknown{"local", "no-such-instance", {{"sandbox", (dir.path() / "no-such-sandbox").string()}}};
+  const std::vector<InstanceHandle> asked = {*sleeps, unknown, *exits};
+  auto all = run_sync(p.describe_many(asked));
   REQUIRE(all.size() == 3);
   REQUIRE(all[0].ok());
   CHECK(all[0]->state == InstanceState::running);
