@@ -5,6 +5,8 @@
 #include <boost/asio/detached.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +22,7 @@
 #include "billing/catalog.h"
 #include "daemon/past_runs.h"
 #include "providers/byo/byo_provider.h"
+#include "daemon/startup_deadline.h"
 #include "providers/local/local_provider.h"
 #include "providers/ssh/ssh_provider.h"
 #include "providers/trace/trace_provider.h"
@@ -144,6 +147,7 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   app->byo_ = byo.get();
   app->providers_.add(std::make_unique<daemon::MeteredProvider>(std::move(byo), app->provider_calls_));
 
+  app->startup_deadlines_ = o.config.startup_deadlines();
   if (!o.trace_csv.empty() || !o.trace_db.empty())
     if (auto st = app->add_trace_provider(); !st) return st.error();
 
@@ -207,6 +211,11 @@ Status App::add_trace_provider() {
   const std::string source = opts_.trace_db.empty() ? "--trace " + opts_.trace_csv : "--trace-db " + opts_.trace_db;
   auto runs = trace_runs();
   if (!runs) return make_error(Code::invalid_argument, source + ": " + runs.error().detail);
+  // The stand-in agent waits out the recorded startup (divided by the speed) before its first event.
+  double longest_startup_s = 0;
+  for (const auto& r : *runs) longest_startup_s = std::max(longest_startup_s, r.run.phases[billing::kStartup]);
+  startup_deadlines_["trace"] = daemon::default_startup_deadline("trace") +
+                                std::chrono::seconds(static_cast<int64_t>(std::ceil(longest_startup_s / opts_.trace_speed)));
   auto trace = providers::TraceProvider::create(
       io_.get_executor(),
       providers::TraceOptions{.runs = std::move(*runs), .speed = opts_.trace_speed, .billing = opts_.trace_billing});
@@ -239,6 +248,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   ro.tag = tag_;
   ro.trainer_sha256 = bundle_.sha256;
   ro.limits = opts_.limits;
+  ro.startup_deadlines = startup_deadlines_;
   if (ro.limits.local_cores <= 0) ro.limits.local_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   runs_ = std::make_unique<daemon::RunManager>(
       io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_, *budget_, *datasets_}, ro);

@@ -5,6 +5,8 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,6 +117,9 @@ class App {
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;
   std::string tag_;
+  // By provider name: the config file's startup_deadline_s fields, and the trace provider's (its default
+  // beyond the longest recorded startup, compressed by --trace-speed).
+  std::map<std::string, std::chrono::seconds> startup_deadlines_;
 };
 
 // Directory of the running executable (/proc/self/exe), for finding tsum-train beside tsumd.

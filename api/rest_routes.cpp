@@ -123,11 +123,14 @@ void add_rest_routes(Router& router, RestContext c) {
 
   router.add("GET", "/v1/offers", [c](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
-    json out = json::array();
+    json out = json::array(), errors = json::array();
     for (auto* p : c.providers.all()) {
       const providers::Requirements any;
       auto offers = co_await p->offers(any);
-      if (!offers) continue;
+      if (!offers) {  // reported, not dropped: the other providers' offers still come back
+        errors.push_back({{"provider", std::string(p->name())}, {"detail", offers.error().detail}});
+        continue;
+      }
       for (const auto& o : *offers)
         out.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
                        {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
@@ -138,7 +141,7 @@ void add_rest_routes(Router& router, RestContext c) {
     for (const auto& cat : c.catalogs)
       catalogs[cat.provider] = {{"as_of", cat.as_of}, {"source", cat.source}, {"currency", cat.currency},
                                 {"note", cat.note}};
-    co_return json_response(200, {{"offers", out}, {"catalogs", catalogs}});
+    co_return json_response(200, {{"offers", out}, {"errors", errors}, {"catalogs", catalogs}});
   });
 
   router.add("POST", "/v1/experiments", [c](Request& req) -> Awaitable {

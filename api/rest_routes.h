@@ -2,8 +2,10 @@
 // an admin token reaches all of them, a run token only POST /v1/runs/{its id}/events.
 //
 //   GET    /healthz                   {"status":"ok"}, no auth
-//   GET    /v1/offers                 offers of every configured provider, with hourly price, and per provider
-//                                     its price catalog's as_of date, source, currency and note
+//   GET    /v1/offers                 offers of every configured provider, with hourly price; per provider
+//                                     its price catalog's as_of date, source, currency and note; and
+//                                     "errors": [{"provider", "detail"}] for each provider whose price API
+//                                     failed (empty when none), its offers left out
 //   POST   /v1/experiments            experiment body → 201 {"id": ...}
 //   GET    /v1/experiments            all experiments, without their runs
 //   GET    /v1/experiments/{id}       status, progress, runs, summary

@@ -127,6 +127,7 @@ Status section(const json& j, const std::string& name, const std::string& dir, s
   if (auto s = f.is_object(); !s) return s;
   Section sec;
   if (auto s = parse(f, dir, &sec); !s) return s;
+  if (auto s = f.seconds("startup_deadline_s", &sec.startup_deadline); !s) return s;
   if (auto s = f.no_unknown(); !s) return s;
   *out = std::move(sec);
   return {};
@@ -185,6 +186,16 @@ std::vector<std::string> CloudConfig::names() const {
   for (auto [name, set] : {std::pair{"aws", aws.has_value()}, {"gce", gce.has_value()}, {"azure", azure.has_value()},
                            {"hetzner", hetzner.has_value()}, {"yandex", yandex.has_value()}})
     if (set) out.emplace_back(name);
+  return out;
+}
+
+std::map<std::string, std::chrono::seconds> CloudConfig::startup_deadlines() const {
+  std::map<std::string, std::chrono::seconds> out;
+  if (aws) out["aws"] = aws->startup_deadline;
+  if (gce) out["gce"] = gce->startup_deadline;
+  if (azure) out["azure"] = azure->startup_deadline;
+  if (hetzner) out["hetzner"] = hetzner->startup_deadline;
+  if (yandex) out["yandex"] = yandex->startup_deadline;
   return out;
 }
 

@@ -6,6 +6,8 @@
 // the field, the variable or the file, never the secret's value.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "daemon/startup_deadline.h"
 #include "providers/aws/aws_provider.h"
 #include "providers/azure/azure_provider.h"
 #include "providers/gce/gce_provider.h"
@@ -31,22 +34,27 @@ struct SecretRef {
 };
 
 struct AwsSection {
+  std::chrono::seconds startup_deadline = default_startup_deadline("aws");  // startup_deadline_s
   providers::aws::AwsOptions options;
   SecretRef secret_access_key, session_token;
 };
 struct GceSection {
+  std::chrono::seconds startup_deadline = default_startup_deadline("gce");  // startup_deadline_s
   providers::gce::GceOptions options;
   SecretRef service_account;  // the key file's JSON
 };
 struct AzureSection {
+  std::chrono::seconds startup_deadline = default_startup_deadline("azure");  // startup_deadline_s
   providers::azure::AzureOptions options;
   SecretRef client_secret;
 };
 struct HetznerSection {
+  std::chrono::seconds startup_deadline = default_startup_deadline("hetzner");  // startup_deadline_s
   providers::hetzner::HetznerOptions options;
   SecretRef token;
 };
 struct YandexSection {
+  std::chrono::seconds startup_deadline = default_startup_deadline("yandex");  // startup_deadline_s
   providers::yandex::YandexOptions options;
   SecretRef key;  // the authorized key file's JSON
 };
@@ -59,6 +67,8 @@ struct CloudConfig {
   std::optional<YandexSection> yandex;
 
   std::vector<std::string> names() const;  // the configured clouds, e.g. {"aws", "hetzner"}
+  // Each configured cloud's startup deadline (its startup_deadline_s, or the default), by name.
+  std::map<std::string, std::chrono::seconds> startup_deadlines() const;
 };
 
 inline constexpr std::string_view kCloudNames[] = {"aws", "gce", "azure", "hetzner", "yandex"};

@@ -70,7 +70,8 @@ Status parse_ssh(const json& j, const std::string& dir, DaemonConfig* out) {
                  f.seconds("server_alive_interval_s", &o.alive_interval),
                  f.integer("server_alive_count_max", &o.alive_count, 1, 100), f.seconds("boot_timeout_s", &o.boot_timeout),
                  f.seconds("push_timeout_s", &o.push_timeout), f.seconds("power_timeout_s", &o.power_timeout),
-                 f.seconds("command_timeout_s", &o.command_timeout), f.no_unknown()})
+                 f.seconds("command_timeout_s", &o.command_timeout),
+                 f.seconds("startup_deadline_s", &out->ssh_startup_deadline), f.no_unknown()})
     if (!s) return s;
   if (!o.known_hosts.empty() && o.known_hosts[0] != '/') o.known_hosts = dir + "/" + o.known_hosts;
   out->ssh = std::move(o);
@@ -87,6 +88,12 @@ Status parse_byo(const json& j, DaemonConfig* out) {
     if (!s) return s;
   if (auto rule = billing::parse_rule(out->byo_billing); !rule) return Fields::bad(f.at("billing"), rule.error().detail);
   return {};
+}
+
+std::map<std::string, std::chrono::seconds> DaemonConfig::startup_deadlines() const {
+  auto out = clouds.startup_deadlines();
+  if (ssh) out["ssh"] = ssh_startup_deadline;
+  return out;
 }
 
 Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir) {

@@ -10,6 +10,8 @@
 // others may read.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@
 
 #include "common/result.h"
 #include "daemon/cloud_config.h"
+#include "daemon/startup_deadline.h"
 #include "providers/ssh/ssh_options.h"
 
 namespace tsum::daemon {
@@ -33,6 +36,10 @@ struct DaemonConfig {
   std::string public_url;                    // daemon.public_url: as tsumd serve --public-url (which wins)
   double byo_hourly_price = 0;               // providers.byo.hourly_price: what a joined machine costs
   std::string byo_billing = "per_second_60s_min";  // providers.byo.billing
+  std::chrono::seconds ssh_startup_deadline = default_startup_deadline("ssh");  // providers.ssh.startup_deadline_s
+
+  // The startup deadline of every provider the file configures (ssh and the clouds), by provider name.
+  std::map<std::string, std::chrono::seconds> startup_deadlines() const;
 };
 
 // Parses the text of a config file. `dir` resolves relative key_file paths. No file-system checks.

@@ -1,5 +1,6 @@
 #include "daemon/metrics.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -98,6 +99,14 @@ providers::Task<Result<providers::InstanceStatus>> MeteredProvider::describe(con
   auto t0 = Clock::now();
   auto r = co_await inner_->describe(h);
   metrics_.record(name(), "describe", since(t0), r.ok());
+  co_return r;
+}
+
+providers::Task<std::vector<Result<providers::InstanceStatus>>> MeteredProvider::describe_many(
+    const std::vector<providers::InstanceHandle>& handles) {
+  auto t0 = Clock::now();
+  auto r = co_await inner_->describe_many(handles);
+  metrics_.record(name(), "describe_many", since(t0), std::all_of(r.begin(), r.end(), [](const auto& s) { return s.ok(); }));
   co_return r;
 }
 

@@ -60,6 +60,8 @@ class MeteredProvider final : public providers::Provider {
   providers::Task<Result<providers::InstanceHandle>> create(const providers::Offer& offer,
                                                             const providers::LaunchSpec& spec) override;
   providers::Task<Result<providers::InstanceStatus>> describe(const providers::InstanceHandle& h) override;
+  providers::Task<std::vector<Result<providers::InstanceStatus>>> describe_many(
+      const std::vector<providers::InstanceHandle>& handles) override;
   providers::Task<Status> terminate(const providers::InstanceHandle& h) override;
   providers::Task<Result<std::vector<providers::InstanceHandle>>> list_tagged(std::string_view tag) override;
 

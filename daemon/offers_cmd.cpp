@@ -85,7 +85,7 @@ int offers_command(const std::string& config_path, const std::string& only, bool
   }
 
   std::vector<providers::Offer> all;
-  int rc = 0;
+  nlohmann::json errors = nlohmann::json::array();  // {"provider", "detail"} per provider whose offers() failed
   boost::asio::io_context io;
   boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> {
     const providers::Requirements any;
@@ -93,13 +93,14 @@ int offers_command(const std::string& config_path, const std::string& only, bool
       auto o = co_await p->offers(any);
       if (!o) {
         std::cerr << "tsumd: " << p->name() << ": " << o.error().detail << "\n";
-        rc = 1;
+        errors.push_back({{"provider", std::string(p->name())}, {"detail", o.error().detail}});
         continue;
       }
       all.insert(all.end(), o->begin(), o->end());
     }
   }, boost::asio::detached);
   io.run();
+  const int rc = errors.empty() ? 0 : 1;
 
   if (!catalog_out.empty() && rc == 0) {
     auto catalog = refreshed_catalog(only, all);
@@ -111,13 +112,13 @@ int offers_command(const std::string& config_path, const std::string& only, bool
     }
   }
   if (json) {
-    nlohmann::json out = nlohmann::json::array();
+    nlohmann::json offers = nlohmann::json::array();
     for (const auto& o : all)
-      out.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
+      offers.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
                      {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
                      {"hourly_price", o.hourly_price}, {"spot_hourly_price", o.spot_hourly_price},
                      {"currency", o.currency}, {"region", o.region}, {"billing_rule", o.billing_rule}, {"note", o.note}});
-    std::cout << out.dump(2) << "\n";
+    std::cout << nlohmann::json{{"offers", offers}, {"errors", errors}}.dump(2) << "\n";
   } else {
     print_table(all);
   }

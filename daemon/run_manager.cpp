@@ -12,6 +12,7 @@
 #include <set>
 
 #include "common/embedded.h"
+#include "daemon/startup_deadline.h"
 
 namespace tsum::daemon {
 
@@ -28,6 +29,7 @@ struct RunManager::LiveRun {
   QueueEntry entry;
   std::optional<std::string> cancel_reason;
   std::optional<std::string> agent_error;
+  std::optional<Result<providers::InstanceStatus>> polled;  // the latest status from the provider's poller
   bool saved = false;
   asio::steady_timer wake;
   void poke() { wake.cancel(); }
@@ -46,6 +48,17 @@ asio::awaitable<void> RunManager::sleep_for(milliseconds d) {
   asio::steady_timer t(io_, d);
   boost::system::error_code ec;
   co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+std::shared_ptr<StatusPoller> RunManager::poller_for(providers::Provider& p) {
+  auto& poller = pollers_[std::string(p.name())];
+  if (!poller) poller = StatusPoller::make(io_, p, opts_.describe_interval);
+  return poller;
+}
+
+std::chrono::seconds RunManager::startup_deadline(const std::string& provider) const {
+  auto it = opts_.startup_deadlines.find(provider);
+  return it == opts_.startup_deadlines.end() ? default_startup_deadline(provider) : it->second;
 }
 
 void RunManager::start() {
@@ -176,7 +189,18 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   const auto run_deadline = exp->spec.deadline_s ? std::min<std::chrono::seconds>(
                                                       opts_.run_deadline, std::chrono::seconds(*exp->spec.deadline_s))
                                                 : opts_.run_deadline;
-  auto next_describe = t0;
+  const auto startup_limit = startup_deadline(row->provider);
+  const std::string field = startup_deadline_field(row->provider);
+  // The provider's poller reports the instance's status once per interval, for this run and its others.
+  struct Unwatch {
+    std::shared_ptr<StatusPoller> poller;
+    int64_t id;
+    ~Unwatch() { poller->unwatch(id); }
+  } watching{poller_for(*provider), live.id};
+  watching.poller->watch(live.id, *handle, [&live](const tsum::Result<providers::InstanceStatus>& st) {
+    live.polled = st;
+    live.poke();
+  });
   for (;;) {
     if (live.cancel_reason) co_return Result{RunStatus::cancelled, *live.cancel_reason};
     if (live.agent_error) co_return Result{RunStatus::failed, *live.agent_error};
@@ -184,18 +208,18 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     auto now = std::chrono::steady_clock::now();
     auto phases = s_.ledger.phases(live.id);
     bool alive_signal = phases && phases->count(Phase::startup) && (*phases)[Phase::startup].end;
-    if (!alive_signal && now - t0 > opts_.startup_deadline)
+    if (!alive_signal && now - t0 > startup_limit)
       co_return Result{RunStatus::failed, "no sign of life from the agent within " +
-                                              std::to_string(opts_.startup_deadline.count()) + " s"};
+                                              std::to_string(startup_limit.count()) + " s (" + row->provider +
+                                              "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")"};
     if (now - t0 > run_deadline)
       co_return Result{RunStatus::failed,
                        "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
     // Every poll (a quarter second), so no billing step of a second or more passes unchecked.
     if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Result{RunStatus::cancelled, **over};
-    if (now >= next_describe) {
-      next_describe = now + std::chrono::seconds(1);
-      auto st = co_await provider->describe(*handle);
-      if (live.saved || live.agent_error || live.cancel_reason) continue;  // events arrived meanwhile
+    if (live.polled) {
+      auto st = std::move(*live.polled);
+      live.polled.reset();
       if (st && st->state == InstanceState::gone)
         co_return Result{RunStatus::failed, "instance disappeared: " + st->detail};
       if (st && st->state == InstanceState::exited)  // the agent delivers its events before it exits

@@ -10,6 +10,10 @@
 // Budgets (daemon/budget.h): a picked run starts only if its worst case fits what its caps have left, and a
 // live run is stopped (cancelled, reason "budget: ...") once one of its caps is reached; the check runs on
 // every poll (RunManagerOptions::poll).
+//
+// Instances are watched per provider (daemon/status_poller.h): one describe_many call per describe_interval
+// for all of a provider's live runs. A run whose agent has not spoken within its provider's startup
+// deadline (RunManagerOptions::startup_deadlines, daemon/startup_deadline.h) fails, the reason naming it.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -27,6 +31,7 @@
 #include "daemon/budget.h"
 #include "daemon/ledger.h"
 #include "daemon/provider_registry.h"
+#include "daemon/status_poller.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
 
@@ -44,10 +49,13 @@ struct RunManagerOptions {
   std::string trainer_url;      // the trainer bundle: a URL of the user's, or empty for the daemon's blob
   std::string trainer_sha256;   // its sha256
   QueueLimits limits;            // global, per provider and per type caps; local cores
-  std::chrono::seconds startup_deadline{600};   // create → the agent's first event
+  // create → the agent's first event, by provider name; a provider not named gets its default
+  // (default_startup_deadline). Filled from the config file's startup_deadline_s fields.
+  std::map<std::string, std::chrono::seconds> startup_deadlines;
   std::chrono::seconds run_deadline{6 * 3600};  // create → save end
   std::chrono::seconds poweroff_deadline{300};  // terminate → the provider confirms it is gone
   std::chrono::milliseconds poll{250};
+  std::chrono::milliseconds describe_interval{1000};  // how often each provider is asked about its instances
 };
 
 struct Services {
@@ -97,12 +105,16 @@ class RunManager {
   boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d);
   // The agent's environment for a run of `w` on `p` (docs/artifacts.md), without its run id and token.
   Result<std::map<std::string, std::string>> agent_env(providers::Provider& p, const Workload& w);
+  // The poller of provider `p` (made on first use).
+  std::shared_ptr<StatusPoller> poller_for(providers::Provider& p);
+  std::chrono::seconds startup_deadline(const std::string& provider) const;
   void finish(int64_t run_id, RunStatus status, const std::string& reason);
 
   boost::asio::io_context& io_;
   Services s_;
   RunManagerOptions opts_;
   std::map<int64_t, std::shared_ptr<LiveRun>> live_;
+  std::map<std::string, std::shared_ptr<StatusPoller>> pollers_;  // by provider name
   boost::asio::steady_timer dispatch_wake_;
   bool stopping_ = false;
   bool dispatching_ = false;

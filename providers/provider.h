@@ -1,6 +1,9 @@
 // The provider contract: one adapter per cloud (or per local machine). Every call is safe to repeat
 // after a crash: create is idempotent by LaunchSpec::idempotency_token, terminate treats "already gone"
 // as success, describe reports a vanished instance as InstanceState::gone.
+// describe_many asks about many instances at once: the run manager polls each provider with it, once per
+// interval for all of that provider's live runs. Its default asks describe() about each handle in turn; an
+// adapter whose API can list many instances in one call overrides it (and answers exactly as describe would).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -102,6 +105,17 @@ class Provider {
   virtual Task<Result<std::vector<Offer>>> offers(const Requirements& req) = 0;
   virtual Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) = 0;
   virtual Task<Result<InstanceStatus>> describe(const InstanceHandle& h) = 0;
+  // One result per handle, in the handles' order: what describe(handles[i]) would say. A failed list call
+  // fails the handles it was for, each with the same error.
+  virtual Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) {
+    std::vector<Result<InstanceStatus>> out;
+    out.reserve(handles.size());
+    for (const auto& h : handles) {
+      auto status = co_await describe(h);  // named: GCC 12 mishandles co_await inside call arguments
+      out.push_back(std::move(status));
+    }
+    co_return out;
+  }
   virtual Task<Status> terminate(const InstanceHandle& h) = 0;
   virtual Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) = 0;
 };

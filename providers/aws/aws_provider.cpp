@@ -1,6 +1,8 @@
 #include "providers/aws/aws_provider.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "providers/aws/aws_catalog.h"
 #include "providers/aws/ec2_xml.h"
@@ -10,6 +12,7 @@ namespace tsum::providers::aws {
 namespace {
 
 constexpr std::size_t kMaxClientToken = 64;
+constexpr std::size_t kMaxFilterValues = 200;  // EC2's limit on the values of one filter
 
 InstanceState state_of(std::string_view ec2_state) {
   if (ec2_state == "pending") return InstanceState::pending;
@@ -131,14 +134,60 @@ Task<Result<InstanceStatus>> AwsProvider::describe(const InstanceHandle& h) {
     for (auto& i : page->items)
       if (i.id == h.id) found = std::move(i);
   }
+  co_return status_of(h, found ? &*found : nullptr);
+}
+
+InstanceStatus AwsProvider::status_of(const InstanceHandle& h, const Ec2Instance* found) const {
   if (!found) {
     double created = h.data.is_object() ? h.data.value("created_at_s", 0.0) : 0.0;
     if (created > 0 && now_s() - created < static_cast<double>(opts_.visibility_grace.count()))
-      co_return InstanceStatus{InstanceState::pending, "not visible yet (EC2 is eventually consistent)", ""};
-    co_return InstanceStatus{InstanceState::gone, "EC2 does not know the instance", ""};
+      return {InstanceState::pending, "not visible yet (EC2 is eventually consistent)", ""};
+    return {InstanceState::gone, "EC2 does not know the instance", ""};
   }
   std::string address = found->public_ip.empty() ? found->private_ip : found->public_ip;
-  co_return InstanceStatus{state_of(found->state), "EC2 state " + found->state, address};
+  return {state_of(found->state), "EC2 state " + found->state, address};
+}
+
+Task<std::vector<Result<InstanceStatus>>> AwsProvider::describe_many(const std::vector<InstanceHandle>& handles) {
+  // The instance-id filter (unlike InstanceId.N) lists what exists and skips what does not, so one unknown
+  // id does not fail the call for the others.
+  std::vector<std::string> ids;
+  for (const auto& h : handles)
+    if (!h.id.empty() && std::find(ids.begin(), ids.end(), h.id) == ids.end()) ids.push_back(h.id);
+  std::map<std::string, Ec2Instance> listed;
+  std::optional<Error> failed;
+  for (std::size_t from = 0; from < ids.size() && !failed; from += kMaxFilterValues) {
+    std::string token;
+    for (int page = 0; page < 1000; ++page) {
+      Fields params{{"Filter.1.Name", "instance-id"}, {"MaxResults", "1000"}};
+      for (std::size_t i = from; i < std::min(ids.size(), from + kMaxFilterValues); ++i)
+        params.emplace_back("Filter.1.Value." + std::to_string(i - from + 1), ids[i]);
+      if (!token.empty()) params.emplace_back("NextToken", token);
+      auto xml = co_await api_->ec2("DescribeInstances", params);
+      if (!xml) {
+        failed = xml.error();
+        break;
+      }
+      auto parsed = parse_describe_instances(*xml);
+      if (!parsed) {
+        failed = parsed.error();
+        break;
+      }
+      for (auto& i : parsed->items) listed[i.id] = std::move(i);
+      if (parsed->next_token.empty()) break;
+      token = parsed->next_token;
+    }
+  }
+  std::vector<Result<InstanceStatus>> out;
+  for (const auto& h : handles) {
+    if (h.id.empty()) out.push_back(make_error(Code::invalid_argument, "aws: handle without an instance id"));
+    else if (failed) out.push_back(*failed);
+    else {
+      auto it = listed.find(h.id);
+      out.push_back(status_of(h, it == listed.end() ? nullptr : &it->second));
+    }
+  }
+  co_return out;
 }
 
 Task<Status> AwsProvider::terminate(const InstanceHandle& h) {

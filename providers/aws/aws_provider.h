@@ -6,6 +6,8 @@
 //   describe   DescribeInstances: pending -> pending, running -> running, shutting-down/stopping/stopped ->
 //              exited, terminated or unknown -> gone. Right after create EC2 may not know the instance yet
 //              (eventual consistency): within visibility_grace of create that reads as pending.
+//   describe_many DescribeInstances filtered by instance-id (up to 200 ids a call, every page): one call
+//              for all the daemon's live runs; an instance it does not list reads as describe's unknown one.
 //   terminate  TerminateInstances; an instance EC2 no longer knows counts as terminated.
 //   list_tagged DescribeInstances filtered by tag <tag_key>=<tag>, every page, terminated ones left out.
 //   offers     from a catalog (aws_catalog.h) fetched on first use and kept for catalog_ttl.
@@ -25,6 +27,8 @@
 #include "providers/provider.h"
 
 namespace tsum::providers::aws {
+
+struct Ec2Instance;  // ec2_xml.h
 
 struct AwsOptions {
   std::string region = "us-east-1";
@@ -57,6 +61,7 @@ class AwsProvider final : public Provider {
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
 
@@ -67,6 +72,8 @@ class AwsProvider final : public Provider {
   AwsProvider(AwsOptions opts, std::unique_ptr<AwsApi> api);
   double now_s() const;
   Result<Fields> run_instances_params(const Offer& offer, const LaunchSpec& spec) const;
+  // What describe says of h, given what DescribeInstances listed for it (null: not listed).
+  InstanceStatus status_of(const InstanceHandle& h, const Ec2Instance* found) const;
 
   AwsOptions opts_;
   std::unique_ptr<AwsApi> api_;

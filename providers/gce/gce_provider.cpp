@@ -4,6 +4,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
+#include <map>
 
 #include "providers/aws/codec.h"
 #include "providers/instance_name.h"
@@ -20,6 +21,10 @@ InstanceState state_of(std::string_view status) {
   if (status == "PROVISIONING" || status == "STAGING") return InstanceState::pending;
   if (status == "RUNNING") return InstanceState::running;
   return InstanceState::exited;  // STOPPING, SUSPENDING, SUSPENDED, TERMINATED (stopped), REPAIRING
+}
+
+InstanceStatus status_of(const GceInstance& i) {
+  return {state_of(i.status), "GCE status " + i.status, i.nat_ip.empty() ? i.internal_ip : i.nat_ip};
 }
 
 std::string data_field(const InstanceHandle& h, const char* name, const std::string& fallback) {
@@ -93,10 +98,12 @@ Result<InsertSpec> GceProvider::insert_spec(const Offer& offer, const LaunchSpec
                     .gpus = offer.gpus > 0};
 }
 
-InstanceHandle GceProvider::handle_of(const GceInstance& i, double created_at) const {
-  return {"gce", i.name,
-          {{"project", opts_.project}, {"zone", i.zone.empty() ? opts_.zone : i.zone}, {"instance_id", i.id},
-           {"machine_type", i.machine_type}, {"created_at_s", created_at}}};
+InstanceHandle GceProvider::handle_of(const GceInstance& i, double created_at, std::string_view tag) const {
+  InstanceHandle h{"gce", i.name,
+                   {{"project", opts_.project}, {"zone", i.zone.empty() ? opts_.zone : i.zone}, {"instance_id", i.id},
+                    {"machine_type", i.machine_type}, {"created_at_s", created_at}}};
+  if (!tag.empty()) h.data["tag"] = std::string(tag);
+  return h;
 }
 
 Task<Result<GceOperation>> GceProvider::wait_for(const std::string& zone, GceOperation op) {
@@ -125,7 +132,7 @@ Task<Result<InstanceHandle>> GceProvider::adopt(const InsertSpec& s, const Launc
   auto run = i->labels.find(std::string(kRunLabel));
   if (run == i->labels.end() || run->second != spec.run_id || i->labels[opts_.label_key] != spec.tag)
     co_return make_error(Code::already_exists, "gce: instance name " + s.name + " is taken by another run's instance");
-  co_return handle_of(*i, created_at);
+  co_return handle_of(*i, created_at, spec.tag);
 }
 
 Task<Result<InstanceHandle>> GceProvider::create(const Offer& offer, const LaunchSpec& spec) {
@@ -143,7 +150,7 @@ Task<Result<InstanceHandle>> GceProvider::create(const Offer& offer, const Launc
   if (!done) co_return done.error();
   if (!done->error_code.empty()) co_return operation_error("gce: insert " + s->name, *done);
   GceInstance created{.name = s->name, .id = done->target_id, .zone = s->zone, .machine_type = s->machine_type};
-  co_return handle_of(created, created_at);
+  co_return handle_of(created, created_at, spec.tag);
 }
 
 Task<Result<InstanceStatus>> GceProvider::describe(const InstanceHandle& h) {
@@ -154,7 +161,42 @@ Task<Result<InstanceStatus>> GceProvider::describe(const InstanceHandle& h) {
   if (!answer) co_return answer.error();
   auto i = parse_instance(*answer);
   if (!i) co_return i.error();
-  co_return InstanceStatus{state_of(i->status), "GCE status " + i->status, i->nat_ip.empty() ? i->internal_ip : i->nat_ip};
+  co_return status_of(*i);
+}
+
+Task<std::vector<Result<InstanceStatus>>> GceProvider::describe_many(const std::vector<InstanceHandle>& handles) {
+  // One listing per ownership tag (a daemon has one), keyed by zone/name.
+  std::map<std::string, Result<std::map<std::string, GceInstance>>> by_tag;
+  for (const auto& h : handles) {
+    const std::string tag = data_field(h, "tag", "");
+    if (tag.empty() || by_tag.count(tag) || data_field(h, "project", opts_.project) != opts_.project) continue;
+    auto listed = co_await list_labelled(tag);
+    if (!listed) {
+      by_tag.emplace(tag, listed.error());
+      continue;
+    }
+    std::map<std::string, GceInstance> found;
+    for (auto& i : *listed) found[i.zone + "/" + i.name] = std::move(i);
+    by_tag.emplace(tag, std::move(found));
+  }
+  std::vector<Result<InstanceStatus>> out;
+  for (const auto& h : handles) {
+    auto listing = by_tag.find(data_field(h, "tag", ""));
+    if (listing != by_tag.end() && !listing->second) {
+      out.push_back(listing->second.error());
+      continue;
+    }
+    if (listing != by_tag.end()) {
+      auto it = listing->second->find(data_field(h, "zone", opts_.zone) + "/" + h.id);
+      if (it != listing->second->end()) {
+        out.push_back(status_of(it->second));
+        continue;
+      }
+    }
+    auto one = co_await describe(h);  // no tag to list by, or not listed: gone (404) or relabelled
+    out.push_back(std::move(one));
+  }
+  co_return out;
 }
 
 Task<Status> GceProvider::terminate(const InstanceHandle& h) {
@@ -173,8 +215,17 @@ Task<Status> GceProvider::terminate(const InstanceHandle& h) {
 
 Task<Result<std::vector<InstanceHandle>>> GceProvider::list_tagged(std::string_view tag) {
   if (!valid_label_value(tag)) co_return make_error(Code::invalid_argument, "gce: tag '" + std::string(tag) + "' is not a label value");
+  const std::string wanted(tag);
+  auto listed = co_await list_labelled(wanted);
+  if (!listed) co_return listed.error();
   std::vector<InstanceHandle> out;
-  const std::string filter = "labels." + opts_.label_key + " = \"" + std::string(tag) + "\"";
+  for (const auto& i : *listed) out.push_back(handle_of(i, 0, wanted));
+  co_return out;
+}
+
+Task<Result<std::vector<GceInstance>>> GceProvider::list_labelled(const std::string& tag) {
+  std::vector<GceInstance> out;
+  const std::string filter = "labels." + opts_.label_key + " = \"" + tag + "\"";
   std::string token;
   for (int page = 0; page < kMaxListPages; ++page) {
     const std::string path = "projects/" + opts_.project + "/aggregated/instances?filter=" + aws::uri_encode(filter) +
@@ -185,7 +236,7 @@ Task<Result<std::vector<InstanceHandle>>> GceProvider::list_tagged(std::string_v
     if (!answer) co_return answer.error();
     auto parsed = parse_aggregated_instances(*answer);
     if (!parsed) co_return parsed.error();
-    for (const auto& i : parsed->items) out.push_back(handle_of(i, 0));
+    for (auto& i : parsed->items) out.push_back(std::move(i));
     if (parsed->next_page_token.empty()) co_return out;
     token = parsed->next_page_token;
   }

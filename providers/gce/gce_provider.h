@@ -10,6 +10,9 @@
 //              polling until operation_deadline.
 //   describe   instances.get: PROVISIONING/STAGING -> pending, RUNNING -> running, STOPPING, SUSPENDING,
 //              SUSPENDED, TERMINATED (stopped), REPAIRING -> exited, 404 -> gone. The address is the natIP.
+//   describe_many aggregated/instances filtered by labels.<label_key> = the handles' tag (which create records
+//              in the handle), every page: one listing for all the daemon's live runs; a handle without a tag
+//              or an instance the listing lacks is asked about with describe.
 //   terminate  instances.delete (with a requestId of its own); 404 counts as deleted. Returns once GCE accepted
 //              the delete; describe then sees STOPPING until the instance is gone.
 //   list_tagged aggregated/instances filtered by labels.<label_key>, every page, every zone.
@@ -67,6 +70,7 @@ class GceProvider final : public Provider {
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
 
@@ -81,7 +85,10 @@ class GceProvider final : public Provider {
   std::string zone_path(const std::string& zone) const;
   Task<Result<GceOperation>> wait_for(const std::string& zone, GceOperation op);
   Task<Result<InstanceHandle>> adopt(const InsertSpec& s, const LaunchSpec& spec, double created_at);
-  InstanceHandle handle_of(const GceInstance& i, double created_at) const;
+  // data: project, zone, instance_id, machine_type, created_at_s and the ownership tag (when known).
+  InstanceHandle handle_of(const GceInstance& i, double created_at, std::string_view tag) const;
+  // aggregated/instances with labels.<label_key> = tag, every page, every zone.
+  Task<Result<std::vector<GceInstance>>> list_labelled(const std::string& tag);
 
   GceOptions opts_;
   std::unique_ptr<GceApi> api_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "providers/aws/codec.h"
 #include "providers/instance_name.h"
@@ -19,6 +20,10 @@ InstanceState state_of(std::string_view status) {
   if (status == "initializing" || status == "starting") return InstanceState::pending;
   if (status == "running") return InstanceState::running;
   return InstanceState::exited;  // stopping, off, deleting, rebuilding, migrating, unknown: still billed
+}
+
+InstanceStatus status_of(const HetznerServer& s) {
+  return {state_of(s.status), "Hetzner status " + s.status, s.ipv4.empty() ? s.ipv6 : s.ipv4};
 }
 
 std::string money(long long scaled) {
@@ -112,7 +117,29 @@ Task<Result<InstanceStatus>> HetznerProvider::describe(const InstanceHandle& h) 
   if (!answer) co_return answer.error();
   auto s = parse_server(answer->value("server", nlohmann::json()));
   if (!s) co_return s.error();
-  co_return InstanceStatus{state_of(s->status), "Hetzner status " + s->status, s->ipv4.empty() ? s->ipv6 : s->ipv4};
+  co_return status_of(*s);
+}
+
+Task<std::vector<Result<InstanceStatus>>> HetznerProvider::describe_many(const std::vector<InstanceHandle>& handles) {
+  std::vector<Result<InstanceStatus>> out;
+  if (handles.empty()) co_return out;
+  const std::string selector(kRunLabel);  // the label every server tsum creates carries
+  auto listed = co_await list_servers(selector);
+  std::map<std::string, const HetznerServer*> by_id;
+  if (listed)
+    for (const auto& s : *listed) by_id[std::to_string(s.id)] = &s;
+  for (const auto& h : handles) {
+    auto it = by_id.find(h.id);
+    if (!listed) {
+      out.push_back(listed.error());
+    } else if (it != by_id.end()) {
+      out.push_back(status_of(*it->second));
+    } else {
+      auto one = co_await describe(h);  // not listed: gone (404), or a server without tsum's label
+      out.push_back(std::move(one));
+    }
+  }
+  co_return out;
 }
 
 Task<Status> HetznerProvider::terminate(const InstanceHandle& h) {
@@ -129,18 +156,27 @@ Task<Status> HetznerProvider::terminate(const InstanceHandle& h) {
 
 Task<Result<std::vector<InstanceHandle>>> HetznerProvider::list_tagged(std::string_view tag) {
   if (!valid_label(tag, false)) co_return make_error(Code::invalid_argument, "hetzner: tag '" + std::string(tag) + "' is not a label value");
+  const std::string selector = opts_.label_key + "==" + std::string(tag);
+  auto servers = co_await list_servers(selector);
+  if (!servers) co_return servers.error();
   std::vector<InstanceHandle> out;
+  for (const auto& s : *servers) out.push_back(handle_of(s, 0));
+  co_return out;
+}
+
+Task<Result<std::vector<HetznerServer>>> HetznerProvider::list_servers(const std::string& selector) {
+  std::vector<HetznerServer> out;
   long page = 1;
   for (int n = 0; n < kMaxPages; ++n) {
-    const std::string path = "servers?label_selector=" + aws::uri_encode(opts_.label_key + "==" + std::string(tag)) +
-                             "&page=" + std::to_string(page) + "&per_page=" + std::to_string(kPerPage);
+    const std::string path = "servers?label_selector=" + aws::uri_encode(selector) + "&page=" + std::to_string(page) +
+                             "&per_page=" + std::to_string(kPerPage);
     const std::string method = "GET", body;
     auto answer = co_await api_->call(method, path, body);
     if (!answer) co_return answer.error();
     for (const auto& j : answer->value("servers", nlohmann::json::array())) {
       auto s = parse_server(j);
       if (!s) co_return s.error();
-      out.push_back(handle_of(*s, 0));
+      out.push_back(std::move(*s));
     }
     auto next = next_page(*answer);
     if (!next) co_return out;

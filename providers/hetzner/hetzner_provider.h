@@ -8,6 +8,8 @@
 //   describe   GET /servers/{id}: initializing/starting -> pending, running -> running, stopping, off,
 //              deleting, rebuilding, migrating, unknown -> exited, 404 -> gone. A powered-off server still
 //              bills: only terminate ends the bill.
+//   describe_many GET /servers?label_selector=tsum-run (every server tsum made), every page: one listing for
+//              all the daemon's live runs; a server it does not list is asked about with describe.
 //   terminate  DELETE /servers/{id}; 404 counts as deleted.
 //   list_tagged GET /servers?label_selector=<label_key>==<tag>, every page (meta.pagination).
 //   offers     GET /server_types, every page: the configured location's net hourly price (EUR, exact
@@ -57,6 +59,7 @@ class HetznerProvider final : public Provider {
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
 
@@ -70,6 +73,8 @@ class HetznerProvider final : public Provider {
   Task<Result<InstanceHandle>> adopt(const CreateServer& c, const LaunchSpec& spec, double created_at);
   Task<Result<std::vector<Offer>>> fetch_catalog();
   InstanceHandle handle_of(const HetznerServer& s, double created_at) const;
+  // GET /servers?label_selector=<selector>, every page.
+  Task<Result<std::vector<HetznerServer>>> list_servers(const std::string& selector);
 
   HetznerOptions opts_;
   std::unique_ptr<HetznerApi> api_;

@@ -102,6 +102,8 @@ bool retryable(const Result<HttpResponse>& r) {
 
 }  // namespace
 
+std::string_view default_user_agent() { return "tsum/" TSUM_VERSION; }
+
 HttpClient::HttpClient(HttpClientOptions opts) : opts_(std::move(opts)), pool_(std::max(1, opts_.threads)) {
   init_curl_once();
 }
@@ -142,6 +144,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req) const {
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  // A User-Agent in req.headers replaces this one (curl sends the custom header instead).
+  if (!opts_.user_agent.empty()) curl_easy_setopt(c, CURLOPT_USERAGENT, opts_.user_agent.c_str());
   if (!opts_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, opts_.ca_file.c_str());
   if (req.method == "HEAD") {
     curl_easy_setopt(c, CURLOPT_NOBODY, 1L);

@@ -11,6 +11,9 @@
 // trusted, unreadable CA file), internal (response larger than max_response_bytes), cancelled (the client
 // is being destroyed).
 //
+// Every request carries "User-Agent: tsum/<version>" (CMake's project version) unless the request names a
+// User-Agent of its own or HttpClientOptions::user_agent is set to something else.
+//
 // Lifetime: the client must outlive every send() it started. Its destructor aborts transfers in flight
 // and waits for the worker threads.
 #pragma once
@@ -21,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "providers/http/http_types.h"
@@ -31,11 +35,15 @@ namespace tsum::providers::http {
 template <class T>
 using Task = boost::asio::awaitable<T>;
 
+// "tsum/<version>", e.g. "tsum/0.1.0".
+std::string_view default_user_agent();
+
 struct HttpClientOptions {
   std::string ca_file = {};  // PEM file of CAs to trust instead of the system store; empty: the system store
   int threads = 4;      // transfers that can run at once
   RetryPolicy retry = {};
   std::size_t max_response_bytes = 64u << 20;
+  std::string user_agent = std::string(default_user_agent());  // empty: no User-Agent header
 };
 
 class HttpClient {

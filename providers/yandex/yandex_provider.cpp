@@ -5,6 +5,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
+#include <map>
 
 #include "providers/instance_name.h"
 
@@ -27,6 +28,10 @@ InstanceState state_of(std::string_view status) {
 Task<void> sleep_for(std::chrono::milliseconds d) {
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
   co_await timer.async_wait(boost::asio::use_awaitable);
+}
+
+InstanceStatus status_of(const YandexInstance& i) {
+  return {state_of(i.status), "Yandex status " + i.status, i.nat_ip.empty() ? i.internal_ip : i.nat_ip};
 }
 
 bool plain_id(const std::string& id) {
@@ -167,7 +172,28 @@ Task<Result<InstanceStatus>> YandexProvider::describe(const InstanceHandle& h) {
   if (!answer) co_return answer.error();
   auto i = parse_instance(*answer);
   if (!i) co_return i.error();
-  co_return InstanceStatus{state_of(i->status), "Yandex status " + i->status, i->nat_ip.empty() ? i->internal_ip : i->nat_ip};
+  co_return status_of(*i);
+}
+
+Task<std::vector<Result<InstanceStatus>>> YandexProvider::describe_many(const std::vector<InstanceHandle>& handles) {
+  std::vector<Result<InstanceStatus>> out;
+  if (handles.empty()) co_return out;
+  auto listed = co_await list_folder();
+  std::map<std::string, const YandexInstance*> by_id;
+  if (listed)
+    for (const auto& i : *listed) by_id[i.id] = &i;
+  for (const auto& h : handles) {
+    auto it = by_id.find(h.id);
+    if (!listed) {
+      out.push_back(listed.error());
+    } else if (it != by_id.end()) {
+      out.push_back(status_of(*it->second));
+    } else {
+      auto one = co_await describe(h);  // not listed: gone (404), or in another folder
+      out.push_back(std::move(one));
+    }
+  }
+  co_return out;
 }
 
 Task<Status> YandexProvider::terminate(const InstanceHandle& h) {
@@ -191,7 +217,19 @@ Task<Status> YandexProvider::terminate(const InstanceHandle& h) {
 
 Task<Result<std::vector<InstanceHandle>>> YandexProvider::list_tagged(std::string_view tag) {
   if (tag.empty() || !valid_label_value(tag)) co_return make_error(Code::invalid_argument, "yandex: tag '" + std::string(tag) + "' is not a label value");
+  const std::string wanted(tag);  // the caller's view may not outlive the co_await
+  auto listed = co_await list_folder();
+  if (!listed) co_return listed.error();
   std::vector<InstanceHandle> out;
+  for (const auto& i : *listed) {
+    auto label = i.labels.find(opts_.label_key);
+    if (label != i.labels.end() && label->second == wanted) out.push_back(handle_of(i.id, i.name, i.platform_id, 0));
+  }
+  co_return out;
+}
+
+Task<Result<std::vector<YandexInstance>>> YandexProvider::list_folder() {
+  std::vector<YandexInstance> out;
   std::string token;
   for (int page = 0; page < kMaxListPages; ++page) {
     const std::string path = "instances?folderId=" + aws::uri_encode(opts_.folder_id) + "&pageSize=" + std::to_string(kPageSize) +
@@ -201,10 +239,7 @@ Task<Result<std::vector<InstanceHandle>>> YandexProvider::list_tagged(std::strin
     if (!answer) co_return answer.error();
     auto parsed = parse_instance_page(*answer);
     if (!parsed) co_return parsed.error();
-    for (const auto& i : parsed->items) {
-      auto label = i.labels.find(opts_.label_key);
-      if (label != i.labels.end() && label->second == tag) out.push_back(handle_of(i.id, i.name, i.platform_id, 0));
-    }
+    for (auto& i : parsed->items) out.push_back(std::move(i));
     if (parsed->next_page_token.empty()) co_return out;
     token = parsed->next_page_token;
   }

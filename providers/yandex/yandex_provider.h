@@ -9,6 +9,8 @@
 //   describe   GET /compute/v1/instances/{id}: PROVISIONING/STARTING -> pending, RUNNING -> running,
 //              STOPPING, STOPPED, RESTARTING, UPDATING, ERROR, CRASHED, DELETING -> exited, 404 -> gone. The
 //              address is primaryV4Address.oneToOneNat.address.
+//   describe_many every page of the folder's instances: one listing for all the daemon's live runs; an
+//              instance it does not list is asked about with describe.
 //   terminate  DELETE /compute/v1/instances/{id}, then its operation is polled until done or delete_deadline
 //              (timeout; calling again is safe). 404 counts as deleted, and so does a refusal (FAILED_PRECONDITION)
 //              of an instance already DELETING.
@@ -75,6 +77,7 @@ class YandexProvider final : public Provider {
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
 
@@ -88,6 +91,8 @@ class YandexProvider final : public Provider {
   Task<Result<YandexOperation>> wait_for(YandexOperation op, std::chrono::milliseconds deadline);
   Task<Result<InstanceHandle>> adopt(const CreateInstance& c, const LaunchSpec& spec, double created_at);
   InstanceHandle handle_of(const std::string& id, const std::string& name, const std::string& platform, double created_at) const;
+  // Every page of the folder's instances.
+  Task<Result<std::vector<YandexInstance>>> list_folder();
 
   YandexOptions opts_;
   std::unique_ptr<YandexApi> api_;

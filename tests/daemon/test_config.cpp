@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <map>
 
 #include "daemon/config.h"
 #include "support/temp_dir.h"
@@ -246,4 +247,37 @@ TEST_CASE("make_cloud_providers makes one provider per configured cloud, named a
   std::vector<std::string> names;
   for (const auto& p : *made) names.emplace_back(p->name());
   CHECK(names == std::vector<std::string>{"aws", "hetzner"});
+}
+
+TEST_CASE("startup_deadline_s: per provider section, with each provider's default") {
+  auto defaults = parse_config(kFiveClouds, "/etc/tsum");
+  REQUIRE(defaults);
+  using std::chrono::seconds;
+  CHECK(defaults->startup_deadlines() == std::map<std::string, seconds>{{"aws", seconds(600)}, {"gce", seconds(600)},
+                                                                          {"azure", seconds(900)}, {"hetzner", seconds(600)},
+                                                                          {"yandex", seconds(600)}});
+  CHECK(default_startup_deadline("local") == seconds(120));
+  CHECK(default_startup_deadline("ssh") == seconds(900));
+  CHECK(default_startup_deadline("nobody-knows") == seconds(600));
+  CHECK(startup_deadline_field("hetzner") == "providers.hetzner.startup_deadline_s");
+  CHECK(startup_deadline_field("local").empty());
+
+  auto set = parse_config(R"({"providers":{"hetzner":{"token_env":"X","startup_deadline_s":45},
+                                           "aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"S"},
+                                           "ssh":{"startup_deadline_s":30,"hosts":[{"name":"h","address":"a","user":"u",
+                                                  "key_file":"/k","cores":1,"hourly_price":1}]}}})",
+                          "/etc/tsum");
+  REQUIRE_MESSAGE(set, set.error().detail);
+  CHECK(set->clouds.hetzner->startup_deadline == seconds(45));
+  CHECK(set->startup_deadlines() ==
+        std::map<std::string, seconds>{{"aws", seconds(600)}, {"hetzner", seconds(45)}, {"ssh", seconds(30)}});
+
+  CHECK(error_of(R"({"providers":{"hetzner":{"token_env":"X","startup_deadline_s":0}}})") ==
+        "providers.hetzner.startup_deadline_s: must be an integer from 1 to 86400");
+  CHECK(error_of(R"({"providers":{"azure":{"tenant_id":"t","client_id":"c","subscription_id":"s","client_secret_env":"S",
+                                          "startup_deadline_s":"10"}}})") ==
+        "providers.azure.startup_deadline_s: must be an integer from 1 to 86400");
+  CHECK(error_of(R"({"providers":{"ssh":{"startup_deadline_s":-1,"hosts":[{"name":"h","address":"a",
+                 "user":"u","key_file":"/k","cores":1,"hourly_price":1}]}}})") ==
+        "providers.ssh.startup_deadline_s: must be an integer from 1 to 86400");
 }

@@ -61,7 +61,9 @@ TEST_CASE("tsumd offers --provider P: priced offers from each fake cloud's price
     INFO(r.err);
     REQUIRE(r.rc == 0);
     check_no_secret(fake, r);
-    auto offers = json::parse(r.out);
+    auto listed = json::parse(r.out);
+    CHECK(listed["errors"] == json::array());
+    auto offers = listed["offers"];
     REQUIRE(offers.is_array());
     REQUIRE(offers.size() >= 2);
     for (const auto& o : offers) {
@@ -144,7 +146,7 @@ struct CloudRig {
   std::string experiment(int limit) {
     auto r = run_tsumd(dir, "offers --json --config " + dir.file("tsumd-" + fake.name() + ".json"));
     REQUIRE(r.rc == 0);
-    auto offers = json::parse(r.out);
+    auto offers = json::parse(r.out)["offers"];
     REQUIRE_FALSE(offers.empty());
     json smallest = offers[0];
     for (const auto& o : offers)

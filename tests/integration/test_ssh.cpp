@@ -63,7 +63,10 @@ nlohmann::json run_on(const nlohmann::json& exp, const std::string& host) {
 TEST_CASE("ssh: two hosts behind sshd in network namespaces each run a tiny training end to end") {
   SshLab lab;
   std::string offers = run_capture(std::string(TSUMD_BIN) + " offers --config " + lab.config + " --json");
-  auto listed = nlohmann::json::parse(offers, nullptr, false);
+  auto parsed = nlohmann::json::parse(offers, nullptr, false);
+  REQUIRE(parsed.is_object());
+  CHECK(parsed["errors"] == nlohmann::json::array());
+  auto listed = parsed["offers"];
   REQUIRE(listed.is_array());
   REQUIRE(listed.size() == 2);
   CHECK(listed[1]["instance_type"] == "h2");

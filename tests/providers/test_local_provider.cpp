@@ -138,6 +138,30 @@ TEST_CASE("an agent that exits is reported as exited with its status") {
   CHECK(run_sync(p.terminate(*h)).ok());
 }
 
+TEST_CASE("describe_many (the contract's default) answers per handle, in order, as describe does") {
+  testing::TempDir dir;
+  auto p = make_provider(dir.path().string(), {0, 1});
+  auto exits = run_sync(p.create(offer("local-1c"), spec("1", "exit 3\n")));
+  auto sleeps = run_sync(p.create(offer("local-1c"), spec("2")));
+  REQUIRE(exits.ok());
+  REQUIRE(sleeps.ok());
+  REQUIRE(eventually([&] { return run_sync(p.describe(*exits))->state == InstanceState::exited; }));
+  REQUIRE(eventually([&] { return run_sync(p.describe(*sleeps))->state == InstanceState::running; }));
+  InstanceHandle unknown{"local", "no-such-instance", {{"sandbox", (dir.path() / "no-such-sandbox").string()}}};
+  const std::vector<InstanceHandle> asked = {*sleeps, unknown, *exits};
+  auto all = run_sync(p.describe_many(asked));
+  REQUIRE(all.size() == 3);
+  REQUIRE(all[0].ok());
+  CHECK(all[0]->state == InstanceState::running);
+  REQUIRE(all[1].ok());
+  CHECK(all[1]->state == InstanceState::gone);
+  REQUIRE(all[2].ok());
+  CHECK(all[2]->detail == "agent exited with status 3");
+  CHECK(run_sync(p.describe_many({})).empty());
+  CHECK(run_sync(p.terminate(*exits)).ok());
+  CHECK(run_sync(p.terminate(*sleeps)).ok());
+}
+
 TEST_CASE("list_tagged finds the instances another provider object (a crashed daemon) left behind") {
   testing::TempDir dir;
   InstanceHandle left;

@@ -182,6 +182,46 @@ TEST_CASE("list_tagged follows every page and leaves out other tags and terminat
   CHECK(run_sync(c.provider->list_tagged("nobody"))->empty());
 }
 
+TEST_CASE("describe_many asks EC2 once (every page) for all the handles and answers each as describe would") {
+  Cloud c({.page_size = 2});
+  std::vector<InstanceHandle> hs;
+  for (int i = 0; i < 4; ++i) {
+    auto h = run_sync(c.provider->create(offer(), spec(std::to_string(30 + i))));
+    REQUIRE(h.ok());
+    hs.push_back(*h);
+  }
+  c.clock.advance(3);
+  REQUIRE(run_sync(c.provider->terminate(hs[1])).ok());  // shutting-down
+  InstanceHandle stranger{"aws", "i-0123456789abcdef0", {{"created_at_s", c.clock.now_s() - 3600}}};
+  InstanceHandle fresh{"aws", "i-0fedcba987654321f", {{"created_at_s", c.clock.now_s()}}};  // not visible yet
+  std::vector<InstanceHandle> asked = {hs[0], hs[1], stranger, hs[2], hs[3], fresh};
+
+  const int before = c.fake.requests("DescribeInstances");
+  auto all = run_sync(c.provider->describe_many(asked));
+  CHECK(c.fake.requests("DescribeInstances") - before == 2);  // one filtered listing, in pages of two
+  REQUIRE(all.size() == asked.size());
+  for (size_t i = 0; i < asked.size(); ++i) {
+    CAPTURE(i);
+    auto one = run_sync(c.provider->describe(asked[i]));
+    REQUIRE(all[i].ok());
+    REQUIRE(one.ok());
+    CHECK(all[i]->state == one->state);
+    CHECK(all[i]->detail == one->detail);
+    CHECK(all[i]->address == one->address);
+  }
+  CHECK(all[0]->state == InstanceState::running);
+  CHECK(all[1]->detail == "EC2 state shutting-down");
+  CHECK(all[2]->state == InstanceState::gone);
+  CHECK(all[5]->state == InstanceState::pending);
+  CHECK(run_sync(c.provider->describe_many({})).empty());
+
+  c.fake.inject({.action = "DescribeInstances", .kind = FaultKind::internal_500, .count = 4});
+  auto failed = run_sync(c.provider->describe_many({hs[0], hs[2]}));
+  REQUIRE(failed.size() == 2);
+  CHECK(failed[0].code() == Code::unavailable);
+  CHECK(failed[1].code() == Code::unavailable);
+}
+
 TEST_CASE("throttling (429 with Retry-After, 503 RequestLimitExceeded), 500 and timeouts are retried") {
   Cloud c;
   auto h = run_sync(c.provider->create(offer(), spec("6")));

@@ -228,6 +228,51 @@ TEST_CASE("list_tagged follows every page of the aggregated list and leaves out 
   CHECK(run_sync(c.provider->list_tagged("Bad\"Tag")).code() == Code::invalid_argument);
 }
 
+TEST_CASE("describe_many lists each tag's instances once for all the handles; an untagged or unlisted one is asked alone") {
+  Cloud c;
+  std::vector<InstanceHandle> hs;
+  for (int i = 0; i < 3; ++i) {
+    auto h = run_sync(c.provider->create(offer(), spec(std::to_string(30 + i))));
+    REQUIRE(h.ok());
+    CHECK(h->data.value("tag", "") == "tsum-test");  // what describe_many lists by
+    hs.push_back(*h);
+  }
+  auto other = run_sync(c.provider->create(offer(), spec("40", "someone-else")));
+  REQUIRE(other.ok());
+  c.clock.advance(3);
+  REQUIRE(run_sync(c.provider->terminate(hs[1])).ok());
+  c.clock.advance(5);  // hs[1] is gone
+  InstanceHandle untagged = hs[2];
+  untagged.data.erase("tag");  // as a handle stored before tags were recorded
+  std::vector<InstanceHandle> asked = {hs[0], hs[1], *other, untagged, hs[2]};
+
+  const int lists = c.fake.requests("instances.aggregatedList"), gets = c.fake.requests("instances.get");
+  auto all = run_sync(c.provider->describe_many(asked));
+  CHECK(c.fake.requests("instances.aggregatedList") - lists == 2);  // one per tag
+  CHECK(c.fake.requests("instances.get") - gets == 2);              // the gone one and the untagged one
+  REQUIRE(all.size() == asked.size());
+  for (size_t i = 0; i < asked.size(); ++i) {
+    CAPTURE(i);
+    auto one = run_sync(c.provider->describe(asked[i]));
+    REQUIRE(all[i].ok());
+    REQUIRE(one.ok());
+    CHECK(all[i]->state == one->state);
+    CHECK(all[i]->detail == one->detail);
+    CHECK(all[i]->address == one->address);
+  }
+  CHECK(all[0]->state == InstanceState::running);
+  CHECK(all[1]->state == InstanceState::gone);
+  CHECK(all[2]->state == InstanceState::running);
+  CHECK(all[4]->state == InstanceState::running);
+  CHECK(run_sync(c.provider->describe_many({})).empty());
+
+  c.fake.inject({.action = "instances.aggregatedList", .kind = FaultKind::internal_500, .count = 4});
+  auto failed = run_sync(c.provider->describe_many({hs[0], hs[2]}));
+  REQUIRE(failed.size() == 2);
+  CHECK_FALSE(failed[0].ok());
+  CHECK_FALSE(failed[1].ok());
+}
+
 TEST_CASE("429 with Retry-After, 500 and a timeout are retried; throttling that outlasts the retries is unavailable") {
   Cloud c;
   auto h = run_sync(c.provider->create(offer(), spec("9")));

@@ -197,6 +197,48 @@ TEST_CASE("list_tagged follows meta.pagination through every page and leaves out
   CHECK(run_sync(c.provider->list_tagged("a,b")).code() == Code::invalid_argument);
 }
 
+TEST_CASE("describe_many lists tsum's servers once (every page) for all the handles; an unlisted one is asked alone") {
+  Cloud c({.page_size = 2});
+  std::vector<InstanceHandle> hs;
+  for (int i = 0; i < 3; ++i) {
+    auto h = run_sync(c.provider->create(offer(), spec(std::to_string(30 + i))));
+    REQUIRE(h.ok());
+    hs.push_back(*h);
+  }
+  auto other = run_sync(c.provider->create(offer(), spec("40", "another-daemon")));  // labelled tsum-run too
+  REQUIRE(other.ok());
+  c.clock.advance(3);
+  REQUIRE(run_sync(c.provider->terminate(hs[1])).ok());
+  c.clock.advance(5);  // hs[1] is gone
+  std::vector<InstanceHandle> asked = {hs[0], hs[1], *other, hs[2]};
+
+  const int lists = c.fake.requests("servers.list"), gets = c.fake.requests("servers.get");
+  auto all = run_sync(c.provider->describe_many(asked));
+  CHECK(c.fake.requests("servers.list") - lists == 2);  // three servers, pages of two
+  CHECK(c.fake.requests("servers.get") - gets == 1);    // only the one the listing lacks
+  REQUIRE(all.size() == asked.size());
+  for (size_t i = 0; i < asked.size(); ++i) {
+    CAPTURE(i);
+    auto one = run_sync(c.provider->describe(asked[i]));
+    REQUIRE(all[i].ok());
+    REQUIRE(one.ok());
+    CHECK(all[i]->state == one->state);
+    CHECK(all[i]->detail == one->detail);
+    CHECK(all[i]->address == one->address);
+  }
+  CHECK(all[0]->state == InstanceState::running);
+  CHECK_FALSE(all[0]->address.empty());
+  CHECK(all[1]->state == InstanceState::gone);
+  CHECK(all[2]->state == InstanceState::running);
+  CHECK(run_sync(c.provider->describe_many({})).empty());
+
+  c.fake.inject({.action = "servers.list", .kind = FaultKind::internal_500, .count = 4});
+  auto failed = run_sync(c.provider->describe_many({hs[0], hs[2]}));
+  REQUIRE(failed.size() == 2);
+  CHECK_FALSE(failed[0].ok());
+  CHECK_FALSE(failed[1].ok());
+}
+
 TEST_CASE("429 with Retry-After, 500 and a timeout are retried; throttling that outlasts the retries is unavailable") {
   Cloud c;
   auto h = run_sync(c.provider->create(offer(), spec("6")));

@@ -222,6 +222,29 @@ TEST_CASE("method, headers and body travel both ways") {
   CHECK(req.body == R"({"k": "v"})");
 }
 
+TEST_CASE("every request says User-Agent: tsum/<project version>, unless it names its own") {
+  Fixture f;
+  HttpClient client(f.options());
+  auto plain = run_sync(client.send(f.get()));
+  REQUIRE(plain.ok());
+  HttpRequest own{.url = f.url, .headers = {{"User-Agent", "probe/9"}}};
+  REQUIRE(run_sync(client.send(own)).ok());
+  HttpClientOptions none = f.options();
+  none.user_agent = "";
+  HttpClient anonymous(none);
+  REQUIRE(run_sync(anonymous.send(f.get())).ok());
+
+  REQUIRE(f.script.count() == 3);
+  CHECK(default_user_agent() == "tsum/" TSUM_VERSION);  // CMake's project(... VERSION)
+  CHECK(std::string(TSUM_VERSION).find('.') != std::string::npos);
+  CHECK(find_header(f.script.seen(0).first.headers, "User-Agent") == "tsum/" TSUM_VERSION);
+  int agents = 0;
+  for (const auto& [name, value] : f.script.seen(1).first.headers) agents += iequals(name, "User-Agent");
+  CHECK(agents == 1);  // replaced, not sent twice
+  CHECK(find_header(f.script.seen(1).first.headers, "User-Agent") == "probe/9");
+  CHECK_FALSE(find_header(f.script.seen(2).first.headers, "User-Agent").has_value());
+}
+
 TEST_CASE("sends from many coroutines share the worker threads and all complete") {
   Fixture f;
   f.script.set_fallback({.status = 200, .body = "ok", .delay = 100ms});

@@ -216,6 +216,43 @@ TEST_CASE("list_tagged lists every page of the folder and keeps the tag's instan
   CHECK(run_sync(c.provider->list_tagged("Bad Tag")).code() == Code::invalid_argument);
 }
 
+TEST_CASE("describe_many lists the folder once (every page) for all the handles; an unlisted one is asked alone") {
+  Cloud c({.page_size = 2});
+  std::vector<InstanceHandle> hs;
+  for (int i = 0; i < 4; ++i) {
+    auto h = run_sync(c.provider->create(offer(), spec(std::to_string(30 + i))));
+    REQUIRE(h.ok());
+    hs.push_back(*h);
+  }
+  c.clock.advance(3);
+  REQUIRE(run_sync(c.provider->terminate(hs[1])).ok());  // waits for the delete: gone
+  std::vector<InstanceHandle> asked = {hs[0], hs[1], hs[2], hs[3]};
+
+  const int lists = c.fake.requests("instances.list"), gets = c.fake.requests("instances.get");
+  auto all = run_sync(c.provider->describe_many(asked));
+  CHECK(c.fake.requests("instances.list") - lists == 2);  // three instances, pages of two
+  CHECK(c.fake.requests("instances.get") - gets == 1);    // only the one the listing lacks
+  REQUIRE(all.size() == asked.size());
+  for (size_t i = 0; i < asked.size(); ++i) {
+    CAPTURE(i);
+    auto one = run_sync(c.provider->describe(asked[i]));
+    REQUIRE(all[i].ok());
+    REQUIRE(one.ok());
+    CHECK(all[i]->state == one->state);
+    CHECK(all[i]->detail == one->detail);
+    CHECK(all[i]->address == one->address);
+  }
+  CHECK(all[0]->state == InstanceState::running);
+  CHECK(all[1]->state == InstanceState::gone);
+  CHECK(run_sync(c.provider->describe_many({})).empty());
+
+  c.fake.inject({.action = "instances.list", .kind = FaultKind::internal_500, .count = 4});
+  auto failed = run_sync(c.provider->describe_many({hs[0], hs[2]}));
+  REQUIRE(failed.size() == 2);
+  CHECK_FALSE(failed[0].ok());
+  CHECK_FALSE(failed[1].ok());
+}
+
 TEST_CASE("429 with Retry-After, 500 and a timeout are retried; throttling that outlasts the retries is unavailable") {
   Cloud c;
   auto h = run_sync(c.provider->create(offer(), spec("6")));

@@ -1,0 +1,88 @@
+// StatusPoller against the real local provider, its calls counted by MeteredProvider (as the daemon wires
+// it): one describe_many per interval for every watched instance, none per instance, and the loop ends with
+// the last watch.
+#include <doctest/doctest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <map>
+#include <regex>
+
+#include "billing/catalog.h"
+#include "daemon/metrics.h"
+#include "daemon/status_poller.h"
+#include "providers/local/local_provider.h"
+#include "support/temp_dir.h"
+
+using namespace tsum;
+using namespace tsum::daemon;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The count of provider calls `op` in ProviderCallMetrics' text (0 when it never ran).
+int calls_of(const ProviderCallMetrics& m, const std::string& op) {
+  std::string text;
+  m.render(text);
+  std::smatch found;
+  const std::regex line("tsum_provider_call_seconds_count\\{provider=\"local\",op=\"" + op + "\"\\} ([0-9]+)");
+  return std::regex_search(text, found, line) ? std::stoi(found[1]) : 0;
+}
+
+}  // namespace
+
+TEST_CASE("one describe_many per interval for all watched instances; each watcher hears its own; ends when unwatched") {
+  testing::TempDir dir;
+  auto catalog = billing::parse_catalog(find_embedded(billing::embedded_catalogs(), "local.json"));
+  REQUIRE(catalog.ok());
+  ProviderCallMetrics metrics;
+  MeteredProvider provider(std::make_unique<providers::LocalProvider>(
+                               providers::LocalOptions{.state_dir = dir.path().string(), .catalog = *catalog, .cpus = {0}}),
+                           metrics);
+  boost::asio::io_context io;
+  auto poller = StatusPoller::make(io, provider, 200ms);
+
+  std::map<int64_t, int> heard;
+  std::map<int64_t, std::string> detail;
+  for (int64_t run : {1, 2, 3})  // instances that do not exist: describe says gone, which is all this needs
+    poller->watch(run, {"local", "x" + std::to_string(run), {{"sandbox", dir.file("none-" + std::to_string(run))}}},
+                  [&, run](const Result<providers::InstanceStatus>& st) {
+                    ++heard[run];
+                    if (st) detail[run] = std::string(providers::state_name(st->state)) + ": " + st->detail;
+                  });
+  io.run_for(1100ms);  // polls at about 0, 200, ..., 1000 ms
+  const int64_t polls = poller->polls();
+  CHECK(polls >= 3);
+  CHECK(polls <= 7);
+  CHECK(calls_of(metrics, "describe_many") == polls);
+  CHECK(calls_of(metrics, "describe") == 0);  // never once per instance
+  for (int64_t run : {1, 2, 3}) {
+    CAPTURE(run);
+    CHECK(heard[run] == polls);
+    CHECK(detail[run] == "gone: sandbox is gone");
+  }
+
+  poller->unwatch(1);
+  poller->unwatch(2);
+  io.restart();
+  io.run_for(600ms);
+  CHECK(heard[1] == polls);  // unwatched: nothing more
+  CHECK(heard[2] == polls);
+  CHECK(heard[3] > polls);
+  CHECK(poller->watched() == 1);
+
+  poller->unwatch(3);
+  io.restart();
+  const auto t0 = std::chrono::steady_clock::now();
+  io.run_for(5s);  // returns once the loop has ended by itself: nothing is watched
+  CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+  const int64_t last = poller->polls();
+
+  poller->watch(4, {"local", "x4", {{"sandbox", dir.file("none-4")}}}, [&](const Result<providers::InstanceStatus>&) {
+    ++heard[4];
+    poller->unwatch(4);  // a callback may unwatch itself
+  });
+  io.restart();
+  io.run_for(1s);
+  CHECK(poller->polls() == last + 1);  // a new watch restarts the loop, which ends again after the unwatch
+  CHECK(heard[4] == 1);
+}
