@@ -6,11 +6,12 @@
 #   docker run --rm --network none tsum-train:latest --help
 ARG BASE_IMAGE=tsum-base:bookworm
 FROM ${BASE_IMAGE}
-# The bundle's sha256, so a changed bundle shows as a stale image (docker-images.sh compares it).
+# The sha256 of the bundle and of this file, so a change of either shows as a stale image (docker-images.sh
+# compares them).
 ARG BUNDLE_SHA256=unknown
-LABEL org.tsum.bundle-sha256=${BUNDLE_SHA256}
+ARG DOCKERFILE_SHA256=unknown
+LABEL org.tsum.bundle-sha256=${BUNDLE_SHA256} org.tsum.dockerfile-sha256=${DOCKERFILE_SHA256}
 # ADD unpacks a local tar.gz: /opt/tsum/bin/tsum-train, /opt/tsum/bin/tsum-gpustat, /opt/tsum/lib, ...
 ADD tsum-bundle.tar.gz /opt/
 ENV PATH=/opt/tsum/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-WORKDIR /work
 ENTRYPOINT ["tsum-train"]

@@ -6,11 +6,14 @@
 #   scripts/docker-engine.sh stop STATE_DIR     stops it (TERM, then KILL after 60 s), waits, unmounts leftovers
 #   scripts/docker-engine.sh status STATE_DIR   exit 0 and print the DOCKER_HOST if it answers, else exit 1
 # Layout: STATE_DIR/data (data-root: images, persists between runs, so images stay cached), STATE_DIR/exec
-# (exec-root), docker.sock, dockerd.pid, dockerd.log, daemon.json (empty: /etc/docker/daemon.json is ignored).
-# The engine uses the vfs storage driver (works on any file system, also inside containers), no bridge and no
-# iptables rules: containers run with --network none or --network host only; it pulls from registries on
-# 127.0.0.0/8 over plain HTTP (insecure-allowed by default). Every wait is bounded; start and stop of one
-# STATE_DIR are serialised with a lock, so concurrent callers share one engine.
+# (exec-root), docker.sock, dockerd.pid, dockerd.log, daemon.json (empty: /etc/docker/daemon.json is ignored),
+# driver (the storage driver chosen at the first start, kept so the cache stays valid).
+# Storage driver (TSUM_DOCKER_STORAGE_DRIVER): overlay2 when the kernel mounts an overlay in STATE_DIR (a test
+# mount at the first start), else vfs (works on any file system, also inside containers, but copies the whole
+# image for every container: `docker run` takes seconds instead of a fraction of one). No bridge and no iptables
+# rules: containers run with --network none or --network host only. It pulls from registries on 127.0.0.0/8
+# over plain HTTP (insecure-allowed by default). Every wait is bounded; start and stop of one STATE_DIR are
+# serialised with a lock, so concurrent callers share one engine.
 set -eu
 usage="usage: docker-engine.sh start|stop|status STATE_DIR"
 cmd=${1:?$usage}
@@ -79,6 +82,20 @@ stop_engine() {
   rm -f "$pidfile" "$sock" "$cpid"
 }
 
+# overlay2 if an overlay mounts on STATE_DIR's file system (not so on overlayfs itself, or without the module).
+probe_driver() {
+  p=$state/overlay-probe
+  rm -rf "$p"
+  mkdir -p "$p/lower" "$p/upper" "$p/work" "$p/merged"
+  if mount -t overlay overlay -o "lowerdir=$p/lower,upperdir=$p/upper,workdir=$p/work" "$p/merged" 2>/dev/null; then
+    umount "$p/merged"
+    echo overlay2
+  else
+    echo vfs
+  fi
+  rm -rf "$p"
+}
+
 start_engine() {
   if answers; then echo "$host"; return 0; fi
   [ "$(id -u)" -eq 0 ] || { say "a private dockerd needs root"; exit 1; }
@@ -90,10 +107,13 @@ start_engine() {
   stop_engine
   mkdir -p "$state/data" "$state/exec"
   [ -f "$state/daemon.json" ] || echo '{}' >"$state/daemon.json"
+  driver=${TSUM_DOCKER_STORAGE_DRIVER:-$(cat "$state/driver" 2>/dev/null || true)}
+  [ -n "$driver" ] || driver=$(probe_driver)
+  echo "$driver" >"$state/driver"
   # Keep the log bounded across many runs.
   if [ -f "$log" ] && [ "$(wc -c <"$log")" -gt 10000000 ]; then mv -f "$log" "$log.old"; fi
   echo "=== $(date -u +%FT%TZ) start" >>"$log"
-  setsid dockerd --config-file "$state/daemon.json" --storage-driver=vfs --iptables=false --ip-masq=false \
+  setsid dockerd --config-file "$state/daemon.json" --storage-driver="$driver" --iptables=false --ip-masq=false \
     --ip-forward=false --bridge=none --userland-proxy=false --data-root "$state/data" \
     --exec-root "$state/exec" --pidfile "$pidfile" -H "$host" </dev/null >>"$log" 2>&1 9>&- &
   launched=$!

@@ -7,13 +7,15 @@
 #   scripts/docker-images.sh base       tsum-base:bookworm: `docker import` of the stock Debian 12 root
 #                                       ($TSUM_GUEST_ROOTFS, made by scripts/guest-rootfs.sh when missing)
 #   scripts/docker-images.sh workload   tsum-train:latest (docker/workload.Dockerfile): the base plus the trainer
-#                                       bundle $TSUM_BUNDLE, ENTRYPOINT tsum-train; rebuilt when the bundle changes
-#   scripts/docker-images.sh tsum       $TSUM_IMAGE (tsum:latest) from the repository's Dockerfile, built from
-#                                       source in the engine, FROM $BASE_IMAGE (debian:12); see docs/docker.md
+#                                       bundle $TSUM_BUNDLE, ENTRYPOINT tsum-train; rebuilt when the bundle or
+#                                       docker/workload.Dockerfile changes
+#   scripts/docker-images.sh tsum       $TSUM_SERVER_IMAGE (tsum:latest) from the repository's Dockerfile, built
+#                                       from source in the engine, FROM $BASE_IMAGE (debian:12); docs/docker.md
 # Environment (defaults): BUILD (build), TSUM_DOCKER_STATE ($BUILD/cache/docker), TSUM_GUEST_ROOTFS
 # ($BUILD/cache/guest-bookworm.tar), TSUM_BUNDLE ($BUILD/bundle/tsum-bundle.tar.gz), BASE_IMAGE (debian:12),
-# TSUM_GPU (cpu | cuda), TSUM_IMAGE (tsum:latest), DOCKER_BUILD_FLAGS (--network host: the build's RUN steps
-# use the host's network, so apt-get works also on an engine without a bridge).
+# TSUM_GPU (cpu | cuda), TSUM_SERVER_IMAGE (tsum:latest), DOCKER_BUILD_FLAGS (--network host: the build's RUN
+# steps use the host's network, so apt-get works also on an engine without a bridge).
+# Concurrent callers for one engine wait on a lock (at most 25 minutes), so one build serves them all.
 # Progress goes to stderr; stdout carries only what the command prints (engine: the DOCKER_HOST).
 set -eu
 usage="usage: docker-images.sh engine|base|workload|tsum"
@@ -69,14 +71,16 @@ ensure_workload() {
   [ -s "$bundle" ] ||
     { say "the trainer bundle $bundle is missing: build it (make build; target tsum-bundle, scripts/make-bundle.sh)"; exit 1; }
   sum=$(sha256sum "$bundle" | cut -d' ' -f1)
-  if has_image "$workload_image" && [ "$(label "$workload_image" org.tsum.bundle-sha256)" = "$sum" ]; then return 0; fi
+  recipe=$(sha256sum "$here/docker/workload.Dockerfile" | cut -d' ' -f1)
+  if has_image "$workload_image" && [ "$(label "$workload_image" org.tsum.bundle-sha256)" = "$sum" ] &&
+    [ "$(label "$workload_image" org.tsum.dockerfile-sha256)" = "$recipe" ]; then return 0; fi
   ensure_base
   ctx=$(mktemp -d "${TMPDIR:-/tmp}/tsum-workload.XXXXXX")
   trap 'rm -rf "$ctx"' EXIT
   ln "$bundle" "$ctx/tsum-bundle.tar.gz" 2>/dev/null || cp "$bundle" "$ctx/tsum-bundle.tar.gz"
   say "building $workload_image from $bundle"
   "$docker" build -q -f "$here/docker/workload.Dockerfile" --build-arg "BASE_IMAGE=$base_image" \
-    --build-arg "BUNDLE_SHA256=$sum" -t "$workload_image" "$ctx" >/dev/null
+    --build-arg "BUNDLE_SHA256=$sum" --build-arg "DOCKERFILE_SHA256=$recipe" -t "$workload_image" "$ctx" >/dev/null
   rm -rf "$ctx"
   trap - EXIT
   "$docker" run --rm --network none "$workload_image" --help >/dev/null ||
@@ -101,7 +105,7 @@ pick_build_base() {
 
 build_tsum() {
   base=$(pick_build_base)
-  image=${TSUM_IMAGE:-tsum:latest}
+  image=${TSUM_SERVER_IMAGE:-tsum:latest}
   say "building $image (TSUM_GPU=${TSUM_GPU:-cpu}, BASE_IMAGE=$base) from $here/Dockerfile"
   # shellcheck disable=SC2086 # DOCKER_BUILD_FLAGS is a list of flags
   "$docker" build ${DOCKER_BUILD_FLAGS:---network host} --build-arg "BASE_IMAGE=$base" \
@@ -111,10 +115,16 @@ build_tsum() {
   say "built $image"
 }
 
+# One image maker per engine at a time.
+lock_engine() {
+  exec 8>"${TMPDIR:-/tmp}/tsum-docker-images.$(printf %s "$DOCKER_HOST" | cksum | cut -d' ' -f1).lock"
+  flock -w 1500 8 || { say "timed out waiting for another docker-images.sh on $DOCKER_HOST"; exit 1; }
+}
+
 case "$cmd" in
   engine) ensure_engine; echo "$DOCKER_HOST" ;;
-  base) ensure_engine; ensure_base ;;
-  workload) ensure_engine; ensure_workload ;;
-  tsum) ensure_engine; build_tsum ;;
+  base) ensure_engine; lock_engine; ensure_base ;;
+  workload) ensure_engine; lock_engine; ensure_workload ;;
+  tsum) ensure_engine; lock_engine; build_tsum ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
