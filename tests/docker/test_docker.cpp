@@ -80,9 +80,17 @@ TEST_CASE("docker-engine.sh starts a private engine once and stops it cleanly") 
 }
 
 TEST_CASE("the workload image goes through a registry: push, pull once it is gone, run without a network") {
+  // An empty registry: the push uploads every layer (later fixtures start from its blobs, seed_registry).
   auto t0 = std::chrono::steady_clock::now();
-  DockerEnv env;
+  DockerEnv env({.seed_registry = false});
   MESSAGE("engine " << env.docker_host() << ", images and push ready in " << seconds_since(t0) << " s");
+  int uploads = 0;
+  {
+    std::istringstream log(slurp(env.registry_dir() + "/registry.log"));
+    for (std::string line; std::getline(log, line);)
+      uploads += line.find("\"PUT /v2/tsum-train/blobs/uploads/") != std::string::npos;
+  }
+  CHECK(uploads >= 3);  // the base layer, the bundle layer, the image config
   if (!env.engine_state().empty()) {  // the private engine runs the driver it chose (docker-engine.sh)
     std::string driver = slurp(env.engine_state() + "/driver");
     while (!driver.empty() && driver.back() == '\n') driver.pop_back();
@@ -162,7 +170,9 @@ TEST_CASE("the workload image goes through a registry: push, pull once it is gon
 }
 
 TEST_CASE("a registry with credentials refuses anonymous pulls and serves a logged-in engine") {
+  auto t0 = std::chrono::steady_clock::now();
   DockerEnv env({.registry_auth = true});
+  MESSAGE("ready in " << seconds_since(t0) << " s (registry seeded with the last push's blobs)");
   REQUIRE_FALSE(env.registry_user().empty());
   const std::string v2 = "http://" + env.registry() + "/v2/";
   CHECK(run("curl -s -o /dev/null -w '%{http_code}' " + v2, seconds(30)).output == "401");

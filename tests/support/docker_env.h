@@ -27,6 +27,7 @@
 #include <doctest/doctest.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -66,6 +67,10 @@ struct DockerEnvOptions {
 #endif
   bool registry_auth = false;  // the registry requires registry_user()/registry_password()
   bool push = true;            // push tsum-train:latest to the registry as image()
+  // Start the registry with the blobs of the last push (hardlinked from <build>/cache/registry-seed), so the
+  // push finds its layers there ("Layer already exists") instead of compressing and uploading ~250 MB again.
+  // false: an empty registry, a full upload.
+  bool seed_registry = true;
 };
 
 namespace docker_env_detail {
@@ -194,7 +199,11 @@ class DockerEnv {
     if (stopped_) return;
     stopped_ = true;
     if (pushed_) docker("rmi " + image_ + " >/dev/null", std::chrono::seconds(60));
-    if (!registry_dir_.empty()) script("registry.sh", "stop " + q(registry_dir_), std::chrono::seconds(60));
+    if (!registry_dir_.empty()) {
+      script("registry.sh", "stop " + q(registry_dir_), std::chrono::seconds(60));
+      std::error_code ec;
+      std::filesystem::remove_all(registry_dir_, ec);
+    }
     release_engine();
   }
 
@@ -291,7 +300,18 @@ class DockerEnv {
   }
 
   void start_registry() {
-    registry_dir_ = dir_.file("registry");
+    sweep_registries();
+    std::string tmpl = options_.build_dir + "/cache/registry-XXXXXX";  // beside the seed: hardlinks work
+    std::filesystem::create_directories(options_.build_dir + "/cache");
+    if (mkdtemp(tmpl.data()) == nullptr) FAIL("cannot create " << tmpl);
+    registry_dir_ = tmpl;
+    std::ofstream(registry_dir_ + "/owner") << getpid() << "\n";
+    const std::string seed = options_.build_dir + "/cache/registry-seed";
+    if (options_.seed_registry && std::filesystem::exists(seed + "/docker"))
+      docker_env_detail::run("mkdir -p " + q(registry_dir_ + "/data") + " && (cp -al " + q(seed + "/docker") + " " +
+                                 q(registry_dir_ + "/data/") + " || cp -a " + q(seed + "/docker") + " " +
+                                 q(registry_dir_ + "/data/") + ")",
+                             std::chrono::seconds(300));
     std::string env;
     if (options_.registry_auth) {
       user_ = "tsum";
@@ -323,6 +343,27 @@ class DockerEnv {
     pushed_ = true;
     DockerCommand r = docker("push " + image_, std::chrono::seconds(900));
     if (r.status != 0) FAIL("docker push " << image_ << " failed:\n" << r.output);
+    // The blobs of this push seed the next registry (replaced whole, under a lock).
+    const std::string seed = options_.build_dir + "/cache/registry-seed";
+    docker_env_detail::run("exec 9>" + q(seed + ".lock") + " && flock -w 120 9 && rm -rf " + q(seed + ".new") +
+                               " && mkdir -p " + q(seed + ".new") + " && cp -al " + q(registry_dir_ + "/data/docker") +
+                               " " + q(seed + ".new/") + " && rm -rf " + q(seed) + " && mv " + q(seed + ".new") + " " +
+                               q(seed),
+                           std::chrono::seconds(300));
+  }
+
+  // Registries of test processes that are gone (killed before their destructor ran): stop them, delete them.
+  void sweep_registries() const {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(options_.build_dir + "/cache", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!name.starts_with("registry-") || name == "registry-seed" || !entry.is_directory()) continue;
+      std::ifstream in(entry.path() / "owner");
+      long pid = 0;
+      if (!(in >> pid) || pid <= 0 || kill(static_cast<pid_t>(pid), 0) == 0) continue;
+      script("registry.sh", "stop " + q(entry.path().string()), std::chrono::seconds(60));
+      std::filesystem::remove_all(entry.path(), ec);
+    }
   }
 
   DockerEnvOptions options_;
