@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -81,16 +82,39 @@ inline std::string quote(const std::string& s) {
   return out + "'";
 }
 
-// Runs `sh -c cmd` under `timeout`, capturing stdout and stderr.
+// Runs `sh -c cmd` under coreutils `timeout`, capturing stdout and stderr. The child gets none of this
+// process's other file descriptors: a dockerd or registry it starts outlives the test and must not keep the
+// test's sockets (a listening port) open.
 inline DockerCommand run(const std::string& cmd, std::chrono::seconds limit) {
-  std::string full = "timeout -k 10 " + std::to_string(limit.count()) + " sh -c " + quote(cmd) + " 2>&1";
   DockerCommand r;
-  FILE* p = popen(full.c_str(), "r");
-  if (p == nullptr) return r;
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return r;
+  const std::string secs = std::to_string(limit.count());
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    close_range(3, ~0U, 0);
+    execl("/usr/bin/timeout", "timeout", "-k", "10", secs.c_str(), "/bin/sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  if (pid < 0) {
+    close(out[0]);
+    return r;
+  }
   char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
-  int rc = pclose(p);
-  r.status = rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) != 0;) {
+    if (n > 0) r.output.append(buf, static_cast<size_t>(n));
+    else if (errno != EINTR) break;
+  }
+  close(out[0]);
+  int rc = 0;
+  while (waitpid(pid, &rc, 0) < 0 && errno == EINTR) {
+  }
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
   while (!r.output.empty() && r.output.back() == '\n') r.output.pop_back();
   return r;
 }
@@ -153,10 +177,11 @@ class DockerEnv {
   // After stop(): whether it stopped the private engine (the last test user of an engine a test started).
   bool stopped_engine() const { return stopped_engine_; }
 
-  // What a child process (the agent, a provider) needs to use this engine and registry the same way.
+  // What the agent needs (PROTOCOL.md): DOCKER_HOST, TSUM_IMAGE and, with registry_auth, TSUM_REGISTRY_USER and
+  // TSUM_REGISTRY_PASSWORD. Not DOCKER_CONFIG: give the agent a directory of its own, so its `docker login` is
+  // its own and root's ~/.docker stays untouched.
   std::vector<std::pair<std::string, std::string>> env() const {
-    std::vector<std::pair<std::string, std::string>> out = {
-        {"DOCKER_HOST", docker_host_}, {"DOCKER_CONFIG", docker_config_}, {"TSUM_IMAGE", image_}};
+    std::vector<std::pair<std::string, std::string>> out = {{"DOCKER_HOST", docker_host_}, {"TSUM_IMAGE", image_}};
     if (!user_.empty()) {
       out.emplace_back("TSUM_REGISTRY_USER", user_);
       out.emplace_back("TSUM_REGISTRY_PASSWORD", password_);
