@@ -11,7 +11,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 endif
 
-.PHONY: all deps build test quickstart bench clean
+.PHONY: all deps build test quickstart bench clean image workload-image docker-engine docker-stop
 
 all: build
 
@@ -33,5 +33,31 @@ quickstart: build
 bench: build
 	bench/workload.sh $(BUILD)/bin/tsum-train
 
+# Docker (docs/docker.md). Each uses the engine DOCKER_HOST names, else the system engine if it answers, else
+# starts a private one under $(DOCKER_STATE) and leaves it running (`make docker-stop` stops it).
+#   make image            tsum:latest from ./Dockerfile, built from source in the engine, FROM $(BASE_IMAGE)
+#                         (TSUM_GPU=cuda: the CUDA build, tag it with IMAGE=tsum-cuda:latest)
+#   make workload-image   tsum-train:latest: the stock Debian 12 root plus the trainer bundle
+DOCKER_STATE ?= $(BUILD)/cache/docker
+BASE_IMAGE ?= debian:12
+TSUM_GPU ?= cpu
+IMAGE ?= tsum:latest
+DOCKER_BUILD_FLAGS ?= --network host
+DOCKER_IMAGES = BUILD=$(BUILD) TSUM_DOCKER_STATE=$(DOCKER_STATE) BASE_IMAGE=$(BASE_IMAGE) TSUM_GPU=$(TSUM_GPU) \
+  TSUM_SERVER_IMAGE=$(IMAGE) DOCKER_BUILD_FLAGS="$(DOCKER_BUILD_FLAGS)" sh scripts/docker-images.sh
+
+image:
+	$(DOCKER_IMAGES) tsum
+
+workload-image: build
+	$(DOCKER_IMAGES) workload
+
+docker-engine:
+	@sh scripts/docker-engine.sh start $(DOCKER_STATE)
+
+docker-stop:
+	sh scripts/docker-engine.sh stop $(DOCKER_STATE)
+
 clean:
+	-[ ! -d $(DOCKER_STATE) ] || sh scripts/docker-engine.sh stop $(DOCKER_STATE)
 	rm -rf $(BUILD)
