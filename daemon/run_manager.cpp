@@ -174,6 +174,9 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     spec.runtime = "docker";
     spec.env["TSUM_RUNTIME"] = "docker";
     spec.env["TSUM_IMAGE"] = exp->spec.workload.image;
+    // Registry credentials, when the daemon has them (tsumd's environment, as for the clouds' secrets).
+    for (const char* k : {"TSUM_REGISTRY_USER", "TSUM_REGISTRY_PASSWORD"})
+      if (const char* v = std::getenv(k); v && *v) spec.env[k] = v;
   }
 
   const auto t0 = std::chrono::steady_clock::now();
