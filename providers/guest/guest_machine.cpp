@@ -29,8 +29,8 @@ constexpr auto kIpDeadline = std::chrono::seconds(10);
 constexpr auto kCopyDeadline = std::chrono::minutes(5);
 constexpr const char* kPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-// Runs as this host's /bin/sh in the machine's new namespaces (network joined, mount/PID/UTS/IPC new, all
-// mounts private), as pid 1: builds the guest's view of the world from its root $1, pivots into it and
+// Runs as this host's /bin/sh in the machine's new namespaces (mount/PID/UTS/IPC new, all mounts private, the
+// machine's network namespace joined by nsenter), as pid 1: builds the guest's view of the world from its root $1, pivots into it and
 // execs the guest's command. Says "ok" on fd 3 just before, and closes it.
 constexpr const char* kLauncher = R"(set -eu
 r=$1 name=$2
@@ -233,10 +233,11 @@ Status GuestMachine::start(const std::vector<std::string>& argv) {
   if (argv.empty()) return make_error(Code::invalid_argument, "no command to start machine " + name_ + " with");
   if (started_) return make_error(Code::invalid_argument, "machine " + name_ + " was started already");
   started_ = true;
-  std::vector<std::string> args{find_tool("setpriv"), "--pdeathsig", "KILL", find_tool("nsenter"),
-                                "--net=/run/netns/" + lease_.netns, find_tool("unshare"), "--mount", "--uts", "--ipc",
-                                "--pid", "--fork", "--kill-child", "--propagation", "private", "/bin/sh", "-c",
-                                kLauncher, "tsum-guest-launcher", root(), name_};
+  // unshare stays in this host's network namespace: only the guest's own processes are in the machine's.
+  std::vector<std::string> args{find_tool("setpriv"), "--pdeathsig", "KILL", find_tool("unshare"), "--mount", "--uts",
+                                "--ipc", "--pid", "--fork", "--kill-child", "--propagation", "private",
+                                find_tool("nsenter"), "--net=/run/netns/" + lease_.netns, "/bin/sh", "-c", kLauncher,
+                                "tsum-guest-launcher", root(), name_};
   args.insert(args.end(), argv.begin(), argv.end());
   std::vector<char*> cargv;
   for (auto& a : args) cargv.push_back(a.data());
@@ -268,7 +269,7 @@ Status GuestMachine::start(const std::vector<std::string>& argv) {
   ::close(ready[1]);
   if (rc != 0) {
     ::close(ready[0]);
-    return make_error(Code::internal, "cannot start setpriv/nsenter/unshare: " + std::string(strerror(rc)));
+    return make_error(Code::internal, "cannot start setpriv/unshare/nsenter: " + std::string(strerror(rc)));
   }
   unshare_ = pid;
   // "ok" once the launcher is about to exec the command; EOF without it when the launcher failed.
