@@ -1,4 +1,5 @@
-// A real `tsumd serve` child process on a free loopback port, plus helpers to talk to it.
+// A real `tsumd serve` child process on a free port (of loopback, or of a test network's bridge, where guest
+// machines reach it: support/guest_net.h), plus helpers to talk to it.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -57,15 +58,16 @@ bool eventually(F f, std::chrono::milliseconds limit) {
 
 class DaemonProcess {
  public:
-  explicit DaemonProcess(std::string db, std::vector<std::string> extra_args = {})
-      : db_(std::move(db)), extra_args_(std::move(extra_args)) {}
+  // host: the address it listens on, which is also its public URL's (TSUM_URL), e.g. a TestNetwork's
+  // listen_address().
+  explicit DaemonProcess(std::string db, std::vector<std::string> extra_args = {}, std::string host = "127.0.0.1")
+      : db_(std::move(db)), extra_args_(std::move(extra_args)), host_(std::move(host)) {}
   ~DaemonProcess() { stop(SIGKILL); }
 
   // `extra`: more `tsumd serve` flags, e.g. {"--monthly-budget", "1"}. "{port}" in any flag becomes the port.
-  // listen_host(): where it listens (default loopback; "0.0.0.0" for guests on a test network).
   void start(const std::vector<std::string>& extra = {}) {
     port_ = free_port();
-    std::string listen = listen_host_ + ":" + std::to_string(port_);
+    std::string listen = host_ + ":" + std::to_string(port_);
     log_ = db_ + ".log";
     pid_ = fork();
     REQUIRE(pid_ >= 0);
@@ -83,7 +85,7 @@ class DaemonProcess {
       execv(TSUMD_BIN, argv.data());
       _exit(127);
     }
-    bool up = eventually([&] { return api::http_call("127.0.0.1", port_, "GET", "/healthz").status == 200; },
+    bool up = eventually([&] { return api::http_call(host_, port_, "GET", "/healthz").status == 200; },
                          std::chrono::seconds(30));
     if (!up) FAIL("tsumd did not come up; log:\n" << log());
   }
@@ -117,7 +119,8 @@ class DaemonProcess {
 
   std::string admin_token() const { return run_capture(std::string(TSUMD_BIN) + " token create --db " + db_); }
   uint16_t port() const { return port_; }
-  void listen_host(std::string host) { listen_host_ = std::move(host); }
+  // Its public URL: http://<host>:<port>.
+  std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }
   std::string log() const {
     std::ifstream in(log_);
     return {std::istreambuf_iterator<char>(in), {}};
@@ -128,14 +131,14 @@ class DaemonProcess {
     api::Headers h;
     if (!token.empty()) h.push_back({"Authorization", "Bearer " + token});
     if (!body.empty()) h.push_back({"Content-Type", "application/json"});
-    return api::http_call("127.0.0.1", port_, method, target, body, h);
+    return api::http_call(host_, port_, method, target, body, h);
   }
 
  private:
   std::string db_;
   std::vector<std::string> extra_args_;
+  std::string host_;
   std::string log_;
-  std::string listen_host_ = "127.0.0.1";
   pid_t pid_ = 0;
   uint16_t port_ = 0;
 };

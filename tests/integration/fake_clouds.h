@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "providers/fake_guest/fake_guest.h"
 #include "support/temp_dir.h"
 #include "support/test_tls.h"
 
@@ -38,10 +39,10 @@ inline const std::vector<std::string> kClouds = {"aws", "gce", "azure", "hetzner
 
 class FakeCloud {
  public:
-  // Starts the fake of `cloud` with files under dir. `faults`: its --faults spec; `guest_root`: boot instances'
-  // user data under it (the agent standing in for a VM), empty for records only.
+  // Starts the fake of `cloud` with files under dir. `faults`: its --faults spec; `guest`: boot instances'
+  // user data in guest machines (--guest-root, --guest-image, --guest-network), no root for records only.
   FakeCloud(const std::string& cloud, const TempDir& dir, const TestTls& tls, const std::string& faults = "",
-            const std::string& guest_root = "")
+            const providers::fake_guest::FakeGuestOptions& guest = {})
       : cloud_(cloud), log_(dir.file("fake-" + cloud + ".log")) {
     const std::string secret = "s3cret-" + cloud + "-Zq9Xw";  // distinctive, so a leak in any output is found
     std::vector<std::string> args;
@@ -63,7 +64,8 @@ class FakeCloud {
               "--provisioning-s", "0.5", "--starting-s", "0.5", "--operation-s", "1"};
     }
     if (!faults.empty()) args.insert(args.end(), {"--faults", faults});
-    if (!guest_root.empty()) args.insert(args.end(), {"--guest-root", guest_root});
+    if (!guest.root.empty())
+      args.insert(args.end(), {"--guest-root", guest.root, "--guest-image", guest.image, "--guest-network", guest.network});
     start(args);
 
     secret_ = secret;

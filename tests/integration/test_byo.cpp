@@ -42,8 +42,7 @@ int64_t submit_byo(const DaemonProcess& d, const std::string& admin) {
 TEST_CASE("byo: a stock Debian guest joins with one command and performs the whole run") {
   TestNetwork net;
   TempDir dir;
-  DaemonProcess d(dir.file("t.db"));
-  d.listen_host("0.0.0.0");
+  DaemonProcess d(dir.file("t.db"), {}, net.listen_address());
   const std::string admin = d.admin_token();
   d.start({"--public-url", "http://" + net.listen_address() + ":{port}", "--insecure-agents"});
   CHECK(d.log().find("warning: agents reach this daemon over plain HTTP") != std::string::npos);

@@ -10,6 +10,7 @@
 #include "billing/catalog.h"
 #include "integration/daemon_process.h"
 #include "integration/fake_clouds.h"
+#include "support/guest_net.h"
 
 using namespace tsum;
 using namespace tsum::testing;
@@ -113,34 +114,29 @@ TEST_CASE("tsumd offers against a cloud that refuses the credentials fails namin
 
 namespace {
 
-// The processes of the fake's guests: every one has the guest root in its command line (the relocated agent
-// script, or tsum-train's --data under the agent's working directory).
-int guest_processes(const std::string& guest_root) {
+// Instances the fake booted: it logs "fake guest <id>: booted at <address> in <n> ms" once per boot.
+int guest_boots(const FakeCloud& fake) {
   int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string pid = e.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(getpid())) continue;
-    std::ifstream in(e.path() / "cmdline");
-    std::string cmd{std::istreambuf_iterator<char>(in), {}};
-    if (cmd.find(guest_root + "/") != std::string::npos) ++n;
-  }
+  const std::string log = fake.log();
+  for (std::size_t at = 0; (at = log.find(": booted at ", at)) != std::string::npos; ++at) ++n;
   return n;
 }
 
-int guest_instances(const std::string& guest_root) {
-  int n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(guest_root, ec)) n += e.is_directory() ? 1 : 0;
-  return n;
-}
-
-// A fake cloud with a guest root and a tsumd configured with it (not yet started).
+// A fake cloud booting guest machines on a test network, and a tsumd configured with it (not yet started)
+// listening on the network's bridge, where the guests reach it.
 struct CloudRig {
   CloudRig(const std::string& cloud, const std::string& faults)
-      : guest_root(dir.file("guests")), fake(cloud, dir, tls, faults, guest_root),
-        daemon(dir.file("t.db"), {"--config", write_cloud_config(dir, cloud, fake.section())}) {
+      : guest_root(dir.file("guests")),
+        fake(cloud, dir, tls, faults, {.root = guest_root, .image = kGuestImage, .network = net.bridge()}),
+        daemon(dir.file("t.db"),
+               {"--config", write_cloud_config(dir, cloud, fake.section()), "--public-url",
+                "http://" + net.listen_address() + ":{port}", "--insecure-agents"},
+               net.listen_address()) {
     std::filesystem::create_directories(guest_root);
   }
+
+  // Processes running in the fake's guest machines.
+  int guest_processes() const { return static_cast<int>(guests().size()); }
 
   // The experiment body: one run of a small workload on the cloud's smallest offer.
   std::string experiment(int limit) {
@@ -162,6 +158,8 @@ struct CloudRig {
 
   TempDir dir{"tsum-cloud"};
   TestTls tls;
+  TestNetwork net;  // after dir: it removes the machines before dir goes
+  ProcessList guests = net.guests();
   std::string guest_root;
   FakeCloud fake;
   DaemonProcess daemon;
@@ -193,8 +191,8 @@ TEST_CASE("an experiment on each fake cloud runs end to end; a lost create answe
       CHECK(run["phases"][phase].get<double>() >= 0);
     CHECK(run["t_sum"].get<double>() > 0);
     CHECK(run["instance"]["provider"] == cloud);
-    CHECK(guest_instances(rig.guest_root) == 1);  // the lost answer was adopted, not created again
-    CHECK(eventually([&] { return guest_processes(rig.guest_root) == 0; }, std::chrono::seconds(15)));
+    CHECK(guest_boots(rig.fake) == 1);  // the lost answer was adopted, not created again
+    CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(15)));
     check_no_secret(rig.fake, {0, rig.daemon.log(), run.dump()});
   }
 }
@@ -212,14 +210,14 @@ TEST_CASE("leak guard on each fake cloud: a crash between create and its commit;
     auto status = rig.daemon.wait_exit(std::chrono::seconds(60));
     INFO(rig.daemon.log());
     REQUIRE(status.has_value());
-    CHECK(guest_processes(rig.guest_root) > 0);
+    CHECK(rig.guest_processes() > 0);
     CHECK(WIFEXITED(*status));
     CHECK(WEXITSTATUS(*status) == 137);
 
     rig.daemon.start();
     const std::string stray_line = "reconcile: stray " + cloud + " instance ";
     bool swept = eventually([&] {
-      return guest_processes(rig.guest_root) == 0 && is_terminal(rig.run(admin)) &&
+      return rig.guest_processes() == 0 && is_terminal(rig.run(admin)) &&
              rig.daemon.log().find(stray_line) != std::string::npos;
     }, std::chrono::seconds(90));
     auto run = rig.run(admin);
@@ -245,10 +243,10 @@ TEST_CASE("leak guard on each fake cloud: kill -9 while learning; the restarted 
     auto status = rig.daemon.stop(SIGKILL);
     REQUIRE(status.has_value());
     CHECK(WIFSIGNALED(*status));
-    CHECK(guest_processes(rig.guest_root) > 0);  // still running, still paid
+    CHECK(rig.guest_processes() > 0);  // still running, still paid
 
     rig.daemon.start();
-    bool clean = eventually([&] { return guest_processes(rig.guest_root) == 0 && is_terminal(rig.run(admin)); },
+    bool clean = eventually([&] { return rig.guest_processes() == 0 && is_terminal(rig.run(admin)); },
                             std::chrono::seconds(60));
     auto run = rig.run(admin);
     INFO(run.dump(2));

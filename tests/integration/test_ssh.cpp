@@ -1,6 +1,7 @@
-// The ssh provider end to end: the real tsumd with a config file naming two hosts, each a real sshd in a
-// network namespace of its own (tests/integration/netns_sshd.h), real tsum-train on real Fashion-MNIST.
-// Needs root; a missing precondition fails the test.
+// The ssh provider end to end: the real tsumd with a config file naming two hosts, each a real sshd on a guest
+// machine of the stock Debian root sharing nothing with the daemon but a test network
+// (tests/integration/netns_sshd.h), real tsum-train on real Fashion-MNIST. Needs root; a missing
+// precondition fails the test.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -15,8 +16,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The hosts' work directory: a path of theirs (it does not exist on the daemon's machine).
+constexpr const char* kRemoteWork = "/srv/tsum";
+
 // Two hosts, a client key they both accept, and a config file for tsumd naming them.
 struct SshLab {
+  TestNetwork net;
   TempDir dir{"tsum-ssh"};
   std::string key = dir.file("id_test");
   std::unique_ptr<NetnsSshd> h1, h2;
@@ -24,14 +29,13 @@ struct SshLab {
 
   SshLab() {
     require_ssh_test_preconditions();
-    NetnsSshd::sweep_stale();
     REQUIRE(shell("ssh-keygen -q -t ed25519 -N '' -C tsum-test -f " + key) == 0);
-    h1 = std::make_unique<NetnsSshd>(dir.path().string(), 1, key + ".pub");
-    h2 = std::make_unique<NetnsSshd>(dir.path().string(), 2, key + ".pub");
+    h1 = std::make_unique<NetnsSshd>(net, "h1", key + ".pub");
+    h2 = std::make_unique<NetnsSshd>(net, "h2", key + ".pub");
     nlohmann::json hosts = nlohmann::json::array();
     for (auto [name, host, price] : {std::tuple{"h1", h1.get(), 0.25}, {"h2", h2.get(), 0.5}})
       hosts.push_back({{"name", name}, {"address", host->address()}, {"user", "root"}, {"key_file", key},
-                       {"cores", 1}, {"hourly_price", price}, {"work_dir", dir.file("remote")},
+                       {"cores", 1}, {"hourly_price", price}, {"work_dir", kRemoteWork},
                        {"power_off", "echo off >> " + dir.file(std::string(name) + ".power")}});
     nlohmann::json c = {{"providers", {{"ssh", {{"hosts", hosts}, {"connect_timeout_s", 3},
                                                 {"server_alive_interval_s", 1}, {"server_alive_count_max", 3}}}}}};
@@ -109,7 +113,8 @@ TEST_CASE("ssh: two hosts behind sshd in network namespaces each run a tiny trai
   }
   // Hosts released, remote directories removed, nothing of the runs left running on the hosts but sshd.
   CHECK(fs::is_empty(lab.dir.file("t.db.state/ssh/hosts")));
-  CHECK((!fs::exists(lab.dir.file("remote")) || fs::is_empty(lab.dir.file("remote"))));
+  for (const auto* h : {lab.h1.get(), lab.h2.get()})
+    CHECK((!fs::exists(h->root() + kRemoteWork) || fs::is_empty(h->root() + kRemoteWork)));
   CHECK(lab.h1->processes() == 1);
   CHECK(lab.h2->processes() == 1);
   CHECK(d.log().find("BEGIN OPENSSH PRIVATE KEY") == std::string::npos);

@@ -1,13 +1,18 @@
 // Probes for tests of the fake guest (providers/fake_guest): the agent script they boot, waiting for a file
-// an instance writes, and finding the processes an instance left, by a marker in their command line or
-// environment (every process of a guest inherits HOME=<guest root>/<id>).
+// an instance writes, and finding the processes an instance runs: those in its network namespace (a guest
+// machine's processes all are, and nothing else is).
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -17,8 +22,8 @@
 
 namespace tsum::testing {
 
-// An agent that writes $TSUM_X into x.out in its working directory, starts `sleep 1000` in the background
-// and sleeps itself.
+// An agent that writes $TSUM_X into x.out in its working directory (/opt/tsum/work in the guest), starts
+// `sleep 1000` in the background and sleeps itself.
 inline providers::LaunchSpec guest_spec(const std::string& run, const std::string& x) {
   return {.run_id = run, .tag = "tsum-test", .idempotency_token = "guest" + run,
           .agent_script = "#!/bin/sh\necho \"$TSUM_X\" > x.out\nsleep 1000 &\nsleep 1000\n",
@@ -47,25 +52,50 @@ struct ProbedProcess {
   std::vector<std::string> argv;
 };
 
-// Live (not zombie) processes whose command line or environment contains marker.
-inline std::vector<ProbedProcess> processes_with(const std::string& marker) {
+// The live (not zombie) process pid with its argv; nullopt when it is gone.
+inline std::optional<ProbedProcess> probe_process(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  const std::string stat = read_all(dir + "/stat");
+  auto paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') return std::nullopt;
+  ProbedProcess p{pid, {}};
+  std::stringstream args(read_all(dir + "/cmdline"));
+  for (std::string a; std::getline(args, a, '\0');) p.argv.push_back(a);
+  return p;
+}
+
+// The identity of a named network namespace ("net:[<inode>]", as /proc/<pid>/ns/net reads), empty when there
+// is none. It outlives the name: a namespace whose name was deleted while processes remain keeps it.
+inline std::string netns_id(const std::string& name) {
+  struct stat st {};
+  if (name.empty() || ::stat(("/run/netns/" + name).c_str(), &st) != 0) return {};
+  return "net:[" + std::to_string(st.st_ino) + "]";
+}
+
+// Live processes in any of the network namespaces `ids` (netns_id): a guest machine's processes.
+inline std::vector<ProbedProcess> processes_in_net(const std::set<std::string>& ids) {
   std::vector<ProbedProcess> out;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = read_all(entry.path() / "stat");
-    auto paren = stat.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') continue;
-    const std::string cmdline = read_all(entry.path() / "cmdline");
-    if (cmdline.find(marker) == std::string::npos && read_all(entry.path() / "environ").find(marker) == std::string::npos)
-      continue;
-    ProbedProcess p{static_cast<pid_t>(std::stol(name)), {}};
-    std::stringstream args(cmdline);
-    for (std::string a; std::getline(args, a, '\0');) p.argv.push_back(a);
-    out.push_back(std::move(p));
+    std::error_code lec;
+    const auto ns = std::filesystem::read_symlink(e.path() / "ns" / "net", lec);
+    if (lec || !ids.contains(ns.string())) continue;
+    if (auto p = probe_process(static_cast<pid_t>(std::stol(name)))) out.push_back(std::move(*p));
   }
   return out;
+}
+
+// Where count_within and gone_within look: e.g. a TestNetwork's guests (guest_net.h), or one netns.
+using ProcessList = std::function<std::vector<ProbedProcess>()>;
+
+// The processes of the named network namespace as it is now (found by identity: still found after the
+// name is deleted).
+inline ProcessList in_netns(const std::string& name) {
+  std::set<std::string> ids;
+  if (auto id = netns_id(name); !id.empty()) ids.insert(id);
+  return [ids] { return processes_in_net(ids); };
 }
 
 inline int count_argv(const std::vector<ProbedProcess>& ps, const std::vector<std::string>& argv) {
@@ -74,21 +104,21 @@ inline int count_argv(const std::vector<ProbedProcess>& ps, const std::vector<st
   return n;
 }
 
-// Whether exactly n processes with marker run argv within `limit` (a fork shows its parent's argv until
+// Whether exactly n processes of the list run argv within `limit` (a fork shows its parent's argv until
 // it execs).
-inline bool count_within(const std::string& marker, const std::vector<std::string>& argv, int n,
+inline bool count_within(const ProcessList& list, const std::vector<std::string>& argv, int n,
                          std::chrono::milliseconds limit) {
   for (auto deadline = std::chrono::steady_clock::now() + limit;;) {
-    if (count_argv(processes_with(marker), argv) == n) return true;
+    if (count_argv(list(), argv) == n) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
-// Whether every process with marker is gone within `limit`.
-inline bool gone_within(const std::string& marker, std::chrono::milliseconds limit) {
+// Whether every process of the list is gone within `limit`.
+inline bool gone_within(const ProcessList& list, std::chrono::milliseconds limit) {
   for (auto deadline = std::chrono::steady_clock::now() + limit;;) {
-    if (processes_with(marker).empty()) return true;
+    if (list().empty()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

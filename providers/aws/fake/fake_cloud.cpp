@@ -44,7 +44,7 @@ FakeCloud::FakeCloud(FakeCloudOptions opts)
         sync_guests();
         return reply;
       }) {
-  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+  if (!opts_.guest.root.empty()) guest_.emplace(opts_.guest);
 }
 
 FakeCloud::~FakeCloud() { stop(); }

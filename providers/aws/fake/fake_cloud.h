@@ -8,8 +8,8 @@
 // get AWS's error answer and count as rejected. Faults (fake_faults.h) apply to authenticated requests.
 // Point the provider at it with AwsOptions::ec2_endpoint = pricing_endpoint = base_url() and, for HTTPS,
 // http.ca_file = the CA that signed cert_file.
-// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
-// the guests follow the instances, booted under guest_root/<instance id> while pending or running and
+// With guest.root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the instances, booted under guest.root/<instance id> while pending or running and
 // halted once the instance is shutting down, stopped or gone; destroying the fake halts them all.
 #pragma once
 
@@ -36,7 +36,7 @@ struct FakeCloudOptions {
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
   const Clock* clock = nullptr;           // lifecycle and signature time; null: the system clock
-  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
+  fake_guest::FakeGuestOptions guest = {};  // guest.root set: run instances' user data (FakeGuest, see above)
 };
 
 class FakeCloud {

@@ -1,9 +1,9 @@
 // tsum-fake-cloud: the fake AWS cloud (fake_cloud.h) as a process, for trying tsum's AWS provider or the
 // daemon end to end without an AWS account. Prints "listening on <base URL>" and serves until SIGINT or
 // SIGTERM.
-// With --guest-root DIR, each instance's cloud-init user data really runs on this machine, under DIR/<id>
-// in a PID namespace of its own (providers/fake_guest; needs root), until the instance is deleted or the
-// fake stops.
+// With --guest-root DIR, each instance's cloud-init user data really runs, in a guest machine of the stock
+// root (--guest-image) on a test bridge (--guest-network) under DIR/<id> (providers/fake_guest; needs root),
+// until the instance is deleted or the fake stops.
 #include <signal.h>
 
 #include <charconv>
@@ -23,8 +23,10 @@ namespace {
 constexpr const char* kUsage = R"(usage: tsum-fake-cloud [flags]
   --listen HOST:PORT        address to serve on (default 127.0.0.1:0, an ephemeral port)
   --cert FILE --key FILE    serve HTTPS with this PEM certificate chain and key (default: plain HTTP)
-  --guest-root DIR          run each instance's user data here, under DIR/<id>, until it is deleted
-                            (needs root; default: an instance is only a record)
+  --guest-root DIR          boot each instance's user data in a guest machine under DIR/<id>
+                            until it is deleted (needs root; default: an instance is only a record)
+  --guest-image TAR         the guests' stock root (scripts/guest-rootfs.sh TAR)
+  --guest-network BRIDGE    the bridge guests join; the daemon listens on its address
   --faults SPEC             ACTION:KIND[:COUNT],... KIND is 429|503|500|timeout|lost, ACTION may be *
                             e.g. RunInstances:lost,DescribeInstances:429:2
   --access-key ID           credentials requests must be signed with
@@ -59,7 +61,7 @@ std::string apply(FakeCloudOptions& o, std::string_view flag, std::string_view v
     return "";
   }
   if (flag == "--cert") return o.listen.cert_file = v, "";
-  if (flag == "--guest-root") return o.guest_root = v, "";
+  if (providers::fake_guest::apply_guest_flag(o.guest, flag, v)) return "";
   if (flag == "--key") return o.listen.key_file = v, "";
   if (flag == "--access-key") return o.credentials.access_key_id = v, "";
   if (flag == "--secret-key") return o.credentials.secret_access_key = v, "";

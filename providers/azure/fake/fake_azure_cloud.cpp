@@ -54,7 +54,7 @@ FakeAzureCloud::FakeAzureCloud(FakeAzureCloudOptions opts)
         sync_guests();
         return reply;
       }) {
-  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+  if (!opts_.guest.root.empty()) guest_.emplace(opts_.guest);
 }
 
 FakeAzureCloud::~FakeAzureCloud() { stop(); }

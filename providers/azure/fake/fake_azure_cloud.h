@@ -13,8 +13,8 @@
 // operationResults.get, resourceSkus.list, prices.list.
 // Point the provider at it with login_endpoint = management_endpoint = base_url(), prices_endpoint =
 // prices_url() and, for HTTPS, http.ca_file = the CA that signed cert_file.
-// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
-// the guests follow the VMs: osProfile.customData is booted under guest_root/<group>.<vm name> while the VM
+// With guest.root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the VMs: osProfile.customData is booted under guest.root/<group>.<vm name> while the VM
 // is Creating or Succeeded and not stopped, and halted once it is stopped, Deleting, Failed or gone;
 // destroying the fake halts them all.
 #pragma once
@@ -49,7 +49,7 @@ struct FakeAzureCloudOptions {
   double token_lifetime_s = 3599;
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
-  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
+  fake_guest::FakeGuestOptions guest = {};  // guest.root set: run instances' user data (FakeGuest, see above)
   const Clock* clock = nullptr;           // lifecycle and token time; null: the system clock
 };
 

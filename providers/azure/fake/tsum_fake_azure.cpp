@@ -1,9 +1,9 @@
 // tsum-fake-azure: the fake Azure (fake_azure_cloud.h) as a process, for trying tsum's Azure provider
 // without an Azure account. Prints "listening on <base URL>" with the tenant, client id and subscription
 // to use, and serves until SIGINT or SIGTERM.
-// With --guest-root DIR, each instance's cloud-init user data really runs on this machine, under DIR/<id>
-// in a PID namespace of its own (providers/fake_guest; needs root), until the instance is deleted or the
-// fake stops.
+// With --guest-root DIR, each instance's cloud-init user data really runs, in a guest machine of the stock
+// root (--guest-image) on a test bridge (--guest-network) under DIR/<id> (providers/fake_guest; needs root),
+// until the instance is deleted or the fake stops.
 #include <signal.h>
 
 #include <charconv>
@@ -21,8 +21,10 @@ namespace {
 constexpr const char* kUsage = R"(usage: tsum-fake-azure --client-secret SECRET [flags]
   --listen HOST:PORT        address to serve on (default 127.0.0.1:0, an ephemeral port)
   --cert FILE --key FILE    serve HTTPS with this PEM certificate chain and key (default: plain HTTP)
-  --guest-root DIR          run each instance's user data here, under DIR/<id>, until it is deleted
-                            (needs root; default: an instance is only a record)
+  --guest-root DIR          boot each instance's user data in a guest machine under DIR/<id>
+                            until it is deleted (needs root; default: an instance is only a record)
+  --guest-image TAR         the guests' stock root (scripts/guest-rootfs.sh TAR)
+  --guest-network BRIDGE    the bridge guests join; the daemon listens on its address
   --client-secret SECRET    the app's client secret the token endpoint accepts (required)
   --tenant ID --client-id ID --subscription ID   the identities requests must name
   --faults SPEC             METHOD:KIND[:COUNT],... KIND is 429|503|500|timeout|lost, METHOD may be *
@@ -65,7 +67,7 @@ std::string apply(Flags& f, std::string_view flag, std::string_view v) {
     return "";
   }
   if (flag == "--cert") return o.listen.cert_file = v, "";
-  if (flag == "--guest-root") return o.guest_root = v, "";
+  if (providers::fake_guest::apply_guest_flag(o.guest, flag, v)) return "";
   if (flag == "--key") return o.listen.key_file = v, "";
   if (flag == "--client-secret") return o.client_secret = v, "";
   if (flag == "--tenant") return o.tenant_id = v, "";

@@ -69,7 +69,7 @@ FakeGceCloud::FakeGceCloud(FakeGceCloudOptions opts)
         sync_guests();
         return reply;
       }) {
-  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+  if (!opts_.guest.root.empty()) guest_.emplace(opts_.guest);
 }
 
 FakeGceCloud::~FakeGceCloud() { stop(); }

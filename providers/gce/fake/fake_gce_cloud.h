@@ -12,8 +12,8 @@
 // skus.list.
 // Point the provider at it with compute_endpoint = compute_url(), billing_endpoint = billing_url(),
 // token_endpoint = token_url() and, for HTTPS, http.ca_file = the CA that signed cert_file.
-// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
-// the guests follow the instances: the metadata item user-data is booted under guest_root/<instance id>
+// With guest.root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the instances: the metadata item user-data is booted under guest.root/<instance id>
 // while PROVISIONING, STAGING or RUNNING, and halted once the instance is STOPPING, TERMINATED or gone;
 // destroying the fake halts them all.
 #pragma once
@@ -45,7 +45,7 @@ struct FakeGceCloudOptions {
   double token_lifetime_s = 3600;
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
-  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
+  fake_guest::FakeGuestOptions guest = {};  // guest.root set: run instances' user data (FakeGuest, see above)
   const Clock* clock = nullptr;           // lifecycle, JWT and token time; null: the system clock
 };
 

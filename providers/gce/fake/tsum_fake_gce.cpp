@@ -2,9 +2,9 @@
 // Google account. It makes a service account of its own and writes its key file (with token_uri pointing
 // at this server) where --account-out says, or trusts the key file given with --account. Prints
 // "listening on <base URL>" and serves until SIGINT or SIGTERM.
-// With --guest-root DIR, each instance's cloud-init user data really runs on this machine, under DIR/<id>
-// in a PID namespace of its own (providers/fake_guest; needs root), until the instance is deleted or the
-// fake stops.
+// With --guest-root DIR, each instance's cloud-init user data really runs, in a guest machine of the stock
+// root (--guest-image) on a test bridge (--guest-network) under DIR/<id> (providers/fake_guest; needs root),
+// until the instance is deleted or the fake stops.
 #include <signal.h>
 
 #include <charconv>
@@ -25,8 +25,10 @@ namespace {
 constexpr const char* kUsage = R"(usage: tsum-fake-gce [flags]
   --listen HOST:PORT        address to serve on (default 127.0.0.1:0, an ephemeral port)
   --cert FILE --key FILE    serve HTTPS with this PEM certificate chain and key (default: plain HTTP)
-  --guest-root DIR          run each instance's user data here, under DIR/<id>, until it is deleted
-                            (needs root; default: an instance is only a record)
+  --guest-root DIR          boot each instance's user data in a guest machine under DIR/<id>
+                            until it is deleted (needs root; default: an instance is only a record)
+  --guest-image TAR         the guests' stock root (scripts/guest-rootfs.sh TAR)
+  --guest-network BRIDGE    the bridge guests join; the daemon listens on its address
   --account FILE            trust this service account key file (its email and public key)
   --account-out FILE        else: make a service account and write its key file here (default: none)
   --project ID              the project requests must name (default tsum-fake)
@@ -64,7 +66,7 @@ std::string apply(Flags& f, std::string_view flag, std::string_view v) {
     return "";
   }
   if (flag == "--cert") return o.listen.cert_file = v, "";
-  if (flag == "--guest-root") return o.guest_root = v, "";
+  if (providers::fake_guest::apply_guest_flag(o.guest, flag, v)) return "";
   if (flag == "--key") return o.listen.key_file = v, "";
   if (flag == "--account") return f.account_in = v, "";
   if (flag == "--account-out") return f.account_out = v, "";

@@ -39,7 +39,7 @@ FakeHetznerCloud::FakeHetznerCloud(FakeHetznerCloudOptions opts)
         sync_guests();
         return reply;
       }) {
-  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+  if (!opts_.guest.root.empty()) guest_.emplace(opts_.guest);
 }
 
 FakeHetznerCloud::~FakeHetznerCloud() { stop(); }

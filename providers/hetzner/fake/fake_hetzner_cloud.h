@@ -6,8 +6,8 @@
 // servers.create, servers.list, servers.get, servers.delete, server_types.list.
 // Point the provider at it with HetznerOptions::endpoint = api_url() and, for HTTPS, http.ca_file = the CA
 // that signed cert_file.
-// With guest_root set, each instance's user data really runs (providers/fake_guest): after every request
-// the guests follow the servers: user_data is booted under guest_root/<server id> while the server is
+// With guest.root set, each instance's user data really runs (providers/fake_guest): after every request
+// the guests follow the servers: user_data is booted under guest.root/<server id> while the server is
 // initializing, starting or running, and halted once it is off, deleting or gone;
 // destroying the fake halts them all.
 #pragma once
@@ -35,7 +35,7 @@ struct FakeHetznerCloudOptions {
   FakeServersOptions servers = {};
   std::chrono::milliseconds hang{30000};  // how long a "timeout" fault holds the connection before closing it
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
-  std::string guest_root = {};           // non-empty: run instances' user data there (FakeGuest, see above)
+  fake_guest::FakeGuestOptions guest = {};  // guest.root set: run instances' user data (FakeGuest, see above)
   const Clock* clock = nullptr;           // lifecycle time; null: the system clock
 };
 

@@ -1,8 +1,8 @@
 // tsum-fake-hetzner: the fake Hetzner Cloud (fake_hetzner_cloud.h) as a process, for trying tsum's Hetzner
 // provider without an account. Prints "listening on <base URL>" and serves until SIGINT or SIGTERM.
-// With --guest-root DIR, each instance's cloud-init user data really runs on this machine, under DIR/<id>
-// in a PID namespace of its own (providers/fake_guest; needs root), until the instance is deleted or the
-// fake stops.
+// With --guest-root DIR, each instance's cloud-init user data really runs, in a guest machine of the stock
+// root (--guest-image) on a test bridge (--guest-network) under DIR/<id> (providers/fake_guest; needs root),
+// until the instance is deleted or the fake stops.
 #include <signal.h>
 
 #include <charconv>
@@ -20,8 +20,10 @@ namespace {
 constexpr const char* kUsage = R"(usage: tsum-fake-hetzner [flags]
   --listen HOST:PORT        address to serve on (default 127.0.0.1:0, an ephemeral port)
   --cert FILE --key FILE    serve HTTPS with this PEM certificate chain and key (default: plain HTTP)
-  --guest-root DIR          run each instance's user data here, under DIR/<id>, until it is deleted
-                            (needs root; default: an instance is only a record)
+  --guest-root DIR          boot each instance's user data in a guest machine under DIR/<id>
+                            until it is deleted (needs root; default: an instance is only a record)
+  --guest-image TAR         the guests' stock root (scripts/guest-rootfs.sh TAR)
+  --guest-network BRIDGE    the bridge guests join; the daemon listens on its address
   --token TOKEN             the API token requests must carry (default tsum-fake-hcloud-token)
   --faults SPEC             ACTION:KIND[:COUNT],... KIND is 429|503|500|timeout|lost, ACTION may be *
                             e.g. servers.create:lost,servers.get:429:2
@@ -50,7 +52,7 @@ std::string apply(FakeHetznerCloudOptions& o, std::vector<Fault>& faults, std::s
     return "";
   }
   if (flag == "--cert") return o.listen.cert_file = v, "";
-  if (flag == "--guest-root") return o.guest_root = v, "";
+  if (providers::fake_guest::apply_guest_flag(o.guest, flag, v)) return "";
   if (flag == "--key") return o.listen.key_file = v, "";
   if (flag == "--token") return o.token = v, "";
   if (flag == "--initializing-s") return number(o.servers.initializing_s);

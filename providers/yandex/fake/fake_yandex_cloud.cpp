@@ -81,7 +81,7 @@ FakeYandexCloud::FakeYandexCloud(FakeYandexCloudOptions opts)
         sync_guests();
         return reply;
       }) {
-  if (!opts_.guest_root.empty()) guest_.emplace(opts_.guest_root);
+  if (!opts_.guest.root.empty()) guest_.emplace(opts_.guest);
 }
 
 FakeYandexCloud::~FakeYandexCloud() { stop(); }

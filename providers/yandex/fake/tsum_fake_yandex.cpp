@@ -2,9 +2,9 @@
 // provider without a Yandex account. It makes an authorized key of its own and writes its key file where
 // --key-out says, or trusts the key file given with --key. Prints "listening on <base URL>" and serves
 // until SIGINT or SIGTERM.
-// With --guest-root DIR, each instance's cloud-init user data really runs on this machine, under DIR/<id>
-// in a PID namespace of its own (providers/fake_guest; needs root), until the instance is deleted or the
-// fake stops.
+// With --guest-root DIR, each instance's cloud-init user data really runs, in a guest machine of the stock
+// root (--guest-image) on a test bridge (--guest-network) under DIR/<id> (providers/fake_guest; needs root),
+// until the instance is deleted or the fake stops.
 #include <signal.h>
 
 #include <charconv>
@@ -26,8 +26,10 @@ namespace {
 constexpr const char* kUsage = R"(usage: tsum-fake-yandex [flags]
   --listen HOST:PORT        address to serve on (default 127.0.0.1:0, an ephemeral port)
   --cert FILE --key-pem FILE  serve HTTPS with this PEM certificate chain and key (default: plain HTTP)
-  --guest-root DIR          run each instance's user data here, under DIR/<id>, until it is deleted
-                            (needs root; default: an instance is only a record)
+  --guest-root DIR          boot each instance's user data in a guest machine under DIR/<id>
+                            until it is deleted (needs root; default: an instance is only a record)
+  --guest-image TAR         the guests' stock root (scripts/guest-rootfs.sh TAR)
+  --guest-network BRIDGE    the bridge guests join; the daemon listens on its address
   --key FILE                trust this authorized key file (its id, service account and public key)
   --key-out FILE            else: make an authorized key and write its key file here (default: none)
   --folder ID               the folder requests must name (default b1gfakefolder0000001)
@@ -71,7 +73,7 @@ std::string apply(Flags& f, std::string_view flag, std::string_view v) {
     return "";
   }
   if (flag == "--cert") return o.listen.cert_file = v, "";
-  if (flag == "--guest-root") return o.guest_root = v, "";
+  if (providers::fake_guest::apply_guest_flag(o.guest, flag, v)) return "";
   if (flag == "--key-pem") return o.listen.key_file = v, "";
   if (flag == "--key") return f.key_in = v, "";
   if (flag == "--key-out") return f.key_out = v, "";

@@ -6,6 +6,7 @@
 #include "providers/aws/codec.h"
 #include "providers/aws/fake/fake_catalog.h"
 #include "providers/aws/fake/fake_cloud.h"
+#include "support/guest_net.h"
 #include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
@@ -27,9 +28,9 @@ struct Cloud {
   FakeCloud fake;
   std::unique_ptr<AwsProvider> provider;
 
-  explicit Cloud(FakeEc2Options ec2 = {}, Credentials creds = kCreds, std::string guest_root = {})
+  explicit Cloud(FakeEc2Options ec2 = {}, Credentials creds = kCreds, fake_guest::FakeGuestOptions guest = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()},
-              .ec2 = ec2, .hang = 5s, .clock = &clock, .guest_root = guest_root}) {
+              .ec2 = ec2, .hang = 5s, .clock = &clock, .guest = guest}) {
     REQUIRE(fake.start().ok());
     provider = make(creds);
   }
@@ -330,15 +331,18 @@ TEST_CASE("make() checks its options") {
 }
 
 TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TestNetwork net;
   testing::TempDir root("tsum-guest");
   const std::string marker = root.path().string();
-  Cloud c({}, kCreds, marker);
+  const fake_guest::FakeGuestOptions guest{.root = marker, .image = testing::kGuestImage, .network = net.bridge()};
+  const auto guests = net.guests();
+  Cloud c({}, kCreds, guest);
   c.fake.inject({.action = "RunInstances", .kind = FaultKind::lost});  // booted though the answer is lost
   auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "aws x")));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
-  const std::string home = marker + "/" + c.fake.instances().at(0).id;
+  const std::string home = marker + "/" + c.fake.instances().at(0).id + "/root";  // its "/"
   CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "aws x\n");
-  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  CHECK(testing::count_within(guests, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
   REQUIRE(run_sync(c.provider->terminate(*h)).ok());
-  CHECK(testing::gone_within(marker, 5s));
+  CHECK(testing::gone_within(guests, 5s));
 }

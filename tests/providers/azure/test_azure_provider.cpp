@@ -8,6 +8,7 @@
 #include "providers/aws/codec.h"
 #include "providers/azure/azure_provider.h"
 #include "providers/azure/fake/fake_azure_cloud.h"
+#include "support/guest_net.h"
 #include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
@@ -30,9 +31,10 @@ struct Cloud {
   FakeAzureCloud fake;
   std::unique_ptr<AzureProvider> provider;
 
-  explicit Cloud(FakeArmOptions arm = {}, RetailPaging retail = {}, int sku_page_size = 100, std::string guest_root = {})
+  explicit Cloud(FakeArmOptions arm = {}, RetailPaging retail = {}, int sku_page_size = 100,
+                 fake_guest::FakeGuestOptions guest = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}, .client_secret = kSecret, .arm = arm,
-              .retail = retail, .sku_page_size = sku_page_size, .hang = 3s, .guest_root = guest_root, .clock = &clock}) {
+              .retail = retail, .sku_page_size = sku_page_size, .hang = 3s, .guest = guest, .clock = &clock}) {
     REQUIRE(fake.start().ok());
     provider = make(kSecret);
   }
@@ -400,14 +402,17 @@ TEST_CASE("without a configured SSH key the VM gets a throwaway one, the same fo
 }
 
 TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TestNetwork net;
   testing::TempDir root("tsum-guest");
   const std::string marker = root.path().string();
-  Cloud c({}, {}, 100, marker);
+  const fake_guest::FakeGuestOptions guest{.root = marker, .image = testing::kGuestImage, .network = net.bridge()};
+  const auto guests = net.guests();
+  Cloud c({}, {}, 100, guest);
   auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "azure x")));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
-  const std::string home = marker + "/" + c.fake.vms().at(0).group + "." + c.fake.vms().at(0).name;
+  const std::string home = marker + "/" + c.fake.vms().at(0).group + "." + c.fake.vms().at(0).name + "/root";
   CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "azure x\n");
-  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  CHECK(testing::count_within(guests, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
   REQUIRE(run_sync(c.provider->terminate(*h)).ok());
-  CHECK(testing::gone_within(marker, 5s));
+  CHECK(testing::gone_within(guests, 5s));
 }

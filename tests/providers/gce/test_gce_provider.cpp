@@ -11,6 +11,7 @@
 #include "providers/gce/fake/fake_gce_cloud.h"
 #include "providers/gce/gce_provider.h"
 #include "support/gce_account.h"
+#include "support/guest_net.h"
 #include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
@@ -31,10 +32,11 @@ struct Cloud {
   FakeGceCloud fake;
   std::unique_ptr<GceProvider> provider;
 
-  explicit Cloud(FakeComputeOptions compute = {}, std::string zone = "us-central1-a", std::string guest_root = {})
+  explicit Cloud(FakeComputeOptions compute = {}, std::string zone = "us-central1-a",
+                 fake_guest::FakeGuestOptions guest = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()},
               .client_email = test_account().client_email, .public_key_pem = *rsa_public_key_pem(test_account().private_key_pem),
-              .compute = compute, .hang = 3s, .guest_root = guest_root, .clock = &clock}) {
+              .compute = compute, .hang = 3s, .guest = guest, .clock = &clock}) {
     REQUIRE(fake.start().ok());
     provider = make(test_account(), zone);
   }
@@ -396,14 +398,17 @@ TEST_CASE("create refuses what it cannot launch, naming why; make() checks its o
 }
 
 TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TestNetwork net;
   testing::TempDir root("tsum-guest");
   const std::string marker = root.path().string();
-  Cloud c({}, "us-central1-a", marker);
+  const fake_guest::FakeGuestOptions guest{.root = marker, .image = testing::kGuestImage, .network = net.bridge()};
+  const auto guests = net.guests();
+  Cloud c({}, "us-central1-a", guest);
   auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "gce x")));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
-  const std::string home = marker + "/" + c.fake.instances().at(0).id;
+  const std::string home = marker + "/" + c.fake.instances().at(0).id + "/root";  // its "/"
   CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "gce x\n");
-  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  CHECK(testing::count_within(guests, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
   REQUIRE(run_sync(c.provider->terminate(*h)).ok());
-  CHECK(testing::gone_within(marker, 5s));
+  CHECK(testing::gone_within(guests, 5s));
 }

@@ -9,6 +9,7 @@
 #include "providers/hetzner/fake/fake_hetzner_cloud.h"
 #include "providers/hetzner/hetzner_provider.h"
 #include "providers/http/http_client.h"
+#include "support/guest_net.h"
 #include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
@@ -30,9 +31,10 @@ struct Cloud {
   FakeHetznerCloud fake;
   std::unique_ptr<HetznerProvider> provider;
 
-  explicit Cloud(FakeServersOptions servers = {}, std::string location = "fsn1", std::string guest_root = {})
+  explicit Cloud(FakeServersOptions servers = {}, std::string location = "fsn1",
+                 fake_guest::FakeGuestOptions guest = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}, .token = kToken,
-              .servers = servers, .hang = 3s, .guest_root = guest_root, .clock = &clock}) {
+              .servers = servers, .hang = 3s, .guest = guest, .clock = &clock}) {
     REQUIRE(fake.start().ok());
     provider = make(kToken, location);
   }
@@ -380,14 +382,17 @@ TEST_CASE("the fake refuses what Hetzner refuses, and its label selectors and pa
 }
 
 TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TestNetwork net;
   testing::TempDir root("tsum-guest");
   const std::string marker = root.path().string();
-  Cloud c({}, "fsn1", marker);
+  const fake_guest::FakeGuestOptions guest{.root = marker, .image = testing::kGuestImage, .network = net.bridge()};
+  const auto guests = net.guests();
+  Cloud c({}, "fsn1", guest);
   auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "hetzner x")));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
-  const std::string home = marker + "/" + std::to_string(c.fake.servers().at(0).id);
+  const std::string home = marker + "/" + std::to_string(c.fake.servers().at(0).id) + "/root";  // its "/"
   CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "hetzner x\n");
-  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  CHECK(testing::count_within(guests, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
   REQUIRE(run_sync(c.provider->terminate(*h)).ok());
-  CHECK(testing::gone_within(marker, 5s));
+  CHECK(testing::gone_within(guests, 5s));
 }

@@ -10,6 +10,7 @@
 #include "providers/gce/jwt.h"
 #include "providers/yandex/fake/fake_yandex_cloud.h"
 #include "providers/yandex/yandex_provider.h"
+#include "support/guest_net.h"
 #include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
@@ -35,9 +36,10 @@ struct Cloud {
   FakeYandexCloud fake;
   std::unique_ptr<YandexProvider> provider;
 
-  explicit Cloud(FakeYandexComputeOptions compute = {}, int sku_page_size = 1000, std::string guest_root = {})
+  explicit Cloud(FakeYandexComputeOptions compute = {}, int sku_page_size = 1000,
+                 fake_guest::FakeGuestOptions guest = {})
       : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}, .public_key_pem = test_key().private_key_pem,
-              .compute = compute, .sku_page_size = sku_page_size, .hang = 3s, .guest_root = guest_root, .clock = &clock}) {
+              .compute = compute, .sku_page_size = sku_page_size, .hang = 3s, .guest = guest, .clock = &clock}) {
     REQUIRE(fake.start().ok());
     provider = make(test_key());
   }
@@ -397,14 +399,17 @@ TEST_CASE("the fake refuses what Yandex refuses: bad JWT claims, folders, filter
 }
 
 TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
+  testing::TestNetwork net;
   testing::TempDir root("tsum-guest");
   const std::string marker = root.path().string();
-  Cloud c({}, 1000, marker);
+  const fake_guest::FakeGuestOptions guest{.root = marker, .image = testing::kGuestImage, .network = net.bridge()};
+  const auto guests = net.guests();
+  Cloud c({}, 1000, guest);
   auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "yandex x")));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
-  const std::string home = marker + "/" + c.fake.instances().at(0).id;
+  const std::string home = marker + "/" + c.fake.instances().at(0).id + "/root";  // its "/"
   CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "yandex x\n");
-  CHECK(testing::count_within(marker, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  CHECK(testing::count_within(guests, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
   REQUIRE(run_sync(c.provider->terminate(*h)).ok());
-  CHECK(testing::gone_within(marker, 5s));
+  CHECK(testing::gone_within(guests, 5s));
 }
