@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -295,6 +296,8 @@ Status GuestMachine::start(const std::vector<std::string>& argv) {
       if (Clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    // A pidfd names init for good: a signal through it never reaches a later process that reused the pid.
+    if (init_ > 0) init_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, init_, 0));
     if (init_ > 0) return {};
   }
   ::kill(unshare_, SIGKILL);  // --kill-child takes the launcher down with it
@@ -320,13 +323,15 @@ void GuestMachine::halt() {
   if (unshare_ > 0) {
     // SIGKILL to init makes the kernel kill everything in its PID namespace; unshare, waiting for init,
     // exits once init is reaped, that is once the namespace is empty.
-    if (init_ > 0) ::kill(init_, SIGKILL);
+    if (init_fd_ >= 0) ::syscall(SYS_pidfd_send_signal, init_fd_, SIGKILL, nullptr, 0);
     if (!reap(unshare_, Clock::now() + kHaltDeadline)) {
       ::kill(unshare_, SIGKILL);
       reap(unshare_, Clock::now() + kHaltDeadline);
     }
     unshare_ = init_ = -1;
   }
+  if (init_fd_ >= 0) ::close(init_fd_);
+  init_fd_ = -1;
   teardown(network_, lease_, dir_);
 }
 

@@ -109,6 +109,7 @@ class GuestMachine {
   bool halted_ = false;
   pid_t unshare_ = -1;  // our child: unshare, the parent of init
   pid_t init_ = -1;
+  int init_fd_ = -1;    // a pidfd of init
 };
 
 }  // namespace tsum::providers::guest

@@ -51,6 +51,14 @@ struct Rig {
 
 bool exists(const std::string& p) { return fs::exists(p); }
 
+// Network interfaces of this host on the bridge's side of guests' veth pairs (named <bridge>-<n>).
+int veths_of(const TestNetwork& net) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/sys/class/net"))
+    n += e.path().filename().string().starts_with(net.bridge() + "-");
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("cloud_init_user_data boots in a guest machine: the agent runs at its real paths; halt leaves nothing") {
@@ -70,8 +78,10 @@ TEST_CASE("cloud_init_user_data boots in a guest machine: the agent runs at its 
   CHECK(count_argv(procs(), {"sleep", "infinity"}) == 1);  // init, once runcmd is done
   CHECK(address.starts_with(rig.net.listen_address().substr(0, rig.net.listen_address().rfind('.') + 1)));
 
+  CHECK(veths_of(rig.net) == 1);
   guest.halt("i-0001");
   CHECK(gone_within(procs, 5s));
+  CHECK(veths_of(rig.net) == 0);
   CHECK_FALSE(guest.running("i-0001"));
   CHECK_FALSE(exists("/run/netns/" + netns));
   CHECK_FALSE(exists(rig.root.file("i-0001")));

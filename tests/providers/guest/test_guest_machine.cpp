@@ -157,6 +157,8 @@ TEST_CASE("a guest is the stock root in namespaces of its own; this host's files
 TEST_CASE("a guest reaches a server on the bridge address, and not this host's 127.0.0.1") {
   TestNetwork net;
   providers::http::LoopbackServer server([](const providers::http::LoopbackRequest& req) {
+    if (req.target.starts_with("/v1/join/"))  // a join script, as for a bring-your-own machine
+      return providers::http::LoopbackReply{.status = 200, .body = "echo joined $(hostname) > /tmp/joined\n"};
     return providers::http::LoopbackReply{.status = 200, .body = "hello " + req.target + "\n"};
   });
   auto port = server.start({.host = net.listen_address()});
@@ -172,6 +174,9 @@ TEST_CASE("a guest reaches a server on the bridge address, and not this host's 1
   CHECK(guest_line(*m2, "/tmp/got", 15s) == got);
   CHECK(local.accepted() == 0);
   CHECK(m2->address() != m->address());
+
+  auto byo = net.boot_shell("byo1", "curl -fsSL " + net.url(*port) + "/v1/join/abc | sh; exec sleep 1000");
+  CHECK(guest_line(*byo, "/tmp/joined", 15s) == "joined byo1\n");
 }
 
 TEST_CASE("writes from this host stay inside the guest's root, whatever links the guest made") {
