@@ -128,6 +128,7 @@ TEST_CASE("data set formats: idx needs its four files whole; other formats their
   CHECK(short_one.error().detail.find("train-images-idx3-ubyte: truncated") != std::string::npos);
 
   // A missing split.
+  write(d.file("train-images-idx3-ubyte"), idx(3, 2));
   REQUIRE(write_tar_gz(d.file("three.tar.gz"), {files[0], files[1], files[2]}).ok());
   CHECK(check_dataset_archive(d.file("three.tar.gz"), "idx").error().detail.find("t10k-labels-idx1-ubyte") !=
         std::string::npos);

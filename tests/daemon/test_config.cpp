@@ -68,7 +68,7 @@ TEST_CASE("a config with two ssh hosts: values, defaults and relative key paths"
 
 TEST_CASE("unknown fields, wrong types and bad values are errors naming the field") {
   CHECK(error_of(R"({"provider": {}})") == "config.provider: unknown field");
-  CHECK(error_of(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, aws, gce, azure, hetzner, yandex)");
+  CHECK(error_of(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, byo, aws, gce, azure, hetzner, yandex)");
   CHECK(error_of(R"({"providers": {"ssh": {"hosts": []}}})") == "providers.ssh.hosts: must be a non-empty array of hosts");
   CHECK(error_of(R"({"providers": {"ssh": {"hosts": [{}], "x": 1}}})") == "providers.ssh.hosts[0].name: is required");
   CHECK(error_of(one_host(R"(,"prot":22)")) == "providers.ssh.hosts[0].prot: unknown field");
