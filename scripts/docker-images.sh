@@ -31,7 +31,7 @@ workload_image=tsum-train:latest
 
 docker=/usr/bin/docker
 # The classic builder: it is in every engine and needs no buildx plugin or entitlements for --network host.
-export DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0}
+export DOCKER_BUILDKIT="${DOCKER_BUILDKIT:-0}"
 [ -x "$docker" ] || docker=$(command -v docker || true)
 [ -n "$docker" ] || { echo "docker-images: the docker CLI is missing: install docker.io" >&2; exit 1; }
 

@@ -63,6 +63,7 @@ start_registry() {
   auth=""
   if [ -n "${TSUM_REGISTRY_USER:-}" ]; then
     hash=$(bcrypt "${TSUM_REGISTRY_PASSWORD:?TSUM_REGISTRY_PASSWORD must go with TSUM_REGISTRY_USER}")
+    # shellcheck disable=SC2016 # a literal $2b$ prefix
     case $hash in '$2b$'*) ;; *) say "perl's crypt() made no bcrypt hash (libcrypt without bcrypt?)"; exit 1 ;; esac
     printf '%s:%s\n' "$TSUM_REGISTRY_USER" "$hash" >"$state/htpasswd"
     auth="auth:
