@@ -175,5 +175,10 @@ TEST_CASE("tls: listen() names the certificate or key it cannot use") {
 
   std::string other_key = listen_with(tls.cert_file(), tls.ca_file());  // not a key either
   CHECK(other_key.rfind("invalid_argument", 0) == 0);
+
+  tsum::testing::TestTls another;  // a real key, but of another certificate
+  std::string mismatch = listen_with(tls.cert_file(), another.key_file());
+  CHECK(mismatch.rfind("invalid_argument", 0) == 0);
+  CHECK(contains(mismatch, another.key_file()));
   io.run();  // the one server that listened has stopped: its accept loop ends
 }
