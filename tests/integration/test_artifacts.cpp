@@ -68,8 +68,9 @@ TEST_CASE("a local run downloads trainer and data by hash and uploads its result
 
   auto listed = d.call("GET", "/v1/runs/" + rid + "/artifacts", admin);
   REQUIRE(listed.status == 200);
+  const json listing = listed.json();  // named: a range-for over a member of a temporary would dangle
   std::map<std::string, json> arts;
-  for (const auto& a : listed.json()["artifacts"]) arts[a["name"].get<std::string>()] = a;
+  for (const auto& a : listing["artifacts"]) arts[a["name"].get<std::string>()] = a;
   REQUIRE(arts.count("model.pt"));
   REQUIRE(arts.count("events.jsonl"));
   REQUIRE(arts.count("samples.csv"));
