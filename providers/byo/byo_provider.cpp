@@ -171,44 +171,44 @@ Task<Result<std::vector<InstanceHandle>>> ByoProvider::list_tagged(std::string_v
   co_return out;
 }
 
-Result<std::string> ByoProvider::join(const std::string& code) {
+Result<std::pair<fs::path, json>> ByoProvider::find_code(const std::string& code) const {
   if (!is_code(code)) return make_error(Code::not_found, "no such join code");
-  std::lock_guard lock(mu_);
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir(), ec)) {
-    auto s = read_state(e.path());
-    if (!s || s->value("code", "") != code) continue;
-    const std::string state = s->value("state", "");
-    if (state != "waiting")
-      return make_error(state == "revoked" ? Code::not_found : Code::already_exists,
-                        state == "revoked" ? "this join code was revoked (the run ended)"
-                                           : "this join code was used already; each run takes one machine");
-    if (unix_now() > s->value("expires_at", 0.0)) return make_error(Code::timeout, "this join code expired");
-    std::map<std::string, std::string> env = s->value("env", std::map<std::string, std::string>{});
-    std::string script = byo_join_script(s->value("id", ""), code, s->value("agent_script", ""), env);
-    (*s)["state"] = "joined";
-    (*s)["joined_at"] = unix_now();
-    if (auto w = write_state(e.path(), *s); !w) return w.error();
-    return script;
-  }
+  for (const auto& e : fs::directory_iterator(dir(), ec))
+    if (auto s = read_state(e.path()); s && s->value("code", "") == code) return std::pair{e.path(), std::move(*s)};
   return make_error(Code::not_found, "no such join code");
 }
 
-Status ByoProvider::left(const std::string& code) {
-  if (!is_code(code)) return make_error(Code::not_found, "no such join code");
+Result<std::string> ByoProvider::join(const std::string& code) {
   std::lock_guard lock(mu_);
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir(), ec)) {
-    auto s = read_state(e.path());
-    if (!s || s->value("code", "") != code) continue;
-    const std::string state = s->value("state", "");
-    if (state != "joined" && state != "leaving") return make_error(Code::not_found, "this machine has not joined");
-    (*s)["state"] = "left";
-    (*s)["env"] = json::object();
-    (*s)["left_at"] = unix_now();
-    return write_state(e.path(), *s);
-  }
-  return make_error(Code::not_found, "no such join code");
+  auto found = find_code(code);
+  if (!found) return found.error();
+  auto& [path, s] = *found;
+  const std::string state = s.value("state", "");
+  if (state != "waiting")
+    return make_error(state == "revoked" ? Code::not_found : Code::already_exists,
+                      state == "revoked" ? "this join code was revoked (the run ended)"
+                                         : "this join code was used already; each run takes one machine");
+  if (unix_now() > s.value("expires_at", 0.0)) return make_error(Code::timeout, "this join code expired");
+  std::map<std::string, std::string> env = s.value("env", std::map<std::string, std::string>{});
+  std::string script = byo_join_script(s.value("id", ""), code, s.value("agent_script", ""), env);
+  s["state"] = "joined";
+  s["joined_at"] = unix_now();
+  if (auto w = write_state(path, s); !w) return w.error();
+  return script;
+}
+
+Status ByoProvider::left(const std::string& code) {
+  std::lock_guard lock(mu_);
+  auto found = find_code(code);
+  if (!found) return found.error();
+  auto& [path, s] = *found;
+  const std::string state = s.value("state", "");
+  if (state != "joined" && state != "leaving") return make_error(Code::not_found, "this machine has not joined");
+  s["state"] = "left";
+  s["env"] = json::object();
+  s["left_at"] = unix_now();
+  return write_state(path, s);
 }
 
 }  // namespace tsum::providers

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
+#include <utility>
 #include <mutex>
 #include <string>
 
@@ -48,7 +50,8 @@ class ByoProvider final : public Provider {
 
  private:
   std::string dir() const;
-  std::string now_iso(std::chrono::system_clock::time_point t) const;
+  // The state file and record holding `code`; not_found when none does (or the code is malformed).
+  Result<std::pair<std::filesystem::path, nlohmann::json>> find_code(const std::string& code) const;
 
   ByoOptions opts_;
   std::mutex mu_;

@@ -105,10 +105,13 @@ TEST_CASE("ssh: two hosts behind sshd in network namespaces each run a tiny trai
     for (const char* p : {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"})
       CHECK(run["phases"][p].get<double>() >= 0);
     CHECK(run["phases"]["learn"].get<double>() > 0);
-    // terminate fetched the results from the host, and ran the host's power_off command once.
-    std::string results = lab.dir.file("t.db.state/results/run-" + std::to_string(run["id"].get<int64_t>()));
-    CHECK(fs::file_size(results + "/model.pt") > 0);
-    CHECK(fs::exists(results + "/events.jsonl"));
+    // The agent fetched the bundle and the data set through the tunnel and uploaded its results the same way;
+    // terminate ran the host's power_off command once.
+    CHECK(run["metrics"]["install"]["method"] == "bundle");
+    const std::string rid = std::to_string(run["id"].get<int64_t>());
+    const nlohmann::json arts = d.call("GET", "/v1/runs/" + rid + "/artifacts", admin).json();
+    CHECK(arts["artifacts"].size() == 3);
+    CHECK(d.call("GET", "/v1/runs/" + rid + "/artifacts/model.pt", admin).body.size() > 100000);
     CHECK(run_capture("cat " + lab.dir.file(std::string(host) + ".power")) == "off");
   }
   // Hosts released, remote directories removed, nothing of the runs left running on the hosts but sshd.
