@@ -65,7 +65,9 @@ void four_silent_runs(const std::string& cloud, const std::string& type, json se
   constexpr int kRuns = 4;
   TempDir dir("tsum-poll");
   section["startup_deadline_s"] = 12;
-  DaemonProcess d(dir.file("t.db"), {"--config", write_config(dir, cloud, section), "--max-concurrent", "4"});
+  // Loopback is the "public" URL here: these instances' agents never speak anyway.
+  DaemonProcess d(dir.file("t.db"), {"--config", write_config(dir, cloud, section), "--max-concurrent", "4",
+                                     "--public-url", "http://127.0.0.1:{port}"});
   const std::string admin = d.admin_token();
   d.start();
   const auto posted = std::chrono::steady_clock::now();
@@ -136,7 +138,8 @@ TEST_CASE("GET /v1/offers names a provider whose price API fails and still retur
   REQUIRE(fake.start().ok());
   TempDir dir("tsum-offers-errors");
   json section = {{"token_file", write_private(dir, "token", kHetznerToken)}, {"endpoint", fake.api_url()}};
-  DaemonProcess d(dir.file("t.db"), {"--config", write_config(dir, "hetzner", section)});
+  DaemonProcess d(dir.file("t.db"), {"--config", write_config(dir, "hetzner", section), "--public-url",
+                                     "http://127.0.0.1:{port}"});
   const std::string admin = d.admin_token();
   d.start();
 
