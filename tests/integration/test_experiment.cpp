@@ -114,8 +114,9 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
     CHECK(learn["rss_bytes"]["max"].get<double>() > 50e6);
     // load_data writes the decompressed data set into the sandbox.
     CHECK(run["stats"]["load_data"].contains("write_bps"));
-    // The checkpoint outlives the instance; the sandbox does not.
-    CHECK(fs::file_size(dir.file("t.db.state/results/run-" + std::to_string(run["id"].get<int>()) + "/model.pt")) > 0);
+    // The checkpoint outlives the instance (uploaded to the daemon in save); the sandbox does not.
+    CHECK(d.call("GET", "/v1/runs/" + std::to_string(run["id"].get<int>()) + "/artifacts/model.pt", admin).body.size() >
+          100000);
   }
   CHECK(fs::is_empty(dir.file("t.db.state/local")));
   // Under a 60 s minimum both cost one minute, so local-1c (half the price) is cheapest; per hour too.
