@@ -96,6 +96,7 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
       auto rule = rule_override ? rule_override : billing::rule_for_provider(p->name());
       if (!rule) rule = billing::parse_rule("per_second_60s_min").value();
       for (const auto& o : *offers) {
+        if (o.vcpus <= 0 && o.gpus <= 0) continue;  // unknown hardware (a byo "any" machine): nothing to predict
         billing::ConfigSpec cfg{.config = o.provider + "/" + o.instance_type, .provider = o.provider,
                                 .instance_type = o.instance_type, .cores = o.vcpus, .gpus = o.gpus,
                                 .gpu_type = o.gpu_type};
