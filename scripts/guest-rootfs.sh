@@ -10,6 +10,7 @@ set -eu
 out=${1:?usage: guest-rootfs.sh OUT.tar [EXTRA,...]}
 extra=${2:-}
 [ -s "$out" ] && exit 0
+mkdir -p "$(dirname "$out")"
 dir=$(cd "$(dirname "$out")" && pwd)
 cache=${TSUM_CACHE_DIR:-$dir}/debs
 mkdir -p "$cache"
