@@ -1,5 +1,5 @@
 // FakeGuest: a stand-in for the operating system of the fake clouds' instances. boot() does what cloud-init
-// does with our #cloud-config user data (aws/cloud_init.h), on this machine, under root/<instance id>:
+// does with our #cloud-config user data (cloud_init/cloud_init.h), on this machine, under root/<instance id>:
 //   - the user data must start with a "#cloud-config" line and be a YAML mapping (parsed with yaml-cpp);
 //   - write_files: each entry's content (plain, or encoding b64/base64) goes to root/<id>/<path> with its
 //     permissions (octal string, default 0644); owner and other entry keys are skipped;

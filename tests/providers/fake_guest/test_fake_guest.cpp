@@ -1,10 +1,10 @@
-// The fake guest boots real user data: aws::cloud_init_user_data's document runs its agent under the guest
+// The fake guest boots real user data: cloud_init_user_data's document runs its agent under the guest
 // root, in a PID namespace that halt() empties; and user data it cannot do is refused or skipped by name.
 #include <doctest/doctest.h>
 
-#include "providers/aws/cloud_init.h"
-#include "providers/aws/codec.h"
+#include "providers/cloud_init/cloud_init.h"
 #include "providers/fake_guest/fake_guest.h"
+#include "providers/http/codec.h"
 #include "support/guest_probe.h"
 #include "support/temp_dir.h"
 
@@ -23,7 +23,7 @@ using tsum::testing::wait_for_line;
 namespace {
 
 std::string user_data(const std::string& run, const std::string& x) {
-  auto doc = aws::cloud_init_user_data(testing::guest_spec(run, x), {});
+  auto doc = cloud_init_user_data(testing::guest_spec(run, x), {});
   REQUIRE_MESSAGE(doc.ok(), doc.error().detail);
   return *doc;
 }
@@ -91,7 +91,7 @@ TEST_CASE("write_files and runcmd as cloud-init reads them: plain and base64 con
   const std::string doc = "#cloud-config\npackage_update: true\npackages: [curl]\nwrite_files:\n"
                           "  - path: /srv/app/note.txt\n    content: \"see /srv/app/data, not /srv/apple\\n\"\n"
                           "  - path: /srv/app/bin/run\n    permissions: '0750'\n    encoding: base64\n    content: " +
-                          aws::base64_encode("#!/bin/sh\necho ran in /srv/app > /srv/app/ran\n") +
+                          http::base64_encode("#!/bin/sh\necho ran in /srv/app > /srv/app/ran\n") +
                           "\n    owner: root:root\nruncmd:\n  - /srv/app/bin/run\n  - [cp, /srv/app/note.txt, /srv/app/copy]\n";
   auto parsed = parse_cloud_config(doc);
   REQUIRE_MESSAGE(parsed.ok(), parsed.error().detail);
