@@ -1,0 +1,31 @@
+// GuestHook: where a fake's instances meet providers/fake_guest. With a guest root, after every request the
+// fake's guests follow its instances (FakeGuest::sync): the user data of each instance that is booting or
+// running is booted under root/<guest id>, and the guest of each one that is not is halted; destroying the
+// hook halts them all. Without one, instances are records only. Each fake says which instances are up and
+// under which id (FakeCloudApi::live_guests); everything about running them is here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "providers/fake_guest/fake_guest.h"
+
+namespace tsum::providers::fake_cloud {
+
+struct GuestOptions {
+  std::string root = {};  // non-empty: run instances' user data under it (needs root)
+};
+
+class GuestHook {
+ public:
+  explicit GuestHook(const GuestOptions& opts);
+  bool enabled() const { return guest_.has_value(); }
+  // Boots what is up and not booted yet, halts what is booted and no longer up.
+  void sync(const std::vector<fake_guest::LiveInstance>& up);
+
+ private:
+  std::optional<fake_guest::FakeGuest> guest_;
+};
+
+}  // namespace tsum::providers::fake_cloud
