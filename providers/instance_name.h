@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 #include "providers/provider.h"
 
 namespace tsum::providers {
@@ -17,7 +17,7 @@ inline std::string instance_name_for(const LaunchSpec& spec) {
     c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
     run += (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
   }
-  return "tsum-" + (run.empty() ? std::string() : run + "-") + aws::sha256_hex(spec.idempotency_token).substr(0, 8);
+  return "tsum-" + (run.empty() ? std::string() : run + "-") + http::sha256_hex(spec.idempotency_token).substr(0, 8);
 }
 
 }  // namespace tsum::providers

@@ -17,6 +17,7 @@
 #include "providers/aws/codec.h"
 #include "providers/aws/sigv4.h"
 #include "providers/aws/xml.h"
+#include "providers/http/base_url.h"
 #include "providers/http/http_client.h"
 
 namespace tsum::providers::aws {
@@ -34,14 +35,8 @@ struct AwsApiOptions {
   const Clock* clock = nullptr;         // signing time; null: the system clock
 };
 
-// A base URL split for requests: "https://host:port/prefix" -> url "https://host:port/prefix/", host
-// "host:port". invalid_argument unless http(s) with a host and no query or fragment.
-struct BaseUrl {
-  std::string url;   // ends with '/'
-  std::string host;  // the Host header
-  std::string path;  // ends with '/'
-};
-Result<BaseUrl> parse_base_url(std::string_view url);
+using http::BaseUrl;
+using http::parse_base_url;
 
 class AwsApi {
  public:

@@ -1,5 +1,5 @@
 // The AWS EC2 provider: instances are EC2 on-demand instances booted from a configured AMI, with user data
-// (cloud_init.h) that starts the tsum agent.
+// (cloud_init/cloud_init.h) that starts the tsum agent.
 //   create     RunInstances with ClientToken = the launch's idempotency token (hashed when longer than EC2's
 //              64 characters), so a retried create never makes a second instance; tags <tag_key>=<tag>,
 //              tsum-run=<run id> and Name; InstanceInitiatedShutdownBehavior=terminate.
@@ -23,7 +23,7 @@
 
 #include "common/clock.h"
 #include "providers/aws/aws_api.h"
-#include "providers/aws/cloud_init.h"
+#include "providers/cloud_init/cloud_init.h"
 #include "providers/provider.h"
 
 namespace tsum::providers::aws {

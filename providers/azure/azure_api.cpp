@@ -1,8 +1,8 @@
 #include "providers/azure/azure_api.h"
 
 #include "common/json_util.h"
-#include "providers/aws/aws_api.h"
-#include "providers/aws/codec.h"
+#include "providers/http/base_url.h"
+#include "providers/http/codec.h"
 #include "providers/http/redact.h"
 
 namespace tsum::providers::azure {
@@ -64,7 +64,7 @@ std::string origin_of(std::string_view url) {
 }
 
 Result<std::string> endpoint(const std::string& url, const char* fallback, const char* name) {
-  auto base = aws::parse_base_url(url.empty() ? std::string(fallback) : url);
+  auto base = http::parse_base_url(url.empty() ? std::string(fallback) : url);
   if (!base) return make_error(Code::invalid_argument, std::string("azure: ") + name + " " + base.error().detail);
   std::string out = base->url;
   out.pop_back();  // no trailing '/'
@@ -114,11 +114,11 @@ Error AzureApi::redacted(Error e) const {
 
 Task<Status> AzureApi::refresh_token() {
   const double now = now_s();
-  const aws::Fields form{{"grant_type", "client_credentials"}, {"client_id", opts_.credentials.client_id},
+  const http::Fields form{{"grant_type", "client_credentials"}, {"client_id", opts_.credentials.client_id},
                          {"client_secret", opts_.credentials.client_secret}, {"scope", std::string(kManagementScope)}};
   const http::HttpRequest req{.method = "POST", .url = token_url_,
                               .headers = {{"Content-Type", "application/x-www-form-urlencoded"}},
-                              .body = aws::form_encode(form), .timeout = opts_.attempt_timeout};
+                              .body = http::form_encode(form), .timeout = opts_.attempt_timeout};
   auto res = co_await http_.send(req);
   const std::string what = "Entra ID token for client " + opts_.credentials.client_id;
   if (!res) co_return redacted(make_error(res.code(), what + ": " + res.error().detail));

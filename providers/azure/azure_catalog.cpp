@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "providers/aws/codec.h"
 #include "providers/azure/azure_json.h"
+#include "providers/http/codec.h"
 
 namespace tsum::providers::azure {
 
@@ -131,7 +131,7 @@ std::vector<Offer> price_sizes(const std::vector<VmSku>& sizes, const std::map<s
 std::string retail_url(std::string_view prices_endpoint, std::string_view location, long skip) {
   const std::string filter = "serviceName eq 'Virtual Machines' and armRegionName eq '" + std::string(location) +
                              "' and priceType eq 'Consumption'";
-  return std::string(prices_endpoint) + "?api-version=" + std::string(kRetailApi) + "&$filter=" + aws::uri_encode(filter) +
+  return std::string(prices_endpoint) + "?api-version=" + std::string(kRetailApi) + "&$filter=" + http::uri_encode(filter) +
          (skip > 0 ? "&$skip=" + std::to_string(skip) : "");
 }
 
@@ -160,7 +160,7 @@ Task<Result<std::vector<VmSku>>> fetch_sizes(AzureApi& api, const std::string& s
   std::vector<VmSku> all;
   const std::string filter = "location eq '" + location + "'";
   std::string path = "subscriptions/" + subscription + "/providers/Microsoft.Compute/skus?api-version=" +
-                     std::string(kSkusApi) + "&$filter=" + aws::uri_encode(filter);
+                     std::string(kSkusApi) + "&$filter=" + http::uri_encode(filter);
   std::string next;
   for (int page = 0; page < kMaxPages; ++page) {
     const std::string method = "GET", body;

@@ -1,6 +1,6 @@
 #include "providers/azure/azure_json.h"
 
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 
 namespace tsum::providers::azure {
 
@@ -63,7 +63,7 @@ nlohmann::json vm_body(const VmSpec& s) {
               {"osDisk", {{"createOption", "FromImage"}, {"deleteOption", "Delete"}, {"diskSizeGB", s.disk_gb},
                           {"managedDisk", {{"storageAccountType", "StandardSSD_LRS"}}}}}}},
             {"osProfile", {{"computerName", s.name}, {"adminUsername", s.admin_username},
-                           {"customData", aws::base64_encode(s.user_data)}, {"linuxConfiguration", linux_config}}},
+                           {"customData", http::base64_encode(s.user_data)}, {"linuxConfiguration", linux_config}}},
             {"networkProfile", {{"networkApiVersion", "2020-11-01"}, {"networkInterfaceConfigurations", {nic}}}}}}};
 }
 

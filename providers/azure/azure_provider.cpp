@@ -5,9 +5,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 
-#include "providers/instance_name.h"
 #include "providers/azure/azure_catalog.h"
 #include "providers/azure/ssh_key.h"
+#include "providers/http/codec.h"
+#include "providers/instance_name.h"
 
 namespace tsum::providers::azure {
 
@@ -100,7 +101,7 @@ Result<VmSpec> AzureProvider::vm_spec(const Offer& offer, const LaunchSpec& spec
   if (spec.idempotency_token.empty()) return bad("create needs an idempotency token");
   if (!valid_tag_text(spec.tag)) return bad("tag '" + spec.tag + "' is not a tag value tsum uses (letters, digits, _ . -)");
   if (!valid_tag_text(spec.run_id)) return bad("run id '" + spec.run_id + "' is not a tag value tsum uses");
-  auto user_data = aws::cloud_init_user_data(spec, opts_.cloud_init);
+  auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
   if (user_data->size() > kMaxCustomData) return bad("custom data over Azure's 64 KiB");
   if (ssh_public_key_.empty()) {
@@ -236,7 +237,7 @@ Task<Result<std::vector<InstanceHandle>>> AzureProvider::list_tagged(std::string
   if (!valid_tag_text(tag)) co_return make_error(Code::invalid_argument, "azure: tag '" + std::string(tag) + "' is not a tag value");
   const std::string filter = "tagName eq '" + opts_.tag_name + "' and tagValue eq '" + std::string(tag) + "'";
   const std::string path = "subscriptions/" + opts_.credentials.subscription_id + "/resourcegroups?" + api(kResourcesApi) +
-                           "&$filter=" + aws::uri_encode(filter);
+                           "&$filter=" + http::uri_encode(filter);
   std::vector<InstanceHandle> out;
   std::string next;
   for (int page = 0; page < kMaxListPages; ++page) {

@@ -1,6 +1,6 @@
 // The Azure provider: every launch gets a resource group of its own in one location, tagged
 // <tag_name>=<tag> and tsum-run=<run id>, holding a virtual network and one Linux VM booted from a
-// marketplace image with cloud-init custom data (aws/cloud_init.h) that starts the tsum agent.
+// marketplace image with cloud-init custom data (cloud_init/cloud_init.h) that starts the tsum agent.
 //   create     GET the group (a group of that name tagged for another run is already_exists), PUT the
 //              group, PUT the network and wait for it, PUT the VM and wait for its Azure-AsyncOperation,
 //              polling until operation_deadline. The VM creates its NIC and static public IP itself;
@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "providers/aws/cloud_init.h"
 #include "providers/azure/azure_api.h"
 #include "providers/azure/azure_json.h"
+#include "providers/cloud_init/cloud_init.h"
 #include "providers/provider.h"
 
 namespace tsum::providers::azure {
@@ -47,7 +47,7 @@ struct AzureOptions {
   std::string admin_username = "tsum";
   std::string ssh_public_key = {};         // empty: a throwaway key (ssh_key.h); nobody logs in
   std::string tag_name = "tsum";           // the ownership tag's name; its value is LaunchSpec::tag
-  aws::CloudInitOptions cloud_init = {};
+  CloudInitOptions cloud_init = {};
   http::HttpClientOptions http = {};       // CA file, retry policy
   std::chrono::milliseconds attempt_timeout{30000};
   std::chrono::milliseconds operation_deadline{std::chrono::minutes(10)};

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 
 namespace tsum::providers::azure {
 
@@ -48,7 +48,7 @@ Result<std::string> throwaway_ssh_public_key() {
   put_string(blob, "ssh-rsa");
   put_string(blob, mpint(e));
   put_string(blob, mpint(n));
-  return "ssh-rsa " + aws::base64_encode(blob) + " tsum-throwaway";
+  return "ssh-rsa " + http::base64_encode(blob) + " tsum-throwaway";
 }
 
 }  // namespace tsum::providers::azure

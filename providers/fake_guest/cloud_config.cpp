@@ -6,7 +6,7 @@
 #include <charconv>
 #include <filesystem>
 
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 
 namespace tsum::providers::fake_guest {
 
@@ -72,14 +72,14 @@ Result<GuestFile> read_file_entry(const YAML::Node& entry, std::vector<std::stri
   }
   const bool gzipped = encoding == "gz+b64" || encoding == "gzip+base64" || encoding == "gz+base64";
   if (gzipped || encoding == "b64" || encoding == "base64") {
-    auto decoded = aws::base64_decode(f.content);
+    auto decoded = http::base64_decode(f.content);
     if (!decoded) return invalid("content of " + f.path + " is not valid base64: " + decoded.error().detail);
     f.content = std::move(*decoded);
   } else if (encoding != "text/plain") {
     return invalid("encoding '" + encoding + "' of " + f.path + " is not supported (gz+b64, b64, base64 or text/plain)");
   }
   if (gzipped) {
-    auto plain = aws::gzip_decompress(f.content);
+    auto plain = http::gzip_decompress(f.content);
     if (!plain) return invalid("content of " + f.path + " is not gzip: " + plain.error().detail);
     f.content = std::move(*plain);
   }

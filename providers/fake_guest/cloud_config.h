@@ -1,4 +1,4 @@
-// What a guest's cloud-init does with our #cloud-config user data (aws/cloud_init.h), read with yaml-cpp:
+// What a guest's cloud-init does with our #cloud-config user data (cloud_init/cloud_init.h), read with yaml-cpp:
 //   - the user data must start with a "#cloud-config" line and be a YAML mapping;
 //   - write_files: each entry's path (absolute, no ".."), content (plain, or encoding b64/base64, or
 //     gz+b64/gzip+base64) and permissions (octal string, default 0644); owner and other entry keys are

@@ -44,13 +44,6 @@ std::string runcmd_script(const std::string& id, const std::vector<std::vector<s
 
 }  // namespace
 
-bool apply_guest_flag(FakeGuestOptions& o, std::string_view flag, std::string_view value) {
-  if (flag == "--guest-root") return o.root = value, true;
-  if (flag == "--guest-image") return o.image = value, true;
-  if (flag == "--guest-network") return o.network = value, true;
-  return false;
-}
-
 FakeGuest::FakeGuest(FakeGuestOptions options) : opts_(std::move(options)) {
   std::error_code ec;
   if (!opts_.root.empty()) opts_.root = fs::absolute(opts_.root, ec).lexically_normal().string();

@@ -45,10 +45,6 @@ struct FakeGuestOptions {
   std::string network;  // the bridge guests join (guest_network.h); the daemon listens on its address
 };
 
-// The fakes' command-line flags for FakeGuestOptions: --guest-root DIR, --guest-image TAR, --guest-network
-// BRIDGE. True when `flag` is one of them (then `value` is applied).
-bool apply_guest_flag(FakeGuestOptions& o, std::string_view flag, std::string_view value);
-
 class FakeGuest {
  public:
   explicit FakeGuest(FakeGuestOptions options);

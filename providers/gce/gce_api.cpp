@@ -1,7 +1,7 @@
 #include "providers/gce/gce_api.h"
 
 #include "common/json_util.h"
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 #include "providers/http/redact.h"
 
 namespace tsum::providers::gce {
@@ -42,8 +42,8 @@ Error api_error(const std::string& what, int status, const GoogleError& g) {
   return make_error(c, detail);
 }
 
-Result<aws::BaseUrl> endpoint(const std::string& url, const char* fallback) {
-  return aws::parse_base_url(url.empty() ? std::string(fallback) : url);
+Result<http::BaseUrl> endpoint(const std::string& url, const char* fallback) {
+  return http::parse_base_url(url.empty() ? std::string(fallback) : url);
 }
 
 }  // namespace
@@ -56,12 +56,12 @@ Result<std::unique_ptr<GceApi>> GceApi::make(GceApiOptions opts) {
   auto billing = endpoint(opts.billing_endpoint, "https://cloudbilling.googleapis.com/v1");
   if (!billing) return billing.error();
   if (opts.token_endpoint.empty()) opts.token_endpoint = opts.account.token_uri;
-  auto token = aws::parse_base_url(opts.token_endpoint);
+  auto token = http::parse_base_url(opts.token_endpoint);
   if (!token) return make_error(Code::invalid_argument, "token " + token.error().detail);
   return std::unique_ptr<GceApi>(new GceApi(std::move(opts), std::move(*compute), std::move(*billing)));
 }
 
-GceApi::GceApi(GceApiOptions opts, aws::BaseUrl compute, aws::BaseUrl billing)
+GceApi::GceApi(GceApiOptions opts, http::BaseUrl compute, http::BaseUrl billing)
     : opts_(std::move(opts)), compute_(std::move(compute)), billing_(std::move(billing)), http_(opts_.http) {}
 
 double GceApi::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
@@ -76,10 +76,10 @@ Task<Status> GceApi::refresh_token() {
   auto assertion = make_assertion(opts_.account, opts_.scope, opts_.token_endpoint, static_cast<long long>(now));
   if (!assertion) co_return assertion.error();
   last_assertion_ = *assertion;
-  const aws::Fields form{{"grant_type", std::string(kJwtBearerGrant)}, {"assertion", *assertion}};
+  const http::Fields form{{"grant_type", std::string(kJwtBearerGrant)}, {"assertion", *assertion}};
   const http::HttpRequest req{.method = "POST", .url = opts_.token_endpoint,
                               .headers = {{"Content-Type", "application/x-www-form-urlencoded"}},
-                              .body = aws::form_encode(form), .timeout = opts_.attempt_timeout};
+                              .body = http::form_encode(form), .timeout = opts_.attempt_timeout};
   auto res = co_await http_.send(req);
   const std::string what = "OAuth2 token for " + opts_.account.client_email;
   if (!res) co_return redacted(make_error(res.code(), what + ": " + res.error().detail));

@@ -20,8 +20,8 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "providers/aws/aws_api.h"
 #include "providers/gce/jwt.h"
+#include "providers/http/base_url.h"
 #include "providers/http/http_client.h"
 
 namespace tsum::providers::gce {
@@ -55,7 +55,7 @@ class GceApi {
   const GceApiOptions& options() const { return opts_; }
 
  private:
-  GceApi(GceApiOptions opts, aws::BaseUrl compute, aws::BaseUrl billing);
+  GceApi(GceApiOptions opts, http::BaseUrl compute, http::BaseUrl billing);
   double now_s() const;
   // Exchanges a new assertion for an access token.
   Task<Status> refresh_token();
@@ -65,8 +65,8 @@ class GceApi {
                                     const std::string& body);
 
   GceApiOptions opts_;
-  aws::BaseUrl compute_;
-  aws::BaseUrl billing_;
+  http::BaseUrl compute_;
+  http::BaseUrl billing_;
   SystemClock system_clock_;
   std::string access_token_;
   double token_expires_s_ = 0;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "providers/gce/gce_json.h"
+#include "providers/http/codec.h"
 
 namespace tsum::providers::gce {
 
@@ -199,7 +200,7 @@ Task<Result<std::vector<Offer>>> fetch_catalog(GceApi& api, const std::string& p
   for (int page = 0;; ++page) {
     if (page == kMaxPages) co_return make_error(Code::internal, "Compute machineTypes: more than 200 pages");
     const std::string path = "projects/" + project + "/zones/" + zone + "/machineTypes?maxResults=500" +
-                             (token.empty() ? "" : "&pageToken=" + aws::uri_encode(token));
+                             (token.empty() ? "" : "&pageToken=" + http::uri_encode(token));
     const std::string method = "GET", body;
     auto answer = co_await api.compute(method, path, body);
     if (!answer) co_return answer.error();
@@ -214,7 +215,7 @@ Task<Result<std::vector<Offer>>> fetch_catalog(GceApi& api, const std::string& p
   for (int page = 0;; ++page) {
     if (page == kMaxPages) co_return make_error(Code::internal, "Cloud Billing skus: more than 200 pages");
     const std::string path = "services/" + std::string(kComputeServiceId) + "/skus?currencyCode=USD&pageSize=5000" +
-                             (token.empty() ? "" : "&pageToken=" + aws::uri_encode(token));
+                             (token.empty() ? "" : "&pageToken=" + http::uri_encode(token));
     auto answer = co_await api.billing(path);
     if (!answer) co_return answer.error();
     auto parsed = parse_sku_page(*answer);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 
 namespace tsum::providers::gce {
 
@@ -134,7 +134,7 @@ bool valid_uuid(std::string_view id) {
 }
 
 std::string uuid_for(std::string_view text) {
-  std::string h = aws::sha256_hex(text).substr(0, 32);
+  std::string h = http::sha256_hex(text).substr(0, 32);
   h[12] = '8';                                          // version 8: custom
   h[16] = "89ab"[(h[16] >= 'a' ? h[16] - 'a' + 10 : h[16] - '0') & 3];  // variant 10xx
   return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);

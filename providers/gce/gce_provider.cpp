@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <map>
 
-#include "providers/aws/codec.h"
-#include "providers/instance_name.h"
 #include "providers/gce/gce_catalog.h"
+#include "providers/http/codec.h"
+#include "providers/instance_name.h"
 
 namespace tsum::providers::gce {
 
@@ -89,7 +89,7 @@ Result<InsertSpec> GceProvider::insert_spec(const Offer& offer, const LaunchSpec
     return bad("tag '" + spec.tag + "' is not a GCE label value (lowercase letters, digits, _ and -, at most 63)");
   if (!valid_label_value(spec.run_id)) return bad("run id '" + spec.run_id + "' is not a GCE label value");
   if (opts_.source_image.empty()) return bad("no source_image configured");
-  auto user_data = aws::cloud_init_user_data(spec, opts_.cloud_init);
+  auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
   return InsertSpec{.name = instance_name(spec), .zone = opts_.zone, .machine_type = offer.instance_type,
                     .source_image = opts_.source_image, .disk_gb = opts_.disk_gb, .network = opts_.network,
@@ -228,9 +228,9 @@ Task<Result<std::vector<GceInstance>>> GceProvider::list_labelled(const std::str
   const std::string filter = "labels." + opts_.label_key + " = \"" + tag + "\"";
   std::string token;
   for (int page = 0; page < kMaxListPages; ++page) {
-    const std::string path = "projects/" + opts_.project + "/aggregated/instances?filter=" + aws::uri_encode(filter) +
+    const std::string path = "projects/" + opts_.project + "/aggregated/instances?filter=" + http::uri_encode(filter) +
                              "&maxResults=500&returnPartialSuccess=true" +
-                             (token.empty() ? "" : "&pageToken=" + aws::uri_encode(token));
+                             (token.empty() ? "" : "&pageToken=" + http::uri_encode(token));
     const std::string method = "GET", body;
     auto answer = co_await api_->compute(method, path, body);
     if (!answer) co_return answer.error();

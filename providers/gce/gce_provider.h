@@ -1,5 +1,5 @@
 // The Google Compute Engine provider: instances are on-demand VMs in one zone, booted from a configured
-// image with cloud-init user data (aws/cloud_init.h) that starts the tsum agent.
+// image with cloud-init user data (cloud_init/cloud_init.h) that starts the tsum agent.
 //   create     instances.insert with a requestId (a UUID from the idempotency token and a per-call nonce),
 //              so HttpClient's retries of a lost answer get the first try's operation instead of a second
 //              VM. The instance name derives from the token alone: a later create for the same launch (a
@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "providers/aws/cloud_init.h"
+#include "providers/cloud_init/cloud_init.h"
 #include "providers/gce/gce_api.h"
 #include "providers/gce/gce_json.h"
 #include "providers/provider.h"
@@ -47,7 +47,7 @@ struct GceOptions {
   int disk_gb = 50;
   std::string network = "global/networks/default";
   std::string label_key = "tsum";          // the ownership label's key; its value is LaunchSpec::tag
-  aws::CloudInitOptions cloud_init = {};
+  CloudInitOptions cloud_init = {};
   std::chrono::seconds max_run_duration{std::chrono::hours(24)};  // 0: none
   http::HttpClientOptions http = {};       // CA file, retry policy
   std::chrono::milliseconds attempt_timeout{30000};

@@ -36,12 +36,12 @@ Error api_error(const std::string& what, int status, const std::string& body) {
 
 Result<std::unique_ptr<HetznerApi>> HetznerApi::make(HetznerApiOptions opts) {
   if (opts.token.empty()) return make_error(Code::invalid_argument, "hetzner: no API token");
-  auto base = aws::parse_base_url(opts.endpoint.empty() ? "https://api.hetzner.cloud/v1" : opts.endpoint);
+  auto base = http::parse_base_url(opts.endpoint.empty() ? "https://api.hetzner.cloud/v1" : opts.endpoint);
   if (!base) return base.error();
   return std::unique_ptr<HetznerApi>(new HetznerApi(std::move(opts), std::move(*base)));
 }
 
-HetznerApi::HetznerApi(HetznerApiOptions opts, aws::BaseUrl base)
+HetznerApi::HetznerApi(HetznerApiOptions opts, http::BaseUrl base)
     : opts_(std::move(opts)), base_(std::move(base)), http_(opts_.http) {}
 
 Error HetznerApi::redacted(Error e) const {

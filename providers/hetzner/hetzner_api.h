@@ -16,7 +16,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "providers/aws/aws_api.h"
+#include "providers/http/base_url.h"
 #include "providers/http/http_client.h"
 
 namespace tsum::providers::hetzner {
@@ -40,11 +40,11 @@ class HetznerApi {
   Task<Result<nlohmann::json>> call(const std::string& method, const std::string& path_and_query, const std::string& body);
 
  private:
-  HetznerApi(HetznerApiOptions opts, aws::BaseUrl base);
+  HetznerApi(HetznerApiOptions opts, http::BaseUrl base);
   Error redacted(Error e) const;
 
   HetznerApiOptions opts_;
-  aws::BaseUrl base_;
+  http::BaseUrl base_;
   http::HttpClient http_;
 };
 

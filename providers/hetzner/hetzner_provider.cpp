@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 #include "providers/instance_name.h"
 
 namespace tsum::providers::hetzner {
@@ -64,7 +64,7 @@ Result<CreateServer> HetznerProvider::create_spec(const Offer& offer, const Laun
   if (spec.idempotency_token.empty()) return bad("create needs an idempotency token");
   if (!valid_label(spec.tag, false)) return bad("tag '" + spec.tag + "' is not a Hetzner label value");
   if (!valid_label(spec.run_id, false)) return bad("run id '" + spec.run_id + "' is not a Hetzner label value");
-  auto user_data = aws::cloud_init_user_data(spec, opts_.cloud_init);
+  auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
   if (user_data->size() > kMaxUserData) return bad("user data over Hetzner's 32 KiB");
   return CreateServer{.name = server_name(spec), .server_type = offer.instance_type, .image = opts_.image,
@@ -80,7 +80,7 @@ InstanceHandle HetznerProvider::handle_of(const HetznerServer& s, double created
 }
 
 Task<Result<InstanceHandle>> HetznerProvider::adopt(const CreateServer& c, const LaunchSpec& spec, double created_at) {
-  const std::string path = "servers?name=" + aws::uri_encode(c.name), method = "GET", body;
+  const std::string path = "servers?name=" + http::uri_encode(c.name), method = "GET", body;
   auto answer = co_await api_->call(method, path, body);
   if (!answer) co_return answer.error();
   auto servers = answer->value("servers", nlohmann::json::array());
@@ -111,7 +111,7 @@ Task<Result<InstanceHandle>> HetznerProvider::create(const Offer& offer, const L
 
 Task<Result<InstanceStatus>> HetznerProvider::describe(const InstanceHandle& h) {
   if (h.id.empty()) co_return make_error(Code::invalid_argument, "hetzner: handle without a server id");
-  const std::string path = "servers/" + aws::uri_encode(h.id), method = "GET", body;
+  const std::string path = "servers/" + http::uri_encode(h.id), method = "GET", body;
   auto answer = co_await api_->call(method, path, body);
   if (!answer && answer.code() == Code::not_found) co_return InstanceStatus{InstanceState::gone, "Hetzner does not know the server", ""};
   if (!answer) co_return answer.error();
@@ -144,7 +144,7 @@ Task<std::vector<Result<InstanceStatus>>> HetznerProvider::describe_many(const s
 
 Task<Status> HetznerProvider::terminate(const InstanceHandle& h) {
   if (h.id.empty()) co_return make_error(Code::invalid_argument, "hetzner: handle without a server id");
-  const std::string path = "servers/" + aws::uri_encode(h.id), method = "DELETE", body;
+  const std::string path = "servers/" + http::uri_encode(h.id), method = "DELETE", body;
   auto answer = co_await api_->call(method, path, body);
   if (!answer && answer.code() == Code::not_found) co_return Status{};  // deleted already
   if (!answer) co_return answer.error();
@@ -168,7 +168,7 @@ Task<Result<std::vector<HetznerServer>>> HetznerProvider::list_servers(const std
   std::vector<HetznerServer> out;
   long page = 1;
   for (int n = 0; n < kMaxPages; ++n) {
-    const std::string path = "servers?label_selector=" + aws::uri_encode(selector) + "&page=" + std::to_string(page) +
+    const std::string path = "servers?label_selector=" + http::uri_encode(selector) + "&page=" + std::to_string(page) +
                              "&per_page=" + std::to_string(kPerPage);
     const std::string method = "GET", body;
     auto answer = co_await api_->call(method, path, body);

@@ -1,5 +1,5 @@
 // The Hetzner Cloud provider: instances are cloud servers in one location, booted from a configured image
-// with cloud-init user data (aws/cloud_init.h) that starts the tsum agent.
+// with cloud-init user data (cloud_init/cloud_init.h) that starts the tsum agent.
 //   create     POST /servers with labels <label_key>=<tag> and tsum-run=<run id>. Hetzner has no
 //              idempotency token, but server names are unique per project and tsum's name derives from the
 //              launch's idempotency token: a retried create (a lost answer) meets uniqueness_error and adopts
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "providers/aws/cloud_init.h"
+#include "providers/cloud_init/cloud_init.h"
 #include "providers/hetzner/hetzner_api.h"
 #include "providers/hetzner/hetzner_json.h"
 #include "providers/provider.h"
@@ -39,7 +39,7 @@ struct HetznerOptions {
   std::string image = "ubuntu-22.04";
   std::vector<std::string> ssh_keys = {};  // names or ids of project SSH keys; optional
   std::string label_key = "tsum";          // the ownership label's key; its value is LaunchSpec::tag
-  aws::CloudInitOptions cloud_init = {};
+  CloudInitOptions cloud_init = {};
   http::HttpClientOptions http = {};       // CA file, retry policy
   std::chrono::milliseconds attempt_timeout{30000};
   std::chrono::seconds catalog_ttl{3600};

@@ -3,7 +3,7 @@
 #include <ctime>
 
 #include "common/json_util.h"
-#include "providers/aws/aws_api.h"
+#include "providers/http/base_url.h"
 #include "providers/http/redact.h"
 
 namespace tsum::providers::yandex {
@@ -35,7 +35,7 @@ Error api_error(const std::string& what, int status, const std::string& body) {
 }
 
 Result<std::string> endpoint(const std::string& url, const char* fallback, const char* name) {
-  auto base = aws::parse_base_url(url.empty() ? std::string(fallback) : url);
+  auto base = http::parse_base_url(url.empty() ? std::string(fallback) : url);
   if (!base) return make_error(Code::invalid_argument, std::string("yandex: ") + name + " " + base.error().detail);
   return base->url;
 }
@@ -88,7 +88,7 @@ Result<std::unique_ptr<YandexApi>> YandexApi::make(YandexApiOptions opts) {
   if (opts.key.id.empty() || opts.key.service_account_id.empty() || opts.key.private_key_pem.empty())
     return make_error(Code::invalid_argument, "yandex: no authorized key (id, service_account_id and private_key)");
   if (opts.iam_endpoint.empty()) opts.iam_endpoint = std::string(kDefaultIamTokenUrl);
-  if (auto iam = aws::parse_base_url(opts.iam_endpoint); !iam) return make_error(Code::invalid_argument, "yandex: IAM " + iam.error().detail);
+  if (auto iam = http::parse_base_url(opts.iam_endpoint); !iam) return make_error(Code::invalid_argument, "yandex: IAM " + iam.error().detail);
   auto compute = endpoint(opts.compute_endpoint, "https://compute.api.cloud.yandex.net/compute/v1", "compute");
   if (!compute) return compute.error();
   auto operation = endpoint(opts.operation_endpoint, "https://operation.api.cloud.yandex.net/operations", "operation");

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "providers/aws/codec.h"
 #include "providers/hetzner/hetzner_json.h"
+#include "providers/http/codec.h"
 
 namespace tsum::providers::yandex {
 
@@ -110,8 +110,8 @@ Task<Result<std::vector<Offer>>> fetch_catalog(YandexApi& api, const std::vector
   std::string token;
   const std::string filter = "serviceId=\"" + std::string(kComputeServiceId) + "\"";
   for (int page = 0; page < kMaxPages; ++page) {
-    const std::string path = "skus?currency=" + aws::uri_encode(currency) + "&filter=" + aws::uri_encode(filter) +
-                             "&pageSize=1000" + (token.empty() ? "" : "&pageToken=" + aws::uri_encode(token));
+    const std::string path = "skus?currency=" + http::uri_encode(currency) + "&filter=" + http::uri_encode(filter) +
+                             "&pageSize=1000" + (token.empty() ? "" : "&pageToken=" + http::uri_encode(token));
     const std::string method = "GET", body;
     auto answer = co_await api.call(Service::billing, method, path, body);
     if (!answer) co_return answer.error();

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "providers/http/codec.h"
 #include "providers/instance_name.h"
 
 namespace tsum::providers::yandex {
@@ -94,7 +95,7 @@ Result<CreateInstance> YandexProvider::create_spec(const Offer& offer, const Lau
   if (spec.idempotency_token.empty()) return bad("create needs an idempotency token");
   if (spec.tag.empty() || !valid_label_value(spec.tag)) return bad("tag '" + spec.tag + "' is not a Yandex label value");
   if (!valid_label_value(spec.run_id)) return bad("run id '" + spec.run_id + "' is not a Yandex label value");
-  auto user_data = aws::cloud_init_user_data(spec, opts_.cloud_init);
+  auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
   if (user_data->size() > kMaxUserData) return bad("user data over Yandex's 256 KiB");
   return CreateInstance{.folder_id = opts_.folder_id, .name = instance_name(spec), .zone_id = opts_.zone,
@@ -116,7 +117,7 @@ Task<Result<YandexOperation>> YandexProvider::wait_for(YandexOperation op, std::
     if (std::chrono::steady_clock::now() + opts_.operation_poll > until)
       co_return make_error(Code::timeout, "yandex: operation " + op.id + " not done within " + std::to_string(deadline.count()) + " ms");
     co_await sleep_for(opts_.operation_poll);
-    const std::string path = aws::uri_encode(op.id), method = "GET", body;
+    const std::string path = http::uri_encode(op.id), method = "GET", body;
     auto answer = co_await api_->call(Service::operation, method, path, body);
     if (!answer) co_return answer.error();
     auto parsed = parse_operation(*answer);
@@ -127,7 +128,7 @@ Task<Result<YandexOperation>> YandexProvider::wait_for(YandexOperation op, std::
 }
 
 Task<Result<InstanceHandle>> YandexProvider::adopt(const CreateInstance& c, const LaunchSpec& spec, double created_at) {
-  const std::string path = "instances?folderId=" + aws::uri_encode(opts_.folder_id) + "&filter=" + aws::uri_encode("name=\"" + c.name + "\"");
+  const std::string path = "instances?folderId=" + http::uri_encode(opts_.folder_id) + "&filter=" + http::uri_encode("name=\"" + c.name + "\"");
   const std::string method = "GET", body;
   auto answer = co_await api_->call(Service::compute, method, path, body);
   if (!answer) co_return answer.error();
@@ -232,8 +233,8 @@ Task<Result<std::vector<YandexInstance>>> YandexProvider::list_folder() {
   std::vector<YandexInstance> out;
   std::string token;
   for (int page = 0; page < kMaxListPages; ++page) {
-    const std::string path = "instances?folderId=" + aws::uri_encode(opts_.folder_id) + "&pageSize=" + std::to_string(kPageSize) +
-                             (token.empty() ? "" : "&pageToken=" + aws::uri_encode(token));
+    const std::string path = "instances?folderId=" + http::uri_encode(opts_.folder_id) + "&pageSize=" + std::to_string(kPageSize) +
+                             (token.empty() ? "" : "&pageToken=" + http::uri_encode(token));
     const std::string method = "GET", body;
     auto answer = co_await api_->call(Service::compute, method, path, body);
     if (!answer) co_return answer.error();

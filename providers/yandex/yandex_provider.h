@@ -1,6 +1,6 @@
 // The Yandex Cloud provider: instances are on-demand Compute VMs in one zone and folder, booted from a
-// configured image with cloud-init user data (aws/cloud_init.h, as metadata user-data) that starts the tsum
-// agent, with a public IPv4 (one-to-one NAT) on a configured subnet.
+// configured image with cloud-init user data (cloud_init/cloud_init.h, as metadata user-data) that starts
+// the tsum agent, with a public IPv4 (one-to-one NAT) on a configured subnet.
 //   create     POST /compute/v1/instances, then the operation is polled (the Operation API) until done or
 //              operation_deadline. Labels <label_key>=<tag> and tsum-run=<run id>. Instance names are unique
 //              in a folder and tsum's derives from the idempotency token (tsum-<run>-<8 hex>): a retried
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "providers/aws/cloud_init.h"
+#include "providers/cloud_init/cloud_init.h"
 #include "providers/provider.h"
 #include "providers/yandex/yandex_api.h"
 #include "providers/yandex/yandex_catalog.h"
@@ -51,7 +51,7 @@ struct YandexOptions {
   std::string compute_endpoint = {};
   std::string operation_endpoint = {};
   std::string billing_endpoint = {};
-  aws::CloudInitOptions cloud_init = {};
+  CloudInitOptions cloud_init = {};
   http::HttpClientOptions http = {};       // CA file, retry policy
   std::chrono::milliseconds attempt_timeout{30000};
   std::chrono::milliseconds operation_deadline{std::chrono::minutes(5)};

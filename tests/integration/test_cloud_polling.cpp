@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "integration/daemon_process.h"
-#include "providers/aws/fake/fake_cloud.h"
+#include "providers/aws/fake/fake_aws_cloud.h"
 #include "providers/hetzner/fake/fake_hetzner_cloud.h"
 #include "support/test_tls.h"
 
@@ -113,24 +113,24 @@ TEST_CASE("hetzner: four silent runs cost one server listing per second, then fa
   REQUIRE(fake.start().ok());
   TempDir secrets("tsum-poll-secret");
   json section = {{"token_file", write_private(secrets, "token", kHetznerToken)}, {"endpoint", fake.api_url()}};
-  four_silent_runs("hetzner", "cx22", section, [&] { return fake.requests("servers.list"); },
-                   [&] { return fake.requests("servers.get"); });
+  four_silent_runs("hetzner", "cx22", section, [&] { return fake.server().requests("servers.list"); },
+                   [&] { return fake.server().requests("servers.get"); });
   CHECK(fake.created() == 4);
   CHECK(fake.servers().empty());  // a run fails only once its server is confirmed gone
 }
 
 TEST_CASE("aws: four silent runs cost one DescribeInstances per second, then fail at the configured startup deadline") {
   TestTls tls;
-  aws_fake::FakeCloud fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()},
-                            .credentials = kAwsCreds,
+  aws_fake::FakeAwsCloud fake({.server = {.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}},
+                               .credentials = kAwsCreds,
                             .ec2 = {.pending_s = 0.2, .shutting_down_s = 0.5}});
   REQUIRE(fake.start().ok());
   TempDir secrets("tsum-poll-secret");
   json section = {{"region", "us-east-1"}, {"image_id", "ami-0tsum0test"}, {"access_key_id", kAwsCreds.access_key_id},
                   {"secret_access_key_file", write_private(secrets, "secret", kAwsCreds.secret_access_key)},
-                  {"ec2_endpoint", fake.base_url()}, {"pricing_endpoint", fake.base_url()}, {"ca_file", tls.ca_file()}};
+                  {"ec2_endpoint", fake.server().base_url()}, {"pricing_endpoint", fake.server().base_url()}, {"ca_file", tls.ca_file()}};
   // EC2 has one action for both: every DescribeInstances counts as a listing, and none may be per instance.
-  four_silent_runs("aws", "m5.large", section, [&] { return fake.requests("DescribeInstances"); }, [] { return 0; });
+  four_silent_runs("aws", "m5.large", section, [&] { return fake.server().requests("DescribeInstances"); }, [] { return 0; });
 }
 
 TEST_CASE("GET /v1/offers names a provider whose price API fails and still returns the others' offers") {
@@ -144,12 +144,12 @@ TEST_CASE("GET /v1/offers names a provider whose price API fails and still retur
   d.start();
 
   // Every attempt of the daemon's HTTP client (5, retries included) gets a 500 from the price API.
-  fake.inject({.action = "server_types.list", .kind = hetzner_fake::FaultKind::internal_500, .count = 5});
+  fake.server().inject({.method = "server_types.list", .kind = tsum::providers::fake_cloud::FaultKind::internal_500, .count = 5});
   auto failing = d.call("GET", "/v1/offers", admin);
   REQUIRE(failing.status == 200);
   auto body = failing.json();
   INFO(body.dump(2));
-  CHECK(fake.pending_faults() == 0);
+  CHECK(fake.server().pending_faults() == 0);
   REQUIRE(body["errors"].size() == 1);
   CHECK(body["errors"][0]["provider"] == "hetzner");
   CHECK(body["errors"][0]["detail"].get<std::string>().find("500") != std::string::npos);

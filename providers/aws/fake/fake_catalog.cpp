@@ -106,11 +106,11 @@ FakeAnswer get_products_checked(std::string_view json_body, std::string_view reg
       if (matches(p, filters)) picked.push_back(std::move(p));
   std::optional<std::string> token;
   if (body->contains("NextToken") && (*body)["NextToken"].is_string()) token = (*body)["NextToken"].get<std::string>();
-  auto w = page_window(picked.size(), token, max.get<long>(), page_size);
+  auto w = fake_cloud::page_at_token(picked.size(), token, kNextTokenPrefix, max.get<long>(), page_size);
   if (!w) return json_error(400, "InvalidNextTokenException", "the NextToken is not valid");
   json out = {{"FormatVersion", "aws_v1"}, {"PriceList", json::array()}};
   for (std::size_t i = w->begin; i < w->end; ++i) out["PriceList"].push_back(picked[i].dump());  // JSON in a string
-  if (!w->next_token.empty()) out["NextToken"] = w->next_token;
+  if (w->next) out["NextToken"] = w->next_token(kNextTokenPrefix);
   return {200, out.dump(), "application/x-amz-json-1.1"};
 }
 
@@ -138,12 +138,12 @@ FakeAnswer describe_instance_types(const Fields& params, int page_size) {
   }
   if (wanted.empty())
     for (const auto& t : kTypes) picked.push_back(&t);
-  auto w = page_window(picked.size(), param(params, "NextToken"), max.value_or(100), page_size);
+  auto w = fake_cloud::page_at_token(picked.size(), param(params, "NextToken"), kNextTokenPrefix, max.value_or(100), page_size);
   if (!w) return ec2_error(400, "InvalidNextToken", "The specified NextToken is not valid");
   std::string items;
   for (std::size_t i = w->begin; i < w->end; ++i) items += type_item(*picked[i]);
   std::string inner = "<instanceTypeSet>" + items + "</instanceTypeSet>";
-  if (!w->next_token.empty()) inner += el("nextToken", w->next_token);
+  if (w->next) inner += el("nextToken", w->next_token(kNextTokenPrefix));
   return ec2_ok("DescribeInstanceTypes", inner);
 }
 
@@ -163,7 +163,7 @@ FakeAnswer describe_spot_price_history(const Fields& params, std::string_view re
     rows.push_back({&t, std::string(region) + "a", t.spot});
     rows.push_back({&t, std::string(region) + "b", t.spot * 1.07});
   }
-  auto w = page_window(rows.size(), param(params, "NextToken"), max.value_or(1000), page_size);
+  auto w = fake_cloud::page_at_token(rows.size(), param(params, "NextToken"), kNextTokenPrefix, max.value_or(1000), page_size);
   if (!w) return ec2_error(400, "InvalidNextToken", "The specified NextToken is not valid");
   std::string items;
   for (std::size_t i = w->begin; i < w->end; ++i) {
@@ -173,7 +173,7 @@ FakeAnswer describe_spot_price_history(const Fields& params, std::string_view re
              el("spotPrice", price) + el("timestamp", iso8601(now_s)) + el("availabilityZone", rows[i].zone) + "</item>";
   }
   std::string inner = "<spotPriceHistorySet>" + items + "</spotPriceHistorySet>";
-  if (!w->next_token.empty()) inner += el("nextToken", w->next_token);
+  if (w->next) inner += el("nextToken", w->next_token(kNextTokenPrefix));
   return ec2_ok("DescribeSpotPriceHistory", inner);
 }
 

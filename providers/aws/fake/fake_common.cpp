@@ -85,29 +85,4 @@ std::optional<long> int_param(const Fields& params, std::string_view name, long 
   return n;
 }
 
-std::optional<PageWindow> page_window(std::size_t n, const std::optional<std::string>& token, long max_results,
-                                      int page_size) {
-  PageWindow w;
-  if (token) {
-    if (!token->starts_with("nt-")) return std::nullopt;
-    std::string_view digits = std::string_view(*token).substr(3);
-    std::size_t at = 0;
-    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), at);
-    if (ec != std::errc() || p != digits.data() + digits.size() || at > n) return std::nullopt;
-    w.begin = at;
-  }
-  w.end = std::min(n, w.begin + static_cast<std::size_t>(std::max<long>(1, std::min<long>(max_results, page_size))));
-  if (w.end < n) w.next_token = "nt-" + std::to_string(w.end);
-  return w;
-}
-
-std::string iso8601(double epoch_s) {
-  std::time_t t = static_cast<std::time_t>(epoch_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
-  return buf;
-}
-
 }  // namespace tsum::providers::aws::fake

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "providers/aws/codec.h"
+#include "providers/fake_cloud/pagination.h"
+#include "providers/fake_cloud/request.h"
 #include "providers/http/http_types.h"
 
 namespace tsum::providers::aws::fake {
@@ -21,6 +23,8 @@ struct FakeAnswer {
 };
 
 inline constexpr std::string_view kOwnerId = "123456789012";
+// EC2's and the Price List's NextToken: "nt-" and the next page's offset (fake_cloud/pagination.h).
+inline constexpr std::string_view kNextTokenPrefix = "nt-";
 
 // <Response><Errors><Error><Code/><Message/></Error></Errors><RequestID/></Response>
 FakeAnswer ec2_error(int status, std::string_view code, std::string_view message);
@@ -41,16 +45,6 @@ std::optional<std::string> unknown_param(const Fields& params, std::initializer_
 // An integer parameter in [lo, hi]; nullopt when absent; -1 when present but invalid.
 std::optional<long> int_param(const Fields& params, std::string_view name, long lo, long hi);
 
-// One page of n items: [begin, end) and the token for the next page ("" on the last). The page holds
-// min(max_results, page_size) items. nullopt when the token is not one this fake handed out.
-struct PageWindow {
-  std::size_t begin = 0, end = 0;
-  std::string next_token;
-};
-std::optional<PageWindow> page_window(std::size_t n, const std::optional<std::string>& token, long max_results,
-                                      int page_size);
-
-// 2024-01-01T00:00:00.000Z
-std::string iso8601(double epoch_s);
+using fake_cloud::iso8601;
 
 }  // namespace tsum::providers::aws::fake

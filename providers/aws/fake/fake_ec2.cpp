@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "providers/aws/cloud_init.h"
 #include "providers/aws/fake/fake_catalog.h"
 #include "providers/aws/sigv4.h"
+#include "providers/cloud_init/cloud_init.h"
 
 namespace tsum::providers::aws::fake {
 
@@ -80,7 +80,12 @@ bool matches(const FakeInstance& i, const Filter& f) {
 
 }  // namespace
 
-FakeEc2::FakeEc2(FakeEc2Options opts, const Clock& clock) : opts_(std::move(opts)), clock_(clock) {}
+FakeEc2::FakeEc2(FakeEc2Options opts, const Clock& clock)
+    : opts_(std::move(opts)),
+      life_{.boot = {{"pending", opts_.pending_s}, {"running"}},
+            .teardown = {{"shutting-down", opts_.shutting_down_s}, {"terminated", opts_.terminated_visible_s}},
+            .halt = {{"stopping", opts_.shutting_down_s}, {"stopped"}}},
+      clock_(clock) {}
 
 FakeAnswer FakeEc2::handle(std::string_view action, const Fields& params) {
   std::lock_guard lock(mu_);
@@ -90,15 +95,10 @@ FakeAnswer FakeEc2::handle(std::string_view action, const Fields& params) {
   return ec2_error(400, "InvalidAction", "The action " + std::string(action) + " is not valid for this web service.");
 }
 
-std::string FakeEc2::state_of(const Record& r, double now) const {
-  if (r.terminated_at_s) return now < *r.terminated_at_s + opts_.shutting_down_s ? "shutting-down" : "terminated";
-  if (r.stopped_at_s) return now < *r.stopped_at_s + opts_.shutting_down_s ? "stopping" : "stopped";
-  return now < r.inst.launched_at_s + opts_.pending_s ? "pending" : "running";
-}
+std::string FakeEc2::state_of(const Record& r, double now) const { return fake_cloud::state_at(life_, r.t, now); }
 
 bool FakeEc2::visible(const Record& r, double now) const {
-  if (now < r.inst.launched_at_s + opts_.visibility_delay_s) return false;
-  return !r.terminated_at_s || now < *r.terminated_at_s + opts_.shutting_down_s + opts_.terminated_visible_s;
+  return now >= r.inst.launched_at_s + opts_.visibility_delay_s && !state_of(r, now).empty();
 }
 
 FakeInstance FakeEc2::snapshot(const Record& r, double now) const {
@@ -179,7 +179,7 @@ FakeAnswer FakeEc2::run_instances(const Fields& params) {
                      .launched_at_s = now};
       i.public_ip = "198.51." + std::to_string(100 + next_id_ / 250 % 100) + "." + std::to_string(next_id_ % 250 + 1);
       ids.push_back(i.id);
-      records_.push_back({std::move(i), std::nullopt, std::nullopt});
+      records_.push_back({std::move(i), {.created_at_s = now}});
     }
     if (!token.empty()) by_token_[token] = {fingerprint, ids};
   }
@@ -226,7 +226,7 @@ FakeAnswer FakeEc2::describe_instances(const Fields& params) {
     FakeInstance i = snapshot(*r, now);
     return !std::all_of(filters.begin(), filters.end(), [&](const Filter& f) { return matches(i, f); });
   });
-  auto w = page_window(picked.size(), param(params, "NextToken"), max.value_or(1000), opts_.page_size);
+  auto w = fake_cloud::page_at_token(picked.size(), param(params, "NextToken"), kNextTokenPrefix, max.value_or(1000), opts_.page_size);
   if (!w) return ec2_error(400, "InvalidParameterValue", "The NextToken is not valid");
   std::string xml;
   for (std::size_t i = w->begin; i < w->end; ++i) {
@@ -239,7 +239,7 @@ FakeAnswer FakeEc2::describe_instances(const Fields& params) {
   }
   if (w->end > w->begin) xml += "</instancesSet></item>";
   std::string inner = "<reservationSet>" + xml + "</reservationSet>";
-  if (!w->next_token.empty()) inner += el("nextToken", w->next_token);
+  if (w->next) inner += el("nextToken", w->next_token(kNextTokenPrefix));
   return ec2_ok("DescribeInstances", inner);
 }
 
@@ -259,7 +259,7 @@ FakeAnswer FakeEc2::terminate_instances(const Fields& params) {
   std::string items;
   for (Record* r : picked) {
     std::string before = state_of(*r, now);
-    if (!r->terminated_at_s) r->terminated_at_s = now;
+    if (!r->t.deleted_at_s) r->t.deleted_at_s = now;
     items += "<item>" + el("instanceId", r->inst.id) + state_xml("currentState", state_of(*r, now)) +
              state_xml("previousState", before) + "</item>";
   }
@@ -271,9 +271,13 @@ std::vector<FakeInstance> FakeEc2::instances() const {
   const double now = clock_.now_s();
   std::vector<FakeInstance> out;
   for (const auto& r : records_)
-    if (!r.terminated_at_s || now < *r.terminated_at_s + opts_.shutting_down_s + opts_.terminated_visible_s)
-      out.push_back(snapshot(r, now));
+    if (!state_of(r, now).empty()) out.push_back(snapshot(r, now));
   return out;
+}
+
+int FakeEc2::created() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(records_.size());
 }
 
 Status FakeEc2::guest_shutdown(std::string_view id) {
@@ -283,8 +287,8 @@ Status FakeEc2::guest_shutdown(std::string_view id) {
     if (r.inst.id != id) continue;
     std::string state = state_of(r, now);
     if (state != "pending" && state != "running") return Status{};
-    if (r.inst.shutdown_behavior == "terminate") r.terminated_at_s = now;
-    else r.stopped_at_s = now;
+    if (r.inst.shutdown_behavior == "terminate") r.t.deleted_at_s = now;
+    else r.t.halted_at_s = now;
     return Status{};
   }
   return make_error(Code::not_found, "no instance " + std::string(id));

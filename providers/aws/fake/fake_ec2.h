@@ -1,13 +1,13 @@
 // FakeEc2: the stateful part of the fake cloud, EC2's instance lifecycle behind the Query API actions
 // RunInstances, DescribeInstances and TerminateInstances (version 2016-11-15), as tsum uses them.
 //
-// Model: an instance is pending for pending_s after launch, then running with a public and a private IP.
-// TerminateInstances (or a guest power-off with InstanceInitiatedShutdownBehavior=terminate) makes it
-// shutting-down for shutting_down_s, then terminated; a terminated instance stays visible for
-// terminated_visible_s, then EC2 no longer knows it (InvalidInstanceID.NotFound). A guest power-off with
-// behavior "stop" goes stopping -> stopped. For visibility_delay_s after launch, Describe/Terminate do not
-// know the instance yet (EC2's eventual consistency). Time comes from the given Clock, so a FakeClock
-// drives the lifecycle in tests.
+// Model (fake_cloud/lifecycle.h): an instance is pending for pending_s after launch, then running with a
+// public and a private IP. TerminateInstances (or a guest power-off with
+// InstanceInitiatedShutdownBehavior=terminate) makes it shutting-down for shutting_down_s, then terminated; a
+// terminated instance stays visible for terminated_visible_s, then EC2 no longer knows it
+// (InvalidInstanceID.NotFound). A guest power-off with behavior "stop" goes stopping -> stopped. For
+// visibility_delay_s after launch, Describe/Terminate do not know the instance yet (EC2's eventual
+// consistency). Time comes from the given Clock, so a FakeClock drives the lifecycle in tests.
 // ClientToken: a repeated RunInstances with the same token and parameters returns the first call's
 // instances and launches nothing; the same token with other parameters is IdempotentParameterMismatch.
 // Requests with unknown parameters, malformed ids or bad values get EC2's error codes.
@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "providers/aws/fake/fake_common.h"
+#include "providers/fake_cloud/lifecycle.h"
 
 namespace tsum::providers::aws::fake {
 
@@ -59,6 +60,8 @@ class FakeEc2 {
 
   // Every instance EC2 still knows, with its state as of now, in launch order.
   std::vector<FakeInstance> instances() const;
+  // How many instances were ever launched.
+  int created() const;
 
   // The guest powered itself off (e.g. `poweroff` in the instance). not_found for an unknown id.
   Status guest_shutdown(std::string_view id);
@@ -66,8 +69,7 @@ class FakeEc2 {
  private:
   struct Record {
     FakeInstance inst;
-    std::optional<double> terminated_at_s;  // terminate requested
-    std::optional<double> stopped_at_s;     // guest power-off with behavior stop
+    fake_cloud::Timeline t;  // deleted: terminate requested; halted: a guest power-off with behavior stop
   };
   struct Launch {
     std::string fingerprint;
@@ -84,6 +86,7 @@ class FakeEc2 {
   Record* find(const std::string& id, double now);
 
   FakeEc2Options opts_;
+  fake_cloud::Lifecycle life_;
   const Clock& clock_;
   mutable std::mutex mu_;
   std::vector<Record> records_;              // launch order

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 
-#include "providers/aws/codec.h"
 #include "providers/azure/azure_json.h"
+#include "providers/azure/fake/fake_azure_catalog.h"
+#include "providers/fake_cloud/pagination.h"
+#include "providers/http/codec.h"
+#include "providers/fake_cloud/json_body.h"
 
 namespace tsum::providers::azure::fake {
+
+using fake_cloud::text_at;
+using fake_cloud::value_at;
 
 namespace {
 
@@ -15,21 +21,6 @@ std::string lower(std::string s) {
 }
 
 bool ieq(const std::string& a, std::string_view b) { return lower(a) == lower(std::string(b)); }
-
-std::string str(const nlohmann::json& j, const char* key) {
-  auto it = j.is_object() ? j.find(key) : j.end();
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const nlohmann::json& at(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  static const nlohmann::json kNull;
-  const nlohmann::json* cur = &j;
-  for (const char* key : path) {
-    if (!cur->is_object() || !cur->contains(key)) return kNull;
-    cur = &(*cur)[key];
-  }
-  return *cur;
-}
 
 // tags: an object of strings, each valid; nullopt when not.
 std::optional<std::map<std::string, std::string>> tags_of(const nlohmann::json& body) {
@@ -100,7 +91,8 @@ std::string arm_method(const ArmCall& c) {
   return {};
 }
 
-FakeArm::FakeArm(FakeArmOptions opts, const Clock& clock) : opts_(std::move(opts)), clock_(clock) {}
+FakeArm::FakeArm(FakeArmOptions opts, const Clock& clock)
+    : opts_(std::move(opts)), power_{.boot = {{"starting", opts_.starting_s}, {"running"}}, .halt = {{"stopped"}}}, clock_(clock) {}
 
 void FakeArm::set_base_url(const std::string& url) {
   std::lock_guard lock(mu_);
@@ -181,7 +173,7 @@ FakeVm FakeArm::vm_as_of(const Vm& v, const Group& g, double now) const {
   else if (v.failed) out.provisioning_state = "Failed";
   else out.provisioning_state = v.provisioned_at_s ? "Succeeded" : "Creating";
   if (v.provisioned_at_s)
-    out.power_state = v.stopped ? "stopped" : now - *v.provisioned_at_s >= opts_.starting_s ? "running" : "starting";
+    out.power_state = fake_cloud::state_at(power_, {.created_at_s = *v.provisioned_at_s, .halted_at_s = v.stopped_at_s}, now);
   return out;
 }
 
@@ -210,10 +202,10 @@ nlohmann::json FakeArm::vm_json(const FakeVm& v, bool instance_view) const {
 
 ArmAnswer FakeArm::put_group(const std::string& name, const ArmCall& c) {
   if (!valid_group_name(name)) return arm_error(400, "InvalidResourceGroup", "The provided resource group name '" + name + "' has these invalid characters.");
-  auto body = nlohmann::json::parse(c.body, nullptr, false);
+  auto body = fake_cloud::parse_body(c.body);
   auto tags = body.is_object() ? tags_of(body) : std::nullopt;
   if (!body.is_object() || !tags) return invalid("The request content was invalid and could not be deserialized.");
-  const std::string location = str(body, "location");
+  const std::string location = text_at(body, "location");
   if (!valid_location(location)) return arm_error(400, "LocationRequired", "The location property is required for this definition.");
   if (Group* g = find_group(name)) {
     if (g->g.provisioning_state == "Deleting")
@@ -259,22 +251,16 @@ ArmAnswer FakeArm::list_groups(const ArmCall& c) const {
     }
     matched.push_back(&g.g);
   }
-  std::size_t skip = 0;
-  if (auto t = c.query.find("$skiptoken"); t != c.query.end()) {
-    try {
-      skip = std::stoul(t->second);
-    } catch (const std::exception&) {
-      return arm_error(400, "InvalidSkipToken", "The skip token is not valid.");
-    }
-  }
-  const std::size_t end = std::min(matched.size(), skip + static_cast<std::size_t>(opts_.page_size));
+  auto token = c.query.contains("$skiptoken") ? std::optional(c.query.at("$skiptoken")) : std::nullopt;
+  auto w = fake_cloud::page_at_token(matched.size(), token, "", opts_.page_size, opts_.page_size);
+  if (!w) return arm_error(400, "InvalidSkipToken", "The skip token is not valid.");
   nlohmann::json value = nlohmann::json::array();
-  for (std::size_t i = skip; i < end; ++i) value.push_back(group_json(*matched[i]));
+  for (std::size_t i = w->begin; i < w->end; ++i) value.push_back(group_json(*matched[i]));
   nlohmann::json out{{"value", value}};
-  if (end < matched.size()) {
+  if (w->next) {
     std::string link = base_url_ + "/subscriptions/" + opts_.subscription + "/resourcegroups?api-version=" + std::string(kResourcesApi);
-    if (filter) link += "&$filter=" + aws::uri_encode(c.query.at("$filter"));
-    out["nextLink"] = link + "&$skiptoken=" + std::to_string(end);
+    if (filter) link += "&$filter=" + http::uri_encode(c.query.at("$filter"));
+    out["nextLink"] = link + "&$skiptoken=" + w->next_token();
   }
   return {200, out, {}};
 }
@@ -284,11 +270,12 @@ ArmAnswer FakeArm::put_vnet(const std::string& group, const std::string& name, c
   if (!g) return group_not_found(group);
   if (g->g.provisioning_state == "Deleting")
     return arm_error(409, "ResourceGroupBeingDeleted", "The resource group '" + group + "' is being deleted.");
-  auto body = nlohmann::json::parse(c.body, nullptr, false);
-  if (!body.is_object() || !valid_location(str(body, "location")) || !at(body, {"properties", "addressSpace", "addressPrefixes"}).is_array() ||
-      !at(body, {"properties", "subnets"}).is_array())
+  auto body = fake_cloud::parse_body(c.body);
+  if (!body.is_object() || !valid_location(text_at(body, "location")) ||
+      !value_at(body, {"properties", "addressSpace", "addressPrefixes"}).is_array() ||
+      !value_at(body, {"properties", "subnets"}).is_array())
     return invalid("A virtual network needs location, properties.addressSpace.addressPrefixes and properties.subnets.");
-  nlohmann::json vnet{{"name", name}, {"location", str(body, "location")}, {"properties", body["properties"]}};
+  nlohmann::json vnet{{"name", name}, {"location", text_at(body, "location")}, {"properties", body["properties"]}};
   auto existing = g->vnets.find(lower(name));
   if (existing != g->vnets.end()) {
     const Operation& op = ops_[existing->second];
@@ -308,32 +295,34 @@ ArmAnswer FakeArm::put_vm(const std::string& group, const std::string& name, con
   if (!g) return group_not_found(group);
   if (g->g.provisioning_state == "Deleting")
     return arm_error(409, "ResourceGroupBeingDeleted", "The resource group '" + group + "' is being deleted.");
-  auto body = nlohmann::json::parse(c.body, nullptr, false);
+  auto body = fake_cloud::parse_body(c.body);
   auto tags = body.is_object() ? tags_of(body) : std::nullopt;
   if (!body.is_object() || !tags) return invalid("The request content was invalid and could not be deserialized.");
-  const auto& props = at(body, {"properties"});
-  const std::string size = str(at(props, {"hardwareProfile"}), "vmSize");
+  const auto& props = value_at(body, {"properties"});
+  const std::string size = text_at(value_at(props, {"hardwareProfile"}), "vmSize");
   if (size.empty()) return arm_error(400, "InvalidParameter", "Required parameter 'hardwareProfile.vmSize' is missing (null).");
-  if (str(body, "location").empty()) return arm_error(400, "LocationRequired", "The location property is required for this definition.");
-  const auto& os = at(props, {"osProfile"});
-  auto custom = aws::base64_decode(str(os, "customData"));
+  if (std::none_of(fake_sizes().begin(), fake_sizes().end(), [&](const FakeSize& f) { return f.name == size; }))
+    return arm_error(400, "InvalidParameter", "The value " + size + " provided for the VM size is not valid.");
+  if (text_at(body, "location").empty()) return arm_error(400, "LocationRequired", "The location property is required for this definition.");
+  const auto& os = value_at(props, {"osProfile"});
+  auto custom = http::base64_decode(text_at(os, "customData"));
   if (!custom || custom->empty()) return arm_error(400, "InvalidParameter", "The value of parameter osProfile.customData is invalid.");
-  const auto& keys = at(os, {"linuxConfiguration", "ssh", "publicKeys"});
-  std::string ssh_key = keys.is_array() && !keys.empty() ? str(keys[0], "keyData") : "";
-  if (str(os, "adminUsername").empty() || (!ssh_key.starts_with("ssh-rsa ") && str(os, "adminPassword").empty()))
+  const auto& keys = value_at(os, {"linuxConfiguration", "ssh", "publicKeys"});
+  std::string ssh_key = keys.is_array() && !keys.empty() ? text_at(keys[0], "keyData") : "";
+  if (text_at(os, "adminUsername").empty() || (!ssh_key.starts_with("ssh-rsa ") && text_at(os, "adminPassword").empty()))
     return arm_error(400, "InvalidParameter", "Linux VMs need osProfile.adminUsername and an SSH public key or a password.");
-  const auto& nics = at(props, {"networkProfile", "networkInterfaceConfigurations"});
-  if (str(at(props, {"networkProfile"}), "networkApiVersion").empty() || !nics.is_array() || nics.size() != 1)
+  const auto& nics = value_at(props, {"networkProfile", "networkInterfaceConfigurations"});
+  if (text_at(value_at(props, {"networkProfile"}), "networkApiVersion").empty() || !nics.is_array() || nics.size() != 1)
     return arm_error(400, "InvalidParameter", "networkProfile needs networkApiVersion and one networkInterfaceConfigurations entry.");
-  const auto& ipc = at(nics[0], {"properties", "ipConfigurations"});
+  const auto& ipc = value_at(nics[0], {"properties", "ipConfigurations"});
   if (!ipc.is_array() || ipc.empty()) return arm_error(400, "InvalidParameter", "A NIC configuration needs ipConfigurations.");
-  const std::string subnet = str(at(ipc[0], {"properties", "subnet"}), "id");
+  const std::string subnet = text_at(value_at(ipc[0], {"properties", "subnet"}), "id");
   const std::string want_prefix = "/subscriptions/" + opts_.subscription + "/resourceGroups/" + g->g.name + "/providers/Microsoft.Network/virtualNetworks/";
   auto vnet_start = subnet.find(want_prefix) == 0 ? want_prefix.size() : std::string::npos;
   auto vnet_end = vnet_start == std::string::npos ? vnet_start : subnet.find('/', vnet_start);
   if (vnet_end == std::string::npos || !g->vnets.contains(lower(subnet.substr(vnet_start, vnet_end - vnet_start))))
     return arm_error(400, "InvalidResourceReference", "Resource " + subnet + " referenced by resource " + name + " was not found.");
-  const auto& pip = at(ipc[0], {"properties", "publicIPAddressConfiguration"});
+  const auto& pip = value_at(ipc[0], {"properties", "publicIPAddressConfiguration"});
   auto existing = g->vms.find(lower(name));
   if (existing != g->vms.end()) {
     Vm& v = existing->second;
@@ -343,16 +332,17 @@ ArmAnswer FakeArm::put_vm(const std::string& group, const std::string& name, con
     if (!op.done) a.headers.emplace_back("Azure-AsyncOperation", async_url(g->g.location, v.op));
     return a;
   }
-  const auto& img = at(props, {"storageProfile", "imageReference"});
-  const auto& disk = at(props, {"storageProfile", "osDisk"});
+  const auto& img = value_at(props, {"storageProfile", "imageReference"});
+  const auto& disk = value_at(props, {"storageProfile", "osDisk"});
   Vm v{.vm = {.group = g->g.name, .name = name, .location = g->g.location, .size = size,
-              .image = str(img, "publisher") + ":" + str(img, "offer") + ":" + str(img, "sku") + ":" + str(img, "version"),
-              .custom_data = *custom, .admin_username = str(os, "adminUsername"), .ssh_key = ssh_key, .tags = *tags,
+              .image = text_at(img, "publisher") + ":" + text_at(img, "offer") + ":" + text_at(img, "sku") + ":" + text_at(img, "version"),
+              .custom_data = *custom, .admin_username = text_at(os, "adminUsername"), .ssh_key = ssh_key, .tags = *tags,
               .public_ip = pip.is_object() ? "20.50." + std::to_string(next_id_ / 250 % 250) + "." + std::to_string(next_id_ % 250 + 1) : "",
-              .nic_name = str(nics[0], "name"), .ip_name = str(pip, "name"),
-              .disk_gb = at(disk, {"diskSizeGB"}).is_number_integer() ? at(disk, {"diskSizeGB"}).get<int>() : 30,
-              .all_delete_options = str(disk, "deleteOption") == "Delete" && str(at(nics[0], {"properties"}), "deleteOption") == "Delete" &&
-                                    str(at(pip, {"properties"}), "deleteOption") == "Delete",
+              .nic_name = text_at(nics[0], "name"), .ip_name = text_at(pip, "name"),
+              .disk_gb = value_at(disk, {"diskSizeGB"}).is_number_integer() ? value_at(disk, {"diskSizeGB"}).get<int>() : 30,
+              .all_delete_options = text_at(disk, "deleteOption") == "Delete" &&
+                                    text_at(value_at(nics[0], {"properties"}), "deleteOption") == "Delete" &&
+                                    text_at(value_at(pip, {"properties"}), "deleteOption") == "Delete",
               .created_at_s = now}};
   v.op = start_operation("vm", group, name, now);
   ++vms_created_;
@@ -426,7 +416,8 @@ Status FakeArm::guest_shutdown(const std::string& group) {
   std::lock_guard lock(mu_);
   Group* g = find_group(group);
   if (!g || g->vms.empty()) return make_error(Code::not_found, "no VM in group " + group);
-  for (auto& [_, v] : g->vms) v.stopped = true;
+  for (auto& [_, v] : g->vms)
+    if (!v.stopped_at_s) v.stopped_at_s = clock_.now_s();
   return Status{};
 }
 

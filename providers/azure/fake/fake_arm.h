@@ -6,9 +6,10 @@
 // Model: a group PUT is synchronous. A network or VM PUT that creates answers 201 with provisioningState
 // Creating/Updating and an Azure-AsyncOperation URL; the operation reports InProgress for operation_polls
 // polls (or until operation_s has passed on the clock, polled or not), then Succeeded, and the resource
-// becomes Succeeded. A provisioned VM is PowerState/starting for starting_s, then running; its static public
-// IP exists from the PUT on. A PUT of an existing resource is an update: 200, nothing new is made, and the
-// operation still running (if any) is handed back again. A group DELETE answers 202 with a Location that
+// becomes Succeeded. A provisioned VM is PowerState/starting for starting_s, then running, and stopped after
+// a guest power-off (fake_cloud/lifecycle.h); its static public IP exists from the PUT on. A PUT of an
+// existing resource is an update: 200, nothing new is made, and the operation still running (if any) is
+// handed back again. A group DELETE answers 202 with a Location that
 // answers 202 until the deletion operation is done; meanwhile the group and its VM read Deleting, and a PUT
 // into it is 409 ResourceGroupBeingDeleted; after it everything in the group is gone (404). With an
 // allocation failure set, VM operations end Failed with AllocationFailed and the VM reads Failed.
@@ -26,6 +27,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "providers/fake_cloud/lifecycle.h"
 #include "providers/http/http_types.h"
 
 namespace tsum::providers::azure::fake {
@@ -107,7 +109,7 @@ class FakeArm {
     std::string op = {};  // the create operation
     std::optional<double> provisioned_at_s = {};
     bool failed = false;
-    bool stopped = false;
+    std::optional<double> stopped_at_s = {};  // a guest power-off
   };
   struct Group {
     FakeGroup g;
@@ -144,6 +146,7 @@ class FakeArm {
   Group* find_group(const std::string& name);
 
   FakeArmOptions opts_;
+  fake_cloud::Lifecycle power_;  // of a provisioned VM
   const Clock& clock_;
   std::string base_url_;
   mutable std::mutex mu_;

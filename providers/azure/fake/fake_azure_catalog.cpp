@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "providers/aws/codec.h"
+#include "providers/fake_cloud/pagination.h"
+#include "providers/http/codec.h"
 
 namespace tsum::providers::azure::fake {
 
@@ -98,16 +99,16 @@ ArmAnswer list_resource_skus(const std::map<std::string, std::string>& query, in
       all.push_back(sku);
       all.push_back({{"resourceType", "disks"}, {"name", "Premium_LRS"}, {"locations", {loc}}});
     }
-  std::size_t skip = 0;
-  if (auto t = query.find("$skiptoken"); t != query.end()) skip = std::strtoul(t->second.c_str(), nullptr, 10);
-  const std::size_t end = std::min(all.size(), skip + static_cast<std::size_t>(page_size));
+  auto token = query.contains("$skiptoken") ? std::optional(query.at("$skiptoken")) : std::nullopt;
+  auto w = fake_cloud::page_at_token(all.size(), token, "", page_size, page_size);
+  if (!w) return arm_error(400, "InvalidSkipToken", "The skip token is not valid.");
   nlohmann::json value = nlohmann::json::array();
-  for (std::size_t i = skip; i < end; ++i) value.push_back(all[i]);
+  for (std::size_t i = w->begin; i < w->end; ++i) value.push_back(all[i]);
   nlohmann::json out{{"value", value}};
-  if (end < all.size()) {
+  if (w->next) {
     std::string link = base_url + "/subscriptions/" + subscription + "/providers/Microsoft.Compute/skus?api-version=2021-07-01";
-    if (!location.empty()) link += "&$filter=" + aws::uri_encode("location eq '" + location + "'");
-    out["nextLink"] = link + "&$skiptoken=" + std::to_string(end);
+    if (!location.empty()) link += "&$filter=" + http::uri_encode("location eq '" + location + "'");
+    out["nextLink"] = link + "&$skiptoken=" + w->next_token();
   }
   return {200, out, {}};
 }
@@ -124,12 +125,8 @@ ArmAnswer list_retail_prices(const std::map<std::string, std::string>& query, co
         return bad("Could not find a property named '" + field + "'");
     want = *clauses;
   }
-  long skip = 0;
-  if (auto s = query.find("$skip"); s != query.end()) {
-    char* end = nullptr;
-    skip = std::strtol(s->second.c_str(), &end, 10);
-    if (s->second.empty() || *end != '\0' || skip < 0) return bad("Invalid $skip");
-  }
+  auto skip = fake_cloud::number_param(query, "$skip", 0, 1L << 30, 0);
+  if (!skip) return bad("Invalid $skip");
   std::vector<Item> matched;
   for (const auto& i : retail_items()) {
     auto field = [&](const char* name, const std::string& value) { return !want.contains(name) || want[name] == value; };
@@ -138,16 +135,15 @@ ArmAnswer list_retail_prices(const std::map<std::string, std::string>& query, co
         field("armSkuName", i.sku))
       matched.push_back(i);
   }
-  const std::size_t begin = std::min(matched.size(), static_cast<std::size_t>(skip));
-  const std::size_t end = std::min(matched.size(), begin + static_cast<std::size_t>(paging.page_size));
+  const auto w = fake_cloud::page_from(matched.size(), static_cast<std::size_t>(*skip), paging.page_size, paging.page_size);
   nlohmann::json items = nlohmann::json::array();
-  for (std::size_t i = begin; i < end; ++i) items.push_back(item_json(matched[i]));
+  for (std::size_t i = w.begin; i < w.end; ++i) items.push_back(item_json(matched[i]));
   nlohmann::json out{{"BillingCurrency", "USD"}, {"CustomerEntityId", "Default"}, {"CustomerEntityType", "Retail"},
-                     {"Items", items}, {"NextPageLink", nullptr}, {"Count", end - begin}};
-  if (end < matched.size() && !paging.drop_next_page_link) {
+                     {"Items", items}, {"NextPageLink", nullptr}, {"Count", w.end - w.begin}};
+  if (w.next && !paging.drop_next_page_link) {
     std::string link = prices_url + "?";  // as Azure writes it: the filter kept, $skip advanced
-    if (auto f = query.find("$filter"); f != query.end()) link += "$filter=" + aws::uri_encode(f->second) + "&";
-    out["NextPageLink"] = link + "$skip=" + std::to_string(end);
+    if (auto f = query.find("$filter"); f != query.end()) link += "$filter=" + http::uri_encode(f->second) + "&";
+    out["NextPageLink"] = link + "$skip=" + w.next_token();
   }
   return {200, out, {}};
 }

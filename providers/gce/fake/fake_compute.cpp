@@ -4,9 +4,13 @@
 #include <charconv>
 
 #include "common/json_util.h"
+#include "providers/fake_cloud/pagination.h"
 #include "providers/gce/gce_json.h"
+#include "providers/fake_cloud/json_body.h"
 
 namespace tsum::providers::gce::fake {
+
+using fake_cloud::text_at;
 
 namespace {
 
@@ -18,11 +22,6 @@ bool is(const ComputeCall& c, std::size_t n, std::string_view method) { return c
 
 JsonAnswer invalid(const std::string& field, const std::string& why) {
   return google_error(400, "invalid", "Invalid value for field '" + field + "': " + why);
-}
-
-std::string text(const nlohmann::json& j, const char* name) {
-  auto it = j.find(name);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::optional<long> seconds_of(const nlohmann::json& d) {
@@ -47,9 +46,9 @@ std::optional<JsonAnswer> read_insert(const nlohmann::json& b, const std::string
     if (b.contains(field) && !b[field].is_object()) return invalid(std::string("resource.") + field, "must be an object");
   for (const char* field : {"disks", "networkInterfaces"})
     if (b.contains(field) && !b[field].is_array()) return invalid(std::string("resource.") + field, "must be a list");
-  inst.name = text(b, "name");
+  inst.name = text_at(b, "name");
   if (!valid_resource_name(inst.name)) return invalid("resource.name", "'" + inst.name + "' must match [a-z]([-a-z0-9]*[a-z0-9])?");
-  const std::string mt = text(b, "machineType");
+  const std::string mt = text_at(b, "machineType");
   const std::string want = "zones/" + zone + "/machineTypes/";
   auto at = mt.find(want);
   const FakeMachineType* type = at == std::string::npos ? nullptr : find_machine_type(mt.substr(at + want.size()));
@@ -64,21 +63,21 @@ std::optional<JsonAnswer> read_insert(const nlohmann::json& b, const std::string
   }
   std::size_t metadata_bytes = 0;
   for (const auto& item : b.value("metadata", nlohmann::json::object()).value("items", nlohmann::json::array())) {
-    if (!item.is_object() || text(item, "key").empty() || !item.value("value", nlohmann::json()).is_string())
+    if (!item.is_object() || text_at(item, "key").empty() || !item.value("value", nlohmann::json()).is_string())
       return invalid("resource.metadata", "items must be {key, value} strings");
-    metadata_bytes += text(item, "value").size();
-    inst.metadata[text(item, "key")] = text(item, "value");
+    metadata_bytes += text_at(item, "value").size();
+    inst.metadata[text_at(item, "key")] = text_at(item, "value");
   }
   if (metadata_bytes > kMaxMetadataBytes) return invalid("resource.metadata", "metadata is larger than 512 KB");
   for (const auto& d : b.value("disks", nlohmann::json::array()))
     if (d.is_object() && d.value("boot", false))
-      inst.source_image = text(d.value("initializeParams", nlohmann::json::object()), "sourceImage");
+      inst.source_image = text_at(d.value("initializeParams", nlohmann::json::object()), "sourceImage");
   if (inst.source_image.empty()) return google_error(400, "invalid", "At least one boot disk with a sourceImage is required");
   auto nics = b.value("networkInterfaces", nlohmann::json::array());
   if (!nics.is_array() || nics.empty()) return invalid("resource.networkInterfaces", "at least one is required");
   const auto scheduling = b.value("scheduling", nlohmann::json::object());
-  inst.termination_action = text(scheduling, "instanceTerminationAction");
-  inst.on_host_maintenance = text(scheduling, "onHostMaintenance");
+  inst.termination_action = text_at(scheduling, "instanceTerminationAction");
+  inst.on_host_maintenance = text_at(scheduling, "onHostMaintenance");
   if (auto d = scheduling.find("maxRunDuration"); d != scheduling.end()) {
     auto s = seconds_of(*d);
     if (!s || *s < 30 || *s > kMaxRunDurationS) return invalid("resource.scheduling.maxRunDuration", "must be 30 s .. 120 days");
@@ -124,7 +123,12 @@ std::string compute_method(const ComputeCall& c) {
   return {};
 }
 
-FakeCompute::FakeCompute(FakeComputeOptions opts, const Clock& clock) : opts_(std::move(opts)), clock_(clock) {}
+FakeCompute::FakeCompute(FakeComputeOptions opts, const Clock& clock)
+    : opts_(std::move(opts)),
+      life_{.boot = {{"PROVISIONING", opts_.provisioning_s}, {"STAGING", opts_.staging_s}, {"RUNNING"}},
+            .teardown = {{"STOPPING", opts_.stopping_s}},
+            .halt = {{"STOPPING", opts_.stopping_s}, {"TERMINATED"}}},
+      clock_(clock) {}
 
 JsonAnswer FakeCompute::handle(const ComputeCall& c) {
   const std::string method = compute_method(c);
@@ -150,17 +154,13 @@ std::string FakeCompute::zone_url(const std::string& zone) const {
 }
 
 std::string FakeCompute::status_of(const Record& r, double now) const {
-  std::optional<double> end = r.deleted_at_s, stop = r.stopped_at_s;
-  if (r.inst.max_run_duration_s > 0) {
+  fake_cloud::Timeline t = r.t;
+  if (r.inst.max_run_duration_s > 0) {  // past maxRunDuration, the instanceTerminationAction applies
     double expiry = r.inst.created_at_s + static_cast<double>(r.inst.max_run_duration_s);
-    auto& when = r.inst.termination_action == "DELETE" ? end : stop;
+    auto& when = r.inst.termination_action == "DELETE" ? t.deleted_at_s : t.halted_at_s;
     if (now >= expiry && (!when || *when > expiry)) when = expiry;
   }
-  if (end) return now < *end + opts_.stopping_s ? "STOPPING" : "";
-  if (stop) return now < *stop + opts_.stopping_s ? "STOPPING" : "TERMINATED";
-  if (now < r.inst.created_at_s + opts_.provisioning_s) return "PROVISIONING";
-  if (now < r.inst.created_at_s + opts_.provisioning_s + opts_.staging_s) return "STAGING";
-  return "RUNNING";
+  return fake_cloud::state_at(life_, t, now);
 }
 
 FakeCompute::Record* FakeCompute::find(const std::string& zone, const std::string& name, double now) {
@@ -242,7 +242,7 @@ JsonAnswer FakeCompute::insert(const std::string& zone, const ComputeCall& c) {
   inst.created_at_s = now;
   inst.internal_ip = "10.128.0." + std::to_string(n % 250 + 2);
   inst.nat_ip = "34.118." + std::to_string(n / 250 % 256) + "." + std::to_string(n % 250 + 1);
-  records_.push_back({std::move(inst), std::nullopt, std::nullopt});
+  records_.push_back({std::move(inst), {.created_at_s = now}});
   return {200, operation_json(start_operation(zone, "insert", &records_.back(), now, c), now, true)};
 }
 
@@ -258,9 +258,9 @@ JsonAnswer FakeCompute::remove(const std::string& zone, const std::string& name,
   if (auto again = replay(c, now)) return *again;
   Record* r = find(zone, name, now);
   if (!r) return google_error(404, "notFound", "The resource 'projects/" + opts_.project + "/zones/" + zone + "/instances/" + name + "' was not found");
-  if (!r->deleted_at_s) r->deleted_at_s = now;
+  if (!r->t.deleted_at_s) r->t.deleted_at_s = now;
   Operation& op = start_operation(zone, "delete", r, now, c);
-  op.done_at_s = std::max(op.done_at_s, *r->deleted_at_s + opts_.stopping_s);
+  op.done_at_s = std::max(op.done_at_s, *r->t.deleted_at_s + opts_.stopping_s);
   return {200, operation_json(op, now, true)};
 }
 
@@ -276,11 +276,8 @@ JsonAnswer FakeCompute::aggregated(const ComputeCall& c) {
   auto f = c.query.find("filter");
   auto label = parse_filter(f == c.query.end() ? "" : f->second, ok);
   if (!ok) return invalid("filter", "the fake supports only labels.KEY = \"VALUE\"");
-  long max = 500;
-  if (auto m = c.query.find("maxResults"); m != c.query.end()) {
-    auto [p, ec] = std::from_chars(m->second.data(), m->second.data() + m->second.size(), max);
-    if (ec != std::errc() || p != m->second.data() + m->second.size() || max < 0 || max > 500) return invalid("maxResults", "must be 0..500");
-  }
+  auto max = fake_cloud::number_param(c.query, "maxResults", 0, 500, 500);
+  if (!max) return invalid("maxResults", "must be 0..500");
   const double now = clock_.now_s();
   std::vector<const Record*> picked;
   for (const auto& r : records_) {
@@ -290,7 +287,7 @@ JsonAnswer FakeCompute::aggregated(const ComputeCall& c) {
   }
   std::stable_sort(picked.begin(), picked.end(), [](const Record* a, const Record* b) { return a->inst.zone < b->inst.zone; });
   auto token = c.query.count("pageToken") ? std::optional<std::string>(c.query.at("pageToken")) : std::nullopt;
-  auto w = page_window(picked.size(), token, max == 0 ? 500 : max, opts_.page_size);
+  auto w = fake_cloud::page_at_token(picked.size(), token, kPageTokenPrefix, *max == 0 ? 500 : *max, opts_.page_size);
   if (!w) return invalid("pageToken", "not a token this server handed out");
   nlohmann::json items = nlohmann::json::object();
   for (const auto& z : kFakeZones)
@@ -301,7 +298,7 @@ JsonAnswer FakeCompute::aggregated(const ComputeCall& c) {
     scope["instances"].push_back(instance_json(*picked[i], now));
   }
   JsonAnswer a{200, {{"kind", "compute#instanceAggregatedList"}, {"items", items}}};
-  if (!w->next_token.empty()) a.body["nextPageToken"] = w->next_token;
+  if (w->next) a.body["nextPageToken"] = w->next_token(kPageTokenPrefix);
   return a;
 }
 
@@ -328,7 +325,7 @@ Status FakeCompute::guest_shutdown(const std::string& zone, const std::string& n
   Record* r = find(zone, name, now);
   if (!r) return make_error(Code::not_found, "no instance " + zone + "/" + name);
   std::string status = status_of(*r, now);
-  if (status == "RUNNING" || status == "STAGING" || status == "PROVISIONING") r->stopped_at_s = now;
+  if (status == "RUNNING" || status == "STAGING" || status == "PROVISIONING") r->t.halted_at_s = now;
   return Status{};
 }
 

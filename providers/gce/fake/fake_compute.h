@@ -1,7 +1,7 @@
 // FakeCompute: the stateful part of the fake GCE, Compute Engine's instance lifecycle behind
 // instances.insert/get/delete, aggregated/instances and zoneOperations.get, as tsum uses them.
 //
-// Model: an inserted instance is PROVISIONING for provisioning_s, STAGING for staging_s (its natIP shows
+// Model (fake_cloud/lifecycle.h): an inserted instance is PROVISIONING for provisioning_s, STAGING for staging_s (its natIP shows
 // from here), then RUNNING. instances.delete makes it STOPPING for stopping_s, then it is gone (404). A
 // guest power-off makes it STOPPING, then TERMINATED (stopped; it still exists). Past maxRunDuration the
 // instanceTerminationAction applies: DELETE -> STOPPING -> gone, STOP -> STOPPING -> TERMINATED.
@@ -21,6 +21,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "providers/fake_cloud/lifecycle.h"
 #include "providers/gce/fake/fake_gce_catalog.h"
 
 namespace tsum::providers::gce::fake {
@@ -82,8 +83,7 @@ class FakeCompute {
  private:
   struct Record {
     FakeGceInstance inst;
-    std::optional<double> deleted_at_s;
-    std::optional<double> stopped_at_s;
+    fake_cloud::Timeline t;  // halted: a guest power-off
   };
   struct Operation {
     std::string name = {}, id = {}, zone = {}, type = {}, target = {}, target_id = {};
@@ -106,6 +106,7 @@ class FakeCompute {
   std::string zone_url(const std::string& zone) const;
 
   FakeComputeOptions opts_;
+  fake_cloud::Lifecycle life_;
   const Clock& clock_;
   mutable std::mutex mu_;
   std::vector<Record> records_;

@@ -1,8 +1,9 @@
 #include "providers/gce/fake/fake_gce_catalog.h"
 
 #include <array>
-#include <charconv>
 #include <vector>
+
+#include "providers/fake_cloud/pagination.h"
 
 namespace tsum::providers::gce::fake {
 
@@ -78,16 +79,6 @@ nlohmann::json sku_json(const FakeSku& s) {
           {"serviceProviderName", "Google"}};
 }
 
-std::optional<long> number(const std::map<std::string, std::string>& query, const char* name, long lo, long hi,
-                           long fallback) {
-  auto it = query.find(name);
-  if (it == query.end()) return fallback;
-  long n = 0;
-  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
-  if (ec != std::errc() || p != it->second.data() + it->second.size() || n < lo || n > hi) return std::nullopt;
-  return n;
-}
-
 std::optional<std::string> token_of(const std::map<std::string, std::string>& query) {
   auto it = query.find("pageToken");
   if (it == query.end() || it->second.empty()) return std::nullopt;
@@ -112,26 +103,11 @@ JsonAnswer google_error(int status, std::string_view reason, std::string_view me
                               {"errors", {{{"message", message}, {"domain", "global"}, {"reason", reason}}}}}}}};
 }
 
-std::optional<PageWindow> page_window(std::size_t n, const std::optional<std::string>& token, long max_results,
-                                      int page_size) {
-  PageWindow w;
-  if (token) {
-    std::size_t at = 0;
-    std::string_view digits = std::string_view(*token).substr(token->starts_with("pt-") ? 3 : token->size());
-    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), at);
-    if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || at > n) return std::nullopt;
-    w.begin = at;
-  }
-  w.end = std::min(n, w.begin + static_cast<std::size_t>(std::max<long>(1, std::min<long>(max_results, page_size))));
-  if (w.end < n) w.next_token = "pt-" + std::to_string(w.end);
-  return w;
-}
-
 JsonAnswer list_machine_types(std::string_view project, std::string_view zone,
                               const std::map<std::string, std::string>& query, int page_size) {
-  auto max = number(query, "maxResults", 0, 500, 500);
+  auto max = fake_cloud::number_param(query, "maxResults", 0, 500, 500);
   if (!max) return google_error(400, "invalid", "Invalid value for field 'maxResults': must be 0..500");
-  auto w = page_window(kTypes.size(), token_of(query), *max == 0 ? 500 : *max, page_size);
+  auto w = fake_cloud::page_at_token(kTypes.size(), token_of(query), kPageTokenPrefix, *max == 0 ? 500 : *max, page_size);
   if (!w) return google_error(400, "invalid", "Invalid value for field 'pageToken'");
   nlohmann::json items = nlohmann::json::array();
   const std::string zone_url = "https://www.googleapis.com/compute/v1/projects/" + std::string(project) + "/zones/" + std::string(zone);
@@ -144,20 +120,20 @@ JsonAnswer list_machine_types(std::string_view project, std::string_view zone,
     items.push_back(std::move(m));
   }
   JsonAnswer a{200, {{"kind", "compute#machineTypeList"}, {"items", items}, {"selfLink", zone_url + "/machineTypes"}}};
-  if (!w->next_token.empty()) a.body["nextPageToken"] = w->next_token;
+  if (w->next) a.body["nextPageToken"] = w->next_token(kPageTokenPrefix);
   return a;
 }
 
 JsonAnswer list_skus(const std::map<std::string, std::string>& query, int page_size) {
   if (auto c = query.find("currencyCode"); c != query.end() && c->second != "USD")
     return google_error(400, "badRequest", "The fake catalog is priced in USD only");
-  auto max = number(query, "pageSize", 1, 5000, 5000);
+  auto max = fake_cloud::number_param(query, "pageSize", 1, 5000, 5000);
   if (!max) return google_error(400, "badRequest", "pageSize must be 1..5000");
-  auto w = page_window(skus().size(), token_of(query), *max, page_size);
+  auto w = fake_cloud::page_at_token(skus().size(), token_of(query), kPageTokenPrefix, *max, page_size);
   if (!w) return google_error(400, "badRequest", "Invalid page token");
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = w->begin; i < w->end; ++i) list.push_back(sku_json(skus()[i]));
-  return {200, {{"skus", list}, {"nextPageToken", w->next_token}}};
+  return {200, {{"skus", list}, {"nextPageToken", w->next_token(kPageTokenPrefix)}}};
 }
 
 }  // namespace tsum::providers::gce::fake

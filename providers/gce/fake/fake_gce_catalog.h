@@ -34,13 +34,8 @@ struct JsonAnswer {
 // {"error": {"code", "message", "status", "errors": [{"reason", "message", "domain"}]}}
 JsonAnswer google_error(int status, std::string_view reason, std::string_view message);
 
-// One page of n items from a "pt-<index>" token; page holds min(max_results, page_size) items.
-struct PageWindow {
-  std::size_t begin = 0, end = 0;
-  std::string next_token;
-};
-std::optional<PageWindow> page_window(std::size_t n, const std::optional<std::string>& token, long max_results,
-                                      int page_size);
+// A page token: "pt-" and the next page's offset (fake_cloud/pagination.h).
+inline constexpr std::string_view kPageTokenPrefix = "pt-";
 
 // machineTypes.list for zone; query maxResults, pageToken.
 JsonAnswer list_machine_types(std::string_view project, std::string_view zone,

@@ -1,7 +1,8 @@
 #include "providers/hetzner/fake/fake_server_types.h"
 
 #include <array>
-#include <charconv>
+
+#include "providers/fake_cloud/pagination.h"
 
 namespace tsum::providers::hetzner::fake {
 
@@ -38,15 +39,6 @@ nlohmann::json price(std::string_view location, std::string_view hourly, std::st
           {"price_per_tb_traffic", {{"net", "1.0000000000"}, {"gross", "1.1900000000000000"}}}};
 }
 
-std::optional<long> number(const std::map<std::string, std::string>& q, const char* name, long fallback) {
-  auto it = q.find(name);
-  if (it == q.end()) return fallback;
-  long n = 0;
-  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
-  if (ec != std::errc() || p != it->second.data() + it->second.size()) return std::nullopt;
-  return n;
-}
-
 }  // namespace
 
 std::span<const FakeServerType> fake_server_types() { return kTypes; }
@@ -78,20 +70,18 @@ JsonAnswer hetzner_error(int status, std::string_view code, std::string_view mes
 }
 
 std::optional<PageWindow> page_window(std::size_t n, const std::map<std::string, std::string>& query, int page_size) {
-  auto page = number(query, "page", 1);
-  auto per_page = number(query, "per_page", 25);
-  if (!page || !per_page || *page < 1 || *per_page < 1 || *per_page > 50) return std::nullopt;
-  const std::size_t size = static_cast<std::size_t>(std::min<long>(*per_page, page_size));
-  const std::size_t last = std::max<std::size_t>(1, (n + size - 1) / size);
-  PageWindow w;
-  w.begin = std::min(n, static_cast<std::size_t>(*page - 1) * size);
-  w.end = std::min(n, w.begin + size);
+  auto page = fake_cloud::number_param(query, "page", 1, 1L << 30, 1);
+  auto per_page = fake_cloud::number_param(query, "per_page", 1, 50, 25);
+  if (!page || !per_page) return std::nullopt;
+  const long size = std::min<long>(*per_page, page_size);
+  const std::size_t last = fake_cloud::last_page(n, size);
+  const fake_cloud::PageWindow w = fake_cloud::numbered_page(n, *page, size);
   auto page_or_null = [](bool has, long p) { return has ? nlohmann::json(p) : nlohmann::json(nullptr); };
-  w.meta = {{"pagination", {{"page", *page}, {"per_page", size},
-                            {"previous_page", page_or_null(*page > 1, *page - 1)},
-                            {"next_page", page_or_null(static_cast<std::size_t>(*page) < last, *page + 1)},
-                            {"last_page", last}, {"total_entries", n}}}};
-  return w;
+  return PageWindow{w.begin, w.end,
+                    {{"pagination", {{"page", *page}, {"per_page", size},
+                                     {"previous_page", page_or_null(*page > 1, *page - 1)},
+                                     {"next_page", page_or_null(static_cast<std::size_t>(*page) < last, *page + 1)},
+                                     {"last_page", last}, {"total_entries", n}}}}};
 }
 
 JsonAnswer list_server_types(const std::map<std::string, std::string>& query, int page_size) {

@@ -4,10 +4,13 @@
 #include <random>
 
 #include "common/json_util.h"
-#include "providers/aws/fake/fake_common.h"
+#include "providers/fake_cloud/request.h"
 #include "providers/hetzner/hetzner_json.h"
+#include "providers/fake_cloud/json_body.h"
 
 namespace tsum::providers::hetzner::fake {
+
+using fake_cloud::text_at;
 
 namespace {
 
@@ -15,11 +18,6 @@ constexpr std::size_t kMaxUserData = 32 * 1024;
 const std::vector<std::string> kImages{"ubuntu-22.04", "ubuntu-24.04", "debian-12"};
 
 JsonAnswer invalid_input(const std::string& message) { return hetzner_error(400, "invalid_input", message); }
-
-std::string text(const nlohmann::json& j, const char* name) {
-  auto it = j.find(name);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 struct Selector {
   std::string key;
@@ -68,18 +66,18 @@ std::optional<JsonAnswer> read_create(const nlohmann::json& b, FakeServer& s) {
                                  "automount", "placement_group"};
   for (const auto& [k, _] : b.items())
     if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown)) return invalid_input("unknown field " + k);
-  s.name = text(b, "name");
+  s.name = text_at(b, "name");
   if (!valid_server_name(s.name)) return invalid_input("name '" + s.name + "' is not a valid hostname");
-  s.server_type = text(b, "server_type");
+  s.server_type = text_at(b, "server_type");
   if (!find_server_type(s.server_type)) return invalid_input("server_type '" + s.server_type + "' not found");
-  s.image = text(b, "image");
+  s.image = text_at(b, "image");
   if (std::find(kImages.begin(), kImages.end(), s.image) == kImages.end()) return invalid_input("image '" + s.image + "' not found");
-  s.location = text(b, "location").empty() ? "fsn1" : text(b, "location");
+  s.location = text_at(b, "location").empty() ? "fsn1" : text_at(b, "location");
   if (std::find(kFakeLocations.begin(), kFakeLocations.end(), s.location) == kFakeLocations.end())
     return invalid_input("location '" + s.location + "' not found");
   if (s.location == "ash" && find_server_type(s.server_type)->hourly_us.empty())
     return hetzner_error(412, "resource_unavailable", "server type " + s.server_type + " is not available in ash");
-  s.user_data = text(b, "user_data");
+  s.user_data = text_at(b, "user_data");
   if (s.user_data.size() > kMaxUserData) return invalid_input("user_data is longer than 32 KiB");
   const nlohmann::json labels = b.value("labels", nlohmann::json::object());
   if (!labels.is_object()) return invalid_input("labels must be an object");
@@ -95,15 +93,14 @@ std::optional<JsonAnswer> read_create(const nlohmann::json& b, FakeServer& s) {
 
 }  // namespace
 
-FakeServers::FakeServers(FakeServersOptions opts, const Clock& clock) : opts_(std::move(opts)), clock_(clock) {}
+FakeServers::FakeServers(FakeServersOptions opts, const Clock& clock)
+    : opts_(std::move(opts)),
+      life_{.boot = {{"initializing", opts_.initializing_s}, {"starting", opts_.starting_s}, {"running"}},
+            .teardown = {{"deleting", opts_.deleting_s}},
+            .halt = {{"off"}}},
+      clock_(clock) {}
 
-std::string FakeServers::status_of(const Record& r, double now) const {
-  if (r.deleted_at_s) return now < *r.deleted_at_s + opts_.deleting_s ? "deleting" : "";
-  if (r.off_at_s) return "off";
-  if (now < r.server.created_at_s + opts_.initializing_s) return "initializing";
-  if (now < r.server.created_at_s + opts_.initializing_s + opts_.starting_s) return "starting";
-  return "running";
-}
+std::string FakeServers::status_of(const Record& r, double now) const { return fake_cloud::state_at(life_, r.t, now); }
 
 FakeServers::Record* FakeServers::find(const std::string& id, double now) {
   for (auto& r : records_)
@@ -113,7 +110,7 @@ FakeServers::Record* FakeServers::find(const std::string& id, double now) {
 
 nlohmann::json FakeServers::server_json(const Record& r, double now) const {
   const FakeServer& s = r.server;
-  return {{"id", s.id}, {"name", s.name}, {"status", status_of(r, now)}, {"created", aws::fake::iso8601(s.created_at_s)},
+  return {{"id", s.id}, {"name", s.name}, {"status", status_of(r, now)}, {"created", fake_cloud::iso8601(s.created_at_s)},
           {"public_net", {{"ipv4", {{"id", s.id * 2}, {"ip", s.ipv4}, {"blocked", false},
                                     {"dns_ptr", "static." + s.ipv4 + ".clients.your-server.de"}}},
                           {"ipv6", {{"id", s.id * 2 + 1}, {"ip", s.ipv6}, {"blocked", false}, {"dns_ptr", nlohmann::json::array()}}},
@@ -127,7 +124,7 @@ nlohmann::json FakeServers::server_json(const Record& r, double now) const {
 
 nlohmann::json FakeServers::action_json(const std::string& command, long long server_id, double now) {
   return {{"id", next_action_++}, {"command", command}, {"status", "running"}, {"progress", 0},
-          {"started", aws::fake::iso8601(now)}, {"finished", nullptr},
+          {"started", fake_cloud::iso8601(now)}, {"finished", nullptr},
           {"resources", {{{"id", server_id}, {"type", "server"}}}}, {"error", nullptr}};
 }
 
@@ -145,7 +142,7 @@ JsonAnswer FakeServers::create(const std::string& body) {
   s.created_at_s = now;
   s.ipv4 = "95.217." + std::to_string(s.id / 250 % 256) + "." + std::to_string(s.id % 250 + 1);
   s.ipv6 = "2a01:4f8:c0c:" + std::to_string(s.id % 10000) + "::/64";
-  records_.push_back({s, std::nullopt, std::nullopt});
+  records_.push_back({s, {.created_at_s = now}});
   nlohmann::json answer{{"server", server_json(records_.back(), now)},
                         {"action", action_json("create_server", s.id, now)},
                         {"next_actions", {action_json("start_server", s.id, now)}},
@@ -166,7 +163,7 @@ JsonAnswer FakeServers::remove(const std::string& id) {
   const double now = clock_.now_s();
   Record* r = find(id, now);
   if (!r) return hetzner_error(404, "not_found", "server with ID '" + id + "' not found");
-  if (!r->deleted_at_s) r->deleted_at_s = now;
+  if (!r->t.deleted_at_s) r->t.deleted_at_s = now;
   return {200, {{"action", action_json("delete_server", r->server.id, now)}}};
 }
 
@@ -211,7 +208,7 @@ Status FakeServers::guest_shutdown(long long id) {
   const double now = clock_.now_s();
   Record* r = find(std::to_string(id), now);
   if (!r) return make_error(Code::not_found, "no server " + std::to_string(id));
-  if (!r->deleted_at_s) r->off_at_s = now;
+  if (!r->t.deleted_at_s) r->t.halted_at_s = now;
   return Status{};
 }
 

@@ -1,7 +1,7 @@
 // FakeServers: the stateful part of the fake Hetzner Cloud, the server lifecycle behind POST /servers,
 // GET /servers (label_selector, name, pagination), GET /servers/{id} and DELETE /servers/{id}.
 //
-// Model: a created server has its IPs at once and is initializing for initializing_s, starting for
+// Model (fake_cloud/lifecycle.h): a created server has its IPs at once and is initializing for initializing_s, starting for
 // starting_s, then running. DELETE makes it deleting for deleting_s, then it is gone (404 not_found). A
 // guest power-off makes it off (it still exists, and still bills). Names are unique among existing
 // servers: a second POST with a taken name is 409 uniqueness_error (Hetzner has no idempotency token).
@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "providers/fake_cloud/lifecycle.h"
 #include "providers/hetzner/fake/fake_server_types.h"
 
 namespace tsum::providers::hetzner::fake {
@@ -62,8 +63,7 @@ class FakeServers {
  private:
   struct Record {
     FakeServer server;
-    std::optional<double> deleted_at_s;
-    std::optional<double> off_at_s;
+    fake_cloud::Timeline t;  // halted: a guest power-off
   };
 
   std::string status_of(const Record& r, double now) const;
@@ -72,6 +72,7 @@ class FakeServers {
   nlohmann::json action_json(const std::string& command, long long server_id, double now);
 
   FakeServersOptions opts_;
+  fake_cloud::Lifecycle life_;
   const Clock& clock_;
   mutable std::mutex mu_;
   std::vector<Record> records_;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "providers/fake_cloud/pagination.h"
 #include "providers/yandex/yandex_catalog.h"
 
 namespace tsum::providers::yandex::fake {
@@ -60,17 +61,16 @@ YcAnswer list_skus(const std::map<std::string, std::string>& query, int page_siz
     return yc_error(400, "Illegal argument currency: RUB or USD");
   if (auto f = query.find("filter"); f != query.end() && f->second != "serviceId=\"" + std::string(kComputeServiceId) + "\"")
     return yc_error(400, "Illegal filter '" + f->second + "'");
-  long page = page_size;
-  if (auto p = query.find("pageSize"); p != query.end()) page = std::min<long>(std::strtol(p->second.c_str(), nullptr, 10), page_size);
-  if (page < 1) return yc_error(400, "Illegal argument pageSize");
-  std::size_t begin = 0;
-  if (auto t = query.find("pageToken"); t != query.end()) begin = std::strtoul(t->second.c_str(), nullptr, 10);
+  auto page = fake_cloud::number_param(query, "pageSize", 1, 1000, 1000);
+  if (!page) return yc_error(400, "Illegal argument pageSize");
   const auto all = skus();
+  auto token = query.contains("pageToken") ? std::optional(query.at("pageToken")) : std::nullopt;
+  auto w = fake_cloud::page_at_token(all.size(), token, "", *page, page_size);
+  if (!w) return yc_error(400, "Illegal argument pageToken");
   const double factor = currency->second == "RUB" ? 1.0 : 1.0 / 90;
   nlohmann::json out{{"skus", nlohmann::json::array()}};
-  const std::size_t end = std::min(all.size(), begin + static_cast<std::size_t>(page));
-  for (std::size_t i = begin; i < end; ++i) out["skus"].push_back(sku_json(all[i], i, factor));
-  if (end < all.size()) out["nextPageToken"] = std::to_string(end);
+  for (std::size_t i = w->begin; i < w->end; ++i) out["skus"].push_back(sku_json(all[i], i, factor));
+  if (w->next) out["nextPageToken"] = w->next_token();
   return {200, out};
 }
 

@@ -1,11 +1,9 @@
 #include "providers/yandex/fake/fake_yandex_cloud.h"
 
 #include <algorithm>
-#include <ctime>
-#include <random>
 
 #include "common/json_util.h"
-#include "providers/aws/codec.h"
+#include "providers/fake_cloud/request.h"
 #include "providers/yandex/fake/fake_yandex_billing.h"
 #include "providers/yandex/ps256_jwt.h"
 
@@ -13,46 +11,13 @@ namespace tsum::providers::yandex::fake {
 
 namespace {
 
+using fake_cloud::Route;
+
 constexpr double kMaxSkewS = 300;
 constexpr double kMaxJwtLifetimeS = 3600;
 
 http::LoopbackReply reply_of(const YcAnswer& a) {
   return {.status = a.status, .headers = {{"Content-Type", "application/json"}}, .body = a.body.dump()};
-}
-
-std::map<std::string, std::string> to_map(const aws::Fields& fields) {
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : fields) out.emplace(k, v);
-  return out;
-}
-
-std::vector<std::string> split_path(std::string_view path) {
-  std::vector<std::string> out;
-  while (!path.empty()) {
-    auto slash = path.find('/');
-    if (slash != 0) out.emplace_back(path.substr(0, slash));
-    if (slash == std::string_view::npos) break;
-    path.remove_prefix(slash + 1);
-  }
-  return out;
-}
-
-std::string random_token() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()), static_cast<unsigned long long>(rng()));
-  return "t1.fake-" + std::string(buf);
-}
-
-std::string rfc3339(double epoch_s) {
-  std::time_t t = static_cast<std::time_t>(epoch_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char frac[16];
-  std::snprintf(frac, sizeof frac, ".%06dZ", static_cast<int>((epoch_s - static_cast<double>(t)) * 1e6));
-  return std::string(buf) + frac;
 }
 
 // The checks Yandex's IAM makes on a JWT's header and claims; empty when they pass.
@@ -73,131 +38,70 @@ std::string jwt_refusal(const VerifiedJwt& jwt, const FakeYandexCloudOptions& o,
 }  // namespace
 
 FakeYandexCloud::FakeYandexCloud(FakeYandexCloudOptions opts)
-    : opts_(std::move(opts)),
-      clock_(opts_.clock ? *opts_.clock : system_clock_),
-      compute_(opts_.compute, clock_),
-      server_([this](const http::LoopbackRequest& req) {
-        auto reply = handle(req);
-        sync_guests();
-        return reply;
-      }) {
-  if (!opts_.guest.root.empty()) guest_.emplace(opts_.guest);
-}
+    : opts_(std::move(opts)), compute_(opts_.compute, fake_cloud::clock_or_system(opts_.server.clock)), server_(opts_.server, *this) {}
 
-FakeYandexCloud::~FakeYandexCloud() { stop(); }
+Result<std::uint16_t> FakeYandexCloud::start() {
+  if (opts_.public_key_pem.empty()) return make_error(Code::invalid_argument, "fake yandex: no authorized key public key");
+  return server_.start();
+}
 
 Status FakeYandexCloud::guest_shutdown(const std::string& id) {
   Status s = compute_.guest_shutdown(id);
-  sync_guests();
+  server_.sync_guests();
   return s;
 }
 
-void FakeYandexCloud::sync_guests() {
-  if (!guest_) return;
+std::vector<fake_guest::LiveInstance> FakeYandexCloud::live_guests() const {
   std::vector<fake_guest::LiveInstance> up;
   for (auto& i : compute_.instances())
     if (i.status == "PROVISIONING" || i.status == "STARTING" || i.status == "RUNNING")
       up.push_back({i.id, std::move(i.user_data)});
-  guest_->sync(up);
+  return up;
 }
 
-Result<std::uint16_t> FakeYandexCloud::start() {
-  if (opts_.public_key_pem.empty()) return make_error(Code::invalid_argument, "fake yandex: no authorized key public key");
-  return server_.start(opts_.listen);
+http::LoopbackReply FakeYandexCloud::fault_answer(int status, const std::string&) const {
+  if (status == 429) return reply_of(yc_error(429, "Too many requests"));
+  if (status == 503) return reply_of(yc_error(503, "Service is unavailable, try again later"));
+  return reply_of(yc_error(500, "Internal error"));
 }
 
-void FakeYandexCloud::stop() { server_.stop(); }
-
-int FakeYandexCloud::requests(std::string_view method) const { return book_.requests(method); }
-
-int FakeYandexCloud::rejected() const { return book_.rejected(); }
-
-int FakeYandexCloud::tokens_issued() const { return book_.issued(); }
-
-void FakeYandexCloud::revoke_tokens() {
-  book_.revoke_all();
-}
-
-http::LoopbackReply FakeYandexCloud::fault_reply(FaultKind kind) const {
-  switch (kind) {
-    case FaultKind::throttle_429: {
-      auto r = reply_of(yc_error(429, "Too many requests"));
-      r.headers.emplace_back("Retry-After", std::to_string(opts_.retry_after_s));
-      return r;
-    }
-    case FaultKind::unavailable_503:
-      return reply_of(yc_error(503, "Service is unavailable, try again later"));
-    case FaultKind::internal_500:
-      return reply_of(yc_error(500, "Internal error"));
-    case FaultKind::timeout:
-    case FaultKind::lost:
-      break;
-  }
-  return {.delay = opts_.hang, .drop = true};  // timeout: hold the connection, then close it unanswered
-}
-
-std::string FakeYandexCloud::refuse_bearer(const http::LoopbackRequest& req) {
-  auto token = CallBook::bearer(req);
-  std::string refusal;
-  if (!token) refusal = "The token is missing";
-  else if (!book_.valid(*token, clock_.now_s())) refusal = "The token is invalid or expired: '" + *token + "'";
-  if (!refusal.empty()) book_.reject();
-  return refusal;
-}
-
-http::LoopbackReply FakeYandexCloud::token(const http::LoopbackRequest& req) {
+Route FakeYandexCloud::token(const http::LoopbackRequest& req) {
   auto doc = parse_json_safely(req.body);
   if (req.method != "POST" || !doc || !doc->is_object() || !(*doc)["jwt"].is_string())
-    return reply_of(yc_error(400, "POST {\"jwt\": ...} to the token endpoint"));
+    return Route::reply(reply_of(yc_error(400, "POST {\"jwt\": ...} to the token endpoint")));
   const std::string jwt = (*doc)["jwt"].get<std::string>();
-  auto refuse = [&](const std::string& why) {
-    book_.reject();
-    return reply_of(yc_error(401, why + " (jwt '" + jwt + "')"));
-  };
+  auto refuse = [&](const std::string& why) { return Route::refuse(reply_of(yc_error(401, why + " (jwt '" + jwt + "')"))); };
   auto verified = verify_ps256_jwt(jwt, opts_.public_key_pem);
   if (!verified) return refuse("Invalid JWT: " + verified.error().detail);
-  const double now = clock_.now_s();
-  if (auto why = jwt_refusal(*verified, opts_, iam_url(), now); !why.empty()) return refuse(why);
-  book_.count("iam.token");
-  auto injected = faults_.take("iam.token");
-  if (injected && *injected != FaultKind::lost) return fault_reply(*injected);
-  const std::string token = random_token();
-  book_.issue(token, now + opts_.token_lifetime_s);
-  auto reply = reply_of({200, {{"iamToken", token}, {"expiresAt", rfc3339(now + opts_.token_lifetime_s)}}});
-  reply.drop = injected == FaultKind::lost;  // issued, but the answer never arrives
-  return reply;
+  if (auto why = jwt_refusal(*verified, opts_, iam_url(), server_.clock().now_s()); !why.empty()) return refuse(why);
+  return Route::to("iam.token", [this] {
+    const double expires = server_.clock().now_s() + opts_.token_lifetime_s;
+    const std::string token = server_.book().issue("t1.fake-", expires);
+    return reply_of({200, {{"iamToken", token}, {"expiresAt", fake_cloud::rfc3339(expires)}}});
+  });
 }
 
-http::LoopbackReply FakeYandexCloud::handle(const http::LoopbackRequest& req) {
-  auto q = req.target.find('?');
-  const std::string path = req.target.substr(0, q);
-  auto query = aws::parse_query(q == std::string::npos ? std::string_view() : std::string_view(req.target).substr(q + 1),
-                                /*plus_is_space=*/true);
-  if (!query) return reply_of(yc_error(400, "malformed query: " + query.error().detail));
+Route FakeYandexCloud::route(const http::LoopbackRequest& req) {
+  auto target = fake_cloud::parse_target(req);
+  if (!target) return Route::reply(reply_of(yc_error(400, "malformed query: " + target.error().detail)));
+  const std::string& path = target->path;
   if (path == "/iam/v1/tokens") return token(req);
-  if (auto refusal = refuse_bearer(req); !refusal.empty()) return reply_of(yc_error(401, refusal));
-  std::string method;
-  ComputeCall call;
-  const auto segments = split_path(path);
+  auto bearer = fake_cloud::CallBook::bearer(req);
+  if (!bearer) return Route::refuse(reply_of(yc_error(401, "The token is missing")));
+  if (!server_.book().valid(*bearer, server_.clock().now_s()))
+    return Route::refuse(reply_of(yc_error(401, "The token is invalid or expired: '" + *bearer + "'")));
+  const auto segments = fake_cloud::split_path(path);
   if (path.starts_with("/compute/v1/")) {
-    call = {req.method, split_path(std::string_view(path).substr(12)), to_map(*query), req.body};
-    method = compute_method(call);
+    ComputeCall call{req.method, fake_cloud::split_path(std::string_view(path).substr(12)), target->query, req.body};
+    std::string method = compute_method(call);
+    if (!method.empty())
+      return Route::to(method, [this, method, call = std::move(call)] { return reply_of(compute_.handle(method, call)); });
   } else if (segments.size() == 2 && segments[0] == "operations" && req.method == "GET") {
-    method = "operations.get";
+    return Route::to("operations.get", [this, id = segments[1]] { return reply_of(compute_.operation(id)); });
   } else if (path == "/billing/v1/skus" && req.method == "GET") {
-    method = "skus.list";
+    return Route::to("skus.list", [this, query = target->query] { return reply_of(list_skus(query, opts_.sku_page_size)); });
   }
-  if (method.empty()) return reply_of(yc_error(404, "No such method: " + req.method + " " + path));
-  book_.count(method);
-  auto injected = faults_.take(method);
-  if (injected && *injected != FaultKind::lost) return fault_reply(*injected);
-  YcAnswer answer;
-  if (method == "operations.get") answer = compute_.operation(segments[1]);
-  else if (method == "skus.list") answer = list_skus(to_map(*query), opts_.sku_page_size);
-  else answer = compute_.handle(method, call);
-  auto reply = reply_of(answer);
-  reply.drop = injected == FaultKind::lost;  // carried out, but the answer never arrives
-  return reply;
+  return Route::reply(reply_of(yc_error(404, "No such method: " + req.method + " " + path)));
 }
 
 }  // namespace tsum::providers::yandex::fake

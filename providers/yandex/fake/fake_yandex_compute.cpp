@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "providers/fake_cloud/pagination.h"
 #include "providers/yandex/yandex_catalog.h"
 #include "providers/yandex/yandex_json.h"
+#include "providers/fake_cloud/json_body.h"
 
 namespace tsum::providers::yandex::fake {
+
+using fake_cloud::text_at;
+using fake_cloud::value_at;
 
 namespace {
 
@@ -23,21 +28,6 @@ int grpc_code(int status) {
     case 503: return 14;
     default: return status >= 500 ? 13 : 2;
   }
-}
-
-std::string str(const nlohmann::json& j, const char* key) {
-  auto it = j.is_object() ? j.find(key) : j.end();
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const nlohmann::json& at(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  static const nlohmann::json kNull;
-  const nlohmann::json* cur = &j;
-  for (const char* key : path) {
-    if (!cur->is_object() || !cur->contains(key)) return kNull;
-    cur = &(*cur)[key];
-  }
-  return *cur;
 }
 
 // An int64 as proto3 JSON writes it (a decimal string; a number is accepted too); -1 when neither.
@@ -72,7 +62,12 @@ std::string compute_method(const ComputeCall& c) {
   return {};
 }
 
-FakeYandexCompute::FakeYandexCompute(FakeYandexComputeOptions opts, const Clock& clock) : opts_(std::move(opts)), clock_(clock) {}
+FakeYandexCompute::FakeYandexCompute(FakeYandexComputeOptions opts, const Clock& clock)
+    : opts_(std::move(opts)),
+      life_{.boot = {{"PROVISIONING", opts_.provisioning_s}, {"STARTING", opts_.starting_s}, {"RUNNING"}},
+            .teardown = {{"DELETING"}},  // until the delete operation is done and the record goes
+            .halt = {{"STOPPING", opts_.stopping_s}, {"STOPPED"}}},
+      clock_(clock) {}
 
 FakeYandexCompute::Record* FakeYandexCompute::find(const std::string& id) {
   for (auto& r : records_)
@@ -112,12 +107,7 @@ void FakeYandexCompute::settle(double now) {
 
 FakeInstance FakeYandexCompute::as_of(const Record& r, double now) const {
   FakeInstance out = r.inst;
-  const double age = now - r.created_at_s;
-  if (!r.delete_op.empty()) out.status = "DELETING";
-  else if (r.stopped_at_s) out.status = now - *r.stopped_at_s < opts_.stopping_s ? "STOPPING" : "STOPPED";
-  else if (age < opts_.provisioning_s) out.status = "PROVISIONING";
-  else if (age < opts_.provisioning_s + opts_.starting_s) out.status = "STARTING";
-  else out.status = "RUNNING";
+  out.status = fake_cloud::state_at(life_, r.t, now);
   if (out.status == "PROVISIONING") out.nat_ip.clear(), out.internal_ip.clear();
   return out;
 }
@@ -146,12 +136,12 @@ nlohmann::json FakeYandexCompute::operation_json(const Operation& op) const {
 }
 
 YcAnswer FakeYandexCompute::create(const ComputeCall& c, double now) {
-  auto body = nlohmann::json::parse(c.body, nullptr, false);
+  auto body = fake_cloud::parse_body(c.body);
   if (!body.is_object()) return yc_error(400, "Request body is not a JSON object");
-  if (str(body, "folderId") != opts_.folder_id) return yc_error(403, "Permission denied to folder " + str(body, "folderId"));
-  const std::string name = str(body, "name");
+  if (text_at(body, "folderId") != opts_.folder_id) return yc_error(403, "Permission denied to folder " + text_at(body, "folderId"));
+  const std::string name = text_at(body, "name");
   if (!valid_instance_name(name)) return yc_error(400, "Illegal argument name: '" + name + "'");
-  const auto& labels = at(body, {"labels"});
+  const auto& labels = value_at(body, {"labels"});
   std::map<std::string, std::string> label_map;
   if (!labels.is_null() && !labels.is_object()) return yc_error(400, "Illegal argument labels");
   if (labels.is_object())
@@ -160,32 +150,32 @@ YcAnswer FakeYandexCompute::create(const ComputeCall& c, double now) {
         return yc_error(400, "Illegal argument labels: '" + k + "'");
       label_map[k] = v.get<std::string>();
     }
-  const std::string zone = str(body, "zoneId"), platform = str(body, "platformId");
+  const std::string zone = text_at(body, "zoneId"), platform = text_at(body, "platformId");
   if (std::find(kZones.begin(), kZones.end(), zone) == kZones.end()) return yc_error(400, "Zone '" + zone + "' not found");
   auto stems = platform_stems(platform);
   if (!stems) return yc_error(400, "Platform '" + platform + "' not found");
-  const long long cores = int64_of(at(body, {"resourcesSpec", "cores"})), memory = int64_of(at(body, {"resourcesSpec", "memory"}));
-  long long gpus = int64_of(at(body, {"resourcesSpec", "gpus"}));
+  const long long cores = int64_of(value_at(body, {"resourcesSpec", "cores"})), memory = int64_of(value_at(body, {"resourcesSpec", "memory"}));
+  long long gpus = int64_of(value_at(body, {"resourcesSpec", "gpus"}));
   if (gpus < 0) gpus = 0;
   if (cores < 2 || cores > 96 || memory < (1LL << 30) || memory % (1LL << 30) != 0)
     return yc_error(400, "Illegal argument resourcesSpec: cores and memory (whole GiB) are required");
   if ((gpus > 0) != !stems->gpu_type.empty()) return yc_error(400, "Platform " + platform + " and " + std::to_string(gpus) + " GPUs do not go together");
-  const std::string user_data = str(at(body, {"metadata"}), "user-data");
+  const std::string user_data = text_at(value_at(body, {"metadata"}), "user-data");
   if (user_data.empty()) return yc_error(400, "Illegal argument metadata: user-data is required by this fake");
-  const std::string image = str(at(body, {"bootDiskSpec", "diskSpec"}), "imageId");
-  const auto& nics = at(body, {"networkInterfaceSpecs"});
-  if (image.empty() || !nics.is_array() || nics.size() != 1 || str(nics[0], "subnetId").empty())
+  const std::string image = text_at(value_at(body, {"bootDiskSpec", "diskSpec"}), "imageId");
+  const auto& nics = value_at(body, {"networkInterfaceSpecs"});
+  if (image.empty() || !nics.is_array() || nics.size() != 1 || text_at(nics[0], "subnetId").empty())
     return yc_error(400, "Illegal argument: bootDiskSpec.diskSpec.imageId and one networkInterfaceSpecs entry with subnetId are required");
   for (const auto& r : records_)
     if (r.inst.name == name) return yc_error(409, "Instance with name " + name + " already exists");
   const unsigned long n = next_id_++;
   Record r{.inst = {.id = fake_id('f', n), .name = name, .zone_id = zone, .platform_id = platform, .cores = static_cast<int>(cores),
                     .memory_bytes = memory, .gpus = static_cast<int>(gpus),
-                    .nat_ip = at(nics[0], {"primaryV4AddressSpec", "oneToOneNatSpec"}).is_object()
+                    .nat_ip = value_at(nics[0], {"primaryV4AddressSpec", "oneToOneNatSpec"}).is_object()
                                   ? "51.250." + std::to_string(n / 250 % 250) + "." + std::to_string(n % 250 + 1) : "",
-                    .internal_ip = "10.128.0." + std::to_string(n % 250 + 2), .image_id = image, .subnet_id = str(nics[0], "subnetId"),
-                    .disk_auto_delete = at(body, {"bootDiskSpec", "autoDelete"}) == true, .user_data = user_data, .labels = label_map},
-           .created_at_s = now};
+                    .internal_ip = "10.128.0." + std::to_string(n % 250 + 2), .image_id = image, .subnet_id = text_at(nics[0], "subnetId"),
+                    .disk_auto_delete = value_at(body, {"bootDiskSpec", "autoDelete"}) == true, .user_data = user_data, .labels = label_map},
+           .t = {.created_at_s = now}};
   records_.push_back(r);
   ++created_;
   return {200, operation_json(start_operation("create", r.inst.id, now))};
@@ -207,29 +197,20 @@ YcAnswer FakeYandexCompute::list(const ComputeCall& c, double now) const {
     if (!v.starts_with("name=\"") || !v.ends_with("\"") || v.size() < 8) return yc_error(400, "Illegal filter '" + v + "': only name=\"...\" is supported");
     name = v.substr(6, v.size() - 7);
   }
-  long page = opts_.page_size;
-  if (auto p = c.query.find("pageSize"); p != c.query.end()) {
-    char* end = nullptr;
-    page = std::strtol(p->second.c_str(), &end, 10);
-    if (p->second.empty() || *end != '\0' || page < 1 || page > 1000) return yc_error(400, "Illegal argument pageSize");
-    page = std::min<long>(page, opts_.page_size);
-  }
-  std::size_t begin = 0;
-  if (auto t = c.query.find("pageToken"); t != c.query.end()) {
-    char* end = nullptr;
-    begin = std::strtoul(t->second.c_str(), &end, 10);
-    if (t->second.empty() || *end != '\0') return yc_error(400, "Illegal argument pageToken");
-  }
+  auto page = fake_cloud::number_param(c.query, "pageSize", 1, 1000, 1000);
+  if (!page) return yc_error(400, "Illegal argument pageSize");
   std::vector<const Record*> matched;
   for (const auto& r : records_)
     if (name.empty() || r.inst.name == name) matched.push_back(&r);
-  const std::size_t end = std::min(matched.size(), begin + static_cast<std::size_t>(page));
+  auto token = c.query.contains("pageToken") ? std::optional(c.query.at("pageToken")) : std::nullopt;
+  auto w = fake_cloud::page_at_token(matched.size(), token, "", *page, opts_.page_size);
+  if (!w) return yc_error(400, "Illegal argument pageToken");
   nlohmann::json out = nlohmann::json::object();
-  if (begin < end) {
+  if (w->begin < w->end) {
     out["instances"] = nlohmann::json::array();
-    for (std::size_t i = begin; i < end; ++i) out["instances"].push_back(instance_json(as_of(*matched[i], now)));
+    for (std::size_t i = w->begin; i < w->end; ++i) out["instances"].push_back(instance_json(as_of(*matched[i], now)));
   }
-  if (end < matched.size()) out["nextPageToken"] = std::to_string(end);
+  if (w->next) out["nextPageToken"] = w->next_token();
   return {200, out};
 }
 
@@ -238,6 +219,7 @@ YcAnswer FakeYandexCompute::remove(const std::string& id, double now) {
   if (!r) return yc_error(404, "Instance " + id + " not found");
   if (!r->delete_op.empty()) return yc_error(400, "Operation is not allowed in the instance's current state (DELETING)");
   r->delete_op = start_operation("delete", id, now).id;
+  r->t.deleted_at_s = now;
   return {200, operation_json(ops_[r->delete_op])};
 }
 
@@ -268,7 +250,7 @@ Status FakeYandexCompute::guest_shutdown(const std::string& id) {
   std::lock_guard lock(mu_);
   Record* r = find(id);
   if (!r) return make_error(Code::not_found, "no instance " + id);
-  if (!r->stopped_at_s) r->stopped_at_s = clock_.now_s();
+  if (!r->t.halted_at_s) r->t.halted_at_s = clock_.now_s();
   return Status{};
 }
 

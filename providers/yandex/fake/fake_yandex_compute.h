@@ -1,7 +1,7 @@
 // FakeYandexCompute: the stateful part of the fake Yandex Cloud, Compute's instance lifecycle behind
 // instances create/get/list/delete and the Operation API, as tsum uses them.
 //
-// Model: a created instance is PROVISIONING for provisioning_s, STARTING for starting_s (its addresses show
+// Model (fake_cloud/lifecycle.h): a created instance is PROVISIONING for provisioning_s, STARTING for starting_s (its addresses show
 // from here), then RUNNING. Its create operation reports done:false for operation_polls polls (or until
 // operation_s has passed on the clock, polled or not), then done. A delete makes the instance DELETING and
 // starts an operation that ends the same way; when it is done the instance is gone (404). A guest power-off
@@ -21,6 +21,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "providers/fake_cloud/lifecycle.h"
 
 namespace tsum::providers::yandex::fake {
 
@@ -85,8 +86,7 @@ class FakeYandexCompute {
  private:
   struct Record {
     FakeInstance inst = {};
-    double created_at_s = 0;
-    std::optional<double> stopped_at_s = {};
+    fake_cloud::Timeline t = {};  // deleted: its delete operation started; halted: a guest power-off
     std::string delete_op = {};
   };
   struct Operation {
@@ -109,6 +109,7 @@ class FakeYandexCompute {
   Record* find(const std::string& id);
 
   FakeYandexComputeOptions opts_;
+  fake_cloud::Lifecycle life_;
   const Clock& clock_;
   mutable std::mutex mu_;
   std::vector<Record> records_;

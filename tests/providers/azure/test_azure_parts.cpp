@@ -2,11 +2,11 @@
 // filtering, resource SKU pages, origins of URLs Azure hands back, names.
 #include <doctest/doctest.h>
 
-#include "providers/aws/codec.h"
 #include "providers/azure/azure_api.h"
 #include "providers/azure/azure_catalog.h"
 #include "providers/azure/azure_json.h"
 #include "providers/azure/ssh_key.h"
+#include "providers/http/codec.h"
 
 using namespace tsum;
 using namespace tsum::providers;
@@ -21,7 +21,7 @@ TEST_CASE("the VM body: cloud-init as base64 customData, SSH key only, deleteOpt
   CHECK(j["location"] == "westeurope");
   CHECK(j["tags"]["tsum-run"] == "7");
   CHECK(p["hardwareProfile"]["vmSize"] == "Standard_D2s_v5");
-  CHECK(aws::base64_decode(p["osProfile"]["customData"].get<std::string>()).value() == "#cloud-config\n");
+  CHECK(http::base64_decode(p["osProfile"]["customData"].get<std::string>()).value() == "#cloud-config\n");
   CHECK(p["osProfile"]["linuxConfiguration"]["disablePasswordAuthentication"] == true);
   CHECK_FALSE(p["osProfile"].contains("adminPassword"));
   CHECK(p["storageProfile"]["osDisk"]["deleteOption"] == "Delete");

@@ -1,4 +1,4 @@
-// The fake guest boots real user data in a guest machine of the stock root: aws::cloud_init_user_data's
+// The fake guest boots real user data in a guest machine of the stock root: cloud_init_user_data's
 // document runs its agent at its real paths inside the guest, which reaches a server on the test network's
 // bridge but neither this host's files nor its 127.0.0.1; halt() leaves nothing; user data it cannot do is
 // refused or skipped by name.
@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "providers/aws/cloud_init.h"
-#include "providers/aws/codec.h"
+#include "providers/cloud_init/cloud_init.h"
+#include "providers/http/codec.h"
 #include "providers/fake_guest/fake_guest.h"
 #include "providers/http/loopback_server.h"
 #include "support/guest_net.h"
@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string user_data(const std::string& run, const std::string& x) {
-  auto doc = aws::cloud_init_user_data(testing::guest_spec(run, x), {});
+  auto doc = cloud_init_user_data(testing::guest_spec(run, x), {});
   REQUIRE_MESSAGE(doc.ok(), doc.error().detail);
   return *doc;
 }
@@ -129,7 +129,7 @@ TEST_CASE("write_files and runcmd as cloud-init reads them: plain and base64 con
   const std::string doc = "#cloud-config\npackage_update: true\npackages: [curl]\nwrite_files:\n"
                           "  - path: /srv/app/note.txt\n    content: \"see /srv/app/data\\n\"\n"
                           "  - path: /srv/app/bin/run\n    permissions: '0750'\n    encoding: base64\n    content: " +
-                          aws::base64_encode("#!/bin/sh\necho ran in $(pwd) as $(id -u) on $(hostname) > /srv/app/ran\n") +
+                          http::base64_encode("#!/bin/sh\necho ran in $(pwd) as $(id -u) on $(hostname) > /srv/app/ran\n") +
                           "\n    owner: root:root\nruncmd:\n  - /srv/app/bin/run\n  - [cp, /srv/app/note.txt, /srv/app/copy]\n";
   auto parsed = parse_cloud_config(doc);
   REQUIRE_MESSAGE(parsed.ok(), parsed.error().detail);

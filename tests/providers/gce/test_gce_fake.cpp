@@ -2,9 +2,9 @@
 // issuer, audience, lifetime, grant type), bearer checks, and the Compute requests it refuses.
 #include <doctest/doctest.h>
 
-#include "providers/aws/codec.h"
 #include "providers/gce/fake/fake_gce_cloud.h"
 #include "providers/gce/gce_json.h"
+#include "providers/http/codec.h"
 #include "providers/http/http_client.h"
 #include "support/gce_account.h"
 #include "support/run_sync.h"
@@ -24,8 +24,8 @@ struct PlainFake {
   http::HttpClient client{{.retry = {.max_attempts = 1}}};
 
   PlainFake()
-      : fake({.client_email = test_account().client_email, .public_key_pem = *rsa_public_key_pem(test_account().private_key_pem),
-              .clock = &clock}) {
+      : fake({.server = {.clock = &clock}, .client_email = test_account().client_email,
+              .public_key_pem = *rsa_public_key_pem(test_account().private_key_pem)}) {
     REQUIRE(fake.start().ok());
   }
 
@@ -38,7 +38,7 @@ struct PlainFake {
   }
 
   http::HttpResponse exchange(const std::string& assertion, const std::string& grant = "urn:ietf:params:oauth:grant-type:jwt-bearer") {
-    return send("POST", fake.token_url(), aws::form_encode({{"grant_type", grant}, {"assertion", assertion}}),
+    return send("POST", fake.token_url(), http::form_encode({{"grant_type", grant}, {"assertion", assertion}}),
                 {{"Content-Type", "application/x-www-form-urlencoded"}});
   }
 
@@ -73,7 +73,7 @@ TEST_CASE("the token endpoint takes only a current, hour-long assertion signed b
   auto answer = nlohmann::json::parse(good.body);
   CHECK(answer["token_type"] == "Bearer");
   CHECK(answer["expires_in"] == 3600);
-  CHECK(f.fake.tokens_issued() == 1);
+  CHECK(f.fake.server().tokens_issued() == 1);
 
   ServiceAccount impostor = test_account();
   impostor.private_key_pem = *generate_rsa_key_pem();
@@ -89,8 +89,8 @@ TEST_CASE("the token endpoint takes only a current, hour-long assertion signed b
   CHECK(f.exchange(f.assertion(test_account(), now - 100)).status == 200);                         // clock skew is fine
   CHECK(oauth_error(f.exchange(f.assertion(test_account(), now), "client_credentials")) == "unsupported_grant_type");
   CHECK(oauth_error(f.exchange("not.a.jwt")) == "invalid_grant");
-  CHECK(f.fake.rejected() == 8);
-  CHECK(f.fake.tokens_issued() == 2);
+  CHECK(f.fake.server().rejected() == 8);
+  CHECK(f.fake.server().tokens_issued() == 2);
 }
 
 TEST_CASE("API calls need a token the endpoint issued and that has not expired") {
@@ -101,12 +101,12 @@ TEST_CASE("API calls need a token the endpoint issued and that has not expired")
   const std::string token = f.token();
   auto ok = f.compute("GET", path, "", token);
   CHECK(ok.status == 200);
-  CHECK(f.fake.requests("machineTypes.list") == 1);
+  CHECK(f.fake.server().requests("machineTypes.list") == 1);
   f.clock.advance(3601);
   auto expired = f.compute("GET", path, "", token);
   CHECK(expired.status == 401);
   CHECK(reason(expired) == "authError");
-  CHECK(f.fake.rejected() == 3);
+  CHECK(f.fake.server().rejected() == 3);
 }
 
 TEST_CASE("Compute refuses unknown fields, bad names, requestIds, zones, scheduling and filters") {
@@ -142,7 +142,7 @@ TEST_CASE("Compute refuses unknown fields, bad names, requestIds, zones, schedul
   CHECK(f.compute("POST", insert, "[1, 2]", token).status == 400);
   CHECK(f.compute("POST", "projects/tsum-fake/zones/mars-north1-a/instances", insert_body(s).dump(), token).status == 400);
   CHECK(f.compute("GET", "projects/someone-else/zones/us-central1-a/instances/tsum-1", "", token).status == 404);
-  CHECK(f.compute("GET", "projects/tsum-fake/aggregated/instances?filter=" + aws::uri_encode("name = x"), "", token).status == 400);
+  CHECK(f.compute("GET", "projects/tsum-fake/aggregated/instances?filter=" + http::uri_encode("name = x"), "", token).status == 400);
   CHECK(f.compute("GET", "projects/tsum-fake/aggregated/instances?pageToken=forged", "", token).status == 400);
   auto op_now = f.compute("GET", "projects/tsum-fake/zones/us-central1-a/operations/" + op, "", token);
   CHECK(nlohmann::json::parse(op_now.body)["status"] == "DONE");

@@ -1,25 +1,25 @@
 // The Yandex Cloud provider against the fake Yandex Cloud, in-process, over HTTPS with a CA made at test
-// time. The fake verifies the PS256 JWT with the authorized key's public key at its IAM endpoint and the IAM
-// token on every call; a FakeClock shared by both drives the instance lifecycle, and operations finish after
-// one poll.
+// time: what is Yandex's own (the instance's shape and statuses, operations and their deadlines, adoption by
+// name and labels, Billing SKU prices in effect, the fake's refusals). The contract every cloud shares is
+// tests/providers/conformance.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
-#include "providers/aws/codec.h"
 #include "providers/gce/jwt.h"
+#include "providers/http/codec.h"
 #include "providers/yandex/fake/fake_yandex_cloud.h"
 #include "providers/yandex/yandex_provider.h"
-#include "support/guest_net.h"
-#include "support/guest_probe.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
+#include "support/provider_fixtures.h"
 
 using namespace tsum;
 using namespace tsum::providers;
 using namespace tsum::providers::yandex;
 using namespace tsum::providers::yandex::fake;
 using namespace std::chrono_literals;
+using tsum::testing::launch_spec;
 using tsum::testing::run_sync;
 
 namespace {
@@ -36,10 +36,9 @@ struct Cloud {
   FakeYandexCloud fake;
   std::unique_ptr<YandexProvider> provider;
 
-  explicit Cloud(FakeYandexComputeOptions compute = {}, int sku_page_size = 1000,
-                 fake_guest::FakeGuestOptions guest = {})
-      : fake({.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}, .public_key_pem = test_key().private_key_pem,
-              .compute = compute, .sku_page_size = sku_page_size, .hang = 3s, .guest = guest, .clock = &clock}) {
+  explicit Cloud(FakeYandexComputeOptions compute = {}, int sku_page_size = 1000)
+      : fake({.server = {.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}, .hang = 3s, .clock = &clock},
+              .public_key_pem = test_key().private_key_pem, .compute = compute, .sku_page_size = sku_page_size}) {
     REQUIRE(fake.start().ok());
     provider = make(test_key());
   }
@@ -48,7 +47,7 @@ struct Cloud {
     return {.key = key, .folder_id = fake.folder_id(), .subnet_id = "e9bfakesubnet", .image_id = "fd8fakeimage",
             .iam_endpoint = fake.iam_url(), .compute_endpoint = fake.compute_url(), .operation_endpoint = fake.operation_url(),
             .billing_endpoint = fake.billing_url(),
-            .http = {.ca_file = tls.ca_file(), .retry = {.max_attempts = 4, .base_delay = 10ms, .max_delay = 50ms, .deadline = 30s}},
+            .http = testing::fake_http(tls.ca_file()),
             .attempt_timeout = 1500ms, .operation_deadline = 5s, .delete_deadline = 5s, .operation_poll = 5ms, .clock = &clock};
   }
 
@@ -59,26 +58,20 @@ struct Cloud {
   }
 };
 
-LaunchSpec spec(const std::string& run, const std::string& tag = "tsum-test") {
-  return {.run_id = run, .tag = tag, .idempotency_token = "run" + run + "-" + tag,
-          .agent_script = "#!/bin/sh\necho agent for run " + run + "\n",
-          .env = {{"TSUM_RUN_ID", run}, {"TSUM_TOKEN", "it's secret"}}};
-}
-
 Offer offer(const std::string& shape = "standard-v3-2c-8g") { return {.provider = "yandex", .instance_type = shape}; }
 
 }  // namespace
 
 TEST_CASE("create posts one labelled instance booting the agent and waits for its operation; describe follows the lifecycle") {
   Cloud c;
-  auto h = run_sync(c.provider->create(offer(), spec("7")));
+  auto h = run_sync(c.provider->create(offer(), launch_spec("7")));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
   CHECK(h->provider == "yandex");
   auto all = c.fake.instances();
   REQUIRE(all.size() == 1);
   const FakeInstance& i = all[0];
   CHECK(h->id == i.id);
-  CHECK(h->data.value("name", "") == YandexProvider::instance_name(spec("7")));
+  CHECK(h->data.value("name", "") == YandexProvider::instance_name(launch_spec("7")));
   CHECK(h->data.value("folder", "") == c.fake.folder_id());
   CHECK(i.platform_id == "standard-v3");
   CHECK(i.cores == 2);
@@ -88,9 +81,9 @@ TEST_CASE("create posts one labelled instance booting the agent and waits for it
   CHECK(i.disk_auto_delete);
   CHECK(i.labels == std::map<std::string, std::string>{{"tsum", "tsum-test"}, {"tsum-run", "7"}});
   CHECK(i.user_data.starts_with("#cloud-config\n"));
-  CHECK(i.user_data.find(aws::base64_encode(aws::gzip_compress(spec("7").agent_script))) != std::string::npos);
-  CHECK(c.fake.requests("operations.get") == 2);  // done:false once, then done
-  CHECK(c.fake.tokens_issued() == 1);
+  CHECK(i.user_data.find(http::base64_encode(http::gzip_compress(launch_spec("7").agent_script))) != std::string::npos);
+  CHECK(c.fake.server().requests("operations.get") == 2);  // done:false once, then done
+  CHECK(c.fake.server().tokens_issued() == 1);
 
   auto st = run_sync(c.provider->describe(*h));
   REQUIRE(st.ok());
@@ -115,42 +108,19 @@ TEST_CASE("create posts one labelled instance booting the agent and waits for it
   CHECK(run_sync(c.provider->describe(*h))->detail == "Yandex status STOPPED");
 }
 
-TEST_CASE("a create whose answer was lost is retried: ALREADY_EXISTS, then the instance of that name is adopted") {
-  Cloud c;
-  c.fake.inject({.action = "instances.create", .kind = FaultKind::lost});
-  auto h = run_sync(c.provider->create(offer(), spec("1")));
-  REQUIRE_MESSAGE(h.ok(), h.error().detail);
-  CHECK(c.fake.requests("instances.create") == 2);
-  CHECK(c.fake.requests("instances.list") == 1);
-  CHECK(c.fake.created() == 1);
-  REQUIRE(c.fake.instances().size() == 1);
-  CHECK(h->id == c.fake.instances()[0].id);
-}
-
 TEST_CASE("create again (a daemon retry) gives the same instance; a name with another run's labels clashes") {
   Cloud c;
-  auto first = run_sync(c.provider->create(offer(), spec("2")));
+  auto first = run_sync(c.provider->create(offer(), launch_spec("2")));
   REQUIRE(first.ok());
-  auto again = run_sync(c.provider->create(offer(), spec("2")));
+  auto again = run_sync(c.provider->create(offer(), launch_spec("2")));
   REQUIRE(again.ok());
   CHECK(again->id == first->id);
   CHECK(c.fake.created() == 1);
-  auto stranger = spec("2", "other-tag");
-  stranger.idempotency_token = spec("2").idempotency_token;
+  auto stranger = launch_spec("2", "other-tag");
+  stranger.idempotency_token = launch_spec("2").idempotency_token;
   auto clash = run_sync(c.provider->create(offer(), stranger));
   CHECK(clash.code() == Code::already_exists);
   CHECK(clash.error().detail.find("another run") != std::string::npos);
-}
-
-TEST_CASE("terminate deletes and waits for the operation; then gone; terminating again is fine") {
-  Cloud c;
-  auto h = run_sync(c.provider->create(offer(), spec("3")));
-  REQUIRE(h.ok());
-  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
-  CHECK(c.fake.requests("instances.delete") == 1);
-  CHECK(c.fake.instances().empty());
-  CHECK(run_sync(c.provider->describe(*h))->state == InstanceState::gone);
-  CHECK(run_sync(c.provider->terminate(*h)).ok());  // 404: deleted already
 }
 
 TEST_CASE("an instance being deleted reads exited and is not adopted; a delete past its deadline is a timeout") {
@@ -158,9 +128,9 @@ TEST_CASE("an instance being deleted reads exited and is not adopted; a delete p
   auto o = c.options(test_key());
   o.operation_deadline = o.delete_deadline = 200ms;
   auto p = std::move(YandexProvider::make(o).value());
-  CHECK(run_sync(p->create(offer(), spec("8"))).code() == Code::timeout);
+  CHECK(run_sync(p->create(offer(), launch_spec("8"))).code() == Code::timeout);
   c.clock.advance(61);
-  auto h = run_sync(p->create(offer(), spec("8")));  // ALREADY_EXISTS: adopted
+  auto h = run_sync(p->create(offer(), launch_spec("8")));  // ALREADY_EXISTS: adopted
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
   CHECK(c.fake.created() == 1);
   auto gone = run_sync(p->terminate(*h));
@@ -169,147 +139,20 @@ TEST_CASE("an instance being deleted reads exited and is not adopted; a delete p
   CHECK(st->state == InstanceState::exited);
   CHECK(st->detail == "Yandex status DELETING");
   CHECK(run_sync(p->terminate(*h)).ok());  // the delete under way is enough
-  CHECK(c.fake.requests("instances.delete") == 2);
-  auto retry = run_sync(p->create(offer(), spec("8")));
+  CHECK(c.fake.server().requests("instances.delete") == 2);
+  auto retry = run_sync(p->create(offer(), launch_spec("8")));
   CHECK(retry.code() == Code::unavailable);
   CHECK(retry.error().detail.find("being deleted") != std::string::npos);
   c.clock.advance(61);
   CHECK(run_sync(p->describe(*h))->state == InstanceState::gone);
 }
 
-TEST_CASE("a delete that fails three times (503, 500, 429) then succeeds") {
-  Cloud c;
-  auto h = run_sync(c.provider->create(offer(), spec("4")));
-  REQUIRE(h.ok());
-  c.fake.inject({.action = "instances.delete", .kind = FaultKind::unavailable_503});
-  c.fake.inject({.action = "instances.delete", .kind = FaultKind::internal_500});
-  c.fake.inject({.action = "instances.delete", .kind = FaultKind::throttle_429});
-  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
-  CHECK(c.fake.requests("instances.delete") == 4);
-  CHECK(c.fake.instances().empty());
-}
-
-TEST_CASE("leak guard: a create whose answers are all lost leaves an instance the label sweep finds and deletes") {
-  Cloud c;
-  c.fake.inject({.action = "instances.create", .kind = FaultKind::lost, .count = 4});
-  auto h = run_sync(c.provider->create(offer(), spec("5")));
-  REQUIRE_FALSE(h.ok());
-  CHECK(h.code() == Code::unavailable);
-  CHECK(c.fake.created() == 1);  // the retries met the taken name
-  auto strays = run_sync(c.provider->list_tagged("tsum-test"));
-  REQUIRE(strays.ok());
-  REQUIRE(strays->size() == 1);
-  CHECK((*strays)[0].data.value("name", "") == YandexProvider::instance_name(spec("5")));
-  REQUIRE(run_sync(c.provider->terminate((*strays)[0])).ok());
-  CHECK(run_sync(c.provider->list_tagged("tsum-test"))->empty());
-}
-
-TEST_CASE("list_tagged lists every page of the folder and keeps the tag's instances (labels are filtered client-side)") {
-  Cloud c({.page_size = 2});
-  for (int i = 0; i < 5; ++i) REQUIRE(run_sync(c.provider->create(offer(), spec(std::to_string(10 + i)))).ok());
-  REQUIRE(run_sync(c.provider->create(offer(), spec("20", "someone-else"))).ok());
-  const int before = c.fake.requests("instances.list");
-  auto found = run_sync(c.provider->list_tagged("tsum-test"));
-  REQUIRE_MESSAGE(found.ok(), found.error().detail);
-  CHECK(found->size() == 5);
-  for (const auto& h : *found) CHECK(h.data.value("platform", "") == "standard-v3");
-  CHECK(c.fake.requests("instances.list") - before == 3);
-  CHECK(run_sync(c.provider->list_tagged("nobody"))->empty());
-  CHECK(run_sync(c.provider->list_tagged("Bad Tag")).code() == Code::invalid_argument);
-}
-
-TEST_CASE("describe_many lists the folder once (every page) for all the handles; an unlisted one is asked alone") {
-  Cloud c({.page_size = 2});
-  std::vector<InstanceHandle> hs;
-  for (int i = 0; i < 4; ++i) {
-    auto h = run_sync(c.provider->create(offer(), spec(std::to_string(30 + i))));
-    REQUIRE(h.ok());
-    hs.push_back(*h);
-  }
-  c.clock.advance(3);
-  REQUIRE(run_sync(c.provider->terminate(hs[1])).ok());  // waits for the delete: gone
-  std::vector<InstanceHandle> asked = {hs[0], hs[1], hs[2], hs[3]};
-
-  const int lists = c.fake.requests("instances.list"), gets = c.fake.requests("instances.get");
-  auto all = run_sync(c.provider->describe_many(asked));
-  CHECK(c.fake.requests("instances.list") - lists == 2);  // three instances, pages of two
-  CHECK(c.fake.requests("instances.get") - gets == 1);    // only the one the listing lacks
-  REQUIRE(all.size() == asked.size());
-  for (size_t i = 0; i < asked.size(); ++i) {
-    CAPTURE(i);
-    auto one = run_sync(c.provider->describe(asked[i]));
-    REQUIRE(all[i].ok());
-    REQUIRE(one.ok());
-    CHECK(all[i]->state == one->state);
-    CHECK(all[i]->detail == one->detail);
-    CHECK(all[i]->address == one->address);
-  }
-  CHECK(all[0]->state == InstanceState::running);
-  CHECK(all[1]->state == InstanceState::gone);
-  CHECK(run_sync(c.provider->describe_many({})).empty());
-
-  c.fake.inject({.action = "instances.list", .kind = FaultKind::internal_500, .count = 4});
-  auto failed = run_sync(c.provider->describe_many({hs[0], hs[2]}));
-  REQUIRE(failed.size() == 2);
-  CHECK_FALSE(failed[0].ok());
-  CHECK_FALSE(failed[1].ok());
-}
-
-TEST_CASE("429 with Retry-After, 500 and a timeout are retried; throttling that outlasts the retries is unavailable") {
-  Cloud c;
-  auto h = run_sync(c.provider->create(offer(), spec("6")));
-  REQUIRE(h.ok());
-  c.fake.inject({.action = "instances.get", .kind = FaultKind::throttle_429});
-  c.fake.inject({.action = "instances.get", .kind = FaultKind::internal_500});
-  c.fake.inject({.action = "instances.get", .kind = FaultKind::timeout});
-  auto st = run_sync(c.provider->describe(*h));
-  REQUIRE_MESSAGE(st.ok(), st.error().detail);
-  CHECK(c.fake.requests("instances.get") == 4);
-  c.fake.inject({.action = "instances.get", .kind = FaultKind::unavailable_503, .count = 10});
-  st = run_sync(c.provider->describe(*h));
-  REQUIRE_FALSE(st.ok());
-  CHECK(st.code() == Code::unavailable);
-  CHECK(st.error().detail.find("HTTP 503") != std::string::npos);
-  CHECK(st.error().detail.find("UNAVAILABLE") != std::string::npos);
-}
-
-TEST_CASE("a JWT signed by another key is refused at IAM, not retried, and neither it nor the key is in the message") {
-  Cloud c;
-  AuthorizedKey wrong = test_key();
-  wrong.private_key_pem = gce::generate_rsa_key_pem().value();
-  auto bad = c.make(wrong);
-  auto r = run_sync(bad->list_tagged("tsum-test"));
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.code() == Code::invalid_argument);
-  CHECK(r.error().detail.find("UNAUTHENTICATED") != std::string::npos);
-  CHECK(r.error().detail.find("invalid signature") != std::string::npos);
-  CHECK(r.error().detail.find("[redacted]") != std::string::npos);  // the fake quoted the JWT back
-  CHECK(r.error().detail.find("eyJ") == std::string::npos);
-  CHECK(r.error().detail.find("PRIVATE KEY") == std::string::npos);
-  CHECK(c.fake.rejected() == 1);
-  CHECK(c.fake.requests("iam.token") == 0);
-}
-
-TEST_CASE("a revoked IAM token: one 401, a fresh token, the call goes through; renewed before it expires") {
-  Cloud c;
-  REQUIRE(run_sync(c.provider->list_tagged("tsum-test")).ok());
-  c.fake.revoke_tokens();
-  REQUIRE(run_sync(c.provider->list_tagged("tsum-test")).ok());
-  CHECK(c.fake.tokens_issued() == 2);
-  CHECK(c.fake.rejected() == 1);
-  c.clock.advance(12 * 3600 - 200);  // within 5 minutes of expiresAt
-  REQUIRE(run_sync(c.provider->list_tagged("tsum-test")).ok());
-  CHECK(c.fake.tokens_issued() == 3);
-  CHECK(c.fake.rejected() == 1);
-}
-
-TEST_CASE("offers: shapes priced from every page of Billing SKUs, exactly, at the price in effect; cached") {
+TEST_CASE("offers: shapes priced from every page of Billing SKUs, exactly, at the price in effect") {
   Cloud c({}, 4);  // 14 SKUs: four pages
   auto all = run_sync(c.provider->offers({}));
   REQUIRE_MESSAGE(all.ok(), all.error().detail);
-  CHECK(c.fake.requests("skus.list") == 4);
+  CHECK(c.fake.server().requests("skus.list") == 4);
   CHECK(all->size() == default_shapes().size());
-  CHECK(std::is_sorted(all->begin(), all->end(), [](const Offer& a, const Offer& b) { return a.hourly_price < b.hourly_price; }));
   auto small = std::find_if(all->begin(), all->end(), [](const Offer& o) { return o.instance_type == "standard-v3-2c-8g"; });
   REQUIRE(small != all->end());
   CHECK(small->hourly_price == doctest::Approx(2 * 1.12 + 8 * 0.2976));  // not 2022's, nor 2099's, nor preemptible
@@ -322,14 +165,13 @@ TEST_CASE("offers: shapes priced from every page of Billing SKUs, exactly, at th
   CHECK(gpus->at(0).instance_type == "gpu-standard-v3-56c-238g-2gpu");
   CHECK(gpus->at(0).gpu_type == "nvidia-a100");
   CHECK(gpus->at(0).hourly_price == doctest::Approx(56 * 1.12 + 238 * 0.2976 + 2 * 265.0));
-  CHECK(c.fake.requests("skus.list") == 4);  // cached
 }
 
 TEST_CASE("create refuses what it cannot launch, naming why; make() checks its options") {
   Cloud c;
-  CHECK(run_sync(c.provider->create(offer("standard-v3-3c-7g"), spec("1"))).error().detail.find("configured shapes") != std::string::npos);
-  CHECK(run_sync(c.provider->create(offer(), spec("1", "Bad Tag"))).error().detail.find("label") != std::string::npos);
-  auto no_token = spec("1");
+  CHECK(run_sync(c.provider->create(offer("standard-v3-3c-7g"), launch_spec("1"))).error().detail.find("configured shapes") != std::string::npos);
+  CHECK(run_sync(c.provider->create(offer(), launch_spec("1", "Bad Tag"))).error().detail.find("label") != std::string::npos);
+  auto no_token = launch_spec("1");
   no_token.idempotency_token.clear();
   CHECK(run_sync(c.provider->create(offer(), no_token)).code() == Code::invalid_argument);
   CHECK(c.fake.instances().empty());
@@ -348,7 +190,7 @@ TEST_CASE("create refuses what it cannot launch, naming why; make() checks its o
 
 TEST_CASE("the fake refuses what Yandex refuses: bad JWT claims, folders, filters, bodies") {
   FakeClock clock{1.8e9};
-  FakeYandexCloud fake({.public_key_pem = test_key().private_key_pem, .clock = &clock});
+  FakeYandexCloud fake({.server = {.clock = &clock}, .public_key_pem = test_key().private_key_pem});
   REQUIRE(fake.start().ok());
   http::HttpClient client{{.retry = {.max_attempts = 1}}};
   auto token_for = [&](const std::string& audience, long long iat, const AuthorizedKey& key) {
@@ -368,7 +210,7 @@ TEST_CASE("the fake refuses what Yandex refuses: bad JWT claims, folders, filter
   CHECK(parse_rfc3339(good.second["expiresAt"].get<std::string>()).value() == doctest::Approx(1.8e9 + 12 * 3600).epsilon(1e-9));
   const std::string bearer = "Bearer " + good.second["iamToken"].get<std::string>();
   auto call = [&](const std::string& method, const std::string& path, const std::string& body = "") {
-    http::HttpRequest req{.method = method, .url = fake.base_url() + path, .headers = {{"Authorization", bearer}}, .body = body};
+    http::HttpRequest req{.method = method, .url = fake.server().base_url() + path, .headers = {{"Authorization", bearer}}, .body = body};
     auto r = run_sync(client.send(req));
     REQUIRE(r.ok());
     auto j = nlohmann::json::parse(r->body);
@@ -376,7 +218,7 @@ TEST_CASE("the fake refuses what Yandex refuses: bad JWT claims, folders, filter
   };
   CHECK(call("GET", "/compute/v1/instances") == std::make_pair(400, 3));
   CHECK(call("GET", "/compute/v1/instances?folderId=other") == std::make_pair(403, 7));
-  CHECK(call("GET", "/compute/v1/instances?folderId=" + fake.folder_id() + "&filter=" + aws::uri_encode("labels.tsum=\"x\"")).first == 400);
+  CHECK(call("GET", "/compute/v1/instances?folderId=" + fake.folder_id() + "&filter=" + http::uri_encode("labels.tsum=\"x\"")).first == 400);
   CHECK(call("GET", "/compute/v1/instances/nope") == std::make_pair(404, 5));
   CHECK(call("GET", "/operations/nope") == std::make_pair(404, 5));
   CreateInstance ci{.folder_id = fake.folder_id(), .name = "a", .zone_id = "ru-central1-a", .platform_id = "standard-v3",
@@ -398,18 +240,39 @@ TEST_CASE("the fake refuses what Yandex refuses: bad JWT claims, folders, filter
   CHECK(run_sync(client.send(anonymous))->status == 401);
 }
 
-TEST_CASE("with a guest root the fake boots the instance's user data: the agent runs; terminate kills it") {
-  testing::TestNetwork net;
-  testing::TempDir root("tsum-guest");
-  const std::string marker = root.path().string();
-  const fake_guest::FakeGuestOptions guest{.root = marker, .image = testing::kGuestImage, .network = net.bridge()};
-  const auto guests = net.guests();
-  Cloud c({}, 1000, guest);
-  auto h = run_sync(c.provider->create(offer(), testing::guest_spec("g1", "yandex x")));
-  REQUIRE_MESSAGE(h.ok(), h.error().detail);
-  const std::string home = marker + "/" + c.fake.instances().at(0).id + "/root";  // its "/"
-  CHECK(testing::wait_for_line(home + "/opt/tsum/work/x.out", 10s) == "yandex x\n");
-  CHECK(testing::count_within(guests, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
-  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
-  CHECK(testing::gone_within(guests, 5s));
+TEST_CASE("describe_many lists the folder once (every page) for all the handles; an unlisted one is asked alone") {
+  Cloud c({.page_size = 2});
+  std::vector<InstanceHandle> hs;
+  for (int i = 0; i < 4; ++i) {
+    auto h = run_sync(c.provider->create(offer(), launch_spec(std::to_string(30 + i))));
+    REQUIRE(h.ok());
+    hs.push_back(*h);
+  }
+  c.clock.advance(3);
+  REQUIRE(run_sync(c.provider->terminate(hs[1])).ok());  // waits for the delete: gone
+  std::vector<InstanceHandle> asked = {hs[0], hs[1], hs[2], hs[3]};
+
+  const int lists = c.fake.server().requests("instances.list"), gets = c.fake.server().requests("instances.get");
+  auto all = run_sync(c.provider->describe_many(asked));
+  CHECK(c.fake.server().requests("instances.list") - lists == 2);  // three instances, pages of two
+  CHECK(c.fake.server().requests("instances.get") - gets == 1);    // only the one the listing lacks
+  REQUIRE(all.size() == asked.size());
+  for (size_t i = 0; i < asked.size(); ++i) {
+    CAPTURE(i);
+    auto one = run_sync(c.provider->describe(asked[i]));
+    REQUIRE(all[i].ok());
+    REQUIRE(one.ok());
+    CHECK(all[i]->state == one->state);
+    CHECK(all[i]->detail == one->detail);
+    CHECK(all[i]->address == one->address);
+  }
+  CHECK(all[0]->state == InstanceState::running);
+  CHECK(all[1]->state == InstanceState::gone);
+  CHECK(run_sync(c.provider->describe_many({})).empty());
+
+  c.fake.server().inject({.method = "instances.list", .kind = fake_cloud::FaultKind::internal_500, .count = 4});
+  auto failed = run_sync(c.provider->describe_many({hs[0], hs[2]}));
+  REQUIRE(failed.size() == 2);
+  CHECK_FALSE(failed[0].ok());
+  CHECK_FALSE(failed[1].ok());
 }

@@ -1,8 +1,8 @@
-#include "providers/aws/fake/fake_faults.h"
+#include "providers/fake_cloud/faults.h"
 
 #include <charconv>
 
-namespace tsum::providers::aws::fake {
+namespace tsum::providers::fake_cloud {
 
 namespace {
 
@@ -33,7 +33,7 @@ Result<std::vector<Fault>> parse_faults(std::string_view spec) {
   for (std::string_view entry : split(spec, ',')) {
     auto bad = [&](const char* why) {
       return make_error(Code::invalid_argument, "fault '" + std::string(entry) + "': " + why +
-                                                    " (want ACTION:429|503|500|timeout|lost[:COUNT])");
+                                                    " (want METHOD:429|503|500|timeout|lost[:COUNT])");
     };
     auto parts = split(entry, ':');
     if (parts.size() < 2 || parts.size() > 3 || parts[0].empty()) return bad("malformed");
@@ -54,11 +54,11 @@ void FaultPlan::add(const Fault& f) {
   faults_.push_back(f);
 }
 
-std::optional<FaultKind> FaultPlan::take(std::string_view action) {
+std::optional<FaultKind> FaultPlan::take(std::string_view method) {
   std::lock_guard lock(mu_);
-  for (std::string_view want : {action, std::string_view("*")}) {
+  for (std::string_view want : {method, std::string_view("*")}) {
     for (auto it = faults_.begin(); it != faults_.end(); ++it) {
-      if (it->action != want) continue;
+      if (it->method != want) continue;
       FaultKind k = it->kind;
       if (--it->count == 0) faults_.erase(it);
       return k;
@@ -74,4 +74,4 @@ int FaultPlan::pending() const {
   return n;
 }
 
-}  // namespace tsum::providers::aws::fake
+}  // namespace tsum::providers::fake_cloud

@@ -9,10 +9,10 @@
 
 #include "common/embedded.h"
 #include "providers/aws/aws_provider.h"
-#include "providers/aws/codec.h"
 #include "providers/azure/azure_provider.h"
 #include "providers/gce/gce_provider.h"
 #include "providers/hetzner/hetzner_provider.h"
+#include "providers/http/codec.h"
 #include "providers/yandex/yandex_provider.h"
 #include "support/temp_dir.h"
 
@@ -50,7 +50,7 @@ LaunchSpec run_spec(const std::string& runtime) {
 
 TEST_CASE("every generated boot payload passes cloud-init's schema validation") {
   REQUIRE_FALSE(run_spec("native").agent_script.empty());
-  const std::pair<const char*, aws::CloudInitOptions> clouds[] = {
+  const std::pair<const char*, CloudInitOptions> clouds[] = {
       {"aws", aws::AwsOptions{}.cloud_init}, {"gce", gce::GceOptions{}.cloud_init},
       {"azure", azure::AzureOptions{}.cloud_init}, {"hetzner", hetzner::HetznerOptions{}.cloud_init},
       {"yandex", yandex::YandexOptions{}.cloud_init}};
@@ -63,9 +63,9 @@ TEST_CASE("every generated boot payload passes cloud-init's schema validation") 
         CAPTURE(runtime);
         auto opts = defaults;
         opts.max_lifetime = std::chrono::minutes(lifetime_min);
-        auto ud = aws::cloud_init_user_data(run_spec(runtime), opts);
+        auto ud = cloud_init_user_data(run_spec(runtime), opts);
         REQUIRE(ud);
-        CHECK(ud->size() <= aws::kMaxUserDataBytes);
+        CHECK(ud->size() <= kMaxUserDataBytes);
         const std::string path = dir.file(std::string(cloud) + "-" + runtime + "-" + std::to_string(lifetime_min) + ".yaml");
         std::ofstream(path) << *ud;
         auto [rc, out] = cloud_init_schema(path);
@@ -80,7 +80,7 @@ TEST_CASE("every generated boot payload passes cloud-init's schema validation") 
 
 TEST_CASE("the validator does find errors: a payload with a wrong field type fails") {
   testing::TempDir dir("tsum-cloud-init");
-  auto ud = aws::cloud_init_user_data(run_spec("native"), {});
+  auto ud = cloud_init_user_data(run_spec("native"), {});
   REQUIRE(ud);
   std::string broken = *ud;
   broken.replace(broken.find("permissions: '0755'"), 19, "permissions: [0755]");
@@ -92,17 +92,17 @@ TEST_CASE("the validator does find errors: a payload with a wrong field type fai
 
 TEST_CASE("the agent script travels gzipped (gz+b64) and comes back byte for byte") {
   auto spec = run_spec("native");
-  auto ud = aws::cloud_init_user_data(spec, {});
+  auto ud = cloud_init_user_data(spec, {});
   REQUIRE(ud);
   auto at = ud->find("path: /opt/tsum/agent.sh\n    permissions: '0755'\n    encoding: gz+b64\n    content: ");
   REQUIRE(at != std::string::npos);
   at = ud->find("content: ", at) + 9;
-  auto gz = aws::base64_decode(ud->substr(at, ud->find('\n', at) - at));
+  auto gz = http::base64_decode(ud->substr(at, ud->find('\n', at) - at));
   REQUIRE(gz);
-  auto script = aws::gzip_decompress(*gz);
+  auto script = http::gzip_decompress(*gz);
   REQUIRE(script);
   CHECK(*script == spec.agent_script);
-  CHECK(aws::gzip_decompress("not gzip").code() == Code::invalid_argument);
-  CHECK(aws::gzip_decompress(gz->substr(0, gz->size() - 4)).code() == Code::invalid_argument);  // truncated
-  CHECK(aws::cloud_init_user_data(LaunchSpec{.runtime = "podman"}, {}).code() == Code::invalid_argument);
+  CHECK(http::gzip_decompress("not gzip").code() == Code::invalid_argument);
+  CHECK(http::gzip_decompress(gz->substr(0, gz->size() - 4)).code() == Code::invalid_argument);  // truncated
+  CHECK(cloud_init_user_data(LaunchSpec{.runtime = "podman"}, {}).code() == Code::invalid_argument);
 }

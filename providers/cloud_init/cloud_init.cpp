@@ -1,10 +1,10 @@
-#include "providers/aws/cloud_init.h"
+#include "providers/cloud_init/cloud_init.h"
 
 #include <algorithm>
 
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 
-namespace tsum::providers::aws {
+namespace tsum::providers {
 
 namespace {
 
@@ -41,7 +41,7 @@ std::string start_script(const std::string& dir, std::chrono::minutes max_lifeti
 // A write_files entry; gzipped first where that is what fits the agent script in EC2's 16 KiB.
 std::string write_file(const std::string& path, const char* mode, std::string_view content, bool gzip = false) {
   return "  - path: " + path + "\n    permissions: '" + mode + "'\n    encoding: " + (gzip ? "gz+b64" : "b64") +
-         "\n    content: " + base64_encode(gzip ? gzip_compress(content) : std::string(content)) + "\n";
+         "\n    content: " + http::base64_encode(gzip ? http::gzip_compress(content) : std::string(content)) + "\n";
 }
 
 }  // namespace
@@ -66,9 +66,9 @@ Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInit
   doc += write_file(opts.dir + "/start.sh", "0755", start_script(opts.dir, opts.max_lifetime));
   doc += "runcmd:\n  - [/bin/sh, " + opts.dir + "/start.sh]\n";
   if (doc.size() > kMaxUserDataBytes)
-    return make_error(Code::invalid_argument, "user data is " + std::to_string(doc.size()) + " bytes, over EC2's " +
+    return make_error(Code::invalid_argument, "user data is " + std::to_string(doc.size()) + " bytes, over the limit of " +
                                                   std::to_string(kMaxUserDataBytes) + " (agent script too large)");
   return doc;
 }
 
-}  // namespace tsum::providers::aws
+}  // namespace tsum::providers

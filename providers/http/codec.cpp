@@ -1,4 +1,4 @@
-#include "providers/aws/codec.h"
+#include "providers/http/codec.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -7,7 +7,7 @@
 
 #include <cctype>
 
-namespace tsum::providers::aws {
+namespace tsum::providers::http {
 
 namespace {
 
@@ -177,4 +177,4 @@ Result<std::string> gzip_decompress(std::string_view gz) {
   return out;
 }
 
-}  // namespace tsum::providers::aws
+}  // namespace tsum::providers::http

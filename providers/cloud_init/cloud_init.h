@@ -1,0 +1,32 @@
+// The boot payload every cloud adapter hands its instance (EC2 UserData, GCE and Yandex metadata user-data,
+// Azure customData, Hetzner user_data): a #cloud-config document that (for the docker runtime) installs Docker
+// from the image's package repository, writes the agent script, its environment file and a start script under
+// one directory, and runs the start script once at first boot. The start script loads the environment and
+// starts the agent in the background (its own session, output in agent.log), with the directory's work/ as its
+// working directory. Optionally it first schedules a power-off after max_lifetime, a safety net for an
+// instance whose daemon is gone (with EC2's InstanceInitiatedShutdownBehavior=terminate the power-off
+// terminates it). providers/fake_guest runs the same document in the fakes' guests.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/result.h"
+#include "providers/provider.h"
+
+namespace tsum::providers {
+
+// EC2's limit before base64, the smallest of the five clouds' (Hetzner 32 KiB, Azure 64 KiB base64, GCE and
+// Yandex 256 KiB of metadata), so one payload fits every cloud.
+inline constexpr std::size_t kMaxUserDataBytes = 16384;
+
+struct CloudInitOptions {
+  std::string dir = "/opt/tsum";           // absolute; letters, digits, / _ . - only
+  std::chrono::minutes max_lifetime{0};    // 0: no power-off timer
+};
+
+// invalid_argument: an env name that is not [A-Za-z_][A-Za-z0-9_]*, a bad dir, or a result over
+// kMaxUserDataBytes.
+Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInitOptions& opts);
+
+}  // namespace tsum::providers

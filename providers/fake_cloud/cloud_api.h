@@ -1,0 +1,44 @@
+// FakeCloudApi: what one cloud's fake implements behind the shared FakeServer (fake_server.h): its routes,
+// its auth scheme, its answers and error bodies. Everything else (serving, booking, faults, guests) is the
+// server's.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "providers/fake_guest/fake_guest.h"
+#include "providers/http/loopback_server.h"
+
+namespace tsum::providers::fake_cloud {
+
+// Where a request goes: to an API method (booked, subject to faults, then carried out by call), or answered
+// on the spot (an unknown route, a malformed request, refused credentials).
+struct Route {
+  std::string method = {};                         // the API method, e.g. "instances.insert"
+  std::function<http::LoopbackReply()> call = {};  // carries the method out
+  std::optional<http::LoopbackReply> answer = {};  // set: answered without a method
+  bool refused = false;                            // the answer refuses the caller's credentials
+
+  static Route to(std::string method, std::function<http::LoopbackReply()> call) {
+    return {.method = std::move(method), .call = std::move(call)};
+  }
+  static Route reply(http::LoopbackReply r) { return {.answer = std::move(r)}; }
+  static Route refuse(http::LoopbackReply r) { return {.answer = std::move(r), .refused = true}; }
+};
+
+class FakeCloudApi {
+ public:
+  virtual ~FakeCloudApi() = default;
+
+  // Authenticates and routes one request. Runs on the server's thread, one request at a time.
+  virtual Route route(const http::LoopbackRequest& req) = 0;
+  // The cloud's error answer for an injected fault on `method`: status 429, 503 or 500 (the server adds
+  // Retry-After to a 429).
+  virtual http::LoopbackReply fault_answer(int status, const std::string& method) const = 0;
+  // The instances whose guests should be up now (booting or running), each under its guest id.
+  virtual std::vector<fake_guest::LiveInstance> live_guests() const = 0;
+};
+
+}  // namespace tsum::providers::fake_cloud

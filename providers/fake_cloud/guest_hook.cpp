@@ -1,0 +1,13 @@
+#include "providers/fake_cloud/guest_hook.h"
+
+namespace tsum::providers::fake_cloud {
+
+GuestHook::GuestHook(const GuestOptions& opts) {
+  if (!opts.root.empty()) guest_.emplace(opts);
+}
+
+void GuestHook::sync(const std::vector<fake_guest::LiveInstance>& up) {
+  if (guest_) guest_->sync(up);
+}
+
+}  // namespace tsum::providers::fake_cloud
