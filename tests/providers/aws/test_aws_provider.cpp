@@ -190,21 +190,11 @@ TEST_CASE("describe_many asks EC2 once (every page) for all the handles and answ
   const int before = c.fake.server().requests("DescribeInstances");
   auto all = run_sync(c.provider->describe_many(asked));
   CHECK(c.fake.server().requests("DescribeInstances") - before == 2);  // one filtered listing, in pages of two
-  REQUIRE(all.size() == asked.size());
-  for (size_t i = 0; i < asked.size(); ++i) {
-    CAPTURE(i);
-    auto one = run_sync(c.provider->describe(asked[i]));
-    REQUIRE(all[i].ok());
-    REQUIRE(one.ok());
-    CHECK(all[i]->state == one->state);
-    CHECK(all[i]->detail == one->detail);
-    CHECK(all[i]->address == one->address);
-  }
+  REQUIRE(all.size() == asked.size());  // each as describe would: the conformance suite
   CHECK(all[0]->state == InstanceState::running);
   CHECK(all[1]->detail == "EC2 state shutting-down");
   CHECK(all[2]->state == InstanceState::gone);
   CHECK(all[5]->state == InstanceState::pending);
-  CHECK(run_sync(c.provider->describe_many({})).empty());
 
   c.fake.server().inject({.method = "DescribeInstances", .kind = fake_cloud::FaultKind::internal_500, .count = 4});
   auto failed = run_sync(c.provider->describe_many({hs[0], hs[2]}));

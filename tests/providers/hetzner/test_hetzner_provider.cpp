@@ -263,21 +263,11 @@ TEST_CASE("describe_many lists tsum's servers once (every page) for all the hand
   auto all = run_sync(c.provider->describe_many(asked));
   CHECK(c.fake.server().requests("servers.list") - lists == 2);  // three servers, pages of two
   CHECK(c.fake.server().requests("servers.get") - gets == 1);    // only the one the listing lacks
-  REQUIRE(all.size() == asked.size());
-  for (size_t i = 0; i < asked.size(); ++i) {
-    CAPTURE(i);
-    auto one = run_sync(c.provider->describe(asked[i]));
-    REQUIRE(all[i].ok());
-    REQUIRE(one.ok());
-    CHECK(all[i]->state == one->state);
-    CHECK(all[i]->detail == one->detail);
-    CHECK(all[i]->address == one->address);
-  }
+  REQUIRE(all.size() == asked.size());  // each as describe would: the conformance suite
   CHECK(all[0]->state == InstanceState::running);
   CHECK_FALSE(all[0]->address.empty());
   CHECK(all[1]->state == InstanceState::gone);
   CHECK(all[2]->state == InstanceState::running);
-  CHECK(run_sync(c.provider->describe_many({})).empty());
 
   c.fake.server().inject({.method = "servers.list", .kind = fake_cloud::FaultKind::internal_500, .count = 4});
   auto failed = run_sync(c.provider->describe_many({hs[0], hs[2]}));
