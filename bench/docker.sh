@@ -1,7 +1,8 @@
 #!/bin/sh
 # The seed's Docker question, measured: the same workload on the local provider natively and in Docker, through a
-# real tsumd, REPS repetitions each (each repetition one experiment with both runs, one after the other, the
-# image removed from the engine first so docker's install is a real pull from a registry on loopback).
+# real tsumd, REPS repetitions each (each repetition one experiment with both runs, one after the other; the
+# image and its base are removed from the engine first, so docker's install is a cold pull of every layer from
+# a registry on loopback; the engine gets tsum-train:latest back at the end).
 #   bench/docker.sh [BUILD_DIR]          (needs root, docker.io, docker-registry; make build first)
 # Environment: REPS (3), LIMIT (10000 training images), EPOCHS (1), CORES (1).
 # Prints one row per run and the means: install (bundle download+unpack vs docker pull), load_data, learn
@@ -15,6 +16,9 @@ state=$build/cache/docker
 port=$((20000 + $$ % 20000)); rport=$((port + 1))
 cleanup() {
   [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+  if [ -n "${image:-}" ] && docker pull "$image" >/dev/null 2>&1; then  # give the engine its image back
+    docker tag "$image" tsum-train:latest && docker rmi "$image" >/dev/null 2>&1
+  fi
   sh "$here/scripts/registry.sh" stop "$work/registry" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -38,13 +42,17 @@ done
 
 rep=1
 while [ $rep -le "$reps" ]; do
-  docker rmi "$image" >/dev/null 2>&1 || true
+  # A cold pull: no tag, no build cache, no layer of the image left in the engine.
+  docker rmi "$image" tsum-train:latest tsum-base:bookworm >/dev/null 2>&1 || true
+  docker image prune -af >/dev/null && docker builder prune -af >/dev/null
   body="{\"name\":\"bench-docker-$rep\",\"repetitions\":1,\"billing\":[\"per_second_60s_min\"],
     \"workload\":{\"limit\":$limit,\"test_limit\":2000,\"epochs\":$epochs,\"threads\":$cores,\"image\":\"$image\"},
     \"configs\":[{\"provider\":\"local\",\"cores\":$cores,\"runtime\":[\"native\",\"docker\"]}]}"
   id=$(api -d "$body" "http://127.0.0.1:$port/v1/experiments" | sed 's/.*"id":\([0-9]*\).*/\1/')
   t=0
-  until api "http://127.0.0.1:$port/v1/experiments/$id" | grep -q '"status":"\(done\|failed\|cancelled\)"'; do
+  # The experiment's own status (its runs carry statuses of their own).
+  until api "http://127.0.0.1:$port/v1/experiments/$id" | /usr/bin/python3 -c \
+      'import json,sys; sys.exit(json.load(sys.stdin)["status"] not in ("done", "failed", "cancelled"))'; do
     t=$((t + 2)); [ $t -gt 3600 ] && { echo "experiment $id did not finish" >&2; exit 1; }; sleep 2
   done
   api "http://127.0.0.1:$port/v1/experiments/$id" > "$work/exp-$rep.json"
