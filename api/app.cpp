@@ -252,14 +252,14 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   if (ro.limits.local_cores <= 0) ro.limits.local_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   runs_ = std::make_unique<daemon::RunManager>(
       io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_, *budget_, *datasets_}, ro);
-  schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, clock_,
+  schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, *datasets_, clock_,
                                                    [this] { runs_->notify(); });
-  add_rest_routes(router_,
-                  {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *artifacts_, *watch_, catalogs_});
+  add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *datasets_, *artifacts_, *watch_,
+                            catalogs_});
   add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, 0});
   add_join_routes(router_, *byo_);
   searches_ = std::make_unique<daemon::SearchRunner>(
-      io_, daemon::SearchServices{*db_, *store_, *views_, providers_, clock_, [this] { runs_->notify(); }});
+      io_, daemon::SearchServices{*db_, *store_, *views_, providers_, *datasets_, clock_, [this] { runs_->notify(); }});
   add_schedule_routes(router_, *schedules_, *tokens_);
   add_search_routes(router_, *searches_, *tokens_);
   add_plan_route(router_, *store_, *views_, *tokens_, providers_);

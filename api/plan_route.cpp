@@ -29,7 +29,7 @@ Result<std::vector<billing::MeasuredRun>> history(daemon::Store& store, daemon::
   if (!all) return all.error();
   std::vector<billing::MeasuredRun> out;
   for (const auto& e : *all) {
-    if (e.spec.workload.to_json() != workload) continue;
+    if (e.spec.workload().to_json() != workload) continue;
     auto full = views.experiment(e.id);
     if (!full) return full.error();
     for (const auto& run : (*full)["runs"]) {
@@ -77,14 +77,14 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
       rule_override = *r;
     }
 
-    const json workload = exp->spec.workload.to_json();
+    const json workload = exp->spec.workload().to_json();
     auto runs = history(store, views, workload);
     if (!runs) co_return error_response(runs.error());
     if (runs->empty())
       co_return unprocessable("no done run of experiment " + std::to_string(exp_id) +
                               "'s workload yet: run it on at least one config first");
-    billing::Workload wl{.epochs = static_cast<double>(exp->spec.workload.epochs),
-                         .images_per_epoch = static_cast<double>(exp->spec.workload.limit.value_or(60000))};
+    billing::Workload wl{.epochs = static_cast<double>(exp->spec.workload().epochs),
+                         .images_per_epoch = static_cast<double>(exp->spec.workload().limit.value_or(60000))};
     auto predictor = billing::Predictor::learn(*runs, wl);
     if (!predictor) co_return unprocessable(predictor.error().detail);
 

@@ -150,7 +150,7 @@ void add_rest_routes(Router& router, RestContext c) {
     if (!body) co_return error_response(400, "invalid_argument", "malformed JSON body");
     auto spec = daemon::experiment_spec_from_json(*body);
     if (!spec) co_return unprocessable(spec.error().detail);
-    auto priced = co_await daemon::price_configs(*spec, c.providers);
+    auto priced = co_await daemon::price_configs(*spec, c.providers, c.datasets);
     if (!priced) co_return from_error(priced.error());
     auto id = c.store.create_experiment(*spec, *priced);
     if (!id) co_return error_response(id.error());

@@ -46,6 +46,7 @@ struct RestContext {
   daemon::TokenStore& tokens;
   daemon::RunManager& runs;
   daemon::ProviderRegistry& providers;
+  daemon::Datasets& datasets;       // what workloads name
   daemon::RunArtifacts& artifacts;  // what runs uploaded in save
   daemon::RunWatch& watch;
   const std::vector<billing::Catalog>& catalogs;  // the providers' price catalogs, for their metadata

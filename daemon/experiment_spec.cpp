@@ -1,14 +1,11 @@
 #include "daemon/experiment_spec.h"
 
-#include <initializer_list>
-#include "common/json_util.h"
-#include "daemon/artifacts/blob_store.h"
-#include "daemon/artifacts/dataset_format.h"
-#include "daemon/artifacts/datasets.h"
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <initializer_list>
 #include <set>
+
+#include "common/json_util.h"
 
 namespace tsum::daemon {
 
@@ -50,69 +47,6 @@ Result<std::string> string_field(const json& obj, const char* key, std::string_v
   auto s = obj[key].get<std::string>();
   if (s.size() > 200) return bad("'" + std::string(where) + key + "' is longer than 200 characters");
   return s;
-}
-
-// {"url": "https://...", "sha256": "...", "format": "idx", "name": "..."}: a data set the agent fetches itself.
-Status parse_dataset_url(const json& d, Workload& w) {
-  if (auto e = reject_unknown(d, "workload.dataset.", {"url", "sha256", "format", "name"})) return *e;
-  auto url = string_field(d, "url", "workload.dataset.", true);
-  auto sha = string_field(d, "sha256", "workload.dataset.", true);
-  auto format = string_field(d, "format", "workload.dataset.", false, "idx");
-  auto name = string_field(d, "name", "workload.dataset.", false, "url");
-  for (auto* r : {&url, &sha, &format, &name})
-    if (!*r) return r->error();
-  if (!url->starts_with("https://") && !url->starts_with("http://"))
-    return bad("workload.dataset.url must be an http(s) URL");
-  if (url->find_first_of(" '\"\\`$") != std::string::npos) return bad("workload.dataset.url has a character URLs do not");
-  if (!is_sha256_hex(*sha)) return bad("workload.dataset.sha256 must be 64 lower-case hex digits");
-  if (!is_dataset_format(*format)) return bad("workload.dataset.format '" + *format + "' is not a data set format");
-  if (!is_dataset_name(*name)) return bad("workload.dataset.name '" + *name + "' is not a data set name");
-  w.dataset = *name;
-  w.dataset_url = *url;
-  w.dataset_sha256 = *sha;
-  w.dataset_format = *format;
-  return {};
-}
-
-Result<Workload> parse_workload(const json& j) {
-  if (!j.is_object()) return bad("'workload' must be an object");
-  if (auto e = reject_unknown(j, "workload.", {"model", "dataset", "epochs", "limit", "test_limit", "batch", "threads",
-                                          "image"}))
-    return *e;
-  Workload w;
-  auto model = string_field(j, "model", "workload.", false, w.model);
-  if (!model) return model.error();
-  if (*model != "mnist_cnn") return bad("workload.model '" + *model + "' is not supported (supported: mnist_cnn)");
-  w.model = *model;
-  if (j.contains("dataset") && j["dataset"].is_object()) {
-    if (auto s = parse_dataset_url(j["dataset"], w); !s) return s.error();
-  } else {
-    auto dataset = string_field(j, "dataset", "workload.", false, w.dataset);
-    if (!dataset) return dataset.error();
-    if (!is_dataset_name(*dataset))
-      return bad("workload.dataset '" + *dataset + "' is not a data set name (POST /v1/datasets registers one)");
-    w.dataset = *dataset;
-  }
-  auto epochs = int_field(j, "epochs", "workload.", 1, 1000);
-  if (!epochs) return epochs.error();
-  w.epochs = epochs->value_or(1);
-  auto limit = int_field(j, "limit", "workload.", 1, 60000);
-  auto test_limit = int_field(j, "test_limit", "workload.", 1, 10000);
-  auto batch = int_field(j, "batch", "workload.", 1, 65536);
-  auto threads = int_field(j, "threads", "workload.", 1, 1024);
-  for (auto* r : {&limit, &test_limit, &batch, &threads})
-    if (!*r) return r->error();
-  w.limit = *limit;
-  w.test_limit = *test_limit;
-  w.batch = *batch;
-  w.threads = *threads;
-  auto image = string_field(j, "image", "workload.", false);
-  if (!image) return image.error();
-  w.image = *image;
-  auto image_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("./:_@-", c); };
-  if (!w.image.empty() && (w.image[0] == '-' || !std::all_of(w.image.begin(), w.image.end(), image_char)))
-    return bad("workload.image '" + w.image + "' is not an image reference (letters, digits and . / : _ @ - only)");
-  return w;
 }
 
 // A field that is one value or a non-empty array of them, as strings (integers are written out).
@@ -172,34 +106,13 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
 
 }  // namespace
 
-std::string Workload::train_args() const {
-  std::string a = "--model " + model + " --epochs " + std::to_string(epochs);
-  if (limit) a += " --limit " + std::to_string(*limit);
-  if (test_limit) a += " --test-limit " + std::to_string(*test_limit);
-  if (batch) a += " --batch " + std::to_string(*batch);
-  if (threads) a += " --threads " + std::to_string(*threads);
-  return a;
-}
-
-json Workload::to_json() const {
-  json j = {{"model", model}, {"dataset", dataset}, {"epochs", epochs}};
-  if (!dataset_url.empty())
-    j["dataset"] = {{"url", dataset_url}, {"sha256", dataset_sha256}, {"format", dataset_format}, {"name", dataset}};
-  if (limit) j["limit"] = *limit;
-  if (test_limit) j["test_limit"] = *test_limit;
-  if (batch) j["batch"] = *batch;
-  if (threads) j["threads"] = *threads;
-  if (!image.empty()) j["image"] = image;
-  return j;
-}
-
 json ExperimentSpec::to_json() const {
   json cfgs = json::array();
   for (const auto& c : configs)
     cfgs.push_back({{"provider", c.provider}, {"instance_type", c.instance_type}, {"runtime", c.runtime}});
   json rules = json::array();
   for (const auto& r : billing) rules.push_back(r.name);
-  json out = {{"name", name}, {"workload", workload.to_json()}, {"configs", cfgs}, {"repetitions", repetitions},
+  json out = {{"name", name}, {"workload", workload_request}, {"configs", cfgs}, {"repetitions", repetitions},
               {"billing", rules}};
   if (budget) out["budget"] = *budget;
   if (deadline_s) out["deadline"] = *deadline_s;
@@ -215,9 +128,17 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
   if (!name) return name.error();
   spec.name = *name;
   if (!j.contains("workload")) return bad("missing field 'workload'");
-  auto w = parse_workload(j["workload"]);
-  if (!w) return w.error();
-  spec.workload = *w;
+  const json& workload = j["workload"];
+  auto workloads = expand_workload(workload, kMaxConfigs, &spec.varied);
+  if (!workloads) return workloads.error();
+  spec.workloads = std::move(*workloads);
+  spec.workload_request = workload;
+  // The default data set made explicit where every workload has the same, so the stored spec names what its
+  // runs read (a data set in use cannot be deleted) and parses back to the same workloads.
+  const std::string& first = spec.workloads.front().dataset;
+  if (!workload.contains("dataset") && !first.empty() &&
+      std::all_of(spec.workloads.begin(), spec.workloads.end(), [&](const Workload& w) { return w.dataset == first; }))
+    spec.workload_request["dataset"] = first;
 
   if (!j.contains("configs") || !j["configs"].is_array() || j["configs"].empty())
     return bad("'configs' must be a non-empty array");
@@ -225,12 +146,13 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
     auto expanded = expand_config(j["configs"][i], "configs[" + std::to_string(i) + "]");
     if (!expanded) return expanded.error();
     spec.configs.insert(spec.configs.end(), expanded->begin(), expanded->end());
-    if (spec.configs.size() > kMaxConfigs)
-      return bad("'configs' expands to more than " + std::to_string(kMaxConfigs) + " configurations");
+    if (spec.variants() > kMaxConfigs)
+      return bad("'configs' times the workload's lists expand to more than " + std::to_string(kMaxConfigs) +
+                 " configurations");
   }
-  for (size_t i = 0; i < spec.configs.size(); ++i)
-    if (spec.configs[i].runtime == "docker" && spec.workload.image.empty())
-      return bad("a docker runtime (configuration " + std::to_string(i) +
+  for (size_t v = 0; v < spec.variants(); ++v)
+    if (spec.config_of(v).runtime == "docker" && spec.workload_of(v).image.empty())
+      return bad("a docker runtime (configuration " + std::to_string(v / spec.workloads.size()) +
                  ") needs 'workload.image', the registry image built from tsum's Dockerfile");
 
   auto reps = int_field(j, "repetitions", "", 1, 100);

@@ -2,9 +2,8 @@
 // instead of silently ignored.
 //
 // {"name": "...",
-//  "workload": {"model": "mnist_cnn", "dataset": "fashion-mnist", "epochs": 1, "limit": 2000,
-//               (or "dataset": {"url": "https://...", "sha256": "...", "format": "idx", "name": "..."})
-//               "test_limit": 1000, "batch": 128, "threads": 0},
+//  "workload": {"model": "mnist_cnn", "dataset": "fashion-mnist", "optimizer": ["sgd", "adam"], ...}
+//               (daemon/workload.h: every field, lists of alternatives)
 //  "configs": [{"provider": "local", "instance_type": "local-1c"}, ...],
 //  "repetitions": 10,
 //  "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour", "step:S,min:M"],
@@ -26,26 +25,9 @@
 
 #include "billing/billing_rule.h"
 #include "common/result.h"
+#include "daemon/workload.h"
 
 namespace tsum::daemon {
-
-struct Workload {
-  std::string model = "mnist_cnn";
-  std::string dataset = "fashion-mnist";  // a registered data set's name (or the URL one's, below)
-  std::string dataset_url;     // a data set the agent fetches itself, with its sha256 and format; empty: none
-  std::string dataset_sha256;
-  std::string dataset_format;
-  int epochs = 1;
-  std::optional<int> limit;
-  std::optional<int> test_limit;
-  std::optional<int> batch;
-  std::optional<int> threads;  // default: the instance's CPUs
-  std::string image;           // the container image with tsum-train (the Dockerfile's); docker runtime only
-
-  // The tsum-train flags for this workload (without --data and --checkpoint).
-  std::string train_args() const;
-  nlohmann::json to_json() const;
-};
 
 struct RunConfig {
   std::string provider;
@@ -56,14 +38,24 @@ struct RunConfig {
 inline constexpr int kDefaultRepetitions = 10;
 inline constexpr size_t kMaxConfigs = 100;
 
+// The experiment's variants are its configs times its workloads: variant v runs configs[v / workloads.size()]
+// with workloads[v % workloads.size()]; a run's config_index is its variant.
 struct ExperimentSpec {
   std::string name;
-  Workload workload;
+  nlohmann::json workload_request = nlohmann::json::object();  // as given, lists included
+  std::vector<Workload> workloads;    // expanded: at least one
+  std::vector<std::string> varied;    // the workload fields that take more than one value
   std::vector<RunConfig> configs;
   int repetitions = 1;
   std::vector<billing::BillingRule> billing;
   std::optional<double> budget;   // spend cap over all the experiment's runs
   std::optional<int> deadline_s;  // per run; the daemon's run deadline when absent
+
+  size_t variants() const { return configs.size() * workloads.size(); }
+  const RunConfig& config_of(size_t variant) const { return configs.at(variant / workloads.size()); }
+  const Workload& workload_of(size_t variant) const { return workloads.at(variant % workloads.size()); }
+  // The first workload: the one of an experiment whose workload has no lists.
+  const Workload& workload() const { return workloads.front(); }
 
   nlohmann::json to_json() const;
 };

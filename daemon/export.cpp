@@ -31,7 +31,7 @@ std::string csv_cell(const json& v) {
 
 std::vector<std::string> export_columns(const std::vector<std::string>& rules) {
   std::vector<std::string> cols = {"run_id", "experiment_id", "config_index", "provider", "instance_type",
-                                   "runtime", "repetition", "status", "reason"};
+                                   "runtime", "workload", "repetition", "status", "reason"};
   for (auto p : kPhaseNames) cols.emplace_back(p);
   cols.insert(cols.end(), {"t_sum", "test_accuracy", "images_per_s", "currency"});
   for (const auto& r : rules) {
@@ -48,7 +48,6 @@ std::vector<std::string> export_columns(const std::vector<std::string>& rules) {
 json export_rows(const json& experiment) {
   auto rules = rule_names(experiment);
   json rows = json::array();
-  const json configs = experiment["spec"].value("configs", json::array());
   for (const auto& run : experiment["runs"]) {
     json row = json::object();
     int idx = run.value("config_index", 0);
@@ -57,7 +56,8 @@ json export_rows(const json& experiment) {
     row["config_index"] = idx;
     row["provider"] = run["config"]["provider"];
     row["instance_type"] = run["config"]["instance_type"];
-    row["runtime"] = idx < static_cast<int>(configs.size()) ? configs[idx].value("runtime", "native") : "native";
+    row["runtime"] = run["config"].value("runtime", "native");
+    row["workload"] = run["config"].value("workload", json());  // the fields the experiment varies, as JSON
     row["repetition"] = run["repetition"];
     row["status"] = run["status"];
     row["reason"] = run["reason"];

@@ -156,7 +156,12 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   if (!offers || offers->empty())
     co_return Result{RunStatus::failed, "no offer for " + row->instance_type +
                                             (offers ? "" : ": " + offers.error().detail)};
-  auto env = agent_env(*provider, exp->spec.workload);
+  const auto variant = static_cast<size_t>(row->config_index);
+  if (variant >= exp->spec.variants())
+    co_return Result{RunStatus::failed, "run names configuration " + std::to_string(variant) + " of " +
+                                            std::to_string(exp->spec.variants())};
+  const Workload& workload = exp->spec.workload_of(variant);
+  auto env = agent_env(*provider, workload, offers->front().gpus);
   if (!env) co_return Result{RunStatus::failed, env.error().detail};
   auto token = s_.tokens.create_for_run(live.id);
   if (!token) co_return Result{RunStatus::failed, token.error().detail};
@@ -169,11 +174,10 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   spec.env = std::move(*env);
   spec.env["TSUM_RUN_ID"] = spec.run_id;
   spec.env["TSUM_TOKEN"] = *token;
-  const auto idx = static_cast<size_t>(row->config_index);
-  if (idx < exp->spec.configs.size() && exp->spec.configs[idx].runtime == "docker") {
+  if (exp->spec.config_of(variant).runtime == "docker") {
     spec.runtime = "docker";
     spec.env["TSUM_RUNTIME"] = "docker";
-    spec.env["TSUM_IMAGE"] = exp->spec.workload.image;
+    spec.env["TSUM_IMAGE"] = workload.image;
     // Registry credentials, when the daemon has them (tsumd's environment, as for the clouds' secrets).
     for (const char* k : {"TSUM_REGISTRY_USER", "TSUM_REGISTRY_PASSWORD"})
       if (const char* v = std::getenv(k); v && *v) spec.env[k] = v;
@@ -234,7 +238,7 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   }
 }
 
-Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Provider& p, const Workload& w) {
+Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Provider& p, const Workload& w, int gpus) {
   std::map<std::string, std::string> env;
   std::string url = opts_.daemon_url;
   if (!p.capabilities().reaches_daemon) {
@@ -250,7 +254,15 @@ Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Prov
   // Paths under TSUM_URL are the daemon's own: the agent prefixes them, and sends its token only there.
   env["TSUM_TRAINER_URL"] = opts_.trainer_url.empty() ? "/v1/blobs/" + opts_.trainer_sha256 : opts_.trainer_url;
   env["TSUM_TRAINER_SHA256"] = opts_.trainer_sha256;
-  if (!w.dataset_url.empty()) {
+  if (w.dataset.empty()) {
+    // Reads no data set: resnet50's synthetic data, or the inference sweep, which makes its JPEGs in load_data.
+    if (w.kind == "infer") {  // both sources read JPEGs: every batch (files) or once up front (memory)
+      int most = 1;
+      for (int b : w.batches) most = std::max(most, b);
+      const int side = w.model.starts_with("mnist") ? 28 : w.model.starts_with("cifar") ? 32 : 224;  // its input
+      env["TSUM_GEN_IMAGES"] = "--n " + std::to_string(std::max(64, 2 * most)) + " --size " + std::to_string(side);
+    }
+  } else if (!w.dataset_url.empty()) {
     env["TSUM_DATA_URL"] = w.dataset_url;
     env["TSUM_DATA_SHA256"] = w.dataset_sha256;
     env["TSUM_DATA_FORMAT"] = w.dataset_format;
@@ -263,7 +275,8 @@ Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Prov
     env["TSUM_DATA_FORMAT"] = d->format;
     env["TSUM_DATA_NAME"] = d->name;
   }
-  env["TSUM_TRAIN_ARGS"] = w.train_args();
+  env["TSUM_KIND"] = w.kind;
+  env["TSUM_TRAIN_ARGS"] = w.train_args(gpus);
   return env;
 }
 

@@ -104,7 +104,7 @@ class RunManager {
                                                     const providers::InstanceHandle& h);
   boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d);
   // The agent's environment for a run of `w` on `p` (docs/artifacts.md), without its run id and token.
-  Result<std::map<std::string, std::string>> agent_env(providers::Provider& p, const Workload& w);
+  Result<std::map<std::string, std::string>> agent_env(providers::Provider& p, const Workload& w, int gpus);
   // The poller of provider `p` (made on first use).
   std::shared_ptr<StatusPoller> poller_for(providers::Provider& p);
   std::chrono::seconds startup_deadline(const std::string& provider) const;

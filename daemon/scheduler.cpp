@@ -72,9 +72,9 @@ Result<ScheduleSpec> parse_schedule(const json& body) {
   return s;
 }
 
-Scheduler::Scheduler(asio::io_context& io, Db& db, Store& store, ProviderRegistry& providers, const Clock& clock,
-                     std::function<void()> on_experiment)
-    : db_(db), store_(store), providers_(providers), clock_(clock), on_experiment_(std::move(on_experiment)),
+Scheduler::Scheduler(asio::io_context& io, Db& db, Store& store, ProviderRegistry& providers, Datasets& datasets,
+                     const Clock& clock, std::function<void()> on_experiment)
+    : db_(db), store_(store), providers_(providers), datasets_(datasets), clock_(clock), on_experiment_(std::move(on_experiment)),
       timer_(io) {}
 
 Result<std::optional<double>> Scheduler::next_after(const ScheduleSpec& spec, double after) {
@@ -263,7 +263,7 @@ asio::awaitable<void> Scheduler::fire(const Row& r, double now) {
     co_return;
   }
   spec->name = r.spec.name + " @ " + local_time(due, r.spec.timezone);
-  auto priced = co_await price_configs(*spec, providers_);
+  auto priced = co_await price_configs(*spec, providers_, datasets_);
   // The schedule may have changed while the providers answered: fire only what is still due.
   auto still = row(r.id);
   if (!still || !still->spec.enabled || still->next_fire_at != r.next_fire_at) co_return;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "daemon/artifacts/datasets.h"
 #include "daemon/cron.h"
 #include "daemon/db.h"
 #include "daemon/experiment_spec.h"
@@ -48,8 +49,8 @@ class Scheduler {
  public:
   static constexpr std::chrono::seconds kLateAfter{60};
 
-  Scheduler(boost::asio::io_context& io, Db& db, Store& store, ProviderRegistry& providers, const Clock& clock,
-            std::function<void()> on_experiment);
+  Scheduler(boost::asio::io_context& io, Db& db, Store& store, ProviderRegistry& providers, Datasets& datasets,
+            const Clock& clock, std::function<void()> on_experiment);
 
   Result<int64_t> create(const ScheduleSpec& spec);
   Status update(int64_t id, const ScheduleSpec& spec);
@@ -84,6 +85,7 @@ class Scheduler {
   Db& db_;
   Store& store_;
   ProviderRegistry& providers_;
+  Datasets& datasets_;
   const Clock& clock_;
   std::function<void()> on_experiment_;
   boost::asio::steady_timer timer_;

@@ -93,6 +93,8 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   auto base = experiment_spec_from_json(as_experiment);
   if (!base) co_return make_error(Code::invalid_argument, "search: " + base.error().detail);
   if (base->configs.empty()) co_return make_error(Code::invalid_argument, "search: 'candidates' must not be empty");
+  if (base->workloads.size() > 1)
+    co_return make_error(Code::invalid_argument, "search: the workload's fields must be single values, not lists");
   s->base = *base;
   auto objective = billing::parse_objective(request.value("objective", "cost"));
   if (!objective) co_return objective.error();
@@ -108,7 +110,7 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
                          "search: 'probe_budget' is required; it, 'deadline_s', 'budget', 'max_probes' and "
                          "'future_runs' must be non-negative numbers");
   s->req.probe_budget = *probe_budget;
-  s->req.workload.epochs = base->workload.epochs;
+  s->req.workload.epochs = base->workload().epochs;
   std::string rule = request.value("billing", "");
   for (const auto& c : base->configs) {
     auto cand = co_await candidate(c, rule);
@@ -151,7 +153,7 @@ asio::awaitable<void> SearchRunner::probe_run(std::shared_ptr<Search> s, RunConf
   spec.name = "search " + std::to_string(s->id) + " probe " + std::to_string(s->probes.size() + 1);
   spec.configs = {config};
   spec.repetitions = 1;
-  auto priced = co_await price_configs(spec, s_.providers);
+  auto priced = co_await price_configs(spec, s_.providers, s_.datasets);
   Result<int64_t> exp = priced ? s_.store.create_experiment(spec, *priced) : Result<int64_t>(priced.error());
   Result<std::vector<RunRow>> runs = exp ? s_.store.runs_of(*exp) : Result<std::vector<RunRow>>(exp.error());
   if (!runs || runs->empty()) {

@@ -29,6 +29,7 @@
 #include "billing/measured_run.h"
 #include "billing/search.h"
 #include "common/clock.h"
+#include "daemon/artifacts/datasets.h"
 #include "daemon/db.h"
 #include "daemon/experiment_spec.h"
 #include "daemon/provider_registry.h"
@@ -42,6 +43,7 @@ struct SearchServices {
   Store& store;
   Views& views;
   ProviderRegistry& providers;
+  Datasets& datasets;
   const Clock& clock;
   std::function<void()> runs_queued;  // wakes the run manager's dispatcher
 };

@@ -1,5 +1,7 @@
 #include "daemon/store.h"
 
+#include <algorithm>
+
 namespace tsum::daemon {
 
 using nlohmann::json;
@@ -41,9 +43,11 @@ Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::
   if (auto s = ins->bind(spec.name, spec.to_json().dump(), now, schedule_id).run(); !s) return s.error();
   int64_t id = db_.last_insert_id();
   // Repetition-major order, so a queue drained in id order interleaves the configs.
+  // A variant is a config with one of the workloads (ExperimentSpec::variants); its index is the run's config_index.
+  const size_t per_config = std::max<size_t>(1, spec.workloads.size());
   for (int rep = 1; rep <= spec.repetitions; ++rep) {
-    for (size_t i = 0; i < priced.size(); ++i) {
-      const auto& p = priced[i];
+    for (size_t i = 0; i < priced.size() * per_config; ++i) {
+      const auto& p = priced[i / per_config];
       auto st = db_.prepare(
           "INSERT INTO runs (experiment_id, config_index, repetition, provider, instance_type, hourly_price, "
           "currency, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)");

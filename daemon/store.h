@@ -48,7 +48,7 @@ class Store {
  public:
   Store(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
 
-  // Inserts the experiment and repetitions × configs queued runs. priced[i] belongs to spec.configs[i].
+  // Inserts the experiment and repetitions × variants queued runs. priced[i] belongs to spec.configs[i].
   // schedule_id: the schedule that fired it, if any.
   Result<int64_t> create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced,
                                     std::optional<int64_t> schedule_id = std::nullopt);

@@ -3,7 +3,9 @@
 namespace tsum::daemon {
 
 boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const ExperimentSpec& spec,
-                                                                        ProviderRegistry& providers) {
+                                                                        ProviderRegistry& providers,
+                                                                        Datasets& datasets) {
+  if (auto st = check_datasets(spec, datasets); !st) co_return st.error();
   std::vector<PricedConfig> priced;
   for (const auto& cfg : spec.configs) {
     auto* p = providers.get(cfg.provider);
@@ -24,9 +26,35 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
       co_return make_error(Code::invalid_argument, "provider '" + cfg.provider + "' does not offer '" +
                                                        cfg.instance_type + "' (offers: " + names + ")");
     }
-    priced.push_back({cfg, offers->front().hourly_price, offers->front().currency});
+    const auto& offer = offers->front();
+    for (const auto& w : spec.workloads) {
+      const std::string on = "'" + cfg.provider + "' " + cfg.instance_type;
+      if (w.device_on(offer.gpus) == "cuda" && offer.gpus == 0)
+        co_return make_error(Code::invalid_argument, "workload.device: cuda, but " + on + " has no GPU");
+      if (w.precision == "fp16" && w.device_on(offer.gpus) == "cpu")
+        co_return make_error(Code::invalid_argument, "workload.precision: fp16 runs on cuda only, and " + on +
+                                                         " has no GPU (fp32 or bf16)");
+    }
+    priced.push_back({cfg, offer.hourly_price, offer.currency});
   }
   co_return priced;
+}
+
+}  // namespace tsum::daemon
+
+namespace tsum::daemon {
+
+Status check_datasets(const ExperimentSpec& spec, Datasets& datasets) {
+  for (const auto& w : spec.workloads) {
+    if (w.dataset.empty() || !w.dataset_url.empty()) continue;  // none, or one the agent fetches (checked)
+    auto d = datasets.get(w.dataset);
+    if (!d && d.code() == Code::not_found)
+      return make_error(Code::invalid_argument,
+                        "workload.dataset: there is no data set '" + w.dataset + "' (GET /v1/datasets lists them)");
+    if (!d) return d.error();
+    if (auto fits = dataset_fits(w, d->format); !fits) return fits;
+  }
+  return {};
 }
 
 }  // namespace tsum::daemon

@@ -10,7 +10,8 @@ namespace tsum::daemon {
 
 using nlohmann::json;
 
-Result<json> Views::run_json(const RunRow& r, const std::vector<billing::BillingRule>& rules) {
+Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
+  const auto& rules = spec.billing;
   auto phases = ledger_.phases(r.id);
   if (!phases) return phases.error();
   json ph = json::object();
@@ -74,11 +75,23 @@ Result<json> Views::run_json(const RunRow& r, const std::vector<billing::Billing
   if (r.instance && r.status == RunStatus::booting && r.instance->contains("data") &&
       (*r.instance)["data"].value("command", "") != "")
     join = {{"command", (*r.instance)["data"]["command"]}, {"expires_at", (*r.instance)["data"].value("expires_at", 0.0)}};
+  // The run's variant: its config and workload; "config" names what tells it apart from the experiment's others.
+  const auto variant = static_cast<size_t>(r.config_index);
+  const bool known = variant < spec.variants();
+  json config = {{"provider", r.provider}, {"instance_type", r.instance_type}};
+  if (known && spec.config_of(variant).runtime != "native") config["runtime"] = spec.config_of(variant).runtime;
+  if (known && !spec.varied.empty()) config["workload"] = workload_fields(spec.workload_of(variant), spec.varied);
+  // The inference sweep's result per batch size (learn's progress marks).
+  json inference = json::array();
+  for (const auto& e : *epochs)
+    if (e.value("event", "") == "infer") inference.push_back(e);
+  if (!inference.empty()) metrics["inference"] = inference;
   return json{{"id", r.id},
               {"experiment_id", r.experiment_id},
               {"join", join},
               {"config_index", r.config_index},
-              {"config", {{"provider", r.provider}, {"instance_type", r.instance_type}}},
+              {"config", config},
+              {"workload", known ? spec.workload_of(variant).to_json() : json(nullptr)},
               {"repetition", r.repetition},
               {"status", status_name(r.status)},
               {"reason", r.reason},
@@ -99,7 +112,7 @@ Result<json> Views::run(int64_t run_id) {
   if (!r) return r.error();
   auto e = store_.experiment(r->experiment_id);
   if (!e) return e.error();
-  return run_json(*r, e->spec.billing);
+  return run_json(*r, e->spec);
 }
 
 Result<json> Views::experiment(int64_t experiment_id) {
@@ -110,7 +123,7 @@ Result<json> Views::experiment(int64_t experiment_id) {
   json runs = json::array();
   int terminal = 0, done = 0, failed = 0, cancelled = 0, queued = 0;
   for (const auto& r : *rows) {
-    auto j = run_json(r, e->spec.billing);
+    auto j = run_json(r, e->spec);
     if (!j) return j.error();
     runs.push_back(std::move(*j));
     terminal += is_terminal(r.status);

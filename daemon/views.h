@@ -20,7 +20,7 @@ class Views {
   Result<nlohmann::json> experiments();
 
  private:
-  Result<nlohmann::json> run_json(const RunRow& r, const std::vector<billing::BillingRule>& rules);
+  Result<nlohmann::json> run_json(const RunRow& r, const ExperimentSpec& spec);
 
   Store& store_;
   Ledger& ledger_;

@@ -32,7 +32,9 @@
 #   TSUM_RUNTIME, TSUM_IMAGE            "docker": install pulls TSUM_IMAGE (timed as install) and tsum-train
 #                                       runs in it; default "native"
 #   TSUM_REGISTRY_USER, TSUM_REGISTRY_PASSWORD   docker: log in to TSUM_IMAGE's registry first
-#   TSUM_TRAIN_ARGS                     extra tsum-train flags (epochs, limits, threads)
+#   TSUM_TRAIN_ARGS                     extra tsum-train flags (model, optimizer, epochs, limits, threads, ...)
+#   TSUM_KIND                           train (default) or infer: tsum-train infer, the sweep measured as learn
+#   TSUM_GEN_IMAGES                     without a data set: tsum-train gen-images flags for load_data
 #   TSUM_POWEROFF                       "none": a machine that is not ours (byo); the agent removes its work
 #                                       directory at the end and powers nothing off
 #   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
@@ -227,7 +229,7 @@ if [ "${TSUM_RUNTIME:-native}" = docker ]; then
     # The container gets the agent's own CPUs (dockerd starts it, so it would not inherit the affinity).
     cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
     # shellcheck disable=SC2086  # gpus is empty or two words
-    docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:$WORK/data:ro" -v "$WORK/out:$WORK/out" \
+    docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:$WORK/data:${DATA_MODE:-ro}" -v "$WORK/out:$WORK/out" \
       --entrypoint tsum-train "$TSUM_IMAGE" "$@"
   }
 else
@@ -263,25 +265,42 @@ fi
 run_trainer --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
 emit install end "$(now)" "$install_attrs"
 
-# load_data: download the data set by its hash and unpack it.
+# load_data: download the data set by its hash and unpack it; a workload that reads none (resnet50's synthetic
+# data, the inference sweep) has an empty load_data, or, for a sweep that reads files, generates its JPEGs.
 emit load_data begin "$(now)"
-: "${TSUM_DATA_URL:?}" "${TSUM_DATA_SHA256:?}"
-err=$(fetch "$TSUM_DATA_URL" "$TSUM_DATA_SHA256" "$WORK/dataset.tar") || fail load_data "data set ${TSUM_DATA_NAME:-}: $err"
-bytes=$(wc -c < "$WORK/dataset.tar" | tr -d ' ')
-tar -xf "$WORK/dataset.tar" -C "$WORK/data" 2>"$WORK/data.err" ||
-  fail load_data "unpack data set ${TSUM_DATA_NAME:-}: $(tail -n 1 "$WORK/data.err")"
-rm -f "$WORK/dataset.tar"
-emit load_data end "$(now)" "{\"name\":$(json_str "${TSUM_DATA_NAME:-}"),\"format\":$(json_str "${TSUM_DATA_FORMAT:-}"),\"bytes\":$bytes,\"sha256\":\"$TSUM_DATA_SHA256\"}"
+if [ -n "${TSUM_DATA_URL:-}" ]; then
+  : "${TSUM_DATA_SHA256:?}"
+  err=$(fetch "$TSUM_DATA_URL" "$TSUM_DATA_SHA256" "$WORK/dataset.tar") || fail load_data "data set ${TSUM_DATA_NAME:-}: $err"
+  bytes=$(wc -c < "$WORK/dataset.tar" | tr -d ' ')
+  tar -xf "$WORK/dataset.tar" -C "$WORK/data" 2>"$WORK/data.err" ||
+    fail load_data "unpack data set ${TSUM_DATA_NAME:-}: $(tail -n 1 "$WORK/data.err")"
+  rm -f "$WORK/dataset.tar"
+  data_attrs="{\"name\":$(json_str "${TSUM_DATA_NAME:-}"),\"format\":$(json_str "${TSUM_DATA_FORMAT:-}"),\"bytes\":$bytes,\"sha256\":\"$TSUM_DATA_SHA256\"}"
+elif [ -n "${TSUM_GEN_IMAGES:-}" ]; then
+  # shellcheck disable=SC2086  # TSUM_GEN_IMAGES is a list of flags
+  DATA_MODE=rw run_trainer gen-images "$WORK/data" $TSUM_GEN_IMAGES >/dev/null 2>"$WORK/data.err" ||
+    fail load_data "tsum-train gen-images: $(tail -n 2 "$WORK/data.err")"
+  data_attrs="{\"name\":\"generated\",\"format\":\"images\",\"bytes\":$(du -sb "$WORK/data" | cut -f1)}"
+else
+  data_attrs='{"name":"none","bytes":0}'
+fi
+emit load_data end "$(now)" "$data_attrs"
 
-# start, learn, verify: the trainer's own events mark the boundaries.
+# start, learn, verify: the trainer's own events mark the boundaries. The inference sweep (TSUM_KIND=infer) is
+# measured as learn, one progress mark per batch size; it has no verify and saves no checkpoint.
 rm -f "$WORK/events.fifo"; mkfifo "$WORK/events.fifo"
 emit start begin "$(now)"
+if [ "${TSUM_KIND:-train}" = infer ]; then
+  set -- infer --images "$WORK/data"
+else
+  set -- --data "$WORK/data" --checkpoint "$WORK/out/model.pt"
+fi
 # shellcheck disable=SC2086  # TSUM_TRAIN_ARGS is a list of flags
-run_trainer --data "$WORK/data" --checkpoint "$WORK/out/model.pt" ${TSUM_TRAIN_ARGS:-} \
-  > "$WORK/events.fifo" 2> "$WORK/train.err" &
+run_trainer "$@" ${TSUM_TRAIN_ARGS:-} > "$WORK/events.fifo" 2> "$WORK/train.err" &
 trainer=$!
 phase=start
 saved=""
+n=0
 while IFS= read -r line; do
   printf '%s\n' "$line" >> "$WORK/events.jsonl"
   ev=${line#'{"event":"'}; ev=${ev%%'"'*}
@@ -289,7 +308,10 @@ while IFS= read -r line; do
   case $ev in
     ready) emit start end "$mono" "$line"; emit learn begin "$mono"; phase=learn ;;
     epoch) emit learn progress "$mono" "$line" ;;
+    infer) n=$((n + 1)); emit learn progress "$mono" "{\"epoch\":$n,${line#\{}" ;;
     learn_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; phase=verify ;;
+    infer_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; emit verify end "$mono"
+               emit save begin "$mono"; phase=save; saved=$line ;;
     verify) emit verify end "$mono" "$line"; emit save begin "$mono"; phase=save ;;
     saved) saved=$line ;;
   esac
@@ -301,6 +323,7 @@ wait "$trainer"; rc=$?
 # save: the checkpoint, the event log and the samples go to the daemon; save ends once it holds every byte.
 samples_csv > "$WORK/samples.csv"
 for f in "$WORK/out/model.pt" "$WORK/events.jsonl" "$WORK/samples.csv"; do
+  [ -e "$f" ] || continue  # an inference sweep has no checkpoint
   err=$(upload "$f" "$(basename "$f")") || fail save "$err"
 done
 emit save end "$(now)" "$saved"

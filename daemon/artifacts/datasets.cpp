@@ -92,7 +92,8 @@ Status Datasets::remove(const std::string& name) {
   if (!d) return d.error();
   auto users = db_.prepare(
       "SELECT COUNT(*) FROM runs r JOIN experiments e ON e.id = r.experiment_id WHERE r.status NOT IN "
-      "('done', 'failed', 'cancelled') AND json_extract(e.spec, '$.workload.dataset') = ?");
+      "('done', 'failed', 'cancelled') AND EXISTS (SELECT 1 FROM json_each(e.spec, '$.workload.dataset') d "
+      "WHERE d.value = ?1)");  // one name or a list of them
   if (!users) return users.error();
   users->bind(name);
   auto row = users->step();

@@ -22,7 +22,7 @@ TEST_CASE("the issue's example body parses with its defaults") {
   REQUIRE(r.ok());
   CHECK(r->configs.size() == 2);
   CHECK(r->billing.size() == 4);
-  CHECK(r->workload.train_args() == "--model mnist_cnn --epochs 1 --limit 2000 --test-limit 1000");
+  CHECK(r->workload().train_args() == "--model mnist_cnn --epochs 1 --limit 2000 --test-limit 1000");
   // Round trip through the stored form.
   auto again = parse_experiment_spec(r->to_json().dump());
   REQUIRE(again.ok());
@@ -41,7 +41,7 @@ TEST_CASE("malformed or invalid bodies name what is wrong") {
   CHECK(error_of("[]") == "the body must be a JSON object");
   const std::string cfg = R"("configs":[{"provider":"local","instance_type":"local-1c"}])";
   CHECK(error_of(R"({"workload":{},)" + cfg + R"(,"colour":"red"})") == "unknown field 'colour'");
-  CHECK(error_of(R"({"workload":{"epoch":1},)" + cfg + "}") == "unknown field 'workload.epoch'");
+  CHECK(error_of(R"({"workload":{"epoch":1},)" + cfg + "}").starts_with("unknown field 'workload.epoch' (kind, model,"));
   CHECK(error_of(R"({"workload":{"epochs":0},)" + cfg + "}").find("workload.epochs") != std::string::npos);
   CHECK(error_of(R"({"workload":{"epochs":"1"},)" + cfg + "}").find("integer") != std::string::npos);
   CHECK(error_of(R"({"workload":{"model":"gpt5"},)" + cfg + "}").find("gpt5") != std::string::npos);
@@ -80,8 +80,80 @@ TEST_CASE("a config with lists expands to their product, in order") {
   CHECK(error_of(R"({"workload":{},"configs":[{"provider":"aws","instance_type":"c5.large","runtime":["native","docker"]}]})") ==
         "a docker runtime (configuration 1) needs 'workload.image', the registry image built from tsum's Dockerfile");
   CHECK(error_of(R"({"workload":{"image":"x; reboot"},"configs":[{"provider":"local","cores":1}]})") ==
-        "workload.image 'x; reboot' is not an image reference (letters, digits and . / : _ @ - only)");
+        "workload.image: 'x; reboot' is not an image reference (letters, digits and . / : _ @ - only)");
   std::string many = R"({"workload":{},"configs":[{"provider":"local","cores":[)";
   for (int i = 1; i <= 101; ++i) many += (i > 1 ? "," : "") + std::to_string(i);
-  CHECK(error_of(many + "]}]}") == "'configs' expands to more than 100 configurations");
+  CHECK(error_of(many + "]}]}") == "'configs' times the workload's lists expand to more than 100 configurations");
+}
+
+TEST_CASE("every tsum-train field of a workload reaches the trainer's flags") {
+  auto r = parse_experiment_spec(R"({"workload":{"model":"cifar10_cnn","dataset":"cifar-gen","optimizer":"nesterov",
+      "lr":0.05,"decay":0.001,"augment":true,"precision":"bf16","device":"cpu","epochs":2,"batch":64,"limit":500,
+      "test_limit":100,"threads":2},"configs":[{"provider":"local","cores":2}]})");
+  REQUIRE_MESSAGE(r.ok(), r.error().detail);
+  CHECK(r->workload().train_args() == "--model cifar10_cnn --epochs 2 --optimizer nesterov --lr 0.05 --decay 0.001 "
+                                      "--augment --limit 500 --test-limit 100 --batch 64 --precision bf16 --threads 2");
+  CHECK(r->workload().wanted_format() == "cifar10-bin");
+  // The device follows the offer when the workload does not say: cuda where there are GPUs.
+  auto plain = parse_experiment_spec(R"({"workload":{"model":"resnet50"},"configs":[{"provider":"local","cores":1}]})");
+  REQUIRE(plain.ok());
+  CHECK(plain->workload().dataset.empty());  // synthetic data: no data set
+  CHECK(plain->workload().train_args(0).find("--device") == std::string::npos);
+  CHECK(plain->workload().train_args(1).find("--device cuda") != std::string::npos);
+}
+
+TEST_CASE("workload lists expand into variants; each run's workload is its own and the varied fields are named") {
+  auto r = parse_experiment_spec(R"({"workload":{"model":"mnist_cnn","optimizer":["sgd","momentum","nesterov","rmsprop",
+      "adam","adagrad","adadelta","nadam"],"lr":[0.01,0.001]},"configs":[{"provider":"local","cores":[1,2]}],
+      "repetitions":1})");
+  REQUIRE_MESSAGE(r.ok(), r.error().detail);
+  CHECK(r->workloads.size() == 16);
+  CHECK(r->variants() == 32);
+  CHECK(r->varied == std::vector<std::string>{"optimizer", "lr"});
+  // Variant v: configs[v / 16] with workloads[v % 16]; the first listed field varies slowest.
+  CHECK(r->config_of(17).instance_type == "local-2c");
+  CHECK(*r->workload_of(17).optimizer == "sgd");
+  CHECK(*r->workload_of(17).lr == 0.001);
+  CHECK(*r->workload_of(31).optimizer == "nadam");
+  CHECK(workload_fields(r->workload_of(2), r->varied) == nlohmann::json{{"optimizer", "momentum"}, {"lr", 0.01}});
+  auto again = parse_experiment_spec(r->to_json().dump());
+  REQUIRE(again.ok());
+  CHECK(again->to_json() == r->to_json());
+  CHECK(again->variants() == 32);
+  CHECK(r->to_json()["workload"]["dataset"] == "fashion-mnist");  // the default, stored explicitly
+
+  // An inference sweep's batch list is the sweep, not alternatives; its mode may vary.
+  auto sweep = parse_experiment_spec(R"({"workload":{"kind":"infer","model":"resnet50","batch":[1,2,4],
+      "mode":["sync","async"],"source":"files"},"configs":[{"provider":"local","cores":1}]})");
+  REQUIRE_MESSAGE(sweep.ok(), sweep.error().detail);
+  REQUIRE(sweep->workloads.size() == 2);
+  CHECK(sweep->workload_of(1).train_args() == "--model resnet50 --mode async --source files --batch 1,2,4");
+  CHECK(sweep->varied == std::vector<std::string>{"mode"});
+}
+
+TEST_CASE("bad workload fields are refused naming the field") {
+  const std::string cfg = R"(,"configs":[{"provider":"local","cores":1}]})";
+  auto err = [&](const std::string& workload) { return error_of(R"({"workload":)" + workload + cfg); };
+  CHECK(err(R"({"model":"gpt5"})") ==
+        "workload.model: 'gpt5' is not a model (mnist_cnn, mnist_mlp, cifar10_cnn, cifar_small, bilstm, resnet50)");
+  CHECK(err(R"({"optimizer":["sgd","adamw"]})").starts_with("workload.optimizer: 'adamw' is not an optimizer (sgd,"));
+  CHECK(err(R"({"lr":0})") == "workload.lr: must be above 0 and at most 10");
+  CHECK(err(R"({"precision":"fp8"})").starts_with("workload.precision: 'fp8' is not a precision"));
+  CHECK(err(R"({"precision":"fp16","device":"cpu"})") == "workload.precision: fp16 runs on cuda only (CPU: fp32 or bf16)");
+  CHECK(err(R"({"augment":"yes"})") == "workload.augment: must be true or false");
+  CHECK(err(R"({"optimizer":[]})") == "workload.optimizer: must not be an empty list");
+  CHECK(err(R"({"kind":["train","infer"]})") == "workload.kind: cannot be a list: make one experiment per kind");
+  CHECK(err(R"({"model":"cifar10_cnn"})") ==
+        "workload.dataset: cifar10_cnn reads a cifar10-bin data set: name a registered one (POST /v1/datasets)");
+  CHECK(err(R"({"model":"resnet50","dataset":"fashion-mnist"})") ==
+        "workload.dataset: resnet50 trains on synthetic data and reads no data set");
+  CHECK(err(R"({"kind":"infer","optimizer":"sgd"})") == "workload.optimizer: is a training field; an infer workload takes none");
+  CHECK(err(R"({"mode":"async"})") == "workload.mode: belongs to \"kind\": \"infer\"");
+  CHECK(err(R"({"model":"cifar_small","dataset":{"url":"https://x.example/c.tar","format":"idx",
+      "sha256":"0000000000000000000000000000000000000000000000000000000000000000"}})") ==
+        "workload.dataset: model cifar_small reads format cifar10-bin, but data set 'url' is idx");
+  std::string many = R"({"lr":[)";
+  for (int i = 1; i <= 11; ++i) many += (i > 1 ? "," : "") + std::to_string(i / 100.0);
+  CHECK(err(many + R"(],"optimizer":["sgd","adam","nadam","rmsprop","momentum","adagrad","adadelta","nesterov","sgd","adam"]})")
+            .find("expand to more than 100 workloads") != std::string::npos);
 }

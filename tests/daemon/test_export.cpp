@@ -21,7 +21,7 @@ json experiment() {
   json phases = {{"startup", 1.5}, {"install", 2.0}, {"load_data", 0.5}, {"start", 1.0},
                  {"learn", 10.0},  {"verify", 0.5},  {"save", 0.25},     {"poweroff", 0.25}};
   json done = {{"id", 7}, {"experiment_id", 3}, {"config_index", 1}, {"repetition", 2}, {"status", "done"},
-               {"reason", ""}, {"config", {{"provider", "local"}, {"instance_type", "local-2c"}}},
+               {"reason", ""}, {"config", {{"provider", "local"}, {"instance_type", "local-2c"}, {"workload", {{"optimizer", "adam"}}}}},
                {"phases", phases}, {"t_sum", 16.0}, {"metrics", {{"test_accuracy", 0.75}, {"images_per_s", 900.0}}},
                {"cost", {{"per_hour", {{"billed_s", 3600.0}, {"amount", 0.085}, {"currency", "USD"}}}}},
                {"stats", {{"learn", {{"cpu_pct", {{"min", 90.0}, {"avg", 180.0}, {"max", 200.0}}}}}}}};
@@ -40,7 +40,7 @@ json experiment() {
 
 TEST_CASE("export: one row per run, with phases, t_sum, accuracy, cost per rule and resource min/avg/max") {
   auto cols = export_columns({"per_hour"});
-  CHECK(cols.size() == 9 + 8 + 4 + 2 + 6 * 6 * 3);
+  CHECK(cols.size() == 10 + 8 + 4 + 2 + 6 * 6 * 3);
   auto rows = export_rows(experiment());
   REQUIRE(rows.size() == 2);
   CHECK(rows[0]["run_id"] == 7);
@@ -51,13 +51,15 @@ TEST_CASE("export: one row per run, with phases, t_sum, accuracy, cost per rule 
   CHECK(rows[0]["learn_cpu_pct_avg"] == 180.0);
   CHECK(rows[0]["learn_rss_bytes_max"].is_null());
   CHECK(rows[1]["t_sum"].is_null());
+  CHECK(rows[0]["workload"] == json{{"optimizer", "adam"}});  // the fields the experiment varies
+  CHECK(rows[1]["workload"].is_null());
 
   auto lines = split_lines(export_csv(experiment()));
   REQUIRE(lines.size() == 3);
-  CHECK(lines[0].rfind("run_id,experiment_id,config_index,provider,instance_type,runtime,repetition,status,reason,"
+  CHECK(lines[0].rfind("run_id,experiment_id,config_index,provider,instance_type,runtime,workload,repetition,status,reason,"
                        "startup,install,load_data,start,learn,verify,save,poweroff,t_sum,test_accuracy",
                        0) == 0);
-  CHECK(lines[1].rfind("7,3,1,local,local-2c,native,2,done,,1.5,2.0,0.5,1.0,10.0,0.5,0.25,0.25,16.0,0.75,900.0,USD,3600.0,0.085,",
+  CHECK(lines[1].rfind("7,3,1,local,local-2c,native,\"{\"\"optimizer\"\":\"\"adam\"\"}\",2,done,,1.5,2.0,0.5,1.0,10.0,0.5,0.25,0.25,16.0,0.75,900.0,USD,3600.0,0.085,",
                        0) == 0);
   // A reason with a comma and quotes is quoted, and missing values are empty cells.
   CHECK(lines[2].find(",failed,\"load_data failed: data, \"\"truncated\"\"\",1.0,,,") != std::string::npos);

@@ -16,14 +16,17 @@ using nlohmann::json;
 
 namespace {
 
-const json kExperiment = json::parse(R"({"name":"nightly","workload":{"limit":100},"repetitions":1,
+// resnet50 reads no data set, so the scheduler's submission needs none registered.
+const json kExperiment = json::parse(R"({"name":"nightly","workload":{"model":"resnet50","limit":100},"repetitions":1,
     "configs":[{"provider":"local","instance_type":"local-1c"}]})");
 
 struct SchedulerFixture : testing::DaemonFixture {
   boost::asio::io_context io;
   ProviderRegistry providers;
+  BlobStore blobs{dir.file("blobs")};
+  Datasets datasets{*db, blobs, clock};
   int notified = 0;
-  Scheduler scheduler{io, *db, store, providers, clock, [this] { ++notified; }};
+  Scheduler scheduler{io, *db, store, providers, datasets, clock, [this] { ++notified; }};
 
   SchedulerFixture() {
     clock.set(1'700'000'000);  // 2023-11-14T22:13:20Z

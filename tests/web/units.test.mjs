@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { configName } from '../../web/src/format.js';
 import { planRows } from '../../web/src/plan.js';
 import { localFiring, scheduleBody } from '../../web/src/schedule_form.js';
 import { parseEvents } from '../../web/src/sse.js';
@@ -104,4 +105,11 @@ test('firing times read as date, time and UTC offset', () => {
   assert.equal(localFiring('2026-11-23T02:00:00Z'), '2026-11-23 02:00 (UTC)');
   assert.equal(localFiring('soon'), 'soon');
   assert.equal(localFiring(undefined), '–');
+});
+
+test('a configuration is named by its offer, a non-native runtime and the workload fields the experiment varies', () => {
+  assert.equal(configName({ provider: 'local', instance_type: 'local-2c' }), 'local/local-2c');
+  assert.equal(configName({ provider: 'local', instance_type: 'local-1c', runtime: 'docker' }), 'local/local-1c docker');
+  assert.equal(configName({ provider: 'aws', instance_type: 'c5.large', runtime: 'native',
+    workload: { optimizer: 'adam', lr: 0.01 } }), 'aws/c5.large optimizer=adam lr=0.01');
 });

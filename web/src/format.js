@@ -55,6 +55,11 @@ export function clock(date = new Date()) {
   return date.toLocaleTimeString('en-GB', { hour12: false });
 }
 
+// "local/local-2c", then the runtime when not native and the workload fields the experiment varies:
+// "local/local-2c docker optimizer=adam lr=0.01".
 export function configName(config) {
-  return `${config.provider}/${config.instance_type}`;
+  const parts = [`${config.provider}/${config.instance_type}`];
+  if (config.runtime && config.runtime !== 'native') parts.push(config.runtime);
+  for (const [k, v] of Object.entries(config.workload || {})) parts.push(`${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
+  return parts.join(' ');
 }

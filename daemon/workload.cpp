@@ -1,0 +1,343 @@
+#include "daemon/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "daemon/artifacts/blob_store.h"
+#include "daemon/artifacts/dataset_format.h"
+#include "daemon/artifacts/datasets.h"
+
+namespace tsum::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+Error bad(const std::string& field, const std::string& what) {
+  return make_error(Code::invalid_argument, "workload." + field + ": " + what);
+}
+
+// Every field a workload knows, in expansion order.
+constexpr std::string_view kFields[] = {"kind",      "model",  "dataset",   "optimizer", "lr",      "decay",
+                                        "augment",   "precision", "device",  "epochs",    "batch",   "limit",
+                                        "test_limit", "threads", "mode",     "source",    "iterations", "image"};
+
+template <size_t N>
+std::string one_of(const std::string_view (&names)[N]) {
+  std::string s;
+  for (auto n : names) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+template <size_t N>
+bool listed(const std::string_view (&names)[N], std::string_view x) {
+  return std::find(std::begin(names), std::end(names), x) != std::end(names);
+}
+
+Result<std::string> text(const json& v, const std::string& field) {
+  if (!v.is_string()) return bad(field, "must be a string");
+  auto s = v.get<std::string>();
+  if (s.empty() || s.size() > 200) return bad(field, "must be 1 to 200 characters");
+  return s;
+}
+
+Result<int> whole(const json& v, const std::string& field, int lo, int hi) {
+  if (!v.is_number_integer()) return bad(field, "must be an integer");
+  auto n = v.get<int64_t>();
+  if (n < lo || n > hi)
+    return bad(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                          std::to_string(n));
+  return static_cast<int>(n);
+}
+
+Result<double> number(const json& v, const std::string& field, double lo, double hi, bool lo_open) {
+  if (!v.is_number()) return bad(field, "must be a number");
+  double x = v.get<double>();
+  if (!std::isfinite(x) || x > hi || x < lo || (lo_open && x == lo)) {
+    std::ostringstream r;
+    r << (lo_open ? "must be above " : "must be at least ") << lo << " and at most " << hi;
+    return bad(field, r.str());
+  }
+  return x;
+}
+
+template <size_t N>
+Result<std::string> choice(const json& v, const std::string& field, const std::string_view (&names)[N],
+                           const std::string& noun) {
+  auto s = text(v, field);
+  if (!s) return s.error();
+  if (!listed(names, *s)) return bad(field, "'" + *s + "' is not " + noun + " (" + one_of(names) + ")");
+  return s;
+}
+
+// {"url": "https://...", "sha256": "...", "format": "idx", "name": "..."}: a data set the agent fetches itself.
+Status dataset_url(const json& d, Workload& w) {
+  for (const auto& [key, _] : d.items())
+    if (key != "url" && key != "sha256" && key != "format" && key != "name")
+      return bad("dataset." + key, "unknown field (url, sha256, format, name)");
+  if (!d.contains("url") || !d.contains("sha256")) return bad("dataset", "a URL data set needs 'url' and 'sha256'");
+  auto url = text(d["url"], "dataset.url");
+  if (!url) return url.error();
+  auto sha = text(d["sha256"], "dataset.sha256");
+  if (!sha) return sha.error();
+  std::string format = "idx", name = "url";
+  if (d.contains("format")) {
+    auto f = text(d["format"], "dataset.format");
+    if (!f) return f.error();
+    format = *f;
+  }
+  if (d.contains("name")) {
+    auto n = text(d["name"], "dataset.name");
+    if (!n) return n.error();
+    name = *n;
+  }
+  if (!url->starts_with("https://") && !url->starts_with("http://")) return bad("dataset.url", "must be an http(s) URL");
+  if (url->find_first_of(" '\"\\`$") != std::string::npos) return bad("dataset.url", "has a character URLs do not");
+  if (!is_sha256_hex(*sha)) return bad("dataset.sha256", "must be 64 lower-case hex digits");
+  if (!is_dataset_format(format)) return bad("dataset.format", "'" + format + "' is not a data set format");
+  if (!is_dataset_name(name)) return bad("dataset.name", "'" + name + "' is not a data set name");
+  w.dataset = name;
+  w.dataset_url = *url;
+  w.dataset_sha256 = *sha;
+  w.dataset_format = format;
+  return {};
+}
+
+// Applies one field's single value to w.
+Status apply(Workload& w, const std::string& field, const json& v) {
+  auto set_text = [&](std::string& out) -> Status {
+    auto s = text(v, field);
+    if (!s) return s.error();
+    out = *s;
+    return {};
+  };
+  auto set_int = [&](auto& out, int lo, int hi) -> Status {
+    auto n = whole(v, field, lo, hi);
+    if (!n) return n.error();
+    out = *n;
+    return {};
+  };
+  if (field == "kind") {
+    static constexpr std::string_view kKinds[] = {"train", "infer"};
+    auto s = choice(v, field, kKinds, "a workload kind");
+    if (!s) return s.error();
+    w.kind = *s;
+  } else if (field == "model") {
+    auto s = choice(v, field, kModels, "a model");
+    if (!s) return s.error();
+    w.model = *s;
+  } else if (field == "dataset") {
+    if (v.is_object()) return dataset_url(v, w);
+    if (auto s = set_text(w.dataset); !s) return s;
+    if (!is_dataset_name(w.dataset))
+      return bad(field, "'" + w.dataset + "' is not a data set name (POST /v1/datasets registers one)");
+  } else if (field == "optimizer") {
+    auto s = choice(v, field, kOptimizers, "an optimizer");
+    if (!s) return s.error();
+    w.optimizer = *s;
+  } else if (field == "lr" || field == "decay") {
+    auto x = field == "lr" ? number(v, field, 0, 10, true) : number(v, field, 0, 1, false);
+    if (!x) return x.error();
+    (field == "lr" ? w.lr : w.decay) = *x;
+  } else if (field == "augment") {
+    if (!v.is_boolean()) return bad(field, "must be true or false");
+    w.augment = v.get<bool>();
+  } else if (field == "precision") {
+    static constexpr std::string_view kPrecisions[] = {"fp32", "bf16", "fp16"};
+    auto s = choice(v, field, kPrecisions, "a precision");
+    if (!s) return s.error();
+    w.precision = *s;
+  } else if (field == "device") {
+    static constexpr std::string_view kDevices[] = {"cpu", "cuda"};
+    auto s = choice(v, field, kDevices, "a device");
+    if (!s) return s.error();
+    w.device = *s;
+  } else if (field == "epochs") {
+    return set_int(w.epochs, 1, 1000);
+  } else if (field == "batch") {
+    if (w.kind == "infer") {
+      w.batches.clear();
+      for (const auto& b : v.is_array() ? v : json::array({v})) {
+        auto n = whole(b, field, 1, 4096);
+        if (!n) return n.error();
+        w.batches.push_back(*n);
+      }
+      if (w.batches.empty()) return bad(field, "must list at least one batch size");
+      return {};
+    }
+    return set_int(w.batch, 1, 65536);
+  } else if (field == "limit") {
+    return set_int(w.limit, 1, 1000000);
+  } else if (field == "test_limit") {
+    return set_int(w.test_limit, 1, 1000000);
+  } else if (field == "threads") {
+    return set_int(w.threads, 1, 1024);
+  } else if (field == "iterations") {
+    return set_int(w.iterations, 1, 10000);
+  } else if (field == "mode") {
+    static constexpr std::string_view kModes[] = {"sync", "async"};
+    auto s = choice(v, field, kModes, "an inference mode");
+    if (!s) return s.error();
+    w.mode = *s;
+  } else if (field == "source") {
+    static constexpr std::string_view kSources[] = {"memory", "files"};
+    auto s = choice(v, field, kSources, "an inference source");
+    if (!s) return s.error();
+    w.source = *s;
+  } else if (field == "image") {
+    if (auto s = set_text(w.image); !s) return s;
+    auto image_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("./:_@-", c); };
+    if (w.image[0] == '-' || !std::all_of(w.image.begin(), w.image.end(), image_char))
+      return bad(field, "'" + w.image + "' is not an image reference (letters, digits and . / : _ @ - only)");
+  }
+  return {};
+}
+
+// What one expanded workload must satisfy as a whole; the data set's default is the model's.
+Status check(Workload& w, const json& given) {
+  static constexpr std::string_view kTrainOnly[] = {"optimizer", "lr", "decay", "augment", "epochs", "limit", "test_limit"};
+  static constexpr std::string_view kInferOnly[] = {"mode", "source", "iterations"};
+  if (w.kind == "infer") {
+    for (auto f : kTrainOnly)
+      if (given.contains(std::string(f))) return bad(std::string(f), "is a training field; an infer workload takes none");
+    if (w.model == "bilstm") return bad("model", "bilstm reads tokens, not images: the inference sweep needs an image model");
+  } else {
+    for (auto f : kInferOnly)
+      if (given.contains(std::string(f))) return bad(std::string(f), "belongs to \"kind\": \"infer\"");
+  }
+  if (!given.contains("dataset")) {
+    const std::string format = w.wanted_format();
+    if (format == "idx") w.dataset = "fashion-mnist";  // registered at start from Debian's package
+    else if (format.empty()) w.dataset.clear();        // reads none
+    else return bad("dataset", w.model + " reads a " + format + " data set: name a registered one (POST /v1/datasets)");
+  } else if (w.wanted_format().empty() && w.kind == "train") {
+    return bad("dataset", w.model + " trains on synthetic data and reads no data set");
+  }
+  if (!w.dataset_url.empty())
+    if (auto fits = dataset_fits(w, w.dataset_format); !fits) return fits;
+  if (w.precision == "fp16" && w.device.value_or("cuda") == "cpu")
+    return bad("precision", "fp16 runs on cuda only (CPU: fp32 or bf16)");
+  return {};
+}
+
+}  // namespace
+
+Status dataset_fits(const Workload& w, const std::string& format) {
+  const std::string wanted = w.kind == "infer" ? "images" : w.wanted_format();
+  if (format == wanted) return {};
+  return make_error(Code::invalid_argument, "workload.dataset: " +
+                                                (w.kind == "infer" ? "the inference sweep" : "model " + w.model) +
+                                                (wanted.empty() ? " reads no data set" : " reads format " + wanted) +
+                                                ", but data set '" + w.dataset + "' is " + format);
+}
+
+std::string Workload::wanted_format() const {
+  if (kind == "infer" || model == "resnet50") return "";
+  if (model == "mnist_cnn" || model == "mnist_mlp") return "idx";
+  if (model == "bilstm") return "tokens";
+  return "cifar10-bin";
+}
+
+std::string Workload::train_args(int gpus) const {
+  const std::string dev = device_on(gpus);
+  std::ostringstream a;
+  if (kind == "infer") {
+    a << "--model " << model << " --mode " << mode << " --source " << source << " --batch ";
+    for (size_t i = 0; i < batches.size(); ++i) a << (i ? "," : "") << batches[i];
+    if (iterations) a << " --iterations " << *iterations;
+  } else {
+    a << "--model " << model << " --epochs " << epochs;
+    if (optimizer) a << " --optimizer " << *optimizer;
+    if (lr) a << " --lr " << *lr;
+    if (decay) a << " --decay " << *decay;
+    if (augment) a << " --augment";
+    if (limit) a << " --limit " << *limit;
+    if (test_limit) a << " --test-limit " << *test_limit;
+    if (batch) a << " --batch " << *batch;
+  }
+  if (precision != "fp32") a << " --precision " << precision;
+  if (dev != "cpu") a << " --device " << dev;
+  if (threads) a << " --threads " << *threads;
+  return a.str();
+}
+
+json Workload::to_json() const {
+  json j = {{"kind", kind}, {"model", model}, {"precision", precision}};
+  if (kind == "infer") {
+    j["batch"] = batches;
+    j["mode"] = mode;
+    j["source"] = source;
+    if (iterations) j["iterations"] = *iterations;
+  } else {
+    j["dataset"] = dataset;
+    if (!dataset_url.empty())
+      j["dataset"] = {{"url", dataset_url}, {"sha256", dataset_sha256}, {"format", dataset_format}, {"name", dataset}};
+    j["epochs"] = epochs;
+    if (optimizer) j["optimizer"] = *optimizer;
+    if (lr) j["lr"] = *lr;
+    if (decay) j["decay"] = *decay;
+    if (augment) j["augment"] = true;
+    if (limit) j["limit"] = *limit;
+    if (test_limit) j["test_limit"] = *test_limit;
+    if (batch) j["batch"] = *batch;
+  }
+  if (device) j["device"] = *device;
+  if (threads) j["threads"] = *threads;
+  if (!image.empty()) j["image"] = image;
+  return j;
+}
+
+json workload_fields(const Workload& w, const std::vector<std::string>& fields) {
+  const json all = w.to_json();
+  json out = json::object();
+  for (const auto& f : fields) out[f] = all.contains(f) ? all[f] : json(nullptr);
+  return out;
+}
+
+Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::vector<std::string>* varied) {
+  if (!j.is_object()) return make_error(Code::invalid_argument, "'workload' must be an object");
+  for (const auto& [key, _] : j.items())
+    if (!listed(kFields, key))
+      return make_error(Code::invalid_argument, "unknown field 'workload." + key + "' (" + one_of(kFields) + ")");
+  // The kind decides whether "batch" is a list of alternatives or the sweep; it cannot vary itself.
+  if (j.contains("kind") && j["kind"].is_array()) return bad("kind", "cannot be a list: make one experiment per kind");
+  const bool infer = j.value("kind", "train") == "infer";
+
+  // Each field's alternatives (one value unless the field holds a list).
+  std::vector<std::pair<std::string, std::vector<json>>> axes;
+  for (auto f : kFields) {
+    const std::string field(f);
+    if (!j.contains(field)) continue;
+    const json& v = j[field];
+    const bool alternatives = v.is_array() && !(infer && field == "batch");
+    if (alternatives && v.empty()) return bad(field, "must not be an empty list");
+    std::vector<json> values = alternatives ? std::vector<json>(v.begin(), v.end()) : std::vector<json>{v};
+    if (varied && values.size() > 1) varied->push_back(field);
+    axes.emplace_back(field, std::move(values));
+  }
+  size_t total = 1;
+  for (const auto& [field, values] : axes) {
+    total *= values.size();
+    if (total > max) return bad(field, "the workload's lists expand to more than " + std::to_string(max) + " workloads");
+  }
+  std::vector<Workload> out;
+  for (size_t n = 0; n < total; ++n) {
+    Workload w;
+    json given = json::object();
+    size_t rest = n, stride = total;
+    for (const auto& [field, values] : axes) {  // the first field varies slowest
+      stride /= values.size();
+      const json& v = values[rest / stride];
+      rest %= stride;
+      if (auto s = apply(w, field, v); !s) return s.error();
+      given[field] = v;
+    }
+    if (auto s = check(w, given); !s) return s.error();
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace tsum::daemon

@@ -1,0 +1,88 @@
+// An experiment's workload: what every run of it executes, as tsum-train flags. Parsed from the request's
+// "workload" object; unknown fields, unknown names and values out of range are invalid_argument naming the
+// field ("workload.optimizer: 'adamw' is not an optimizer (sgd, momentum, ...)").
+//
+//   {"kind": "train",                      train (default) or infer (the inference sweep, measured as learn)
+//    "model": "mnist_cnn",                 mnist_cnn, mnist_mlp, cifar10_cnn, cifar_small, bilstm, resnet50
+//    "dataset": "fashion-mnist",           a registered data set (its format must be the model's: idx for the
+//                                          MNIST models, cifar10-bin for the CIFAR ones, tokens for bilstm;
+//                                          resnet50 trains on synthetic data; an inference sweep may read an
+//                                          images data set, else generates its JPEGs), or
+//                                          {"url", "sha256", "format", "name"} that the agent fetches itself
+//    "optimizer": "adam", "lr": 0.001, "decay": 0, "augment": false,
+//    "precision": "fp32",                  fp32, bf16 or fp16 (fp16: cuda only)
+//    "device": "cpu",                      cpu or cuda; absent: cuda when the offer has GPUs, else cpu
+//    "epochs": 1, "batch": 128, "limit": 2000, "test_limit": 1000, "threads": 2,
+//    "image": "REGISTRY/tsum-train:TAG"}   the docker runtime's image
+//   infer: {"kind": "infer", "model": "resnet50", "batch": [1, 2, 4, 8], "mode": "sync"|"async",
+//           "source": "memory"|"files", "iterations": 10}   (batch is the sweep's list, not alternatives)
+//
+// Any other field may be a list of alternatives: the workload expands to the product of its lists (fields in
+// the order above), e.g. {"optimizer": ["sgd", "adam"], "lr": [0.01, 0.001]} is 4 workloads. Each run of the
+// experiment carries its own expanded workload.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace tsum::daemon {
+
+struct Workload {
+  std::string kind = "train";  // train | infer
+  std::string model = "mnist_cnn";
+  std::string dataset = "fashion-mnist";  // a registered data set's name (or the URL one's, below); empty: none
+                                          // (default: fashion-mnist for the MNIST models, none for resnet50)
+  std::string dataset_url;  // a data set the agent fetches itself, with its sha256 and format; empty: none
+  std::string dataset_sha256;
+  std::string dataset_format;
+  std::optional<std::string> optimizer;
+  std::optional<double> lr;
+  std::optional<double> decay;
+  bool augment = false;
+  std::string precision = "fp32";
+  std::optional<std::string> device;  // cpu | cuda; absent: cuda when the offer has GPUs
+  int epochs = 1;
+  std::optional<int> limit;
+  std::optional<int> test_limit;
+  std::optional<int> batch;  // train
+  std::optional<int> threads;  // default: the instance's CPUs
+  std::vector<int> batches;    // infer: the sweep
+  std::string mode = "sync";   // infer: sync | async
+  std::string source = "memory";  // infer: memory | files
+  std::optional<int> iterations;  // infer: measured batches per batch size
+  std::string image;  // the container image with tsum-train (the Dockerfile's); docker runtime only
+
+  // The tsum-train arguments for this workload on a machine with `gpus` GPUs (without --data and --checkpoint;
+  // for infer, those of the "infer" subcommand, without --images).
+  std::string train_args(int gpus = 0) const;
+  // The device a run uses on an offer with `gpus` GPUs.
+  std::string device_on(int gpus) const { return device.value_or(gpus > 0 ? "cuda" : "cpu"); }
+  // The data set format the model reads (idx, cifar10-bin, tokens); empty when it reads none (resnet50's
+  // synthetic data, the inference sweep's generated images).
+  std::string wanted_format() const;
+  nlohmann::json to_json() const;
+};
+
+inline constexpr std::string_view kModels[] = {"mnist_cnn", "mnist_mlp", "cifar10_cnn", "cifar_small", "bilstm",
+                                               "resnet50"};
+inline constexpr std::string_view kOptimizers[] = {"sgd", "momentum", "nesterov", "rmsprop",
+                                                   "adam", "adagrad", "adadelta", "nadam"};
+
+// The request's "workload" object, its lists expanded: at least one workload, at most `max` (invalid_argument
+// past it). `varied` gets the fields that take more than one value, in expansion order.
+Result<std::vector<Workload>> expand_workload(const nlohmann::json& j, size_t max,
+                                              std::vector<std::string>* varied = nullptr);
+
+// invalid_argument naming the model and the data set when a data set of `format` is not what w reads.
+Status dataset_fits(const Workload& w, const std::string& format);
+
+// The fields of `w` named in `fields`, as an object (e.g. {"optimizer": "adam"}): what tells a run's workload
+// apart from the experiment's others.
+nlohmann::json workload_fields(const Workload& w, const std::vector<std::string>& fields);
+
+}  // namespace tsum::daemon
