@@ -35,7 +35,7 @@ Status parse_host(const json& j, const std::string& path, const std::string& dir
                  f.integer("gpus", &h->gpus, 0, 1024), f.text("gpu_type", &h->gpu_type),
                  f.number("memory_gib", &h->memory_gib), f.number("hourly_price", &h->hourly_price, true),
                  f.text("billing", &h->billing), f.text("power_on", &h->power_on), f.text("power_off", &h->power_off),
-                 f.text("work_dir", &h->work_dir), f.no_unknown()})
+                 f.text("work_dir", &h->work_dir), f.boolean("docker", &h->docker), f.no_unknown()})
     if (!s) return s;
   if (!safe_name(h->name)) return Fields::bad(f.at("name"), "letters, digits, '-', '_' and '.' only (at most 64)");
   if (h->address.front() == '-' || h->address.find_first_of(" \t\n'\"\\@") != std::string::npos)

@@ -46,6 +46,13 @@ class Fields {
     if (required && out->empty()) return bad(at(key), "must not be empty");
     return {};
   }
+  Status boolean(const std::string& key, bool* out) {
+    if (!has(key)) return {};
+    const auto& v = raw(key);
+    if (!v.is_boolean()) return bad(at(key), "must be true or false");
+    *out = v.get<bool>();
+    return {};
+  }
   Status integer(const std::string& key, int* out, int min, int max, bool required = false) {
     if (!has(key)) return required ? Status(bad(at(key), "is required")) : Status();
     const auto& v = raw(key);

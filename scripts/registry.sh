@@ -8,7 +8,9 @@
 # them (htpasswd file with a bcrypt hash, made with perl's crypt(3)); `docker login 127.0.0.1:PORT` then works.
 # Layout: STATE_DIR/data (blobs and manifests), config.yml, htpasswd, registry.pid, registry.log (with an access
 # log line per request: "GET /v2/NAME/blobs/sha256:... HTTP/1.1" 200 BYTES ...). Exit status 3: PORT is taken.
-# Plain HTTP: Docker allows it for registries on 127.0.0.0/8 without configuration.
+# Plain HTTP: Docker allows it for registries on 127.0.0.0/8 without configuration. TSUM_REGISTRY_ADDR (default
+# 127.0.0.1) is the address it listens on, e.g. 0.0.0.0 to serve guests on a test bridge as well (their engines
+# need it as an --insecure-registry); it always answers on 127.0.0.1:PORT too then.
 set -eu
 usage="usage: registry.sh start STATE_DIR PORT | stop STATE_DIR"
 cmd=${1:?$usage}
@@ -85,7 +87,7 @@ storage:
     uploadpurging:
       enabled: false
 http:
-  addr: 127.0.0.1:$port
+  addr: ${TSUM_REGISTRY_ADDR:-127.0.0.1}:$port
   secret: $(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 32)
 $auth
 EOF

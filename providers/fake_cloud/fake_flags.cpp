@@ -45,6 +45,8 @@ FakeFlags::FakeFlags(std::string program, FakeServerOptions* server, std::string
        "deleted (needs root; default: an instance is only a record)");
   text("--guest-image", "TAR", &server_->guest.image, "the guests' stock root (scripts/guest-rootfs.sh TAR)");
   text("--guest-network", "BRIDGE", &server_->guest.network, "the bridge guests join; the daemon listens on its address");
+  text("--guest-registry", "HOST:PORT", &server_->guest.insecure_registry,
+       "a plain-HTTP registry the guests' Docker engines trust");
   add({"--faults", "SPEC",
        "METHOD:KIND[:COUNT],... KIND is 429|503|500|timeout|lost, METHOD may be *\ne.g. " + faults_example,
        [this](std::string_view v) {

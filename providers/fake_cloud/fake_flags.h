@@ -4,7 +4,8 @@
 //   --cert FILE          with the TLS key flag (--key FILE; Yandex, whose --key is its authorized key, says
 //                        --key-pem FILE): serve HTTPS with this PEM certificate chain and key (default: HTTP)
 //   --guest-root DIR, --guest-image TAR, --guest-network BRIDGE   boot each instance's user data in a guest
-//                        machine under DIR/<id> until it is deleted (guest_hook.h)
+//                        machine under DIR/<id> until it is deleted (guest_hook.h); --guest-registry HOST:PORT
+//                        a plain-HTTP registry their Docker engines trust
 //   --faults SPEC        faults injected from the start (faults.h)
 //   --hang-ms MS, --retry-after-s S   how a timeout fault holds the connection, a 429's Retry-After
 // A cloud adds its credentials, state timings and page sizes with text(), seconds(), count() and toggle();

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 
@@ -116,7 +117,17 @@ Status read_document(const YAML::Node& doc, CloudConfig& out) {
         if (!argv) return argv.error();
         out.runcmd.push_back(std::move(*argv));
       }
-    } else {
+    } else if (*key == "packages") {
+      if (!kv.second.IsSequence()) return invalid("packages must be a list");
+      for (const auto& entry : kv.second) {
+        auto name = scalar(entry, "a package");
+        if (!name) return name.error();
+        auto plain = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-'; };
+        if (name->empty() || !std::all_of(name->begin(), name->end(), plain))
+          return invalid("package '" + *name + "' is not a package name");
+        out.packages.push_back(std::move(*name));
+      }
+    } else if (*key != "package_update") {
       out.skipped.push_back(*key);
     }
   }

@@ -4,7 +4,9 @@
 //     gz+b64/gzip+base64) and permissions (octal string, default 0644); owner and other entry keys are
 //     skipped, by name;
 //   - runcmd: each entry a list (the argv) or a string (run with /bin/sh -c), in order;
-//   - every other top-level key (packages, package_update, ...) is skipped, by name.
+//   - packages: a list of package names (letters, digits, '.', '+', '-'), which the guest's image must already
+//     have (a fake guest reaches no mirror); package_update is then moot;
+//   - every other top-level key is skipped, by name.
 #pragma once
 
 #include <string>
@@ -26,12 +28,14 @@ struct GuestFile {
 struct CloudConfig {
   std::vector<GuestFile> files;
   std::vector<std::vector<std::string>> runcmd;  // argv of each command, in order
+  std::vector<std::string> packages;             // what cloud-init would apt-get install
   std::vector<std::string> skipped;              // keys the guest cannot do, e.g. "packages"
 };
 
 // invalid_argument naming what is wrong: no #cloud-config header, YAML that does not parse, a document that
 // is not a mapping, a write_files entry without an absolute path (or with a ".." in it), bad permissions,
-// an unknown encoding or bad base64, a runcmd entry that is neither a string nor a list of strings.
+// an unknown encoding or bad base64, a runcmd entry that is neither a string nor a list of strings, a package
+// that is not a plain name.
 Result<CloudConfig> parse_cloud_config(std::string_view user_data);
 
 }  // namespace tsum::providers::fake_guest

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <set>
 
+#include "providers/guest/docker_engine.h"
+
 namespace tsum::providers::fake_guest {
 
 namespace {
@@ -33,9 +35,17 @@ std::string single_quoted(std::string_view v) {
   return out + "'";
 }
 
-std::string runcmd_script(const std::string& id, const std::vector<std::vector<std::string>>& runcmd) {
+// The instance's init: its packages checked (the image must have them; a fake guest reaches no mirror) and
+// their services started as the image's service manager would (docker.io: Docker's engine), then runcmd, as
+// cloud-init runs it once at first boot.
+std::string runcmd_script(const std::string& id, const CloudConfig& config, const std::string& registry) {
   std::string s = "#!/bin/sh\n# runcmd of instance " + id + ", as cloud-init runs it once at first boot.\n";
-  for (const auto& argv : runcmd) {
+  for (const auto& p : config.packages) {
+    s += "dpkg -s " + single_quoted(p) + " >/dev/null 2>&1 || echo \"cloud-init: package " + p +
+         " is not in this image (a fake guest reaches no mirror)\" >&2\n";
+    if (p == "docker.io") s += "if command -v dockerd >/dev/null; then " + guest::docker_engine_boot(registry) + ":; fi\n";
+  }
+  for (const auto& argv : config.runcmd) {
     for (std::size_t i = 0; i < argv.size(); ++i) s += (i ? " " : "") + single_quoted(argv[i]);
     s += "\n";
   }
@@ -137,7 +147,7 @@ Status FakeGuest::start(const std::string& id, std::string_view user_data, Guest
   auto& m = *machine;  // halted (by its destructor) unless it boots
   for (const auto& f : config->files)
     if (auto w = m->write_file(f.path, f.content, f.permissions); !w) return w;
-  if (auto w = m->write_file(kRuncmd, runcmd_script(id, config->runcmd), 0700); !w) return w;
+  if (auto w = m->write_file(kRuncmd, runcmd_script(id, *config, opts_.insecure_registry), 0700); !w) return w;
   if (auto s = m->start({"/bin/sh", kRuncmd}); !s) return s;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   log(id, "booted at " + m->address() + " in " + std::to_string(ms.count()) + " ms");

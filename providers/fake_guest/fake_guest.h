@@ -9,6 +9,9 @@
 //     stdout and stderr appended to options.root/<id>/console.log (outside the guest); after runcmd the init
 //     stays (exec sleep infinity), so whatever the instance started (the agent: nohup setsid) lives until
 //     halt(), which kills everything in the guest and removes its disk, network namespace, veth and directory;
+//   - packages: each must be in the image (checked with dpkg, a line on the console when not: a fake guest
+//     reaches no mirror); docker.io's engine is started as its service would be (providers/guest/docker_engine.h,
+//     trusting options.insecure_registry);
 //   - every other top-level key is skipped, named in a line on stderr;
 //   - anything malformed is invalid_argument (parse_cloud_config).
 // The guests also die when the thread that booted them ends (for the fakes, the server thread) or the
@@ -43,6 +46,7 @@ struct FakeGuestOptions {
   std::string root;     // guests' directories on this host: root/<instance id> (set: instances really boot)
   std::string image;    // the stock root tarball (scripts/guest-rootfs.sh OUT.tar)
   std::string network;  // the bridge guests join (guest_network.h); the daemon listens on its address
+  std::string insecure_registry;  // a plain-HTTP registry (HOST:PORT) the guests' Docker engines trust
 };
 
 class FakeGuest {

@@ -23,6 +23,7 @@ struct SshHost {
   std::string power_on;             // sh command run on the daemon host before the first ssh; may be empty
   std::string power_off;            // sh command run on the daemon host after the agent is stopped
   std::string work_dir = "/var/tmp/tsum";  // absolute; each instance gets <work_dir>/<instance id>
+  bool docker = false;              // the host has a Docker engine the user may use: runs of runtime docker
 };
 
 struct SshOptions {

@@ -83,9 +83,12 @@ SshProvider::SshProvider(SshOptions opts)
 }
 
 Capabilities SshProvider::capabilities() const {
-  bool gpus = false;
-  for (const auto& h : opts_.hosts) gpus = gpus || h.gpus > 0;
-  return {.gpus = gpus, .spot = false, .docker = false, .native = true, .reaches_daemon = true};
+  bool gpus = false, docker = false;
+  for (const auto& h : opts_.hosts) {
+    gpus = gpus || h.gpus > 0;
+    docker = docker || h.docker;
+  }
+  return {.gpus = gpus, .spot = false, .docker = docker, .native = true, .reaches_daemon = true};
 }
 
 const SshHost* SshProvider::find_host(std::string_view name) const {

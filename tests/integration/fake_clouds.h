@@ -66,6 +66,7 @@ class FakeCloud {
     if (!faults.empty()) args.insert(args.end(), {"--faults", faults});
     if (!guest.root.empty())
       args.insert(args.end(), {"--guest-root", guest.root, "--guest-image", guest.image, "--guest-network", guest.network});
+    if (!guest.insecure_registry.empty()) args.insert(args.end(), {"--guest-registry", guest.insecure_registry});
     start(args);
 
     secret_ = secret;

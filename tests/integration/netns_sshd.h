@@ -20,6 +20,7 @@
 #include <string>
 
 #include "integration/daemon_process.h"
+#include "providers/guest/docker_engine.h"
 #include "support/guest_net.h"
 #include "support/guest_probe.h"
 
@@ -52,8 +53,11 @@ inline bool tcp_connects(const std::string& address, int port) {
 class NetnsSshd {
  public:
   // name: the machine's name (unique on the network). authorized_keys: the public key file that may log in
-  // as root (its contents are copied into the guest).
-  NetnsSshd(const TestNetwork& net, const std::string& name, const std::string& authorized_keys)
+  // as root (its contents are copied into the guest). docker_registry non-empty: the machine also runs
+  // Docker's engine (the image's docker.io: cgroup v1 hierarchies mounted as a VM has them, dockerd on the vfs
+  // driver without a bridge), trusting that plain-HTTP registry (HOST:PORT).
+  NetnsSshd(const TestNetwork& net, const std::string& name, const std::string& authorized_keys,
+            const std::string& docker_registry = "")
       : machine_(net.machine(name, kGuestSshImage)) {
     auto& m = *machine_;
     REQUIRE(m.write_file("/root/.ssh/authorized_keys", read_all(authorized_keys), 0600).ok());
@@ -64,8 +68,9 @@ class NetnsSshd {
                          "Subsystem sftp /usr/lib/openssh/sftp-server\nPidFile none\nLogLevel ERROR\n")
                 .ok());
     // A host key of its own (the image's, made when openssh-server was installed, would be every host's).
+    const std::string engine = docker_registry.empty() ? "" : guest::docker_engine_boot(docker_registry);
     auto started = m.start({"/bin/sh", "-c",
-                            "rm -f /etc/ssh/ssh_host_* && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key"
+                            engine + "rm -f /etc/ssh/ssh_host_* && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key"
                             " && mkdir -p -m 0755 /run/sshd && exec /usr/sbin/sshd -D -e"});
     REQUIRE_MESSAGE(started.ok(), started.error().detail);
     netns_ = in_netns(m.netns());

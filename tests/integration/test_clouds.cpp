@@ -10,6 +10,7 @@
 #include "billing/catalog.h"
 #include "integration/daemon_process.h"
 #include "integration/fake_clouds.h"
+#include "support/docker_env.h"
 #include "support/guest_net.h"
 
 using namespace tsum;
@@ -125,9 +126,14 @@ int guest_boots(const FakeCloud& fake) {
 // A fake cloud booting guest machines on a test network, and a tsumd configured with it (not yet started)
 // listening on the network's bridge, where the guests reach it.
 struct CloudRig {
-  CloudRig(const std::string& cloud, const std::string& faults)
+  // image: the guests' stock root; registry_port: a plain-HTTP registry on this host that the guests' Docker
+  // engines reach (and trust) at the bridge's address.
+  CloudRig(const std::string& cloud, const std::string& faults, const std::string& image = kGuestImage,
+           int registry_port = 0)
       : guest_root(dir.file("guests")),
-        fake(cloud, dir, tls, faults, {.root = guest_root, .image = kGuestImage, .network = net.bridge()}),
+        registry(registry_port ? net.listen_address() + ":" + std::to_string(registry_port) : ""),
+        fake(cloud, dir, tls, faults,
+             {.root = guest_root, .image = image, .network = net.bridge(), .insecure_registry = registry}),
         daemon(dir.file("t.db"),
                {"--config", write_cloud_config(dir, cloud, fake.section()), "--public-url",
                 "http://" + net.listen_address() + ":{port}", "--insecure-agents"},
@@ -138,8 +144,8 @@ struct CloudRig {
   // Processes running in the fake's guest machines.
   int guest_processes() const { return static_cast<int>(guests().size()); }
 
-  // The experiment body: one run of a small workload on the cloud's smallest offer.
-  std::string experiment(int limit) {
+  // The experiment body: one run of a small workload on the cloud's smallest offer; with an image, in Docker.
+  std::string experiment(int limit, const std::string& image = "") {
     auto r = run_tsumd(dir, "offers --json --config " + dir.file("tsumd-" + fake.name() + ".json"));
     REQUIRE(r.rc == 0);
     auto offers = json::parse(r.out)["offers"];
@@ -147,11 +153,15 @@ struct CloudRig {
     json smallest = offers[0];
     for (const auto& o : offers)
       if (o["vcpus"].get<int>() < smallest["vcpus"].get<int>()) smallest = o;
-    return json{{"name", "on " + fake.name()},
-                {"workload", {{"epochs", 1}, {"limit", limit}, {"test_limit", 200}, {"threads", 1}}},
-                {"configs", {{{"provider", fake.name()}, {"instance_type", smallest["instance_type"]}}}},
-                {"repetitions", 1}}
-        .dump();
+    json body = {{"name", "on " + fake.name()},
+                 {"workload", {{"epochs", 1}, {"limit", limit}, {"test_limit", 200}, {"threads", 1}}},
+                 {"configs", {{{"provider", fake.name()}, {"instance_type", smallest["instance_type"]}}}},
+                 {"repetitions", 1}};
+    if (!image.empty()) {
+      body["workload"]["image"] = image;
+      body["configs"][0]["runtime"] = "docker";
+    }
+    return body.dump();
   }
 
   json run(const std::string& admin) const { return daemon.call("GET", "/v1/runs/1", admin).json(); }
@@ -161,6 +171,7 @@ struct CloudRig {
   TestNetwork net;  // after dir: it removes the machines before dir goes
   ProcessList guests = net.guests();
   std::string guest_root;
+  std::string registry;  // HOST:PORT on the test network, or empty
   FakeCloud fake;
   DaemonProcess daemon;
 };
@@ -194,6 +205,35 @@ TEST_CASE("an experiment on each fake cloud runs end to end; a lost create answe
     CHECK(guest_boots(rig.fake) == 1);  // the lost answer was adopted, not created again
     CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(15)));
     check_no_secret(rig.fake, {0, rig.daemon.log(), run.dump()});
+  }
+}
+
+TEST_CASE("a docker run on a fake cloud: the payload's docker.io engine pulls the image from a registry over the "
+          "network") {
+  // The guests boot the stock root with docker.io in it: a fake guest reaches no mirror to install it from.
+  DockerEnv env({.registry_listen = "0.0.0.0"});
+  for (const std::string cloud : {"aws", "azure"}) {
+    CAPTURE(cloud);
+    CloudRig rig(cloud, "", kGuestSshImage, env.registry_port());
+    const std::string admin = rig.daemon.admin_token();
+    rig.daemon.start();
+    const std::string image = rig.registry + "/tsum-train:latest";
+    const long long served = env.blob_bytes_served();
+    auto created = rig.daemon.call("POST", "/v1/experiments", admin, rig.experiment(300, image));
+    INFO(created.body);
+    REQUIRE(created.status == 201);
+    bool finished = eventually([&] { return is_terminal(rig.run(admin)); }, std::chrono::seconds(300));
+    auto run = rig.run(admin);
+    INFO(run.dump(2));
+    INFO(rig.daemon.log());
+    INFO(rig.fake.log());
+    REQUIRE(finished);
+    CHECK(run["status"] == "done");
+    CHECK(run["phases"].size() == 8);
+    CHECK(run["metrics"]["install"]["method"] == "pull");
+    CHECK(run["metrics"]["install"]["image"] == image);
+    CHECK(env.blob_bytes_served() - served > 50'000'000);  // every layer, over the test network
+    CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(15)));
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "integration/daemon_process.h"
 #include "integration/netns_sshd.h"
+#include "support/docker_env.h"
 
 using namespace tsum;
 using namespace tsum::testing;
@@ -166,4 +167,51 @@ TEST_CASE("ssh: a host cut off mid-run fails its run with a reason in bounded ti
   // h2 is released with its cleanup pending: its agent could not be told to stop.
   CHECK(fs::exists(lab.dir.file("t.db.state/ssh/hosts/h2.cleanup")));
   CHECK_FALSE(fs::exists(lab.dir.file("t.db.state/ssh/hosts/h2.json")));
+}
+
+TEST_CASE("ssh: a host with Docker runs the docker runtime, pulling the image from a registry over the network") {
+  require_ssh_test_preconditions();
+  TestNetwork net;
+  // The registry serves the test network too: the host's engine pulls from the bridge's address.
+  DockerEnv env({.registry_listen = "0.0.0.0"});
+  const std::string registry = net.listen_address() + ":" + std::to_string(env.registry_port());
+  TempDir dir{"tsum-ssh-docker"};
+  const std::string key = dir.file("id_test");
+  REQUIRE(shell("ssh-keygen -q -t ed25519 -N '' -C tsum-test -f " + key) == 0);
+  NetnsSshd host(net, "d1", key + ".pub", registry);
+  nlohmann::json hosts = {{{"name", "d1"}, {"address", host.address()}, {"user", "root"}, {"key_file", key},
+                           {"cores", 1}, {"hourly_price", 0.1}, {"work_dir", kRemoteWork}, {"docker", true}}};
+  const std::string config = dir.file("tsum.json");
+  std::ofstream(config) << nlohmann::json{{"providers", {{"ssh", {{"hosts", hosts}, {"connect_timeout_s", 3}}}}}}.dump();
+  chmod(config.c_str(), 0600);
+
+  DaemonProcess d(dir.file("t.db"), {"--config", config});
+  const std::string admin = d.admin_token();
+  d.start();
+  const nlohmann::json body = {
+      {"name", "ssh-docker"}, {"repetitions", 1}, {"billing", {"per_second_60s_min"}},
+      {"workload", {{"limit", 300}, {"test_limit", 200}, {"image", registry + "/tsum-train:latest"}}},
+      {"configs", {{{"provider", "ssh"}, {"instance_type", "d1"}, {"runtime", "docker"}}}}};
+  auto created = d.call("POST", "/v1/experiments", admin, body.dump());
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+  const std::string id = std::to_string(created.json()["id"].get<int64_t>());
+  nlohmann::json exp;
+  bool finished = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + id, admin).json();
+    return exp["status"] == "done" || exp["status"] == "failed";
+  }, std::chrono::seconds(600));
+  INFO(exp.dump(2));
+  INFO(d.log());
+  REQUIRE(finished);
+  REQUIRE(exp["status"] == "done");
+  const auto run = exp["runs"][0];
+  CHECK(run["phases"].size() == 8);
+  // install was a real pull on the host: every layer came over the network from the registry.
+  CHECK(run["metrics"]["install"]["method"] == "pull");
+  CHECK(run["metrics"]["install"]["image"] == registry + "/tsum-train:latest");
+  CHECK(env.blob_bytes_served() > 50'000'000);
+  const std::string rid = std::to_string(run["id"].get<int64_t>());
+  CHECK(d.call("GET", "/v1/runs/" + rid + "/artifacts/model.pt", admin).body.size() > 100000);
+  CHECK((!fs::exists(host.root() + kRemoteWork) || fs::is_empty(host.root() + kRemoteWork)));
 }

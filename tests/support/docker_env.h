@@ -72,6 +72,9 @@ struct DockerEnvOptions {
   // push finds its layers there ("Layer already exists") instead of compressing and uploading ~250 MB again.
   // false: an empty registry, a full upload.
   bool seed_registry = true;
+  // The address the registry listens on; "0.0.0.0" serves guests on a test bridge too (at the bridge's
+  // address, as an insecure registry of their engines), while image() still names 127.0.0.1.
+  std::string registry_listen = "127.0.0.1";
 };
 
 namespace docker_env_detail {
@@ -337,11 +340,11 @@ class DockerEnv {
                                  q(registry_dir_ + "/data/") + " || cp -a " + q(seed + "/docker") + " " +
                                  q(registry_dir_ + "/data/") + ")",
                              std::chrono::seconds(300));
-    std::string env;
+    std::string env = "TSUM_REGISTRY_ADDR=" + q(options_.registry_listen) + " ";
     if (options_.registry_auth) {
       user_ = "tsum";
       password_ = docker_env_detail::random_hex(24);
-      env = "TSUM_REGISTRY_USER=" + q(user_) + " TSUM_REGISTRY_PASSWORD=" + q(password_) + " ";
+      env += "TSUM_REGISTRY_USER=" + q(user_) + " TSUM_REGISTRY_PASSWORD=" + q(password_) + " ";
     }
     DockerCommand r;
     for (int attempt = 0; attempt < 5; ++attempt) {  // a free port can be taken before the registry binds it

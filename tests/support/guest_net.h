@@ -40,7 +40,7 @@ inline const char* kGuestImage = "build/cache/guest-bookworm.tar";
 #ifdef TSUM_GUEST_SSH_IMAGE
 inline const char* kGuestSshImage = TSUM_GUEST_SSH_IMAGE;
 #else
-inline const char* kGuestSshImage = "build/cache/guest-bookworm-ssh.tar";
+inline const char* kGuestSshImage = "build/cache/guest-bookworm-ssh-docker.tar";
 #endif
 
 // The image at `tarball`, opened (extracted) once per test process. FAILs when it is missing.

@@ -47,6 +47,8 @@ struct Rig {
   FakeGuestOptions options() const { return {.root = root.path().string(), .image = testing::kGuestImage, .network = net.bridge()}; }
   // The instance's "/" on this host while it is up.
   std::string disk(const std::string& id) const { return root.path().string() + "/" + id + "/root"; }
+  // What the instance's init printed (outside the guest).
+  std::string console(const std::string& id) const { return read_all(root.path().string() + "/" + id + "/console.log"); }
 };
 
 bool exists(const std::string& p) { return fs::exists(p); }
@@ -126,14 +128,16 @@ TEST_CASE("sync boots the live instances and halts those no longer live") {
 
 TEST_CASE("write_files and runcmd as cloud-init reads them: plain and base64 content, modes, string commands") {
   Rig rig;
-  const std::string doc = "#cloud-config\npackage_update: true\npackages: [curl]\nwrite_files:\n"
+  const std::string doc = "#cloud-config\npackage_update: true\npackages: [curl, cowsay]\nwrite_files:\n"
                           "  - path: /srv/app/note.txt\n    content: \"see /srv/app/data\\n\"\n"
                           "  - path: /srv/app/bin/run\n    permissions: '0750'\n    encoding: base64\n    content: " +
                           http::base64_encode("#!/bin/sh\necho ran in $(pwd) as $(id -u) on $(hostname) > /srv/app/ran\n") +
                           "\n    owner: root:root\nruncmd:\n  - /srv/app/bin/run\n  - [cp, /srv/app/note.txt, /srv/app/copy]\n";
   auto parsed = parse_cloud_config(doc);
   REQUIRE_MESSAGE(parsed.ok(), parsed.error().detail);
-  CHECK(parsed->skipped == std::vector<std::string>{"package_update", "packages", "write_files.owner"});
+  CHECK(parsed->skipped == std::vector<std::string>{"write_files.owner"});
+  CHECK(parsed->packages == std::vector<std::string>{"curl", "cowsay"});
+  CHECK_FALSE(parse_cloud_config("#cloud-config\npackages: ['curl; reboot']\n").ok());
   REQUIRE(parsed->runcmd.size() == 2);
   CHECK(parsed->runcmd[0] == std::vector<std::string>{"/bin/sh", "-c", "/srv/app/bin/run"});
 
@@ -146,6 +150,10 @@ TEST_CASE("write_files and runcmd as cloud-init reads them: plain and base64 con
   CHECK((fs::status(disk + "/srv/app/note.txt").permissions() & fs::perms::all) == fs::perms(0644));
   CHECK(read_all(disk + "/var/lib/cloud/instance/scripts/runcmd").find("exec sleep infinity") != std::string::npos);
   CHECK_FALSE(exists("/srv/app/ran"));  // nothing of it on this host's own paths
+  // The image has curl; a package it lacks is named on the console (a fake guest reaches no mirror).
+  // (Its console has it before runcmd's marker file exists, which is waited for above.)
+  CHECK(rig.console("g1").find("package cowsay is not in this image") != std::string::npos);
+  CHECK(rig.console("g1").find("package curl ") == std::string::npos);
 }
 
 TEST_CASE("a guest reaches a server on the bridge, not this host's files or its 127.0.0.1") {
