@@ -174,7 +174,7 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   spec.env = std::move(*env);
   spec.env["TSUM_RUN_ID"] = spec.run_id;
   spec.env["TSUM_TOKEN"] = *token;
-  if (exp->spec.config_of(variant).runtime == "docker") {
+  if (exp->spec.config_of(variant).runtime == "docker" || workload.kind == "job") {  // a job runs in Docker
     spec.runtime = "docker";
     spec.env["TSUM_RUNTIME"] = "docker";
     spec.env["TSUM_IMAGE"] = workload.image;
@@ -276,7 +276,21 @@ Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Prov
     env["TSUM_DATA_NAME"] = d->name;
   }
   env["TSUM_KIND"] = w.kind;
-  env["TSUM_TRAIN_ARGS"] = w.train_args(gpus);
+  if (w.kind == "job") {
+    // The job's argv and environment as shell words (single-quoted), for the agent's `eval "set -- ..."`.
+    auto quoted = [](const std::string& v) {
+      std::string q = "'";
+      for (char c : v) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return q + "'";
+    };
+    std::string argv, vars;
+    for (const auto& a : w.command) argv += (argv.empty() ? "" : " ") + quoted(a);
+    for (const auto& [k, v] : w.env) vars += (vars.empty() ? "" : " ") + std::string("-e ") + quoted(k + "=" + v);
+    env["TSUM_JOB_COMMAND"] = argv;
+    env["TSUM_JOB_ENV"] = vars;
+  } else {
+    env["TSUM_TRAIN_ARGS"] = w.train_args(gpus);
+  }
   return env;
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/submit.h"
 
+#include <algorithm>
+
 namespace tsum::daemon {
 
 boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const ExperimentSpec& spec,
@@ -10,9 +12,11 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
   for (const auto& cfg : spec.configs) {
     auto* p = providers.get(cfg.provider);
     if (!p) co_return make_error(Code::invalid_argument, "provider '" + cfg.provider + "' is not configured");
-    if (cfg.runtime == "docker" && !p->capabilities().docker)
+    const bool job = std::any_of(spec.workloads.begin(), spec.workloads.end(),
+                                 [](const Workload& w) { return w.kind == "job"; });
+    if ((cfg.runtime == "docker" || job) && !p->capabilities().docker)
       co_return make_error(Code::invalid_argument,
-                           "provider '" + cfg.provider + "' cannot run the docker runtime" +
+                           "provider '" + cfg.provider + "' cannot run the docker runtime" + (job ? " (a job runs in Docker)" : "") +
                                (cfg.provider == "local" ? " (no Docker engine is used locally); use native" : ""));
     const providers::Requirements wanted{.instance_type = cfg.instance_type};
     auto offers = co_await p->offers(wanted);

@@ -48,8 +48,10 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
     if (a.contains("threads")) metrics["threads"] = a["threads"];
   }
   // How install got the trainer (bundle download, image pull, image present) and what load_data fetched.
+  // A job's marks: which the agent derived because the program did not write them, and the lines it could not use.
   for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image"}},
-                                    {Phase::load_data, "data", {"name", "format", "bytes", "sha256"}}}) {
+                                    {Phase::load_data, "data", {"name", "format", "bytes", "sha256"}},
+                                    {Phase::save, "marks", {"derived", "malformed", "exit_status"}}}) {
     auto it = phases->find(phase);
     if (it == phases->end() || !it->second.end) continue;
     const auto& a = it->second.end->attrs;

@@ -1,6 +1,7 @@
 #include "daemon/workload.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -22,7 +23,8 @@ Error bad(const std::string& field, const std::string& what) {
 // Every field a workload knows, in expansion order.
 constexpr std::string_view kFields[] = {"kind",      "model",  "dataset",   "optimizer", "lr",      "decay",
                                         "augment",   "precision", "device",  "epochs",    "batch",   "limit",
-                                        "test_limit", "threads", "mode",     "source",    "iterations", "image"};
+                                        "test_limit", "threads", "mode",     "source",    "iterations", "image",
+                                        "command",   "env"};
 
 template <size_t N>
 std::string one_of(const std::string_view (&names)[N]) {
@@ -120,7 +122,7 @@ Status apply(Workload& w, const std::string& field, const json& v) {
     return {};
   };
   if (field == "kind") {
-    static constexpr std::string_view kKinds[] = {"train", "infer"};
+    static constexpr std::string_view kKinds[] = {"train", "infer", "job"};
     auto s = choice(v, field, kKinds, "a workload kind");
     if (!s) return s.error();
     w.kind = *s;
@@ -186,6 +188,27 @@ Status apply(Workload& w, const std::string& field, const json& v) {
     auto s = choice(v, field, kSources, "an inference source");
     if (!s) return s.error();
     w.source = *s;
+  } else if (field == "command") {
+    if (!v.is_array() || v.empty()) return bad(field, "must be a non-empty list of strings (the program and its arguments)");
+    w.command.clear();
+    for (const auto& a : v) {
+      if (!a.is_string()) return bad(field, "must be a non-empty list of strings (the program and its arguments)");
+      auto s = a.get<std::string>();
+      if (s.size() > 4096 || s.find('\0') != std::string::npos) return bad(field, "an argument is over 4096 bytes or holds a NUL");
+      w.command.push_back(std::move(s));
+    }
+    if (w.command[0].empty()) return bad(field, "the program (its first entry) must not be empty");
+  } else if (field == "env") {
+    if (!v.is_object()) return bad(field, "must be an object of names and string values");
+    for (const auto& [k, x] : v.items()) {
+      const bool name_ok = !k.empty() && k.size() <= 128 && !std::isdigit(static_cast<unsigned char>(k[0])) &&
+                           std::all_of(k.begin(), k.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+      if (!name_ok) return bad("env." + k, "is not a variable name (letters, digits and _, not starting with a digit)");
+      if (k.starts_with("TSUM_")) return bad("env." + k, "TSUM_ names are the daemon's");
+      if (!x.is_string() || x.get<std::string>().size() > 4096 || x.get<std::string>().find('\0') != std::string::npos)
+        return bad("env." + k, "must be a string of at most 4096 bytes");
+      w.env[k] = x.get<std::string>();
+    }
   } else if (field == "image") {
     if (auto s = set_text(w.image); !s) return s;
     auto image_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("./:_@-", c); };
@@ -197,6 +220,17 @@ Status apply(Workload& w, const std::string& field, const json& v) {
 
 // What one expanded workload must satisfy as a whole; the data set's default is the model's.
 Status check(Workload& w, const json& given) {
+  if (given.contains("command") || w.kind == "job") {
+    w.kind = "job";
+    static constexpr std::string_view kJobFields[] = {"kind", "image", "command", "env", "dataset"};
+    for (const auto& [key, _] : given.items())
+      if (!listed(kJobFields, key)) return bad(key, "is tsum-train's; a job takes image, command, env and dataset");
+    if (w.command.empty()) return bad("command", "a job needs the command it runs, e.g. [\"python3\", \"train.py\"]");
+    if (w.image.empty()) return bad("image", "a job names the container image its command runs in");
+    if (!given.contains("dataset")) w.dataset.clear();  // none unless named; any format will do
+    return {};
+  }
+  if (given.contains("env")) return bad("env", "belongs to a user's job (with a command)");
   static constexpr std::string_view kTrainOnly[] = {"optimizer", "lr", "decay", "augment", "epochs", "limit", "test_limit"};
   static constexpr std::string_view kInferOnly[] = {"mode", "source", "iterations"};
   if (w.kind == "infer") {
@@ -225,6 +259,7 @@ Status check(Workload& w, const json& given) {
 }  // namespace
 
 Status dataset_fits(const Workload& w, const std::string& format) {
+  if (w.kind == "job") return {};  // the job reads what it reads
   const std::string wanted = w.kind == "infer" ? "images" : w.wanted_format();
   if (format == wanted) return {};
   return make_error(Code::invalid_argument, "workload.dataset: " +
@@ -264,6 +299,14 @@ std::string Workload::train_args(int gpus) const {
 }
 
 json Workload::to_json() const {
+  if (kind == "job") {
+    json j = {{"kind", kind}, {"image", image}, {"command", command}, {"env", env}};
+    if (!dataset_url.empty())
+      j["dataset"] = {{"url", dataset_url}, {"sha256", dataset_sha256}, {"format", dataset_format}, {"name", dataset}};
+    else if (!dataset.empty())
+      j["dataset"] = dataset;
+    return j;
+  }
   json j = {{"kind", kind}, {"model", model}, {"precision", precision}};
   if (kind == "infer") {
     j["batch"] = batches;
@@ -304,6 +347,8 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
   // The kind decides whether "batch" is a list of alternatives or the sweep; it cannot vary itself.
   if (j.contains("kind") && j["kind"].is_array()) return bad("kind", "cannot be a list: make one experiment per kind");
   const bool infer = j.value("kind", "train") == "infer";
+  if (j.contains("command") && j.value("kind", "job") != "job")
+    return bad("command", "belongs to a user's job (\"kind\": \"job\", the default with a command)");
 
   // Each field's alternatives (one value unless the field holds a list).
   std::vector<std::pair<std::string, std::vector<json>>> axes;
@@ -311,7 +356,7 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
     const std::string field(f);
     if (!j.contains(field)) continue;
     const json& v = j[field];
-    const bool alternatives = v.is_array() && !(infer && field == "batch");
+    const bool alternatives = v.is_array() && !(infer && field == "batch") && field != "command";
     if (alternatives && v.empty()) return bad(field, "must not be an empty list");
     std::vector<json> values = alternatives ? std::vector<json>(v.begin(), v.end()) : std::vector<json>{v};
     if (varied && values.size() > 1) varied->push_back(field);

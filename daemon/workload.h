@@ -17,12 +17,18 @@
 //   infer: {"kind": "infer", "model": "resnet50", "batch": [1, 2, 4, 8], "mode": "sync"|"async",
 //           "source": "memory"|"files", "iterations": 10}   (batch is the sweep's list, not alternatives)
 //
-// Any other field may be a list of alternatives: the workload expands to the product of its lists (fields in
+//   a user's job: {"image": "REF", "command": ["python3", "train.py"], "env": {"K": "V"}, "dataset": "NAME"}
+//     ("kind": "job", implied by the command): the command runs in the image with the data set at /tsum/data
+//     (read-only), /tsum/out writable (every file there is uploaded in save) and TSUM_EVENTS, a path where it
+//     may write its phase marks as JSON lines; it always runs in Docker.
+//
+// Any other field may be a list of alternatives (command and env never are): the workload expands to the product of its lists (fields in
 // the order above), e.g. {"optimizer": ["sgd", "adam"], "lr": [0.01, 0.001]} is 4 workloads. Each run of the
 // experiment carries its own expanded workload.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,7 +39,7 @@
 namespace tsum::daemon {
 
 struct Workload {
-  std::string kind = "train";  // train | infer
+  std::string kind = "train";  // train | infer | job
   std::string model = "mnist_cnn";
   std::string dataset = "fashion-mnist";  // a registered data set's name (or the URL one's, below); empty: none
                                           // (default: fashion-mnist for the MNIST models, none for resnet50)
@@ -55,7 +61,9 @@ struct Workload {
   std::string mode = "sync";   // infer: sync | async
   std::string source = "memory";  // infer: memory | files
   std::optional<int> iterations;  // infer: measured batches per batch size
-  std::string image;  // the container image with tsum-train (the Dockerfile's); docker runtime only
+  std::string image;  // the container image: tsum-train's (the docker runtime), or the job's
+  std::vector<std::string> command;          // job: the program and its arguments, run in `image`
+  std::map<std::string, std::string> env;    // job: its environment (besides TSUM_EVENTS)
 
   // The tsum-train arguments for this workload on a machine with `gpus` GPUs (without --data and --checkpoint;
   // for infer, those of the "infer" subcommand, without --images).

@@ -239,7 +239,6 @@ fi
 # install: the trainer bundle (download, check, unpack) or the workload image (pull unless present), then check
 # that tsum-train runs here. The install mark records the method and the bytes.
 emit install begin "$(now)"
-: "${TSUM_TRAINER_URL:?}" "${TSUM_TRAINER_SHA256:?}"
 if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   command -v docker >/dev/null || fail install "docker is not installed (the docker runtime's boot payload installs docker.io)"
   if [ -n "${TSUM_REGISTRY_USER:-}" ]; then
@@ -255,6 +254,7 @@ if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   bytes=$(docker image inspect -f '{{.Size}}' "$TSUM_IMAGE" 2>/dev/null || echo 0)
   install_attrs="{\"method\":\"$method\",\"image\":$(json_str "$TSUM_IMAGE"),\"bytes\":${bytes:-0}}"
 else
+  : "${TSUM_TRAINER_URL:?}" "${TSUM_TRAINER_SHA256:?}"
   err=$(fetch "$TSUM_TRAINER_URL" "$TSUM_TRAINER_SHA256" "$WORK/tsum-bundle.tar.gz") || fail install "trainer bundle: $err"
   bytes=$(wc -c < "$WORK/tsum-bundle.tar.gz" | tr -d ' ')
   tar -xzf "$WORK/tsum-bundle.tar.gz" -C "$WORK" 2>"$WORK/install.err" || fail install "unpack the trainer bundle: $(tail -n 1 "$WORK/install.err")"
@@ -262,7 +262,9 @@ else
   install_attrs="{\"method\":\"bundle\",\"bytes\":$bytes,\"sha256\":\"$TSUM_TRAINER_SHA256\"}"
 fi
 [ -x "$GPUSTAT" ] && "$GPUSTAT" --line >/dev/null 2>&1 && : > "$WORK/have_gpu"
-run_trainer --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
+if [ "${TSUM_KIND:-train}" != job ]; then  # a job's image need not have tsum-train
+  run_trainer --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
+fi
 emit install end "$(now)" "$install_attrs"
 
 # load_data: download the data set by its hash and unpack it; a workload that reads none (resnet50's synthetic
@@ -286,46 +288,127 @@ else
 fi
 emit load_data end "$(now)" "$data_attrs"
 
+# A user's job (TSUM_KIND=job): TSUM_JOB_COMMAND (shell words) runs in TSUM_IMAGE with the data set at
+# /tsum/data (read-only), /tsum/out writable and TSUM_EVENTS, a FIFO where it may write JSON lines
+# {"phase": "start"|"learn"|"verify", "mark": "begin"|"end", ...} and {"event": "epoch", ...}, timed as they
+# arrive. The marks go in order: start.end, learn.begin, learn.end, verify.begin, verify.end; a mark the program
+# skips is derived at the time of the next one it writes (or its exit), and with no mark at all learn is the
+# whole command. Lines that are not such marks, and marks out of order, are counted as malformed, never fatal.
+JOB_MARKS="start.end learn.begin learn.end verify.begin verify.end"
+job_mark() {  # INDEX TIME: emits mark INDEX of JOB_MARKS
+  m=$(echo $JOB_MARKS | cut -d' ' -f"$1")
+  emit "${m%.*}" "${m#*.}" "$2"
+}
+job_reach() {  # INDEX TIME: the program's mark; the ones before it that it skipped are derived now
+  if [ "$pos" -ge "$1" ]; then malformed=$((malformed + 1)); return; fi
+  while [ "$pos" -lt "$1" ]; do
+    pos=$((pos + 1)); job_mark "$pos" "$2"
+    [ "$pos" -lt "$1" ] && derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
+  done
+  [ "$pos" -eq 1 ] && start_end=$2
+  return 0
+}
+# shellcheck disable=SC2120  # "$@" is the docker command line it sets itself
+run_job() {
+  rm -rf "$WORK/marks"; mkdir -p "$WORK/marks"; mkfifo "$WORK/marks/events"
+  exec 4<>"$WORK/marks/events"  # read and write: opening it blocks neither side
+  gpus=""; [ -e "$WORK/have_gpu" ] && gpus="--gpus all"
+  cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
+  # The command is the whole program line: its first word replaces the image's entrypoint.
+  eval "set -- ${TSUM_JOB_COMMAND:?}"
+  prog=$1; shift
+  eval "set -- ${TSUM_JOB_ENV:-} --entrypoint \"\$prog\" \"\$TSUM_IMAGE\" \"\$@\""
+  pos=0; derived=""; malformed=0; epochs=0; t0=$(now); start_end=$t0
+  emit start begin "$t0"
+  # shellcheck disable=SC2086  # gpus is empty or two words
+  ( docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:/tsum/data:ro" \
+      -v "$WORK/out:/tsum/out" -v "$WORK/marks:/tsum/marks" -e TSUM_EVENTS=/tsum/marks/events "$@" \
+      > "$WORK/job.log" 2>&1
+    echo "{\"tsum_exit\":$?}" > "$WORK/marks/events" ) &
+  while IFS= read -r line <&4; do
+    t=$(now)
+    case $line in '{"tsum_exit":'*) rc=${line#*:}; rc=${rc%\}}; break ;; esac
+    printf '%s\n' "$line" >> "$WORK/events.jsonl"
+    l=$(printf '%s' "$line" | tr -d ' \t\r')
+    case $l in '{'*'}') ;; *) malformed=$((malformed + 1)); continue ;; esac
+    case $l in
+      *'"phase":"start"'*'"mark":"begin"'* | *'"mark":"begin"'*'"phase":"start"'*) ;;  # start began at the launch
+      *'"phase":"start"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"start"'*) job_reach 1 "$t" ;;
+      *'"phase":"learn"'*'"mark":"begin"'* | *'"mark":"begin"'*'"phase":"learn"'*) job_reach 2 "$t" ;;
+      *'"phase":"learn"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"learn"'*) job_reach 3 "$t" ;;
+      *'"phase":"verify"'*'"mark":"begin"'* | *'"mark":"begin"'*'"phase":"verify"'*) job_reach 4 "$t" ;;
+      *'"phase":"verify"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"verify"'*) job_reach 5 "$t" ;;
+      *'"event":"epoch"'*)
+        if [ "$pos" -lt 2 ]; then job_reach 2 "$t"; derived="$derived learn.begin"; fi
+        if [ "$pos" -eq 2 ]; then epochs=$((epochs + 1)); emit learn progress "$t" "{\"epoch\":$epochs}"
+        else malformed=$((malformed + 1)); fi ;;
+      *) malformed=$((malformed + 1)) ;;
+    esac
+  done
+  exec 4<&-
+  t=$(now)
+  # Unmarked: start ends at the launch (or where the program ended it) and learn runs from there to the exit.
+  if [ "$pos" -eq 0 ]; then pos=1; job_mark 1 "$t0"; derived="$derived start.end"; fi
+  if [ "$pos" -eq 1 ]; then pos=2; job_mark 2 "$start_end"; derived="$derived learn.begin"; fi
+  while [ "$pos" -lt 5 ]; do
+    pos=$((pos + 1)); job_mark "$pos" "$t"; derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
+  done
+  [ "${rc:-1}" -eq 0 ] || fail learn "the job exited with status ${rc:-unknown}: $(tail -n 3 "$WORK/job.log")"
+  list=""; for d in $derived; do list="$list${list:+,}\"$d\""; done
+  saved="{\"exit_status\":0,\"derived\":[$list],\"malformed\":$malformed}"
+  emit save begin "$t"
+}
+
 # start, learn, verify: the trainer's own events mark the boundaries. The inference sweep (TSUM_KIND=infer) is
 # measured as learn, one progress mark per batch size; it has no verify and saves no checkpoint.
-rm -f "$WORK/events.fifo"; mkfifo "$WORK/events.fifo"
-emit start begin "$(now)"
-if [ "${TSUM_KIND:-train}" = infer ]; then
-  set -- infer --images "$WORK/data"
+if [ "${TSUM_KIND:-train}" = job ]; then
+  run_job
 else
-  set -- --data "$WORK/data" --checkpoint "$WORK/out/model.pt"
+  rm -f "$WORK/events.fifo"; mkfifo "$WORK/events.fifo"
+  emit start begin "$(now)"
+  if [ "${TSUM_KIND:-train}" = infer ]; then
+    set -- infer --images "$WORK/data"
+  else
+    set -- --data "$WORK/data" --checkpoint "$WORK/out/model.pt"
+  fi
+  # shellcheck disable=SC2086  # TSUM_TRAIN_ARGS is a list of flags
+  run_trainer "$@" ${TSUM_TRAIN_ARGS:-} > "$WORK/events.fifo" 2> "$WORK/train.err" &
+  trainer=$!
+  phase=start
+  saved=""
+  n=0
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >> "$WORK/events.jsonl"
+    ev=${line#'{"event":"'}; ev=${ev%%'"'*}
+    mono=${line#*'"mono_s":'}; mono=${mono%%[,\}]*}
+    case $ev in
+      ready) emit start end "$mono" "$line"; emit learn begin "$mono"; phase=learn ;;
+      epoch) emit learn progress "$mono" "$line" ;;
+      infer) n=$((n + 1)); emit learn progress "$mono" "{\"epoch\":$n,${line#\{}" ;;
+      learn_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; phase=verify ;;
+      infer_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; emit verify end "$mono"
+                 emit save begin "$mono"; phase=save; saved=$line ;;
+      verify) emit verify end "$mono" "$line"; emit save begin "$mono"; phase=save ;;
+      saved) saved=$line ;;
+    esac
+  done < "$WORK/events.fifo"
+  wait "$trainer"; rc=$?
+  [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
+  [ -n "$saved" ] || fail save "tsum-train finished without saving a checkpoint"
 fi
-# shellcheck disable=SC2086  # TSUM_TRAIN_ARGS is a list of flags
-run_trainer "$@" ${TSUM_TRAIN_ARGS:-} > "$WORK/events.fifo" 2> "$WORK/train.err" &
-trainer=$!
-phase=start
-saved=""
-n=0
-while IFS= read -r line; do
-  printf '%s\n' "$line" >> "$WORK/events.jsonl"
-  ev=${line#'{"event":"'}; ev=${ev%%'"'*}
-  mono=${line#*'"mono_s":'}; mono=${mono%%[,\}]*}
-  case $ev in
-    ready) emit start end "$mono" "$line"; emit learn begin "$mono"; phase=learn ;;
-    epoch) emit learn progress "$mono" "$line" ;;
-    infer) n=$((n + 1)); emit learn progress "$mono" "{\"epoch\":$n,${line#\{}" ;;
-    learn_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; phase=verify ;;
-    infer_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; emit verify end "$mono"
-               emit save begin "$mono"; phase=save; saved=$line ;;
-    verify) emit verify end "$mono" "$line"; emit save begin "$mono"; phase=save ;;
-    saved) saved=$line ;;
-  esac
-done < "$WORK/events.fifo"
-wait "$trainer"; rc=$?
-[ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
-[ -n "$saved" ] || fail save "tsum-train finished without saving a checkpoint"
 
 # save: the checkpoint, the event log and the samples go to the daemon; save ends once it holds every byte.
 samples_csv > "$WORK/samples.csv"
-for f in "$WORK/out/model.pt" "$WORK/events.jsonl" "$WORK/samples.csv"; do
-  [ -e "$f" ] || continue  # an inference sweep has no checkpoint
+for f in "$WORK/events.jsonl" "$WORK/samples.csv"; do
+  [ -e "$f" ] || continue
   err=$(upload "$f" "$(basename "$f")") || fail save "$err"
 done
+# Everything under out/: tsum-train's checkpoint (an inference sweep has none), or every file a job wrote, named
+# by its path there ('/' is %2F in the URL).
+(cd "$WORK/out" && find . -type f | sed 's#^\./##' | sort) > "$WORK/out.list"
+while IFS= read -r rel; do
+  err=$(upload "$WORK/out/$rel" "$(printf '%s' "$rel" | sed 's#/#%2F#g')") || fail save "$err"
+done < "$WORK/out.list"
 emit save end "$(now)" "$saved"
 drain || exit 1
 log "done"

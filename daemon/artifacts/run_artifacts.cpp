@@ -1,5 +1,7 @@
 #include "daemon/artifacts/run_artifacts.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -41,9 +43,16 @@ std::optional<ByteRange> parse_content_range(std::string_view h) {
 }
 
 bool is_artifact_name(std::string_view n) {
-  if (n.empty() || n.size() > 128 || n[0] == '.') return false;
-  for (char c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  if (n.empty() || n.size() > 255) return false;
+  // Segments split at '/' (a job's file under a directory of /tsum/out): none empty, none starting with '.'.
+  for (size_t start = 0; start <= n.size();) {
+    size_t end = std::min(n.find('/', start), n.size());
+    std::string_view seg = n.substr(start, end - start);
+    if (seg.empty() || seg[0] == '.' || seg.size() > 128) return false;
+    for (char c : seg)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+    start = end + 1;
+  }
   return true;
 }
 
@@ -54,7 +63,9 @@ RunArtifacts::RunArtifacts(Db& db, BlobStore& blobs, std::string upload_dir, con
 }
 
 std::string RunArtifacts::partial_path(int64_t run_id, const std::string& name) const {
-  return (fs::path(upload_dir_) / ("run-" + std::to_string(run_id) + "-" + name + ".partial")).string();
+  std::string flat = name;  // one file per upload: a name's '/' (a job's subdirectory) becomes '+'
+  std::replace(flat.begin(), flat.end(), '/', '+');
+  return (fs::path(upload_dir_) / ("run-" + std::to_string(run_id) + "-" + flat + ".partial")).string();
 }
 
 std::uint64_t RunArtifacts::offset(int64_t run_id, const std::string& name) {

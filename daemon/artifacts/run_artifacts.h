@@ -31,7 +31,8 @@ struct ByteRange {
 // "bytes A-B/TOTAL" with A <= B < TOTAL; nullopt otherwise.
 std::optional<ByteRange> parse_content_range(std::string_view header);
 
-// Artifact names: 1..128 of letters, digits, '.', '_' and '-', not starting with '.'.
+// Artifact names: segments joined by '/' (a job's file under a subdirectory of /tsum/out), each 1..128 of
+// letters, digits, '.', '_' and '-', not starting with '.'; at most 255 in all. In a URL the '/' is %2F.
 bool is_artifact_name(std::string_view name);
 
 struct UploadResult {

@@ -218,4 +218,6 @@ TEST_CASE("run artifacts: whole or in pieces from the held offset, hash checked,
   CHECK_FALSE(parse_content_range("bytes 0-20/20"));
   CHECK_FALSE(parse_content_range("items 0-1/2"));
   CHECK_FALSE(is_artifact_name("../model.pt"));
+  CHECK(is_artifact_name("ckpt/epoch-1/model.pt"));  // a job's file under a subdirectory of /tsum/out
+  for (const char* bad : {"/abs", "ckpt/", "a//b", "ckpt/.hidden", "a b", "", "a/../b"}) CHECK_FALSE(is_artifact_name(bad));
 }

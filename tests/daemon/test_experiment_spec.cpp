@@ -157,3 +157,36 @@ TEST_CASE("bad workload fields are refused naming the field") {
   CHECK(err(many + R"(],"optimizer":["sgd","adam","nadam","rmsprop","momentum","adagrad","adadelta","nesterov","sgd","adam"]})")
             .find("expand to more than 100 workloads") != std::string::npos);
 }
+
+TEST_CASE("a user's job: image, command and env, never expanded; tsum-train's fields refused") {
+  auto r = parse_experiment_spec(R"({"workload":{"image":"reg.example:5000/me/job:1","command":["python3","train.py","--x"],
+      "env":{"SEED":"1","NOTE":"it's"},"dataset":"fashion-mnist"},"configs":[{"provider":"local","cores":1}]})");
+  REQUIRE_MESSAGE(r.ok(), r.error().detail);
+  REQUIRE(r->workloads.size() == 1);  // the command's list is its argv, not alternatives
+  const Workload& w = r->workload();
+  CHECK(w.kind == "job");
+  CHECK(w.command == std::vector<std::string>{"python3", "train.py", "--x"});
+  CHECK(w.env.at("NOTE") == "it's");
+  CHECK(dataset_fits(w, "files").ok());  // a job reads what it reads
+  auto again = parse_experiment_spec(r->to_json().dump());
+  REQUIRE(again.ok());
+  CHECK(again->to_json() == r->to_json());
+  auto two = parse_experiment_spec(R"({"workload":{"image":["a/b:1","a/b:2"],"command":["true"]},
+      "configs":[{"provider":"local","cores":1}]})");
+  REQUIRE(two.ok());
+  CHECK(two->workloads.size() == 2);  // other fields still expand
+  CHECK(two->workload_of(1).image == "a/b:2");
+  CHECK(two->workload().dataset.empty());  // none unless named
+
+  const std::string cfg = R"(,"configs":[{"provider":"local","cores":1}]})";
+  auto err = [&](const std::string& workload) { return error_of(R"({"workload":)" + workload + cfg); };
+  CHECK(err(R"({"image":"a/b","command":[]})").starts_with("workload.command: must be a non-empty list"));
+  CHECK(err(R"({"image":"a/b","command":[1]})").starts_with("workload.command: must be a non-empty list"));
+  CHECK(err(R"({"command":["true"]})") == "workload.image: a job names the container image its command runs in");
+  CHECK(err(R"({"image":"a/b","command":["true"],"lr":0.1})") == "workload.lr: is tsum-train's; a job takes image, command, env and dataset");
+  CHECK(err(R"({"image":"a/b","command":["true"],"env":{"1X":"y"}})").starts_with("workload.env.1X: is not a variable name"));
+  CHECK(err(R"({"image":"a/b","command":["true"],"env":{"TSUM_TOKEN":"y"}})") == "workload.env.TSUM_TOKEN: TSUM_ names are the daemon's");
+  CHECK(err(R"({"kind":"infer","command":["true"]})").starts_with("workload.command: belongs to a user's job"));
+  CHECK(err(R"({"kind":"job","image":"a/b"})").starts_with("workload.command: a job needs the command"));
+  CHECK(err(R"({"env":{"A":"b"}})") == "workload.env: belongs to a user's job (with a command)");
+}

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <set>
 
 #include "integration/daemon_process.h"
 #include "support/docker_env.h"
@@ -60,4 +61,106 @@ TEST_CASE("local runs natively and in docker: the image is pulled in install, bo
   for (const char* k : {"DOCKER_HOST", "TSUM_IMAGE", "TSUM_REGISTRY_USER", "TSUM_REGISTRY_PASSWORD", "DOCKER_CONFIG"})
     unsetenv(k);
   setenv("PATH", path.c_str(), 1);
+}
+
+namespace {
+
+// A job in the workload image (a stock Debian root: sh, coreutils): it reads the data set, writes its marks to
+// TSUM_EVENTS (some skipped, one line garbage) and files under /tsum/out, one in a subdirectory.
+const char* kJobScript = R"(set -e
+ls /tsum/data > /tsum/out/data-files.txt
+echo '{"phase": "start", "mark": "end"}' > "$TSUM_EVENTS"
+sleep 1
+echo '{"event": "epoch", "loss": 0.5}' > "$TSUM_EVENTS"
+echo 'not json at all' > "$TSUM_EVENTS"
+echo '{"event": "epoch", "loss": 0.25}' > "$TSUM_EVENTS"
+sleep 1
+echo '{"phase": "learn", "mark": "end", "attrs": {"note": "done"}}' > "$TSUM_EVENTS"
+mkdir -p /tsum/out/ckpt
+echo "$GREETING" > /tsum/out/ckpt/weights.bin
+if touch /tsum/data/x 2>/dev/null; then echo writable > /tsum/out/BAD; fi
+)";
+
+}  // namespace
+
+TEST_CASE("a user's job runs in its image: data read-only at /tsum/data, its marks timed, /tsum/out uploaded") {
+  DockerEnv env;
+  for (const auto& [k, v] : env.env()) setenv(k.c_str(), v.c_str(), 1);
+  const std::string path = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", ("/usr/bin:" + path).c_str(), 1);
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  const std::string admin = d.admin_token();
+  d.start();
+  const json body = {{"name", "job"}, {"repetitions", 1}, {"billing", {"per_second_60s_min"}},
+                     {"workload", {{"image", env.image()}, {"command", {"sh", "-c", kJobScript}},
+                                   {"env", {{"GREETING", "hello 'quoted' $world"}}}, {"dataset", "fashion-mnist"}}},
+                     {"configs", {{{"provider", "local"}, {"cores", 1}}}}};
+  auto created = d.call("POST", "/v1/experiments", admin, body.dump());
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+  json exp;
+  bool finished = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + std::to_string(created.json()["id"].get<int64_t>()), admin).json();
+    return exp["status"] == "done" || exp["status"] == "failed";
+  }, std::chrono::seconds(300));
+  INFO(exp.dump(2));
+  INFO(d.log());
+  REQUIRE(finished);
+  REQUIRE(exp["status"] == "done");
+  const json run = exp["runs"][0];
+  CHECK(run["workload"]["kind"] == "job");
+  CHECK(run["phases"].size() == 8);
+  // learn ran from the start mark to the learn end mark: two one-second sleeps.
+  CHECK(run["phases"]["learn"].get<double>() >= 0.9);
+  CHECK(run["phases"]["learn"].get<double>() < 5);
+  CHECK(run["epochs"].size() == 2);
+  CHECK(run["metrics"]["marks"]["derived"] == json{"learn.begin", "verify.begin", "verify.end"});
+  CHECK(run["metrics"]["marks"]["malformed"] == 1);
+  const std::string rid = std::to_string(run["id"].get<int64_t>());
+  const json listing = d.call("GET", "/v1/runs/" + rid + "/artifacts", admin).json();
+  std::set<std::string> names;
+  for (const auto& a : listing["artifacts"]) names.insert(a["name"].get<std::string>());
+  CHECK(names == std::set<std::string>{"ckpt/weights.bin", "data-files.txt", "events.jsonl", "samples.csv"});
+  CHECK(d.call("GET", "/v1/runs/" + rid + "/artifacts/ckpt%2Fweights.bin", admin).body == "hello 'quoted' $world\n");
+  CHECK(d.call("GET", "/v1/runs/" + rid + "/artifacts/data-files.txt", admin).body.find("train-images-idx3-ubyte") !=
+        std::string::npos);
+  for (const char* k : {"DOCKER_HOST", "TSUM_IMAGE", "DOCKER_CONFIG"}) unsetenv(k);
+  setenv("PATH", path.c_str(), 1);
+}
+
+TEST_CASE("a job that fails fails its run naming the exit status and its output; bad jobs are 422s") {
+  DockerEnv env;
+  for (const auto& [k, v] : env.env()) setenv(k.c_str(), v.c_str(), 1);
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  const std::string admin = d.admin_token();
+  d.start();
+  auto job = [&](const json& workload) {
+    return json{{"name", "job"}, {"repetitions", 1}, {"workload", workload},
+                {"configs", {{{"provider", "local"}, {"cores", 1}}}}}.dump();
+  };
+  auto created = d.call("POST", "/v1/experiments", admin,
+                        job({{"image", env.image()}, {"command", {"sh", "-c", "echo out of memory >&2; exit 3"}}}));
+  REQUIRE(created.status == 201);
+  json run;
+  REQUIRE(eventually([&] {
+    run = d.call("GET", "/v1/runs/1", admin).json();
+    return run["status"] == "failed" || run["status"] == "done";
+  }, std::chrono::seconds(300)));
+  CHECK(run["status"] == "failed");
+  CHECK(run["reason"].get<std::string>().find("the job exited with status 3: out of memory") != std::string::npos);
+  for (const auto& [workload, names] : std::vector<std::pair<json, std::string>>{
+           {{{"image", env.image()}, {"command", json::array()}}, "workload.command: must be a non-empty list"},
+           {{{"command", {"true"}}}, "workload.image: a job names the container image"},
+           {{{"image", "x|y"}, {"command", {"true"}}}, "workload.image: 'x|y' is not an image reference"},
+           {{{"image", env.image()}, {"command", {"true"}}, {"optimizer", "adam"}}, "workload.optimizer: is tsum-train's"},
+           {{{"image", env.image()}, {"command", {"true"}}, {"env", {{"TSUM_TOKEN", "x"}}}}, "workload.env.TSUM_TOKEN"},
+           {{{"image", env.image()}, {"command", {"true"}}, {"dataset", "nope"}}, "there is no data set 'nope'"}}) {
+    auto r = d.call("POST", "/v1/experiments", admin, job(workload));
+    INFO(workload.dump() << " -> " << r.body);
+    CHECK(r.status == 422);
+    CHECK(r.body.find(names) != std::string::npos);
+  }
+  for (const char* k : {"DOCKER_HOST", "TSUM_IMAGE", "DOCKER_CONFIG"}) unsetenv(k);
 }

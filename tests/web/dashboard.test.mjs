@@ -340,6 +340,29 @@ test('the cancel button cancels a live run, and the page hears it over the strea
   assert.match(await page.textContent('#event-log'), /status cancelled/);
 });
 
+test('an inference sweep\'s run page charts images/s and p50/p99 latency against the batch size', { timeout: 240000 }, async () => {
+  const { page } = main;
+  const body = {
+    name: 'sweep', repetitions: 1,
+    workload: { kind: 'infer', model: 'cifar_small', batch: [1, 4, 16], iterations: 3, source: 'memory' },
+    configs: [{ provider: 'local', instance_type: 'local-1c' }],
+  };
+  const { id } = await daemon.api('/v1/experiments', { method: 'POST', body: JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json' } });
+  const runId = (await daemon.api(`/v1/experiments/${id}`)).runs[0].id;
+  await until(async () => (await daemon.api(`/v1/runs/${runId}`)).status === 'done', 180000, 'the sweep to finish');
+  await page.goto(`${daemon.url}/#/runs/${runId}`);
+  await page.waitForSelector('#chart-inference');
+  const chart = await page.evaluate(() => {
+    const c = window.tsum.charts.get('inference');
+    return { labels: c.data.labels, series: c.data.datasets.map((d) => [d.label, d.data.length, d.data.every((v) => v > 0)]) };
+  });
+  assert.deepEqual(chart.labels, ['1', '4', '16']);
+  assert.deepEqual(chart.series, [['images/s', 3, true], ['p50 latency (ms)', 3, true], ['p99 latency (ms)', 3, true]]);
+  assert.equal(await page.locator('#inference tbody tr').count(), 3);
+  assert.equal(await page.isVisible('#epochs'), false);  // a sweep has no epochs table
+});
+
 test('every page fits 1280×800 and 390×844 without sideways scrolling', async () => {
   const schedule = await daemon.api('/v1/schedules', { method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ name: 'a schedule with a rather long name to wrap', cron: '15 3 * * 1', timezone: 'America/Argentina/Buenos_Aires',

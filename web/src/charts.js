@@ -236,3 +236,26 @@ export function epochsChart(canvas, epochs) {
     },
   });
 }
+
+// The inference sweep (seed 001's plot): images/s and p50/p99 latency against the batch size, on two axes.
+export function inferenceChart(canvas, sweep) {
+  return make('inference', canvas, {
+    type: 'line',
+    data: {
+      labels: sweep.map((b) => `${b.batch}`),
+      datasets: [
+        { label: 'images/s', data: sweep.map((b) => b.images_per_s), borderColor: '#4e79a7', backgroundColor: '#4e79a7', yAxisID: 'y' },
+        { label: 'p50 latency (ms)', data: sweep.map((b) => b.p50_ms), borderColor: '#59a14f', backgroundColor: '#59a14f', yAxisID: 'y1' },
+        { label: 'p99 latency (ms)', data: sweep.map((b) => b.p99_ms), borderColor: '#e15759', backgroundColor: '#e15759', yAxisID: 'y1' },
+      ],
+    },
+    options: {
+      scales: {
+        x: { title: { display: true, text: 'batch size' } },
+        y: { position: 'left', beginAtZero: true, title: { display: true, text: 'images/s' } },
+        y1: { position: 'right', beginAtZero: true, title: { display: true, text: 'latency (ms)' }, grid: { drawOnChartArea: false } },
+      },
+      plugins: { legend: { position: 'bottom' } },
+    },
+  });
+}

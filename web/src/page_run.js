@@ -1,7 +1,7 @@
 // One run, live: a phase timeline and an event log fed by the daemon's event stream (no polling), the resource
 // statistics per phase, the trainer's loss and throughput per epoch, the cost, and a cancel button.
 import { api } from './api.js';
-import { epochsChart } from './charts.js';
+import { epochsChart, inferenceChart } from './charts.js';
 import { empty, failure, h, loading, replace, table } from './dom.js';
 import { PHASES, PHASE_OF_STATUS, TERMINAL, clock, configName, metric, money, number, seconds } from './format.js';
 import { badge } from './page_experiments.js';
@@ -65,6 +65,19 @@ function epochsBlock(epochs) {
   { id: 'epochs' })), canvas];
 }
 
+// The inference sweep per batch size (kind infer): a chart of throughput and latency, and the table.
+function inferenceBlock(sweep) {
+  if (!sweep?.length) return [null, null];
+  const canvas = h('canvas', { id: 'chart-inference', role: 'img' });
+  return [h('section', { class: 'card' }, h('h2', {}, 'Inference sweep'),
+    h('p', { class: 'hint' }, 'Images/s and p50/p99 latency against the batch size, measured as learn.'),
+    h('div', { class: 'chart small' }, canvas),
+    table(['Batch', 'Images/s', 'p50 ms', 'p99 ms', 'Peak RSS'], sweep.map((b) => h('tr', {},
+      h('td', { class: 'num' }, b.batch), h('td', { class: 'num' }, number(b.images_per_s)),
+      h('td', { class: 'num' }, number(b.p50_ms, 2)), h('td', { class: 'num' }, number(b.p99_ms, 2)),
+      h('td', { class: 'num' }, metric('rss_bytes', b.peak_rss_bytes)))), { id: 'inference' })), canvas];
+}
+
 function costBlock(run) {
   const rules = Object.entries(run.cost);
   if (!rules.length) return empty('The cost is known once all 8 phases are timed.');
@@ -103,7 +116,9 @@ export function runPage(root, [id], { signal }) {
 
   function draw() {
     if (!run) return;
-    const [epochs, epochsCanvas] = epochsBlock(run.epochs);
+    const sweep = run.metrics.inference;
+    const [epochs, epochsCanvas] = epochsBlock(sweep ? [] : run.epochs);
+    const [inference, inferenceCanvas] = inferenceBlock(sweep);
     const liveText = { connecting: 'connecting…', live: 'live', ended: 'final', retrying: 'reconnecting…', failed: 'not live' }[connection];
     replace(root,
       h('div', { class: 'page-head' }, h('h1', {}, `Run ${run.id}`), badge(run.status),
@@ -116,13 +131,14 @@ export function runPage(root, [id], { signal }) {
         h('section', { class: 'card' }, h('h2', {}, 'Phase timeline'), timeline(run)),
         h('section', { class: 'card' }, h('h2', {}, 'Events'),
           h('p', { class: 'hint' }, 'As the daemon streams them to this page.'), logList)),
-      h('section', { class: 'card' }, h('h2', {}, 'Trainer'),
+      inference || h('section', { class: 'card' }, h('h2', {}, 'Trainer'),
         h('p', { class: 'meta' }, `test accuracy ${Number.isFinite(run.metrics.test_accuracy) ? `${number(100 * run.metrics.test_accuracy, 2)} %` : '–'}`,
           ` · ${number(run.metrics.images_per_s)} images/s over learn`), epochs),
       h('section', { class: 'card' }, h('h2', {}, 'Resources per phase'),
         h('p', { class: 'hint' }, 'Sampled inside the instance by the agent: min / average / max over each phase.'), statsTable(run.stats)),
       h('section', { class: 'card' }, h('h2', {}, 'Cost'), costBlock(run)));
     if (epochsCanvas) epochsChart(epochsCanvas, run.epochs);
+    if (inferenceCanvas) inferenceChart(inferenceCanvas, sweep);
     logList.scrollTop = logList.scrollHeight;  // the newest line stays in view
   }
 
