@@ -1,6 +1,8 @@
 #include "api/cli_client.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -17,7 +19,8 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd; see docs/cli.md):
-  tsumd experiment create -f SPEC.json [--wait [--timeout S]]
+  tsumd experiment create -f SPEC.json | --preset NAME [--wait [--timeout S]]
+  tsumd preset list                  the seeds' experiments for the providers configured, runs and worst case
   tsumd experiment list | show ID | cancel ID | export ID [--format csv|json]
   tsumd runs list [--experiment ID] [--status S]
   tsumd runs join ID                 the command that joins a machine to a waiting byo run
@@ -45,7 +48,7 @@ int usage(std::ostream& err, const std::string& msg) {
 Result<Args> parse_args(const std::vector<std::string>& in) {
   static const std::vector<std::string> kValued = {"file", "url", "token", "format", "experiment", "status",
                                                    "objective", "deadline", "budget", "repetitions", "billing",
-                                                   "scope", "timeout"};
+                                                   "scope", "timeout", "preset"};
   Args a;
   for (size_t i = 0; i < in.size(); ++i) {
     std::string arg = in[i];
@@ -124,8 +127,42 @@ std::optional<json> read_spec(const Args& a, std::ostream& err, int* code) {
 
 void print_json(cli::Context& c, const json& j) { c.out << j.dump(2) << "\n"; }
 
+// `experiment create --preset NAME`: POST /v1/presets/NAME, which creates the preset's experiments.
+int preset_create(cli::Context& c, const Args& a, const std::string& name) {
+  int code = 0;
+  if (a.flags.count("file")) return usage(c.err, "experiment create takes -f or --preset, not both");
+  auto r = c.call("POST", "/v1/presets/" + encode(name), &code, "{}");
+  if (!r) return code;
+  if (c.json) return print_json(c, r->json), kExitOk;
+  for (const auto& id : r->json["ids"]) c.out << "experiment " << id.get<int64_t>() << " created (preset " << name << ")\n";
+  for (const auto& n : r->json["notes"]) c.out << "note: " << n.get<std::string>() << "\n";
+  if (a.wait)
+    for (const auto& id : r->json["ids"])
+      if (int rc = cli::follow_experiment(c, id.get<int64_t>(), 24 * 3600); rc != kExitOk) return rc;
+  return kExitOk;
+}
+
+int preset_list(cli::Context& c) {
+  int code = 0;
+  auto r = c.call("GET", "/v1/presets", &code);
+  if (!r) return code;
+  if (c.json) return print_json(c, r->json), kExitOk;
+  for (const auto& p : r->json["presets"]) {
+    double worst = 0;
+    for (const auto& [rule, amount] : p["worst_case"].items()) worst = std::max(worst, amount.get<double>());
+    char cost[64];
+    std::snprintf(cost, sizeof cost, "%.2f %s", worst, p["currency"].get<std::string>().c_str());
+    c.out << p["name"].get<std::string>() << ": " << p["description"].get<std::string>() << "\n  "
+          << p["experiments"].size() << " experiment(s), " << p["runs"].get<int>() << " runs, worst case " << cost
+          << " (every run at its deadline, the dearest billing rule)\n";
+    for (const auto& n : p["notes"]) c.out << "  note: " << n.get<std::string>() << "\n";
+  }
+  return kExitOk;
+}
+
 int experiment_create(cli::Context& c, const Args& a) {
   int code = 0;
+  if (auto it = a.flags.find("preset"); it != a.flags.end()) return preset_create(c, a, it->second);
   auto spec = read_spec(a, c.err, &code);
   if (!spec) return code;
   double timeout_s = 24 * 3600;
@@ -349,7 +386,7 @@ bool is_client_command(const std::vector<std::string>& args) {
   if (args.empty()) return false;
   auto has = [&](const std::string& flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
   const std::string& cmd = args[0];
-  if (cmd == "experiment" || cmd == "runs" || cmd == "schedule") return true;
+  if (cmd == "experiment" || cmd == "runs" || cmd == "schedule" || cmd == "preset") return true;
   if (cmd == "token") return !(args.size() > 1 && args[1] == "create" && has("--db"));
   if (cmd == "plan") return !has("--from-csv");
   return false;
@@ -371,6 +408,7 @@ int run_client(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (cmd == "schedule") return schedule(c, *a);
   if (cmd == "token") return token(c, *a);
   if (cmd == "plan") return a->words.size() == 1 ? plan(c, *a) : usage(err, "plan takes no positional arguments");
+  if (cmd == "preset" && a->words.size() == 2 && a->words[1] == "list") return preset_list(c);
   if (cmd == "runs" && a->words.size() == 2 && a->words[1] == "list") return runs_list(c, *a);
   if (cmd == "runs" && a->words.size() == 3 && a->words[1] == "join") return runs_join(c, a->words[2]);
   return usage(err, "unknown client command '" + cmd + (a->words.size() > 1 ? " " + a->words[1] : "") + "'");

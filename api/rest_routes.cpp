@@ -10,6 +10,7 @@
 #include "api/run_stream.h"
 #include "common/json_util.h"
 #include "daemon/export.h"
+#include "daemon/presets.h"
 #include "daemon/submit.h"
 
 namespace tsum::api {
@@ -156,6 +157,55 @@ void add_rest_routes(Router& router, RestContext c) {
     if (!id) co_return error_response(id.error());
     c.runs.notify();
     co_return json_response(201, {{"id", *id}});
+  });
+
+  // The seeds' experiments, filled for the providers configured (daemon/presets.h).
+  auto all_offers = [c]() -> boost::asio::awaitable<std::vector<providers::Offer>> {
+    std::vector<providers::Offer> out;
+    for (auto* p : c.providers.all()) {
+      const providers::Requirements any;
+      auto offers = co_await p->offers(any);
+      if (offers) out.insert(out.end(), offers->begin(), offers->end());
+    }
+    co_return out;
+  };
+  router.add("GET", "/v1/presets", [c, all_offers](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto offers = co_await all_offers();
+    auto datasets = c.datasets.list();
+    if (!datasets) co_return error_response(datasets.error());
+    json out = json::array();
+    for (const auto& p : daemon::presets(offers, *datasets)) out.push_back(daemon::preset_summary(p, offers));
+    co_return json_response(200, {{"presets", out}});
+  });
+  router.add("POST", "/v1/presets/{name}", [c, all_offers](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto offers = co_await all_offers();
+    auto datasets = c.datasets.list();
+    if (!datasets) co_return error_response(datasets.error());
+    auto all = daemon::presets(offers, *datasets);
+    auto preset = std::ranges::find_if(all, [&](const daemon::Preset& p) { return p.name == req.params["name"]; });
+    if (preset == all.end()) co_return error_response(404, "not_found", "no preset '" + req.params["name"] + "'");
+    if (preset->experiments.empty())
+      co_return unprocessable("preset " + preset->name + " has nothing to run here: " +
+                              (preset->notes.empty() ? std::string() : preset->notes.front()));
+    // Every experiment checked and priced before any is created.
+    std::vector<std::pair<daemon::ExperimentSpec, std::vector<daemon::PricedConfig>>> ready;
+    for (const auto& body : preset->experiments) {
+      auto spec = daemon::experiment_spec_from_json(body);
+      if (!spec) co_return unprocessable(spec.error().detail);
+      auto priced = co_await daemon::price_configs(*spec, c.providers, c.datasets);
+      if (!priced) co_return from_error(priced.error());
+      ready.emplace_back(std::move(*spec), std::move(*priced));
+    }
+    json ids = json::array();
+    for (const auto& [spec, priced] : ready) {
+      auto id = c.store.create_experiment(spec, priced);
+      if (!id) co_return error_response(id.error());
+      ids.push_back(*id);
+    }
+    c.runs.notify();
+    co_return json_response(201, {{"ids", ids}, {"notes", preset->notes}});
   });
 
   router.add("GET", "/v1/experiments", [c](Request& req) -> Awaitable {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <set>
 
@@ -175,4 +176,55 @@ TEST_CASE("workloads the daemon cannot run are 422s naming the field, and nothin
   refused({{"image", "tsum-train;reboot"}}, "workload.image: 'tsum-train;reboot' is not an image reference");
   auto runs = x.d.call("GET", "/v1/runs", x.admin).json();
   CHECK(runs["runs"].empty());
+}
+
+TEST_CASE("presets: the seeds' experiments filled for the providers here, their runs and worst case before anything "
+          "starts; created by name") {
+  Daemon x;
+  auto before = x.d.call("GET", "/v1/presets", x.admin).json();
+  std::map<std::string, json> by_name;
+  for (const auto& p : before["presets"]) by_name[p["name"].get<std::string>()] = p;
+  REQUIRE(by_name.size() == 3);
+  CHECK(by_name["optimizers"]["experiments"].empty());  // no CIFAR data set yet: left out, and said so
+  CHECK(by_name["optimizers"]["notes"][0].get<std::string>().find("no cifar10-bin data set") != std::string::npos);
+  CHECK(x.d.call("POST", "/v1/presets/optimizers", x.admin, "{}").status == 422);
+
+  register_generated(x.d, x.admin, x.dir, "gen-cifar", "cifar-gen", "cifar10-bin", 50);
+  auto after = x.d.call("GET", "/v1/presets", x.admin).json();
+  for (const auto& p : after["presets"]) by_name[p["name"].get<std::string>()] = p;
+  const json opt = by_name["optimizers"];
+  REQUIRE(opt["experiments"].size() == 1);
+  CHECK(opt["experiments"][0]["workload"]["dataset"] == "cifar-gen");
+  CHECK(opt["runs"] == 8 * 3);  // 8 optimizers, 3 repetitions, on one machine
+  // Its worst case: every run billed to its deadline at the machine's price (per hour: whole hours).
+  const std::string type = opt["experiments"][0]["configs"][0]["instance_type"];
+  double price = 0;
+  const json offers = x.d.call("GET", "/v1/offers", x.admin).json();
+  for (const auto& o : offers["offers"])
+    if (o["instance_type"] == type) price = o["hourly_price"];
+  REQUIRE(price > 0);
+  CHECK(opt["worst_case"]["per_hour"].get<double>() == doctest::Approx(24 * price * 2));  // 7200 s deadlines
+  CHECK(by_name["cpu-vs-gpu"]["experiments"].size() == 2);  // MNIST and CIFAR-10 now
+  CHECK(by_name["inference"]["experiments"][0]["workload"]["kind"] == "infer");
+
+  CHECK(x.d.call("POST", "/v1/presets/nope", x.admin, "{}").status == 404);
+  auto created = x.d.call("POST", "/v1/presets/optimizers", x.admin, "{}");
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+  const int64_t id = created.json()["ids"][0].get<int64_t>();
+  auto exp = x.d.call("GET", "/v1/experiments/" + std::to_string(id), x.admin).json();
+  CHECK(exp["runs"].size() == 24);
+  CHECK(x.d.call("DELETE", "/v1/experiments/" + std::to_string(id), x.admin).status == 202);
+
+  // The command line shows the same.
+  const std::string cli = std::string(TSUMD_BIN) + " preset list --url http://127.0.0.1:" + std::to_string(x.d.port()) +
+                          " --token " + x.admin;
+  FILE* p = popen(cli.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  CHECK(pclose(p) == 0);
+  CHECK(out.find("optimizers: the CIFAR-10 CNN with each of the 8 optimizers") != std::string::npos);
+  CHECK(out.find("24 runs, worst case") != std::string::npos);
 }

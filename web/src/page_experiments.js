@@ -138,6 +138,38 @@ function createForm(signal, onCreated) {
   return form;
 }
 
+// The seeds' experiments, filled for the providers configured: what each implies, and a button that creates it.
+function presetsBlock(signal, onCreated) {
+  const box = h('section', { class: 'card', id: 'presets' }, h('h2', {}, 'Presets'), loading('Loading presets…'));
+  api('/v1/presets', { signal }).then(({ presets }) => {
+    const status = h('p', { class: 'hint', role: 'status' });
+    const rows = presets.map((p) => {
+      const worst = Math.max(0, ...Object.values(p.worst_case));
+      const create = h('button', {
+        type: 'button', class: 'secondary', disabled: !p.experiments.length, dataset: { preset: p.name },
+        onclick: async () => {
+          try {
+            const { ids } = await api(`/v1/presets/${p.name}`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } });
+            onCreated(ids[0]);
+          } catch (err) {
+            status.textContent = `Could not create ${p.name}: ${err.message}`;
+          }
+        },
+      }, 'Create');
+      return h('tr', { dataset: { preset: p.name } },
+        h('th', { scope: 'row' }, p.name),
+        h('td', {}, p.description, ...p.notes.map((n) => h('div', { class: 'hint' }, n))),
+        h('td', { class: 'num' }, `${p.runs}`),
+        h('td', { class: 'num' }, money(worst, p.currency)),
+        h('td', {}, create));
+    });
+    replace(box, h('h2', {}, 'Presets'),
+      h('p', { class: 'hint' }, 'The seeds\' experiments for the providers configured. Worst case: every run at its deadline, under the dearest billing rule.'),
+      table(['Preset', 'What', 'Runs', 'Worst case', ''], rows, { id: 'preset-table' }), status);
+  }).catch((err) => !signal.aborted && replace(box, h('h2', {}, 'Presets'), failure(`Could not load the presets: ${err.message}`)));
+  return box;
+}
+
 export function experimentsPage(root, params, { signal }) {
   const list = h('div', { id: 'experiment-list' }, loading('Loading experiments…'));
   const load = () => {
@@ -150,6 +182,7 @@ export function experimentsPage(root, params, { signal }) {
     h('div', { class: 'page-head' }, h('h1', {}, 'Experiments'),
       h('button', { type: 'button', class: 'secondary', onclick: load }, 'Refresh')),
     list,
+    presetsBlock(signal, (id) => { location.hash = `#/experiments/${id}`; }),
     createForm(signal, (id) => { location.hash = `#/experiments/${id}`; }));
   load();
 }
