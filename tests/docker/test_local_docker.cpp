@@ -5,24 +5,53 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <set>
 
-#include "integration/daemon_process.h"
+#include "integration/workload_suite.h"
 #include "support/docker_env.h"
 
 using namespace tsum;
 using namespace tsum::testing;
 using nlohmann::json;
 
+namespace {
+
+// What a daemon started by a test hands its local agents for Docker (DockerEnv::env()), Debian's docker CLI first
+// on PATH (the engine's own API version) and a DOCKER_CONFIG of the agents' own; all put back when it goes.
+class AgentEnv {
+ public:
+  explicit AgentEnv(const DockerEnv& env) {
+    for (const auto& [k, v] : env.env()) set(k, v);
+    set("DOCKER_CONFIG", config_.path());
+    const char* path = getenv("PATH");
+    set("PATH", std::string("/usr/bin:") + (path ? path : ""));
+  }
+  ~AgentEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+      if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1);
+      else unsetenv(it->first.c_str());
+  }
+  AgentEnv(const AgentEnv&) = delete;
+  AgentEnv& operator=(const AgentEnv&) = delete;
+
+ private:
+  void set(const std::string& k, const std::string& v) {
+    const char* old = getenv(k.c_str());
+    saved_.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+    setenv(k.c_str(), v.c_str(), 1);
+  }
+  TempDir config_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+}  // namespace
+
 TEST_CASE("local runs natively and in docker: the image is pulled in install, both train and upload results") {
   DockerEnv env({.registry_auth = true});
   // The image is on the registry only: install must pull it.
   REQUIRE(env.docker("rmi " + env.image()).status == 0);
-  for (const auto& [k, v] : env.env()) setenv(k.c_str(), v.c_str(), 1);
-  const std::string path = getenv("PATH") ? getenv("PATH") : "";
-  setenv("PATH", ("/usr/bin:" + path).c_str(), 1);  // Debian's docker CLI, the engine's own API version
-  TempDir agent_config;
-  setenv("DOCKER_CONFIG", agent_config.path().c_str(), 1);
+  AgentEnv agents(env);
 
   TempDir dir;
   DaemonProcess d(dir.file("t.db"));
@@ -58,9 +87,6 @@ TEST_CASE("local runs natively and in docker: the image is pulled in install, bo
     CHECK(arts.json()["artifacts"].size() == 3);
   }
   CHECK(docker_runs == 1);
-  for (const char* k : {"DOCKER_HOST", "TSUM_IMAGE", "TSUM_REGISTRY_USER", "TSUM_REGISTRY_PASSWORD", "DOCKER_CONFIG"})
-    unsetenv(k);
-  setenv("PATH", path.c_str(), 1);
 }
 
 namespace {
@@ -85,9 +111,7 @@ if touch /tsum/data/x 2>/dev/null; then echo writable > /tsum/out/BAD; fi
 
 TEST_CASE("a user's job runs in its image: data read-only at /tsum/data, its marks timed, /tsum/out uploaded") {
   DockerEnv env;
-  for (const auto& [k, v] : env.env()) setenv(k.c_str(), v.c_str(), 1);
-  const std::string path = getenv("PATH") ? getenv("PATH") : "";
-  setenv("PATH", ("/usr/bin:" + path).c_str(), 1);
+  AgentEnv agents(env);
   TempDir dir;
   DaemonProcess d(dir.file("t.db"));
   const std::string admin = d.admin_token();
@@ -125,13 +149,11 @@ TEST_CASE("a user's job runs in its image: data read-only at /tsum/data, its mar
   CHECK(d.call("GET", "/v1/runs/" + rid + "/artifacts/ckpt%2Fweights.bin", admin).body == "hello 'quoted' $world\n");
   CHECK(d.call("GET", "/v1/runs/" + rid + "/artifacts/data-files.txt", admin).body.find("train-images-idx3-ubyte") !=
         std::string::npos);
-  for (const char* k : {"DOCKER_HOST", "TSUM_IMAGE", "DOCKER_CONFIG"}) unsetenv(k);
-  setenv("PATH", path.c_str(), 1);
 }
 
 TEST_CASE("a job that fails fails its run naming the exit status and its output; bad jobs are 422s") {
   DockerEnv env;
-  for (const auto& [k, v] : env.env()) setenv(k.c_str(), v.c_str(), 1);
+  AgentEnv agents(env);
   TempDir dir;
   DaemonProcess d(dir.file("t.db"));
   const std::string admin = d.admin_token();
@@ -162,5 +184,54 @@ TEST_CASE("a job that fails fails its run naming the exit status and its output;
     CHECK(r.status == 422);
     CHECK(r.body.find(names) != std::string::npos);
   }
-  for (const char* k : {"DOCKER_HOST", "TSUM_IMAGE", "DOCKER_CONFIG"}) unsetenv(k);
+}
+
+TEST_CASE("in Docker too: every model on a data set of its format, the 8 optimizers, the inference sweep") {
+  DockerEnv env;
+  AgentEnv agents(env);
+  Daemon x;
+  const Runtime docker{env.image()};
+  const auto t_sum = check_every_model(x, TSUM_TRAIN_BIN, docker);
+  for (const auto& [model, seconds] : t_sum) MESSAGE(model << " in docker: t_sum " << seconds << " s");
+  check_optimizers(x, docker);
+  check_inference_sweep(x, docker);
+}
+
+TEST_CASE("the PyTorch-Python example job runs through tsum: its own marks, its checkpoint downloadable") {
+  DockerEnv env;
+  // examples/pytorch-mnist on the stock Debian root this suite imports, served from the registry on loopback.
+  const std::string image = env.registry() + "/tsum-example-pytorch:latest";
+  auto built = env.docker("build --network host -q --build-arg BASE=" + std::string(DockerEnv::kBaseImage) + " -t " +
+                              image + " " + TSUM_SOURCE_DIR "/examples/pytorch-mnist",
+                          std::chrono::seconds(1200));
+  INFO(built.output);
+  REQUIRE(built.status == 0);
+  REQUIRE(env.docker("push -q " + image).status == 0);
+  REQUIRE(env.docker("rmi " + image).status == 0);  // install pulls it
+  AgentEnv agents(env);
+  Daemon x;
+  const json body = {{"name", "pytorch"}, {"repetitions", 1}, {"billing", {"per_second_60s_min"}},
+                     {"workload", {{"image", image}, {"dataset", "fashion-mnist"},
+                                   {"command", {"python3", "/job/train.py", "--limit", "2000", "--test-limit", "500"}}}},
+                     {"configs", {{{"provider", "local"}, {"cores", 1}}}}};
+  const json exp = wait_experiment(x.d, x.admin, submit_experiment(x.d, x.admin, body), std::chrono::seconds(600));
+  REQUIRE(exp["status"] == "done");
+  const json run = exp["runs"][0];
+  CHECK(run["metrics"]["install"]["method"] == "pull");
+  CHECK(run["metrics"]["marks"]["derived"] == json::array());  // it marks start, learn and verify itself
+  CHECK(run["metrics"]["marks"]["malformed"] == 0);
+  CHECK(run["epochs"].size() == 1);
+  CHECK(run["phases"]["learn"].get<double>() > 0.5);
+  MESSAGE("pytorch job t_sum " << run["t_sum"] << " s, learn " << run["phases"]["learn"] << " s");
+  const std::string rid = std::to_string(run["id"].get<int64_t>());
+  const json listing = x.d.call("GET", "/v1/runs/" + rid + "/artifacts", x.admin).json();
+  std::set<std::string> names;
+  for (const auto& a : listing["artifacts"]) names.insert(a["name"].get<std::string>());
+  CHECK(names == std::set<std::string>{"events.jsonl", "metrics.json", "model.pt", "samples.csv"});
+  auto model = x.d.call("GET", "/v1/runs/" + rid + "/artifacts/model.pt", x.admin);
+  CHECK(model.status == 200);
+  CHECK(model.body.size() > 1000000);  // the CNN's weights: 1.2 M parameters
+  const json metrics = json::parse(x.d.call("GET", "/v1/runs/" + rid + "/artifacts/metrics.json", x.admin).body);
+  CHECK(metrics["test_accuracy"].get<double>() > 0.5);
+  env.docker("rmi " + image + " >/dev/null");
 }

@@ -143,6 +143,36 @@ class DaemonProcess {
   uint16_t port_ = 0;
 };
 
+// A started daemon on loopback with a fresh database and an admin token.
+struct Daemon {
+  TempDir dir;
+  DaemonProcess d{dir.file("t.db")};
+  std::string admin = d.admin_token();
+  Daemon() { d.start(); }
+};
+
+// Polls GET /v1/experiments/ID until the experiment is done, failed or cancelled (REQUIREd within limit).
+inline nlohmann::json wait_experiment(const DaemonProcess& d, const std::string& admin, int64_t id,
+                                      std::chrono::seconds limit) {
+  nlohmann::json exp;
+  bool finished = eventually([&] {
+    exp = d.call("GET", "/v1/experiments/" + std::to_string(id), admin).json();
+    return exp["status"] == "done" || exp["status"] == "failed" || exp["status"] == "cancelled";
+  }, limit);
+  INFO(exp.dump(2));
+  INFO(d.log());
+  REQUIRE(finished);
+  return exp;
+}
+
+// POST /v1/experiments; REQUIREs a 201 and returns the experiment's id.
+inline int64_t submit_experiment(const DaemonProcess& d, const std::string& admin, const nlohmann::json& body) {
+  auto r = d.call("POST", "/v1/experiments", admin, body.dump());
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  return r.json()["id"].get<int64_t>();
+}
+
 // The example body with a tiny workload.
 inline std::string tiny_experiment(int limit = 300, int test_limit = 200,
                                    const std::vector<std::string>& types = {"local-1c"}) {

@@ -20,18 +20,6 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-json wait_experiment(const DaemonProcess& d, const std::string& admin, int64_t id, std::chrono::seconds limit) {
-  json exp;
-  bool finished = eventually([&] {
-    exp = d.call("GET", "/v1/experiments/" + std::to_string(id), admin).json();
-    return exp["status"] == "done" || exp["status"] == "failed" || exp["status"] == "cancelled";
-  }, limit);
-  INFO(exp.dump(2));
-  INFO(d.log());
-  REQUIRE(finished);
-  return exp;
-}
-
 api::HttpResult upload(const DaemonProcess& d, const std::string& admin, const std::string& target,
                        const std::string& body) {
   return api::http_call("127.0.0.1", d.port(), "POST", target, body,
