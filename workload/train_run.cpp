@@ -232,6 +232,11 @@ Status run_training(const Options& options, EventWriter& events) {
     if (!data.ok()) return data.error();
     config.vocab = std::max(data->train.vocab, data->test.vocab);
   }
+  // A data-parallel rank seeds its own stream before building the model: the model's own dropout
+  // generator (fast_dropout.h) is seeded from it, so ranks draw different masks; the initial
+  // parameters are rank 0's on every rank anyway (broadcast), and the shared order has its own
+  // generator (data_parallel.h).
+  if (distributed) torch::manual_seed(options.seed + static_cast<std::uint64_t>(options.dist.rank));
   auto model = make_model(options.model, config);
   if (!model.ok()) return model.error();
   const InputShape shape = (*model)->input_shape();
@@ -252,11 +257,7 @@ Status run_training(const Options& options, EventWriter& events) {
   auto optimizer = make_optimizer(plan->optimizer, (*model)->parameters(), plan->lr);
   if (!optimizer.ok()) return optimizer.error();
 
-  if (distributed) {
-    events.add_common("rank", std::int64_t{options.dist.rank});
-    // Dropout and augmentation differ per rank; the shared order has its own generator.
-    torch::manual_seed(options.seed + static_cast<std::uint64_t>(options.dist.rank));
-  }
+  if (distributed) events.add_common("rank", std::int64_t{options.dist.rank});
   std::vector<EventField> ready = {{"model", options.model},
                         {"params", (*model)->parameter_count()},
                         {"threads", std::int64_t{torch::get_num_threads()}},
