@@ -10,7 +10,7 @@ set -eu
 
 build="build-essential cmake ninja-build pkg-config git ca-certificates
   libboost1.81-dev libcurl4-openssl-dev libssl-dev libxml2-dev nlohmann-json3-dev libsqlite3-dev doctest-dev
-  libtorch-dev libopenblas0-openmp zlib1g-dev libturbojpeg0-dev libcctz-dev libyaml-cpp-dev nodejs npm"
+  libtorch-dev libgloo-dev libopenblas0-openmp zlib1g-dev libturbojpeg0-dev libcctz-dev libyaml-cpp-dev nodejs npm"
 runtime="dataset-fashion-mnist curl ca-certificates gzip procps sqlite3"
 libs="libtorch1.13 libopenblas0-openmp libsqlite3-0 libssl3 libcurl4 libxml2 zlib1g libturbojpeg0 libcctz2 tzdata"
 # Tests: the independent reference implementations and the real peers the tests talk to; Chromium for the

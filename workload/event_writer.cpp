@@ -32,8 +32,16 @@ std::string EventWriter::format(std::string_view event, double mono_s,
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+void EventWriter::add_common(std::string key, EventValue value) {
+  common_.emplace_back(std::move(key), std::move(value));
+}
+
 void EventWriter::emit(std::string_view event, const std::vector<EventField>& fields) {
-  const std::string line = format(event, boottime_seconds(), fields);
+  std::vector<EventField> all;
+  all.reserve(common_.size() + fields.size());
+  for (const auto& [key, value] : common_) all.emplace_back(key, value);
+  all.insert(all.end(), fields.begin(), fields.end());
+  const std::string line = format(event, boottime_seconds(), all);
   std::fwrite(line.data(), 1, line.size(), out_);
   std::fflush(out_);
 }

@@ -31,11 +31,16 @@ class EventWriter {
   static std::string format(std::string_view event, double mono_s,
                             const std::vector<EventField>& fields);
 
-  // Stamps the event with boottime_seconds() now, writes it and flushes.
+  // Stamps the event with boottime_seconds() now, writes it and flushes. Fields set with
+  // add_common come right after "mono_s", before `fields`.
   void emit(std::string_view event, const std::vector<EventField>& fields);
+
+  // Adds a field to every later event (a distributed run's "rank").
+  void add_common(std::string key, EventValue value);
 
  private:
   std::FILE* out_;
+  std::vector<std::pair<std::string, EventValue>> common_;
 };
 
 }  // namespace tsum::workload

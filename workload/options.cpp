@@ -61,6 +61,28 @@ Status assign(T& dst, Result<U> parsed) {
   return {};
 }
 
+template <class E>
+Result<E> parse_choice(std::string_view flag, const std::string& text, std::string_view a, E ea,
+                       std::string_view b, E eb) {
+  if (text == a) return ea;
+  if (text == b) return eb;
+  return make_error(Code::invalid_argument, std::string(flag) + ": expected " + std::string(a) +
+                                                " or " + std::string(b) + ", got '" + text + "'");
+}
+
+// HOST:PORT (the port 1..65535; HOST a name or an IPv4 address).
+Status parse_master(DistOptions& d, const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return make_error(Code::invalid_argument, "--master: expected HOST:PORT, got '" + text + "'");
+  }
+  auto port = parse_int("--master", text.substr(colon + 1), 1, 65535);
+  if (!port.ok()) return port.error();
+  d.master_host = text.substr(0, colon);
+  d.master_port = static_cast<std::uint16_t>(*port);
+  return {};
+}
+
 // Applies one flag's value to `o`.
 Status apply(Options& o, std::string_view flag, const std::string& value) {
   if (flag == "--model") return assign(o.model, parse_nonempty(flag, value));
@@ -82,6 +104,13 @@ Status apply(Options& o, std::string_view flag, const std::string& value) {
   if (flag == "--precision") return assign(o.placement.precision, parse_precision(value));
   if (flag == "--lr") return assign(o.lr, parse_double(flag, value, false));
   if (flag == "--decay") return assign(o.decay, parse_double(flag, value, true));
+  if (flag == "--world-size") return assign(o.dist.world_size, parse_int(flag, value, 1, 4096));
+  if (flag == "--rank") return assign(o.dist.rank, parse_int(flag, value, 0, 4095));
+  if (flag == "--master") return parse_master(o.dist, value);
+  if (flag == "--dist") {
+    return assign(o.dist.mode, parse_choice(flag, value, "ring", DistMode::ring, "ps", DistMode::ps));
+  }
+  if (flag == "--dist-timeout") return assign(o.dist.timeout_s, parse_double(flag, value, false));
   return make_error(Code::invalid_argument, "unknown flag " + std::string(flag));
 }
 
@@ -106,15 +135,6 @@ Result<std::vector<std::int64_t>> parse_int_list(std::string_view flag, const st
     if (comma == std::string::npos) return out;
     begin = comma + 1;
   }
-}
-
-template <class E>
-Result<E> parse_choice(std::string_view flag, const std::string& text, std::string_view a, E ea,
-                       std::string_view b, E eb) {
-  if (text == a) return ea;
-  if (text == b) return eb;
-  return make_error(Code::invalid_argument, std::string(flag) + ": expected " + std::string(a) +
-                                                " or " + std::string(b) + ", got '" + text + "'");
 }
 
 Status apply_infer(InferOptions& o, std::string_view flag, const std::string& value) {
@@ -175,6 +195,7 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
   auto on_switch = [&](const std::string& arg) {
     if (arg == "--help" || arg == "-h") return o.help = true;
     if (arg == "--augment") return o.augment = true;
+    if (arg == "--ps-async") return o.dist.ps_async = true;
     return false;
   };
   auto on_value = [&](const std::string& flag, const std::string& value) {
@@ -182,6 +203,36 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
   };
   if (auto st = walk_flags(args, 0, on_switch, on_value); !st.ok()) return st.error();
   return o;
+}
+
+Status check_dist_options(const Options& options, std::int64_t batch) {
+  const DistOptions& d = options.dist;
+  auto bad = [](const std::string& detail) { return make_error(Code::invalid_argument, detail); };
+  if (d.rank >= d.world_size) {
+    return bad("--rank " + std::to_string(d.rank) + " is outside the world of --world-size " +
+               std::to_string(d.world_size) + " (ranks 0.." + std::to_string(d.world_size - 1) + ")");
+  }
+  if (d.ps_async && d.mode != DistMode::ps) return bad("--ps-async needs --dist ps");
+  if (d.world_size == 1) {
+    if (d.ps_async) return bad("--ps-async needs --world-size 2 or more");
+    return {};
+  }
+  if (d.master_host.empty()) {
+    return bad("--world-size " + std::to_string(d.world_size) +
+               " needs --master HOST:PORT (rank 0 listens there, the others connect)");
+  }
+  const bool split_batch = !(d.mode == DistMode::ps && d.ps_async);
+  if (split_batch && batch % d.world_size != 0) {
+    return bad("--batch " + std::to_string(batch) + " is not divisible by --world-size " +
+               std::to_string(d.world_size) + " (each rank computes batch/world-size examples)");
+  }
+  if (!options.placement.device.is_cpu()) {
+    return bad("--world-size > 1 trains on the CPU only (c10d Gloo over TCP); drop --device");
+  }
+  if (options.placement.precision == Precision::fp16) {
+    return bad("--precision fp16 (loss scaling) is not supported with --world-size > 1");
+  }
+  return {};
 }
 
 bool is_gen_command(const std::vector<std::string>& args) {
@@ -254,6 +305,18 @@ std::string usage() {
          "  --seed N            seed for initialization, shuffling, dropout, synthetic data\n"
          "                      (default 1)\n"
          "  --help              print this text\n"
+         "data-parallel training (CPU, c10d Gloo over TCP; start one process per rank):\n"
+         "  --world-size N      ranks in the run (default 1: no distribution)\n"
+         "  --rank R            this process's rank, 0..N-1; rank 0 holds the store, reports\n"
+         "                      the run's learn_end, verifies and saves the checkpoint\n"
+         "  --master HOST:PORT  rank 0's TCPStore address (rank 0 listens on PORT)\n"
+         "  --dist ring|ps      ring: bucketed all-reduce of gradients overlapped with backward,\n"
+         "                      each rank batch/N examples; ps: rank 0 keeps the parameters and\n"
+         "                      applies updates, every rank computes batch/N (default ring)\n"
+         "  --ps-async          with ps: rank 0 only serves and applies each worker's gradient\n"
+         "                      as it comes (stale); workers 1..N-1 split each epoch, full batch\n"
+         "  --dist-timeout S    a rank silent (dead or hung) for S seconds ends every rank with\n"
+         "                      an error naming it (default 60)\n"
          "model defaults*:     data set   batch  optimizer  lr      decay\n"
          "  mnist_cnn           idx        128    adam       0.001   0\n"
          "  mnist_mlp           idx        128    rmsprop    0.001   0\n"
@@ -282,6 +345,7 @@ std::string usage() {
          "  --queue N           async queue capacity in batches (default 2 x loaders)\n"
          "  --classes, --image-size, --threads, --device, --precision, --seed as for training\n"
          "stdout carries one JSON event per line: ready, epoch, learn_end, verify, saved\n"
+         "  (with --world-size > 1 each carries \"rank\"; only rank 0 emits verify and saved)\n"
          "  (infer: ready, infer per batch size, infer_end).\n"
          "exit status: 0 ok, 2 bad usage or bad data, 1 other failure.\n";
 }

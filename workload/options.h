@@ -4,6 +4,8 @@
 //              [--test-limit N] [--batch N] [--lr X] [--optimizer NAME] [--decay X] [--augment]
 //              [--classes N] [--image-size N] [--threads N] [--device cpu|cuda[:N]]
 //              [--precision fp32|bf16|fp16] [--checkpoint PATH] [--seed 1] [--help]
+//              [--world-size N --rank R --master HOST:PORT [--dist ring|ps] [--ps-async]
+//               [--dist-timeout SECONDS]]
 //   tsum-train gen-cifar DIR [--n 1000] [--seed 1]
 //   tsum-train gen-tokens DIR [--n 1000] [--seed 1]
 //
@@ -22,6 +24,20 @@
 #include "workload/device.h"
 
 namespace tsum::workload {
+
+// Data-parallel training over c10d (distributed.h): `world_size` processes, one per rank, meet at
+// rank 0's TCPStore on `master`. world_size 1 is a plain single-process run.
+enum class DistMode { ring, ps };
+
+struct DistOptions {
+  int world_size = 1;
+  int rank = 0;
+  std::string master_host;  // --master HOST:PORT; rank 0 listens there
+  std::uint16_t master_port = 0;
+  DistMode mode = DistMode::ring;
+  bool ps_async = false;
+  double timeout_s = 60.0;  // a rank silent this long ends every rank
+};
 
 struct Options {
   std::string model = "mnist_cnn";
@@ -42,11 +58,18 @@ struct Options {
   std::string checkpoint = "model.pt";
   std::uint64_t seed = 1;
   bool help = false;
+  DistOptions dist;
 };
 
 // Parses argv[1..]. invalid_argument for an unknown flag, a missing value, or a bad value; the
 // detail names the flag.
 Result<Options> parse_options(const std::vector<std::string>& args);
+
+// Checks the distributed flags against each other and the plan's global batch: invalid_argument
+// (exit 2) for a rank outside [0, world size), a missing --master, --dist/--ps-async without
+// --world-size > 1, a batch not divisible by the world size (ring, ps sync), --ps-async without ps,
+// a non-CPU device or fp16 with more than one rank.
+Status check_dist_options(const Options& options, std::int64_t batch);
 
 // A data generator subcommand: gen-cifar, gen-tokens or gen-images.
 struct GenOptions {

@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "workload/cpus.h"
+#include "workload/data_parallel.h"
+#include "workload/distributed.h"
 #include "workload/model_registry.h"
 #include "workload/optimizer_registry.h"
 #include "workload/synthetic_data.h"
@@ -66,6 +68,9 @@ void set_threads(const Options& options) {
   torch::set_num_threads(threads);
 }
 
+Status verify_and_save(Trainer& trainer, const std::shared_ptr<Model>& model, const Splits& data,
+                       const Options& options, EventWriter& events);
+
 // Trains for the requested epochs, evaluates and saves, emitting the events after "ready".
 Status train_evaluate_save(Trainer& trainer, const std::shared_ptr<Model>& model,
                            const Splits& data, const Options& options, double load_seconds,
@@ -92,6 +97,12 @@ Status train_evaluate_save(Trainer& trainer, const std::shared_ptr<Model>& model
                             {"data_seconds", data_seconds},
                             {"data_fraction", data_seconds / learn_seconds}});
 
+  return verify_and_save(trainer, model, data, options, events);
+}
+
+// Evaluates on the test split and saves the checkpoint: "verify" and "saved".
+Status verify_and_save(Trainer& trainer, const std::shared_ptr<Model>& model, const Splits& data,
+                       const Options& options, EventWriter& events) {
   auto eval = trainer.evaluate(data.test);
   if (!eval.ok()) return eval.error();
   events.emit("verify", {{"test_accuracy", eval->accuracy},
@@ -106,6 +117,50 @@ Status train_evaluate_save(Trainer& trainer, const std::shared_ptr<Model>& model
   if (!bytes.ok()) return bytes.error();
   events.emit("saved", {{"path", path}, {"bytes", *bytes}});
   return {};
+}
+
+// A data-parallel run: joins the other ranks, trains this rank's part, and on rank 0 reports the
+// run's learn_end, verifies and saves. A failure of any rank ends this process (DistGroup::abort).
+Status train_distributed(Trainer& trainer, const std::shared_ptr<Model>& model, const Splits& data,
+                         const Options& options, std::int64_t batch, double load_seconds,
+                         EventWriter& events) {
+  auto group = DistGroup::join(options.dist);
+  if (!group.ok()) return group.error();
+  DistGroup& g = **group;
+  const DataParallelPlan plan{options.dist.mode, options.dist.ps_async, options.epochs, batch,
+                              options.seed};
+  auto stats = train_data_parallel(g, trainer, data.train, plan, events);
+  if (!stats.ok()) g.abort(stats.error());
+  const double learn = stats->learn_seconds;
+  const double data_seconds = load_seconds + stats->gather_seconds;
+  std::vector<EventField> fields = {
+      {"epochs", options.epochs},
+      {"seconds", learn},
+      {"images_per_s", static_cast<double>(stats->images) / learn},
+      {"data_seconds", data_seconds},
+      {"data_fraction", data_seconds / learn},
+      {"world_size", std::int64_t{g.size()}},
+      {"dist", std::string(options.dist.mode == DistMode::ring ? "ring"
+                           : options.dist.ps_async          ? "ps-async"
+                                                            : "ps")},
+      {"updates", stats->updates},
+      {"comm_seconds", stats->comm_seconds},
+      {"comm_fraction", stats->comm_seconds / learn},
+      {"comm_seconds_mean", stats->comm_seconds_all / g.size()},
+      {"bytes_sent", stats->bytes_sent},
+      {"bytes_sent_all", stats->bytes_sent_all}};
+  if (options.dist.ps_async && g.rank() == 0) {
+    fields.emplace_back("staleness_mean", stats->staleness_mean);
+    fields.emplace_back("staleness_max", stats->staleness_max);
+  }
+  events.emit("learn_end", fields);
+  if (g.rank() != 0) {
+    g.finish();
+    return {};
+  }
+  auto st = verify_and_save(trainer, model, data, options, events);
+  g.finish();
+  return st;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -163,6 +218,8 @@ Status run_training(const Options& options, EventWriter& events) {
   torch::manual_seed(options.seed);
   auto plan = plan_training(options);
   if (!plan.ok()) return plan.error();
+  if (auto st = check_dist_options(options, plan->batch); !st.ok()) return st;
+  const bool distributed = options.dist.world_size > 1;
 
   ModelConfig config{options.classes, options.image_size, 0};
   Result<Splits> data = make_error(Code::internal, "no data");
@@ -175,6 +232,11 @@ Status run_training(const Options& options, EventWriter& events) {
     if (!data.ok()) return data.error();
     config.vocab = std::max(data->train.vocab, data->test.vocab);
   }
+  // A data-parallel rank seeds its own stream before building the model: the model's own dropout
+  // generator (fast_dropout.h) is seeded from it, so ranks draw different masks; the initial
+  // parameters are rank 0's on every rank anyway (broadcast), and the shared order has its own
+  // generator (data_parallel.h).
+  if (distributed) torch::manual_seed(options.seed + static_cast<std::uint64_t>(options.dist.rank));
   auto model = make_model(options.model, config);
   if (!model.ok()) return model.error();
   const InputShape shape = (*model)->input_shape();
@@ -195,7 +257,8 @@ Status run_training(const Options& options, EventWriter& events) {
   auto optimizer = make_optimizer(plan->optimizer, (*model)->parameters(), plan->lr);
   if (!optimizer.ok()) return optimizer.error();
 
-  events.emit("ready", {{"model", options.model},
+  if (distributed) events.add_common("rank", std::int64_t{options.dist.rank});
+  std::vector<EventField> ready = {{"model", options.model},
                         {"params", (*model)->parameter_count()},
                         {"threads", std::int64_t{torch::get_num_threads()}},
                         {"train_images", data->train.size()},
@@ -207,7 +270,16 @@ Status run_training(const Options& options, EventWriter& events) {
                         {"dataset", std::string(data_kind_name(plan->dataset))},
                         {"optimizer", plan->optimizer},
                         {"batch", plan->batch},
-                        {"lr", plan->lr}});
+                        {"lr", plan->lr}};
+  if (distributed) ready.emplace_back("world_size", std::int64_t{options.dist.world_size});
+  events.emit("ready", ready);
+  if (distributed) {
+    // Each rank's forward passes see batch/N examples (ps async: the whole batch); evaluation
+    // runs in batches of the global batch.
+    Trainer trainer(*model, std::move(*optimizer),
+                    {plan->batch, plan->decay, options.augment, options.placement});
+    return train_distributed(trainer, *model, *data, options, plan->batch, load_seconds, events);
+  }
   Trainer trainer(*model, std::move(*optimizer),
                   {plan->batch, plan->decay, options.augment, options.placement});
   return train_evaluate_save(trainer, *model, *data, options, load_seconds, events);

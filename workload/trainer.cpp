@@ -61,6 +61,33 @@ Result<double> Trainer::train_step(const torch::Tensor& x, const torch::Tensor& 
   }
 }
 
+Result<Trainer::BatchSums> Trainer::backward(const torch::Tensor& x, const torch::Tensor& y,
+                                             double scale) {
+  try {
+    model_->train();
+    for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+    const torch::Tensor logits = forward(options_.augment ? augment_(x) : x);
+    const torch::Tensor loss = loss_of(loss_kind_, logits, y, at::Reduction::Mean);
+    (loss * scale).backward();
+    torch::NoGradGuard no_grad;
+    const double mean = loss.item<double>();
+    return BatchSums{mean * static_cast<double>(x.size(0)), correct_of(loss_kind_, logits, y)};
+  } catch (const std::exception& e) {
+    return make_error(Code::internal, std::string("training step failed: ") + e.what());
+  }
+}
+
+Status Trainer::apply_gradients() {
+  try {
+    if (options_.decay > 0.0) apply_decay();
+    optimizer_->step();
+    ++steps_;
+  } catch (const std::exception& e) {
+    return make_error(Code::internal, std::string("optimizer step failed: ") + e.what());
+  }
+  return {};
+}
+
 void Trainer::apply_decay() {
   const double factor = 1.0 / (1.0 + options_.decay * static_cast<double>(steps_));
   auto& groups = optimizer_->param_groups();

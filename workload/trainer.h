@@ -64,6 +64,26 @@ class Trainer {
   // libtorch failure (a shape mismatch, say).
   Result<double> train_step(const torch::Tensor& x, const torch::Tensor& y);
 
+  // The pieces of a step, for data-parallel training (data_parallel.h), which exchanges gradients
+  // or parameters between them. A batch's sums: its loss summed over examples and its examples
+  // classified right.
+  struct BatchSums {
+    double loss_sum = 0.0;
+    std::int64_t correct = 0;
+  };
+
+  // Forward and backward in training mode (augmented like train_step): leaves in each parameter's
+  // grad the gradient of `scale` x the batch's mean loss. No optimizer step. fp32 and bf16 only
+  // (fp16's loss scaling is per process). internal on a libtorch failure.
+  Result<BatchSums> backward(const torch::Tensor& x, const torch::Tensor& y, double scale);
+
+  // One optimizer step with the gradients now in the parameters, decayed like train_epoch's steps.
+  // internal on a libtorch failure.
+  Status apply_gradients();
+
+  // The model's parameters, in model order.
+  const std::vector<torch::Tensor>& parameters() const { return params_; }
+
   // Loss and accuracy in eval mode under inference mode (no autograd), in batches of the training
   // batch size: oneDNN's primitives for that shape are already built, and small batches keep the
   // activations cache-sized (batches of 1000 measured 2x slower).
