@@ -114,7 +114,9 @@ Task<Result<InstanceHandle>> SlurmProvider::create(const Offer& offer, const Lau
 Task<std::string> SlurmProvider::ended_detail(const JobInfo& j) {
   std::string d = "slurm job " + j.id + " " + j.state;
   if (!j.node_list.empty()) d += " on " + j.node_list;
-  if (j.state != "CANCELLED" || j.exit_status != 0) d += ", exit status " + std::to_string(j.exit_status);
+  // A batch script that was cut off (node failure, cancel) reported no status of its own: 0 would mislead.
+  if ((j.state != "CANCELLED" && j.state != "NODE_FAIL") || j.exit_status != 0)
+    d += ", exit status " + std::to_string(j.exit_status);
   if (j.exit_signal != 0) d += ", signal " + std::to_string(j.exit_signal);
   if (!j.reason.empty() && j.reason != "None") d += ", reason " + j.reason;
   if (j.state != "COMPLETED" && j.state != "CANCELLED") {

@@ -45,7 +45,11 @@ struct SlurmLab {
   }
 
   // The job's state as squeue shows it ("" when it is not in the queue).
-  std::string squeue(const std::string& id) { return cluster->ctl("squeue -h -j " + id + " -o %T 2>/dev/null"); }
+  std::string squeue(const std::string& id) {
+    std::string out = cluster->ctl("squeue -h -j " + id + " -o %T 2>/dev/null");
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
 };
 
 // An agent that writes "<TSUM_NODE> <TSUM_NODES> <hostname> <TSUM_X>" to /var/tmp/proof-<run> on its node,
@@ -157,7 +161,7 @@ TEST_CASE("slurm: a single-node job runs the agent on a compute node with TSUM_N
   REQUIRE(proof.ok());
   CHECK(*proof == "0 1 " + running.address + " it's $x\n");
   // The task removed its directory on the node (it held the agent).
-  CHECK(SlurmCluster::in_guest(node, "ls -d /tmp/tsum-* 2>/dev/null") == "");
+  CHECK(SlurmCluster::in_guest(node, "ls -d /tmp/tsum-*-* 2>/dev/null") == "");
   REQUIRE(run_sync(p.terminate(*h)).ok());
   CHECK(lab.squeue(h->id) == "");
 
