@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "providers/provider.h"
+#include "providers/slurm/slurm_api.h"
 #include "providers/slurm/slurm_options.h"
 #include "providers/slurm/slurm_text.h"
 #include "providers/ssh/ssh_command.h"
@@ -16,34 +17,24 @@
 
 namespace tsum::providers::slurm {
 
-struct SubmitRequest {
-  std::string name;        // --job-name
-  std::string comment;     // --comment: the idempotency token
-  std::string partition;
-  int nodes = 1;
-  std::string agent_script;
-  std::map<std::string, std::string> env;  // the agent's environment (holds the run token)
-  std::string work;        // the directory on the login node for the submission's files (removed after)
-};
-
-class SlurmCli {
+class SlurmCli final : public SlurmApi {
  public:
   explicit SlurmCli(const SlurmOptions& opts);
 
-  Task<Result<std::vector<PartitionInfo>>> partitions();
+  Task<Result<std::vector<PartitionInfo>>> partitions() override;
   // Copies the agent, its environment (mode 0600) and the batch script to req.work, runs sbatch there (the
   // job gets the environment, the agent inline as TSUM_AGENT_B64) and removes req.work. The job id.
-  Task<Result<std::string>> submit(const SubmitRequest& req);
+  Task<Result<std::string>> submit(const SubmitRequest& req) override;
   // nullopt when the controller no longer knows the job (it left the queue more than MinJobAge ago).
-  Task<Result<std::optional<JobInfo>>> job(const std::string& id);
+  Task<Result<std::optional<JobInfo>>> job(const std::string& id) override;
   // The jobs in the queue (pending, running, completing), every user's.
-  Task<Result<std::vector<JobInfo>>> jobs();
+  Task<Result<std::vector<JobInfo>>> jobs() override;
   // scancel; a job that is unknown or ended already is no error.
-  Task<Status> cancel(const std::string& id);
+  Task<Status> cancel(const std::string& id) override;
   // "c1 down* (Not responding)" for each node of `node_list` that is down, drained or not responding.
-  Task<Result<std::vector<std::string>>> bad_nodes(const std::string& node_list);
+  Task<Result<std::vector<std::string>>> bad_nodes(const std::string& node_list) override;
 
-  std::string where() const;  // "slurm login node ADDRESS:PORT"
+  std::string where() const override;  // "slurm login node ADDRESS:PORT"
 
  private:
   Task<Result<ssh::CommandResult>> run(const std::string& script);

@@ -27,6 +27,12 @@ struct SlurmOptions {
   std::map<std::string, SlurmPartitionPrice> partitions;  // by partition name; sinfo's others are listed unpriced
   std::vector<std::string> sbatch_args;  // added to every sbatch, e.g. "--account=ml", "--time=04:00:00"
   bool docker = false;     // the compute nodes have a Docker engine the job's user may use
+  // slurmrestd (REST API v0.0.38) instead of the command line tools, where set: its base URL, the user jobs
+  // run as (X-SLURM-USER-NAME) and a JWT of that user (X-SLURM-USER-TOKEN, e.g. from `scontrol token`).
+  // The login node is then not used.
+  std::string rest_url;
+  std::string rest_user;
+  std::string rest_token;
   std::string known_hosts; // empty: <state_dir>/slurm/known_hosts
   std::chrono::seconds connect_timeout{10};  // ssh ConnectTimeout to the login node
   std::chrono::seconds command_timeout{60};  // each sinfo, squeue, scontrol, sbatch, scancel (over ssh)

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "providers/slurm/slurm_rest.h"
+
 namespace tsum::providers {
 
 namespace fs = std::filesystem;
@@ -33,7 +35,10 @@ double unix_now() {
 
 }  // namespace
 
-SlurmProvider::SlurmProvider(SlurmOptions opts) : opts_(std::move(opts)), cli_(opts_) {}
+SlurmProvider::SlurmProvider(SlurmOptions opts) : opts_(std::move(opts)) {
+  if (opts_.rest_url.empty()) cli_ = std::make_unique<slurm::SlurmCli>(opts_);
+  else cli_ = std::make_unique<slurm::SlurmRest>(opts_);
+}
 
 std::string SlurmProvider::job_name(std::string_view tag, std::string_view run_id) {
   return "tsum-" + std::string(tag) + "-" + std::string(run_id);
@@ -51,7 +56,7 @@ std::string SlurmProvider::record_path(const std::string& token) const {
 }
 
 Task<Result<std::vector<Offer>>> SlurmProvider::offers(const Requirements& req) {
-  auto parts = co_await cli_.partitions();
+  auto parts = co_await cli_->partitions();
   if (!parts) co_return parts.error();
   std::vector<Offer> out;
   const std::string cluster = opts_.login.name.empty() ? opts_.login.address : opts_.login.name;
@@ -92,7 +97,7 @@ Task<Result<InstanceHandle>> SlurmProvider::create(const Offer& offer, const Lau
   InstanceHandle h{"slurm", "",
                    {{"name", name}, {"partition", offer.instance_type}, {"nodes", spec.nodes},
                     {"submitted_at", unix_now()}}};
-  auto queued = co_await cli_.jobs();  // submitted before a crash, before the record was written?
+  auto queued = co_await cli_->jobs();  // submitted before a crash, before the record was written?
   if (!queued) co_return queued.error();
   for (const auto& j : *queued)
     if (j.name == name && j.comment == spec.idempotency_token) h.id = j.id;
@@ -100,7 +105,7 @@ Task<Result<InstanceHandle>> SlurmProvider::create(const Offer& offer, const Lau
     slurm::SubmitRequest req{.name = name, .comment = spec.idempotency_token, .partition = offer.instance_type,
                              .nodes = spec.nodes, .agent_script = spec.agent_script, .env = spec.env,
                              .work = opts_.work_dir + "/" + name + "-" + slug(spec.idempotency_token).substr(0, 16)};
-    auto id = co_await cli_.submit(req);
+    auto id = co_await cli_->submit(req);
     if (!id) co_return id.error();
     h.id = *id;
   }
@@ -120,7 +125,7 @@ Task<std::string> SlurmProvider::ended_detail(const JobInfo& j) {
   if (j.exit_signal != 0) d += ", signal " + std::to_string(j.exit_signal);
   if (!j.reason.empty() && j.reason != "None") d += ", reason " + j.reason;
   if (j.state != "COMPLETED" && j.state != "CANCELLED") {
-    auto bad = co_await cli_.bad_nodes(j.node_list);
+    auto bad = co_await cli_->bad_nodes(j.node_list);
     if (bad && !bad->empty()) {
       d += "; node";
       for (size_t i = 0; i < bad->size(); ++i) d += (i ? ", " : " ") + (*bad)[i];
@@ -130,7 +135,7 @@ Task<std::string> SlurmProvider::ended_detail(const JobInfo& j) {
 }
 
 Task<Result<InstanceStatus>> SlurmProvider::describe(const InstanceHandle& h) {
-  auto found = co_await cli_.job(h.id);
+  auto found = co_await cli_->job(h.id);
   if (!found) co_return found.error();
   const std::string name = h.data.value("name", "");
   if (!*found || (!name.empty() && (*found)->name != name))
@@ -154,12 +159,12 @@ Task<Result<InstanceStatus>> SlurmProvider::describe(const InstanceHandle& h) {
 }
 
 Task<Status> SlurmProvider::terminate(const InstanceHandle& h) {
-  if (auto s = co_await cli_.cancel(h.id); !s) co_return s;
+  if (auto s = co_await cli_->cancel(h.id); !s) co_return s;
   const auto deadline = std::chrono::steady_clock::now() + opts_.cancel_timeout;
   const std::string name = h.data.value("name", "");
   std::string last;
   for (;;) {
-    auto found = co_await cli_.job(h.id);
+    auto found = co_await cli_->job(h.id);
     if (found) {
       bool left = !*found || (!name.empty() && (*found)->name != name) ||
                   (slurm::ended((*found)->state) && (*found)->state != "COMPLETING");
@@ -183,7 +188,7 @@ Task<Status> SlurmProvider::terminate(const InstanceHandle& h) {
 }
 
 Task<Result<std::vector<InstanceHandle>>> SlurmProvider::list_tagged(std::string_view tag) {
-  auto queued = co_await cli_.jobs();
+  auto queued = co_await cli_->jobs();
   if (!queued) co_return queued.error();
   const std::string prefix = "tsum-" + std::string(tag) + "-";
   std::vector<InstanceHandle> out;

@@ -25,6 +25,7 @@
 //   list_tagged: squeue's jobs named tsum-<tag>-*.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "providers/provider.h"
@@ -56,7 +57,7 @@ class SlurmProvider final : public Provider {
   Task<std::string> ended_detail(const slurm::JobInfo& j);
 
   SlurmOptions opts_;
-  slurm::SlurmCli cli_;
+  std::unique_ptr<slurm::SlurmApi> cli_;  // the REST API where slurmrestd is configured, else the CLI
 };
 
 }  // namespace tsum::providers

@@ -44,6 +44,7 @@ struct SlurmClusterOptions {
   int computes = 2;
   int slurmd_timeout_s = 6;   // a dead node is DOWN (not responding) after about this long
   std::string authorized_key; // public key file root may log in to ctl with
+  bool rest = false;          // also slurmrestd on ctl:6820 (JWT auth: AuthAltTypes=auth/jwt), run as nobody
 };
 
 class SlurmCluster {
@@ -74,8 +75,16 @@ class SlurmCluster {
                              "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
                              "Subsystem sftp /usr/lib/openssh/sftp-server\nPidFile none\nLogLevel ERROR\n")
                 .ok());
+    if (o_.rest) {
+      std::string jwt(32, '\0');
+      for (auto& ch : jwt) ch = static_cast<char>(rd());
+      REQUIRE(ctl_->write_file("/var/spool/slurmctld/jwt_hs256.key", jwt, 0600).ok());
+    }
+    const std::string rest = o_.rest ? "(SLURM_JWT=daemon runuser -u nobody -- /usr/sbin/slurmrestd -a rest_auth/jwt -s v0.0.38 "
+                                       "0.0.0.0:6820 > /var/log/slurm/slurmrestd.log 2>&1 &) && "
+                                     : "";
     auto started = ctl_->start({"/bin/sh", "-c",
-                                munge + "/usr/sbin/slurmctld && rm -f /etc/ssh/ssh_host_* && "
+                                munge + "/usr/sbin/slurmctld && " + rest + "rm -f /etc/ssh/ssh_host_* && "
                                 "ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key && "
                                 "mkdir -p -m 0755 /run/sshd && exec /usr/sbin/sshd -D -e"});
     REQUIRE_MESSAGE(started.ok(), started.error().detail);
@@ -95,6 +104,8 @@ class SlurmCluster {
     }, std::chrono::seconds(60));
     if (!idle) FAIL("the Slurm cluster did not come up within 60 s; sinfo: " << last << "\n" << logs());
     REQUIRE(wait_until([&] { return tcp_connect(ctl_->address(), 22); }, std::chrono::seconds(20)));
+    if (o_.rest && !wait_until([&] { return tcp_connect(ctl_->address(), 6820); }, std::chrono::seconds(20)))
+      FAIL("slurmrestd does not listen on ctl:6820: " << ctl("cat /var/log/slurm/slurmrestd.log"));
     start_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   SlurmCluster(const SlurmCluster&) = delete;
@@ -108,6 +119,14 @@ class SlurmCluster {
 
   // Runs `sh -c command` on ctl (in all its namespaces, nsenter) and returns its output (stdout and stderr).
   std::string ctl(const std::string& command) const { return in_guest(*ctl_, command); }
+  // A JWT for `user` from `scontrol token` on ctl (for slurmrestd's X-SLURM-USER-TOKEN); "" on failure.
+  std::string token(const std::string& user = "root") const {
+    std::string out = ctl("scontrol token username=" + user + " lifespan=3600");
+    auto at = out.find("SLURM_JWT=");
+    if (at == std::string::npos) return "";
+    out = out.substr(at + 10);
+    return out.substr(0, out.find_first_of("\r\n"));
+  }
   // Kills a compute node: its slurmd, every job step on it and the machine itself.
   void kill_compute(int i) { computes_.at(static_cast<size_t>(i))->halt(); }
 
@@ -177,6 +196,7 @@ class SlurmCluster {
         std::to_string(o_.slurmd_timeout_s) + "\nInactiveLimit=0\nMinJobAge=300\nKillWait=5\nWaittime=0\n"
         "MessageTimeout=5\nSlurmctldLogFile=/var/log/slurm/slurmctld.log\nSlurmdLogFile=/var/log/slurm/slurmd.log\n"
         "SlurmctldDebug=info\nSlurmdDebug=info\n";
+    if (o_.rest) conf += "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key=/var/spool/slurmctld/jwt_hs256.key\n";
     for (const auto& c : computes_) {
       conf += "NodeName=" + c->name() + " NodeAddr=" + c->address() + " CPUs=2 RealMemory=2000 State=UNKNOWN\n";
       nodes += (nodes.empty() ? "" : ",") + c->name();

@@ -28,10 +28,10 @@ struct SlurmLab {
   std::unique_ptr<SlurmCluster> cluster;
   SlurmOptions options;
 
-  explicit SlurmLab(int computes = 2) {
+  explicit SlurmLab(int computes = 2, bool rest = false) {
     if (geteuid() != 0) FAIL("the Slurm provider test needs root (guest machines); run it as root");
     REQUIRE(std::system(("ssh-keygen -q -t ed25519 -N '' -C tsum-test -f " + key).c_str()) == 0);
-    cluster = std::make_unique<SlurmCluster>(net, SlurmClusterOptions{.computes = computes, .authorized_key = key + ".pub"});
+    cluster = std::make_unique<SlurmCluster>(net, SlurmClusterOptions{.computes = computes, .authorized_key = key + ".pub", .rest = rest});
     MESSAGE("Slurm cluster of " << computes << " compute nodes up in " << cluster->start_seconds() << " s");
     options.state_dir = dir.file("state");
     options.login.name = "ctl";
@@ -264,4 +264,64 @@ TEST_CASE("slurm: a compute node killed mid-run fails the job naming the node; n
   REQUIRE(run_sync(p.terminate(*h)).ok());
   CHECK(lab.squeue(h->id) == "");
   CHECK(run_sync(p.list_tagged(kTag))->empty());
+}
+
+TEST_CASE("slurm: the REST path (slurmrestd v0.0.38, JWT): offers, a 2-node job, a failing one, a pending one cancelled") {
+  SlurmLab lab(2, true);
+  SlurmOptions o = lab.options;
+  o.rest_url = "http://" + lab.cluster->login_address() + ":6820";
+  o.rest_user = "root";
+  o.rest_token = lab.cluster->token();
+  REQUIRE_FALSE(o.rest_token.empty());
+  o.login.address = "192.0.2.1";  // the login node is not used on this path
+  SlurmProvider p(o);
+  auto offers = run_sync(p.offers({.instance_type = "batch"}));
+  REQUIRE_MESSAGE(offers.ok(), offers.error().detail);
+  REQUIRE(offers->size() == 1);
+  CHECK((*offers)[0].vcpus == 2);
+  CHECK((*offers)[0].memory_gib == doctest::Approx(2000 / 1024.0));
+  CHECK((*offers)[0].hourly_price == 0.4);
+  CHECK((*offers)[0].note.find("2 nodes") != std::string::npos);
+
+  auto h = run_sync(p.create(partition("batch"), spec("51", 2, 2)));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  CHECK(run_sync(p.list_tagged(kTag))->size() == 1);
+  auto done = describe_until(p, *h, has_ended, std::chrono::seconds(60));
+  INFO(done.detail << "\n" << lab.cluster->logs());
+  REQUIRE(done.state == InstanceState::exited);
+  CHECK(done.detail.find("COMPLETED on c[1-2]") != std::string::npos);
+  REQUIRE(done.queue_wait_s.has_value());
+  std::set<std::string> proofs;
+  for (int i = 0; i < 2; ++i) {
+    auto proof = lab.cluster->compute(i).read_file("/var/tmp/proof-51");
+    REQUIRE(proof.ok());
+    proofs.insert(*proof);
+  }
+  CHECK(proofs == std::set<std::string>{"0 2 c1 it's $x\n", "1 2 c2 it's $x\n"});
+  REQUIRE(run_sync(p.terminate(*h)).ok());
+
+  auto bad = run_sync(p.create(partition("batch"), spec("52", 1, 0, 3)));
+  REQUIRE_MESSAGE(bad.ok(), bad.error().detail);
+  auto failed = describe_until(p, *bad, has_ended, std::chrono::seconds(60));
+  INFO(failed.detail);
+  CHECK(failed.detail.find("FAILED") != std::string::npos);
+  CHECK(failed.detail.find("exit status 3") != std::string::npos);
+  REQUIRE(run_sync(p.terminate(*bad)).ok());
+
+  auto held = run_sync(p.create(partition("held"), spec("53")));
+  REQUIRE_MESSAGE(held.ok(), held.error().detail);
+  auto st = describe_until(p, *held, [](const auto& s) { return s.detail.find("PartitionDown") != std::string::npos; },
+                           std::chrono::seconds(20));
+  CHECK(st.state == InstanceState::pending);
+  CHECK(st.detail == "queued: PartitionDown");
+  REQUIRE(run_sync(p.terminate(*held)).ok());
+  CHECK(lab.squeue(held->id) == "");
+  CHECK(run_sync(p.list_tagged(kTag))->empty());
+  CHECK(run_sync(p.terminate(*held)).ok());
+
+  o.rest_token = "not-a-token";
+  SlurmProvider refused(o);
+  auto denied = run_sync(refused.offers({}));
+  REQUIRE_FALSE(denied.ok());
+  CHECK(denied.error().detail.find("slurmrestd") != std::string::npos);
 }
