@@ -103,8 +103,8 @@ class SlurmCluster {
       return n == o_.computes;
     }, std::chrono::seconds(60));
     if (!idle) FAIL("the Slurm cluster did not come up within 60 s; sinfo: " << last << "\n" << logs());
-    REQUIRE(wait_until([&] { return tcp_connect(ctl_->address(), 22); }, std::chrono::seconds(20)));
-    if (o_.rest && !wait_until([&] { return tcp_connect(ctl_->address(), 6820); }, std::chrono::seconds(20)))
+    REQUIRE(wait_until([&] { return tcp_connects(ctl_->address(), 22); }, std::chrono::seconds(20)));
+    if (o_.rest && !wait_until([&] { return tcp_connects(ctl_->address(), 6820); }, std::chrono::seconds(20)))
       FAIL("slurmrestd does not listen on ctl:6820: " << ctl("cat /var/log/slurm/slurmrestd.log"));
     start_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -158,17 +158,6 @@ class SlurmCluster {
   static std::string tail(const Result<std::string>& text) { return text ? tail(*text) : "(none)\n"; }
   static std::string tail(const std::string& text) {
     return text.size() > 3000 ? text.substr(text.size() - 3000) : text;
-  }
-
-  static bool tcp_connect(const std::string& address, int port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET, address.c_str(), &a.sin_addr);
-    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    close(fd);
-    return ok;
   }
 
   // Polls f every 200 ms until it holds or `limit` has passed.

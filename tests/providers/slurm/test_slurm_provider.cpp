@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "providers/slurm/slurm_provider.h"
 #include "support/run_sync.h"
@@ -28,7 +29,9 @@ struct SlurmLab {
   std::unique_ptr<SlurmCluster> cluster;
   SlurmOptions options;
 
-  explicit SlurmLab(int computes = 2, bool rest = false) {
+  int computes;
+
+  explicit SlurmLab(int computes = 2, bool rest = false) : computes(computes) {
     if (geteuid() != 0) FAIL("the Slurm provider test needs root (guest machines); run it as root");
     REQUIRE(std::system(("ssh-keygen -q -t ed25519 -N '' -C tsum-test -f " + key).c_str()) == 0);
     cluster = std::make_unique<SlurmCluster>(net, SlurmClusterOptions{.computes = computes, .authorized_key = key + ".pub", .rest = rest});
@@ -42,6 +45,14 @@ struct SlurmLab {
     options.partitions["batch"] = {.hourly_price = 0.4, .billing_rule = "step:1,min:900", .currency = "EUR"};
     options.connect_timeout = std::chrono::seconds(5);
     options.cancel_timeout = std::chrono::seconds(60);
+  }
+
+  // What the agents of run `run` wrote on the compute nodes (spec() below), one entry per node that has one.
+  std::set<std::string> proofs(const std::string& run) {
+    std::set<std::string> out;
+    for (int i = 0; i < computes; ++i)
+      if (auto proof = cluster->compute(i).read_file("/var/tmp/proof-" + run); proof.ok()) out.insert(*proof);
+    return out;
   }
 
   // The job's state as squeue shows it ("" when it is not in the queue).
@@ -197,13 +208,7 @@ TEST_CASE("slurm: a 2-node job runs one agent per node with TSUM_NODE 0 and 1; a
   INFO(done.detail << "\n" << lab.cluster->logs());
   REQUIRE(done.state == InstanceState::exited);
   CHECK(done.detail.find("COMPLETED") != std::string::npos);
-  std::set<std::string> proofs;
-  for (int i = 0; i < 2; ++i) {
-    auto proof = lab.cluster->compute(i).read_file("/var/tmp/proof-21");
-    REQUIRE(proof.ok());
-    proofs.insert(*proof);
-  }
-  CHECK(proofs == std::set<std::string>{"0 2 c1 it's $x\n", "1 2 c2 it's $x\n"});
+  CHECK(lab.proofs("21") == std::set<std::string>{"0 2 c1 it's $x\n", "1 2 c2 it's $x\n"});
   REQUIRE(run_sync(p.terminate(*h)).ok());
 
   auto second = describe_until(p, *next, has_ended, std::chrono::seconds(60));
@@ -291,13 +296,7 @@ TEST_CASE("slurm: the REST path (slurmrestd v0.0.38, JWT): offers, a 2-node job,
   REQUIRE(done.state == InstanceState::exited);
   CHECK(done.detail.find("COMPLETED on c[1-2]") != std::string::npos);
   REQUIRE(done.queue_wait_s.has_value());
-  std::set<std::string> proofs;
-  for (int i = 0; i < 2; ++i) {
-    auto proof = lab.cluster->compute(i).read_file("/var/tmp/proof-51");
-    REQUIRE(proof.ok());
-    proofs.insert(*proof);
-  }
-  CHECK(proofs == std::set<std::string>{"0 2 c1 it's $x\n", "1 2 c2 it's $x\n"});
+  CHECK(lab.proofs("51") == std::set<std::string>{"0 2 c1 it's $x\n", "1 2 c2 it's $x\n"});
   REQUIRE(run_sync(p.terminate(*h)).ok());
 
   auto bad = run_sync(p.create(partition("batch"), spec("52", 1, 0, 3)));
