@@ -134,7 +134,12 @@ Task<std::string> SlurmProvider::ended_detail(const JobInfo& j) {
   co_return d;
 }
 
+std::string SlurmProvider::left_marker(const std::string& id) const { return opts_.state_dir + "/slurm/left/" + slug(id); }
+
 Task<Result<InstanceStatus>> SlurmProvider::describe(const InstanceHandle& h) {
+  std::error_code ec;
+  if (fs::exists(left_marker(h.id), ec))  // terminate saw it leave the queue: its nodes are released
+    co_return InstanceStatus{InstanceState::gone, "slurm job " + h.id + " ended and left the queue", ""};
   auto found = co_await cli_->job(h.id);
   if (!found) co_return found.error();
   const std::string name = h.data.value("name", "");
@@ -179,6 +184,8 @@ Task<Status> SlurmProvider::terminate(const InstanceHandle& h) {
     co_await sleep_for(std::chrono::milliseconds(500));
   }
   std::error_code ec;
+  fs::create_directories(opts_.state_dir + "/slurm/left", ec);
+  std::ofstream(left_marker(h.id)) << name << "\n";
   for (const auto& e : fs::directory_iterator(opts_.state_dir + "/slurm/jobs", ec)) {
     std::ifstream in(e.path());
     auto j = nlohmann::json::parse(in, nullptr, false);

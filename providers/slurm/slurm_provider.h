@@ -21,7 +21,8 @@
 //              the controller forgot it. queue_wait_s = StartTime - SubmitTime on the controller's clock, once
 //              the job has started.
 //   terminate: scancel, then scontrol until the job has left the queue (cancel_timeout). Gone already is
-//              success.
+//              success. From then on describe says gone (a marker under <state_dir>/slurm/left): the
+//              controller remembers an ended job for MinJobAge, but its nodes are free.
 //   list_tagged: squeue's jobs named tsum-<tag>-*.
 #pragma once
 
@@ -54,6 +55,7 @@ class SlurmProvider final : public Provider {
 
  private:
   std::string record_path(const std::string& token) const;
+  std::string left_marker(const std::string& job_id) const;  // written once terminate saw the job leave the queue
   Task<std::string> ended_detail(const slurm::JobInfo& j);
 
   SlurmOptions opts_;

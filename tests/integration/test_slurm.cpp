@@ -31,7 +31,9 @@ TEST_CASE("slurm: a single-node run through tsumd reaches all 8 phases on a comp
   const std::string admin = d.admin_token();
   d.start({"--public-url", "http://" + net.listen_address() + ":{port}", "--insecure-agents"});
   int slurm_offers = 0;
-  for (const auto& o : d.call("GET", "/v1/offers", admin).json()["offers"])
+  const json offers = d.call("GET", "/v1/offers", admin).json();
+  INFO(offers.dump());
+  for (const auto& o : offers["offers"])
     if (o["provider"] == "slurm") {
       ++slurm_offers;
       if (o["instance_type"] == "batch") CHECK(o["hourly_price"] == 0.4);
