@@ -24,6 +24,7 @@
 #include "providers/byo/byo_provider.h"
 #include "daemon/startup_deadline.h"
 #include "providers/local/local_provider.h"
+#include "providers/slurm/slurm_provider.h"
 #include "providers/ssh/ssh_provider.h"
 #include "providers/trace/trace_provider.h"
 #include "sql/migrations.h"
@@ -71,6 +72,10 @@ Status add_configured_providers(daemon::DaemonConfig& config, const std::string&
     config.ssh->state_dir = state_dir;
     if (auto s = daemon::materialize_env_keys(config); !s) return s;
     all.push_back(std::make_unique<providers::SshProvider>(*config.ssh));
+  }
+  if (config.slurm) {
+    config.slurm->state_dir = state_dir;
+    all.push_back(std::make_unique<providers::SlurmProvider>(*config.slurm));
   }
   for (auto& p : all) {
     if (metrics) registry.add(std::make_unique<daemon::MeteredProvider>(std::move(p), *metrics));

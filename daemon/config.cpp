@@ -15,6 +15,7 @@
 
 #include "billing/billing_rule.h"
 #include "daemon/config_fields.h"
+#include "daemon/slurm_config.h"
 
 namespace tsum::daemon {
 
@@ -93,6 +94,7 @@ Status parse_byo(const json& j, DaemonConfig* out) {
 std::map<std::string, std::chrono::seconds> DaemonConfig::startup_deadlines() const {
   auto out = clouds.startup_deadlines();
   if (ssh) out["ssh"] = ssh_startup_deadline;
+  if (slurm) out["slurm"] = slurm_startup_deadline;
   return out;
 }
 
@@ -116,10 +118,15 @@ Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir)
       Status s;
       if (k == "ssh") s = parse_ssh(v, dir, &out);
       else if (k == "byo") s = parse_byo(v, &out);
+      else if (k == "slurm") {
+        providers::SlurmOptions o;
+        s = parse_slurm_section(v, dir, &o, &out.slurm_startup_deadline, &out.slurm_token);
+        if (s) out.slurm = std::move(o);
+      }
       else if (std::find(std::begin(kCloudNames), std::end(kCloudNames), k) != std::end(kCloudNames))
         s = parse_cloud_section(k, v, dir, &out.clouds);
       else
-        return Fields::bad("providers." + k, "unknown provider (known: ssh, byo, aws, gce, azure, hetzner, yandex)");
+        return Fields::bad("providers." + k, "unknown provider (known: ssh, slurm, byo, aws, gce, azure, hetzner, yandex)");
       if (!s) return s.error();
     }
   }
@@ -137,6 +144,15 @@ Result<DaemonConfig> load_config(const std::string& path) {
   auto config = parse_config(text, fs::absolute(path, ec).parent_path().string());
   if (!config) return make_error(Code::invalid_argument, path + ": " + config.error().detail);
   if (auto s = resolve_cloud_secrets(config->clouds); !s) return make_error(Code::invalid_argument, path + ": " + s.error().detail);
+  if (config->slurm)
+    if (auto s = read_slurm_token(config->slurm_token, &*config->slurm); !s)
+      return make_error(Code::invalid_argument, path + ": " + s.error().detail);
+  if (config->slurm && !config->slurm->login.key_file.empty())
+    if (auto s = check_mode(config->slurm->login.key_file, S_IRWXG | S_IRWXO,
+                            "the private key of the slurm login node is readable by others; chmod 600 " +
+                                config->slurm->login.key_file);
+        !s)
+      return s.error();
   if (!config->ssh) return config;
   for (const auto& h : config->ssh->hosts) {
     if (!h.power_on.empty() || !h.power_off.empty())

@@ -5,12 +5,14 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "billing/catalog.h"
 #include "daemon/config.h"
+#include "providers/slurm/slurm_provider.h"
 #include "providers/ssh/ssh_provider.h"
 
 namespace tsum::daemon {
@@ -78,6 +80,21 @@ int offers_command(const std::string& config_path, const std::string& only, bool
   }
   // Listing an ssh host's offer touches neither the host nor a state dir.
   if (config->ssh) providers->push_back(std::make_unique<providers::SshProvider>(*config->ssh));
+  // The Slurm provider asks sinfo on the login node; its known_hosts and logs go to a temporary state dir.
+  std::string slurm_state;
+  if (config->slurm) {
+    char tmpl[] = "/tmp/tsum-offers-XXXXXX";
+    if (const char* made = mkdtemp(tmpl)) slurm_state = made;
+    config->slurm->state_dir = slurm_state;
+    providers->push_back(std::make_unique<providers::SlurmProvider>(*config->slurm));
+  }
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+  } remove_state{slurm_state};
   std::erase_if(*providers, [&](const auto& p) { return !only.empty() && p->name() != only; });
   if (providers->empty()) {
     std::cerr << "tsumd: " << (only.empty() ? "the config file configures no provider" : "the config file configures no '" + only + "'") << "\n";

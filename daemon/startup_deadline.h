@@ -22,6 +22,7 @@ inline constexpr StartupDeadlineDefault kStartupDeadlines[] = {
     {"ssh", std::chrono::seconds(900)},     // power_on + boot_timeout_s (300) + push_timeout_s (600) fit
     {"local", std::chrono::seconds(120)},   // a process on this machine
     {"trace", std::chrono::seconds(120)},   // beyond the replay's own startup (see App::add_trace_provider)
+    {"slurm", std::chrono::seconds(3600)},  // sbatch plus the job's wait in the queue (recorded as queue_wait_s)
     {"byo", std::chrono::seconds(24 * 3600)},  // until someone joins a machine: the join code's lifetime
 };
 
@@ -35,7 +36,7 @@ constexpr std::chrono::seconds default_startup_deadline(std::string_view provide
 // The config field that sets `provider`'s deadline, e.g. "providers.aws.startup_deadline_s"; empty for a
 // provider with no section in the config file (local, trace).
 inline std::string startup_deadline_field(std::string_view provider) {
-  for (std::string_view n : {"aws", "gce", "azure", "hetzner", "yandex", "ssh"})
+  for (std::string_view n : {"aws", "gce", "azure", "hetzner", "yandex", "ssh", "slurm"})
     if (n == provider) return "providers." + std::string(provider) + ".startup_deadline_s";
   return {};
 }

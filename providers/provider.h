@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,9 @@ struct Capabilities {
   // Its machines reach the daemon without its public URL: the same host (local), the daemon itself (trace),
   // or a tunnel the provider makes (ssh). Every other provider's runs need `tsumd serve --public-url`.
   bool reaches_daemon = false;
+  // One create() makes all LaunchSpec::nodes machines (a Slurm job with --nodes=N). false: every create makes
+  // one machine and the daemon calls create once per node.
+  bool gang_nodes = false;
 };
 
 struct Requirements {
@@ -65,6 +69,7 @@ struct LaunchSpec {
   std::string agent_script = {};        // POSIX sh run as the instance's entry point
   std::map<std::string, std::string> env = {};  // passed to the agent (daemon URL, run token, workload)
   std::string runtime = "native";       // "docker": the boot payload installs Docker; the agent pulls the image
+  int nodes = 1;                        // machines this create makes (> 1 only where capabilities().gang_nodes)
 };
 
 // Stored verbatim in SQLite; enough to find the instance again after a daemon restart.
@@ -95,6 +100,10 @@ struct InstanceStatus {
   InstanceState state = InstanceState::gone;
   std::string detail;   // e.g. "agent exited with code 3"
   std::string address;  // reachable address, if any
+  // Providers that queue a request before a machine starts (a batch scheduler): seconds from submission to
+  // start, on the scheduler's own clock; set once the machine has started (running or exited after running),
+  // nullopt while it waits in the queue and for providers without a queue. Part of startup, reported apart.
+  std::optional<double> queue_wait_s = std::nullopt;
 };
 
 class Provider {

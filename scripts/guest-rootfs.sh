@@ -20,12 +20,20 @@ flock -w 900 9 || { echo "guest-rootfs: timed out waiting for another build of $
 root=$(mktemp -d "$dir/rootfs.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 include=curl,ca-certificates${extra:+,$extra}
-if ! debootstrap --variant=minbase --include="$include" --cache-dir="$cache" bookworm "$root" \
-    "${TSUM_MIRROR:-http://deb.debian.org/debian}" >"$out.log" 2>&1; then
-  echo "guest-rootfs: debootstrap failed; see $out.log:" >&2
-  tail -n 5 "$out.log" >&2
-  exit 1
-fi
+# debootstrap configures the extra packages in an order that varies between runs; a postinst that needs another
+# package configured first (munge's calls adduser and su) can fail one run and pass the next: three tries.
+try=1
+until debootstrap --variant=minbase --include="$include" --cache-dir="$cache" bookworm "$root" \
+    "${TSUM_MIRROR:-http://deb.debian.org/debian}" >"$out.log" 2>&1; do
+  if [ "$try" -ge 3 ]; then
+    echo "guest-rootfs: debootstrap failed $try times; see $out.log:" >&2
+    tail -n 5 "$out.log" >&2
+    exit 1
+  fi
+  try=$((try + 1))
+  echo "guest-rootfs: debootstrap failed, trying again ($try of 3)" >&2
+  rm -rf "$root" && mkdir -p "$root"
+done
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 tar -C "$root" -cf "$out.tmp" . && mv "$out.tmp" "$out"
 echo "guest-rootfs: $out ($(du -h "$out" | cut -f1))"

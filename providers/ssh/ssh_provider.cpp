@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "providers/local/process_group.h"
+#include "providers/ssh/remote_files.h"
 #include "providers/ssh/ssh_command.h"
 
 namespace tsum::providers {
@@ -55,13 +56,6 @@ std::string where(const SshHost& h) { return "ssh host " + h.name + " (" + h.add
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), {}};
-}
-
-bool valid_env_name(const std::string& k) {
-  if (k.empty() || std::isdigit(static_cast<unsigned char>(k[0]))) return false;
-  for (char c : k)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
 }
 
 // "http://127.0.0.1:8080" → "127.0.0.1:8080", the reverse tunnel's far end.
@@ -164,11 +158,9 @@ Task<Status> SshProvider::stop_remote(const SshHost& h, const std::string& work)
   std::string script = "W=" + ssh::shell_quote(work) +
                        "; p=$(cat \"$W/agent.pid\" 2>/dev/null); if [ -n \"$p\" ]; then kill -TERM -\"$p\" 2>/dev/null;"
                        " sleep 1; kill -KILL -\"$p\" 2>/dev/null; fi; rm -rf \"$W\"; exit 0";
-  const auto argv = ssh::ssh_argv(opts_, h, {}, "sh -c " + ssh::shell_quote(script));
-  const auto env = ssh::child_env();
   const std::string log = log_path("host-" + h.name);
   const milliseconds limit = opts_.command_timeout;
-  auto r = co_await ssh::run_bounded(argv, env, log, limit);
+  auto r = co_await ssh::run_remote(opts_, h, script, log, limit);
   if (!r) co_return r.error();
   if (r->exit_code != 0)
     co_return make_error(Code::unavailable, "could not stop the agent on " + where(h) + ": " + r->output);
@@ -176,43 +168,16 @@ Task<Status> SshProvider::stop_remote(const SshHost& h, const std::string& work)
 }
 
 Task<Status> SshProvider::push(const SshHost& h, const Reservation& r, const LaunchSpec& spec) {
-  std::string stage = opts_.state_dir + "/ssh/stage/" + r.id;
-  std::error_code ec;
-  fs::remove_all(stage, ec);
-  fs::create_directories(stage, ec);
-  if (!ec) fs::permissions(stage, fs::perms::owner_all, ec);  // agent.env will hold the run token
-  if (ec) co_return make_error(Code::unavailable, "stage " + stage + ": " + ec.message());
-  std::vector<std::string> sources = {stage + "/agent.sh", stage + "/start.sh", stage + "/agent.env"};
   auto env = spec.env;
   // The agent reaches the daemon through the tunnel's socket, which start.sh names; it downloads the trainer
   // and the data set and uploads its results through it, so only these three small files are copied.
   env["TSUM_URL"] = "http://localhost";
-  std::string env_text;
-  for (const auto& [k, v] : env) {
-    if (!valid_env_name(k)) co_return make_error(Code::invalid_argument, "ssh: bad environment name '" + k + "'");
-    env_text += k + "=" + ssh::shell_quote(v) + "\n";
-  }
-  std::ofstream(stage + "/agent.sh") << spec.agent_script;
-  std::ofstream(stage + "/start.sh") << kStartScript;
-  std::ofstream(stage + "/agent.env") << env_text;
-  fs::permissions(stage + "/agent.env", fs::perms::owner_read | fs::perms::owner_write, ec);
-
-  const auto mk = ssh::ssh_argv(opts_, h, {}, "sh -c " + ssh::shell_quote("umask 077 && mkdir -p " + ssh::shell_quote(r.work)));
-  const auto child = ssh::child_env();
-  const std::string log = log_path(r.id);
-  const milliseconds command_limit = opts_.command_timeout, push_limit = opts_.push_timeout;
-  auto made = co_await ssh::run_bounded(mk, child, log, command_limit);
-  Status st;
-  if (!made) st = made.error();
-  else if (made->exit_code != 0) st = make_error(Code::unavailable, "mkdir on " + where(h) + ": " + made->output);
-  if (st) {
-    const auto cp = ssh::scp_argv(opts_, h, sources, "REMOTE:" + r.work + "/");
-    auto copied = co_await ssh::run_bounded(cp, child, log, push_limit);
-    if (!copied) st = make_error(copied.error().code, "copy to " + where(h) + ": " + copied.error().detail);
-    else if (copied->exit_code != 0) st = make_error(Code::unavailable, "copy to " + where(h) + ": " + copied->output);
-  }
-  fs::remove_all(stage, ec);  // agent.env holds the run token
-  co_return st;
+  auto env_text = ssh::env_file(env);
+  if (!env_text) co_return make_error(Code::invalid_argument, "ssh: " + env_text.error().detail);
+  const std::vector<ssh::RemoteFile> files = {
+      {"agent.sh", spec.agent_script}, {"start.sh", kStartScript}, {"agent.env", *env_text, true}};
+  co_return co_await ssh::push_files(opts_, h, opts_.state_dir + "/ssh/stage/" + r.id, r.work, files, log_path(r.id),
+                                     where(h));
 }
 
 Task<Status> SshProvider::start_tunnel(const SshHost& h, Reservation& r, const std::string& daemon_target) {

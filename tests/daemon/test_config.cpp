@@ -68,7 +68,7 @@ TEST_CASE("a config with two ssh hosts: values, defaults and relative key paths"
 
 TEST_CASE("unknown fields, wrong types and bad values are errors naming the field") {
   CHECK(error_of(R"({"provider": {}})") == "config.provider: unknown field");
-  CHECK(error_of(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, byo, aws, gce, azure, hetzner, yandex)");
+  CHECK(error_of(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, slurm, byo, aws, gce, azure, hetzner, yandex)");
   CHECK(error_of(R"({"providers": {"ssh": {"hosts": []}}})") == "providers.ssh.hosts: must be a non-empty array of hosts");
   CHECK(error_of(R"({"providers": {"ssh": {"hosts": [{}], "x": 1}}})") == "providers.ssh.hosts[0].name: is required");
   CHECK(error_of(one_host(R"(,"prot":22)")) == "providers.ssh.hosts[0].prot: unknown field");
@@ -280,4 +280,54 @@ TEST_CASE("startup_deadline_s: per provider section, with each provider's defaul
   CHECK(error_of(R"({"providers":{"ssh":{"startup_deadline_s":-1,"hosts":[{"name":"h","address":"a",
                  "user":"u","key_file":"/k","cores":1,"hourly_price":1}]}}})") ==
         "providers.ssh.startup_deadline_s: must be an integer from 1 to 86400");
+}
+
+TEST_CASE("providers.slurm: the login node, partition prices and rules, defaults, and errors naming the field") {
+  auto c = parse_config(R"({"providers": {"slurm": {
+      "login": {"name": "hpc", "address": "login.hpc", "user": "ml", "key_file": "keys/hpc"},
+      "partitions": {"gpu": {"hourly_price": 1.2, "billing_rule": "step:60,min:900", "currency": "EUR"},
+                     "cpu": {"hourly_price": 0.05}},
+      "sbatch_args": ["--account=ml"], "cancel_timeout_s": 30, "startup_deadline_s": 7200}}})",
+                        "/etc/tsum");
+  REQUIRE_MESSAGE(c, c.error().detail);
+  REQUIRE(c->slurm);
+  const auto& o = *c->slurm;
+  CHECK(o.login.address == "login.hpc");
+  CHECK(o.login.port == 22);
+  CHECK(o.login.key_file == "/etc/tsum/keys/hpc");
+  CHECK(o.work_dir == "/var/tmp/tsum");
+  REQUIRE(o.partitions.size() == 2);
+  CHECK(o.partitions.at("gpu").hourly_price == 1.2);
+  CHECK(o.partitions.at("gpu").billing_rule == "step:60,min:900");
+  CHECK(o.partitions.at("gpu").currency == "EUR");
+  CHECK(o.partitions.at("cpu").billing_rule == "per_second_60s_min");
+  CHECK(o.partitions.at("cpu").currency == "USD");
+  CHECK(o.sbatch_args == std::vector<std::string>{"--account=ml"});
+  CHECK(o.cancel_timeout == std::chrono::seconds(30));
+  CHECK(c->startup_deadlines().at("slurm") == std::chrono::seconds(7200));
+  CHECK(parse_config(R"({"providers": {"slurm": {"login": {"address": "a", "user": "u", "key_file": "/k"}}}})", "/")
+            ->startup_deadlines()
+            .at("slurm") == std::chrono::seconds(3600));
+
+  const std::string login = R"("login": {"address": "a", "user": "u", "key_file": "/k"})";
+  auto slurm = [&](const std::string& rest) { return R"({"providers": {"slurm": {)" + login + rest + "}}}"; };
+  CHECK(error_of(R"({"providers": {"slurm": {}}})") == "providers.slurm.login: is required (or slurmrestd)");
+  CHECK(error_of(R"({"providers": {"slurm": {"login": {"address": "a", "user": "u"}}}})") ==
+        "providers.slurm.login.key_file: is required");
+  CHECK(error_of(slurm(R"(, "partitions": {"gpu": {"billing_rule": "per_hour"}})")) ==
+        "providers.slurm.partitions.gpu.hourly_price: is required");
+  CHECK(error_of(slurm(R"(, "partitions": {"gpu": {"hourly_price": 1, "billing_rule": "per_fortnight"}})"))
+            .starts_with("providers.slurm.partitions.gpu.billing_rule: "));
+  CHECK(error_of(slurm(R"(, "sbatch_args": ["-A ml"])")) ==
+        "providers.slurm.sbatch_args: '-A ml' is not a long option (--name=value)");
+  CHECK(error_of(slurm(R"(, "slurmrestd": {"url": "http://ctl:6820", "user": "ml"})")) ==
+        "providers.slurm.slurmrestd: needs exactly one of token_env and token_file");
+  CHECK(error_of(slurm(R"(, "slurmrestd": {"url": "ctl:6820", "user": "ml", "token_env": "T"})")) ==
+        "providers.slurm.slurmrestd.url: must be an http:// or https:// URL");
+  auto rest = parse_config(slurm(R"(, "slurmrestd": {"url": "http://ctl:6820", "user": "ml", "token_file": "jwt"})"), "/etc/tsum");
+  REQUIRE(rest);
+  CHECK(rest->slurm->rest_url == "http://ctl:6820");
+  CHECK(rest->slurm->rest_user == "ml");
+  CHECK(rest->slurm->rest_token.empty());  // read by load_config, not by the parser
+  CHECK(rest->slurm_token.file == "/etc/tsum/jwt");
 }

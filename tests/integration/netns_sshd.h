@@ -39,17 +39,6 @@ inline void require_ssh_test_preconditions() {
   if (shell("ip netns list >/dev/null 2>&1") != 0) FAIL("`ip netns` does not work: install iproute2");
 }
 
-inline bool tcp_connects(const std::string& address, int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, address.c_str(), &a.sin_addr);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  close(fd);
-  return ok;
-}
-
 class NetnsSshd {
  public:
   // name: the machine's name (unique on the network). authorized_keys: the public key file that may log in

@@ -3,6 +3,9 @@
 // machine's processes all are, and nothing else is).
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -16,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "providers/provider.h"
@@ -28,6 +32,18 @@ inline providers::LaunchSpec guest_spec(const std::string& run, const std::strin
   return {.run_id = run, .tag = "tsum-test", .idempotency_token = "guest" + run,
           .agent_script = "#!/bin/sh\necho \"$TSUM_X\" > x.out\nsleep 1000 &\nsleep 1000\n",
           .env = {{"TSUM_X", x}, {"TSUM_RUN_ID", run}}};
+}
+
+// Whether a TCP connection to address:port (IPv4) is accepted now.
+inline bool tcp_connects(const std::string& address, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, address.c_str(), &a.sin_addr);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
 }
 
 inline std::string read_all(const std::string& path) {
