@@ -1,12 +1,15 @@
 #include "api/plan_route.h"
 
 #include <charconv>
+#include <set>
+#include <sstream>
 
 #include "api/route_helpers.h"
 #include "billing/planner.h"
 #include "billing/predictor.h"
 #include "billing/rule_book.h"
 #include "daemon/admission.h"
+#include "daemon/experiment_spec.h"
 
 namespace tsum::api {
 
@@ -36,8 +39,10 @@ Result<std::vector<billing::MeasuredRun>> history(daemon::Store& store, daemon::
       if (run["status"] != "done" || !run["t_sum"].is_number()) continue;
       billing::MeasuredRun m;
       std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
-      m.cfg = {.config = provider + "/" + type, .provider = provider, .instance_type = type,
-               .cores = daemon::local_cores_of(provider, type)};
+      const int nodes = run.value("nodes", 1);
+      m.cfg = {.config = provider + "/" + type + (nodes > 1 ? "/x" + std::to_string(nodes) : ""),
+               .provider = provider, .instance_type = type, .cores = daemon::local_cores_of(provider, type),
+               .nodes = nodes};
       for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
         m.phases[i] = run["phases"][std::string(billing::kPhaseNames[i])].get<double>();
       out.push_back(std::move(m));
@@ -88,6 +93,21 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
     auto predictor = billing::Predictor::learn(*runs, wl);
     if (!predictor) co_return unprocessable(predictor.error().detail);
 
+    // Node counts to plan: ?nodes=1,2,4, else one machine and every count the history measured.
+    std::set<int> node_counts = {1};
+    for (const auto& r : *runs) node_counts.insert(r.cfg.nodes);
+    if (auto it = req.query.find("nodes"); it != req.query.end()) {
+      node_counts.clear();
+      std::stringstream list(it->second);
+      for (std::string item; std::getline(list, item, ',');) {
+        int n = 0;
+        auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+        if (ec != std::errc() || end != item.data() + item.size() || n < 1 || n > daemon::kMaxNodes)
+          co_return unprocessable("'nodes' must be a comma-separated list of node counts from 1 to " +
+                                  std::to_string(daemon::kMaxNodes) + ", e.g. nodes=1,2,4");
+        node_counts.insert(n);
+      }
+    }
     std::vector<billing::PlanCandidate> candidates;
     for (auto* p : providers.all()) {
       const providers::Requirements any;
@@ -97,10 +117,14 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
       if (!rule) rule = billing::parse_rule("per_second_60s_min").value();
       for (const auto& o : *offers) {
         if (o.vcpus <= 0 && o.gpus <= 0) continue;  // unknown hardware (a byo "any" machine): nothing to predict
-        billing::ConfigSpec cfg{.config = o.provider + "/" + o.instance_type, .provider = o.provider,
-                                .instance_type = o.instance_type, .cores = o.vcpus, .gpus = o.gpus,
-                                .gpu_type = o.gpu_type};
-        candidates.push_back({cfg, o.hourly_price, o.currency, *rule});
+        for (int n : node_counts) {
+          // Named machines (ssh, byo) and replayed ones (trace) are one of a kind: one node only.
+          if (n > 1 && (o.provider == "ssh" || o.provider == "byo" || o.provider == "trace")) continue;
+          billing::ConfigSpec cfg{.config = o.provider + "/" + o.instance_type + (n > 1 ? "/x" + std::to_string(n) : ""),
+                                  .provider = o.provider, .instance_type = o.instance_type, .cores = o.vcpus,
+                                  .gpus = o.gpus, .gpu_type = o.gpu_type, .nodes = n};
+          candidates.push_back({cfg, n * o.hourly_price, o.currency, *rule});
+        }
       }
     }
     auto plan = billing::make_plan(*predictor, candidates, plan_req);

@@ -48,7 +48,7 @@ Result<AgentEvent> parse_event(const json& j) {
   auto bad = [](std::string d) { return make_error(Code::invalid_argument, std::move(d)); };
   if (!j.is_object()) return bad("the event must be a JSON object");
   for (const auto& [k, _] : j.items())
-    if (k != "phase" && k != "mark" && k != "mono_s" && k != "attrs" && k != "stats")
+    if (k != "phase" && k != "mark" && k != "mono_s" && k != "attrs" && k != "stats" && k != "node")
       return bad("unknown field '" + k + "'");
   if (!j.contains("phase") || !j["phase"].is_string()) return bad("'phase' must be a string");
   auto phase = daemon::parse_phase(j["phase"].get<std::string>());
@@ -75,6 +75,11 @@ Result<AgentEvent> parse_event(const json& j) {
     if (!stats) return stats.error();
     if (ev.kind != AgentEvent::Kind::end) return bad("only an end mark carries 'stats'");
     ev.stats = std::move(*stats);
+  }
+  if (j.contains("node")) {
+    if (!j["node"].is_number_integer() || j["node"].get<int64_t>() < 0 || j["node"].get<int64_t>() >= daemon::kMaxNodes)
+      return bad("'node' must be an integer from 0 to " + std::to_string(daemon::kMaxNodes - 1));
+    ev.node = j["node"].get<int>();
   }
   if (ev.kind == AgentEvent::Kind::progress &&
       (!ev.attrs.contains("epoch") || !ev.attrs["epoch"].is_number_integer()))
@@ -319,6 +324,31 @@ void add_rest_routes(Router& router, RestContext c) {
     if (!out) co_return from_error(out.error());
     c.runs.on_agent_event(*id, *ev);
     co_return json_response(200, {{"recorded", out->recorded}, {"duplicate", !out->recorded}});
+  });
+
+  // A multi-node run's meeting point: node 0's agent posts where its rank 0 listens, the others poll for it.
+  router.add("POST", "/v1/runs/{id}/rendezvous", [c](Request& req) -> Awaitable {
+    auto id = id_param(req);
+    if (auto denied = check_auth(req, c.tokens, id.value_or(-1))) co_return *denied;
+    if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
+    auto body = parse_json_safely(req.body);
+    if (!body) co_return error_response(400, "invalid_argument", "malformed JSON body");
+    if (!body->is_object() || body->size() != 2 || !body->contains("address") || !(*body)["address"].is_string() ||
+        (*body)["address"].get<std::string>().empty() || (*body)["address"].get<std::string>().size() > 255 ||
+        !body->contains("port") || !(*body)["port"].is_number_integer() || (*body)["port"].get<int64_t>() < 1 ||
+        (*body)["port"].get<int64_t>() > 65535)
+      co_return unprocessable("a rendezvous is {\"address\": \"HOST\", \"port\": 1..65535}");
+    if (auto s = c.runs.set_rendezvous(*id, *body); !s) co_return from_error(s.error());
+    co_return json_response(200, *body);
+  });
+
+  router.add("GET", "/v1/runs/{id}/rendezvous", [c](Request& req) -> Awaitable {
+    auto id = id_param(req);
+    if (auto denied = check_auth(req, c.tokens, id.value_or(-1))) co_return *denied;
+    if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
+    auto meeting = c.runs.rendezvous(*id);
+    if (!meeting) co_return from_error(meeting.error());
+    co_return json_response(200, *meeting);
   });
 }
 

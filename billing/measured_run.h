@@ -31,6 +31,10 @@ struct ConfigSpec {
   std::string gpu_type;       // "V100"; "" when gpus == 0
   std::string cpu_family;     // learn time is fitted over cores within one family; "" = the provider's
   bool image_cached = false;  // the machine image already holds the framework, so install is short
+  // Machines of the type that train together (a multi-node run). Learn time is fitted over every worker,
+  // cores (or GPUs) times nodes, as Ernest fits over machines; the price is per machine (the candidate's
+  // hourly price is all of them).
+  int nodes = 1;
 };
 
 // The workload being planned: a full run learns `epochs` epochs of `images_per_epoch` images.

@@ -277,6 +277,7 @@ json plan_to_json(const Plan& plan) {
     json j = {{"config", e.candidate.cfg.config},
               {"provider", e.candidate.cfg.provider},
               {"instance_type", e.candidate.cfg.instance_type},
+              {"nodes", e.candidate.cfg.nodes},
               {"repetitions", e.repetitions},
               {"packing", packing_name(e.packing)},
               {"instances", e.packing == Packing::fresh ? e.repetitions : 1},

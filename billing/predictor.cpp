@@ -98,7 +98,9 @@ std::string Predictor::group_of(const ConfigSpec& c) {
   return "cpu:" + (c.cpu_family.empty() ? c.provider : c.cpu_family);
 }
 
-double Predictor::count_of(const ConfigSpec& c) { return c.gpus > 0 ? c.gpus : std::max(1, c.cores); }
+double Predictor::count_of(const ConfigSpec& c) {
+  return (c.gpus > 0 ? c.gpus : std::max(1, c.cores)) * std::max(1, c.nodes);
+}
 
 const ScalingModel* Predictor::curve(const std::string& group) const {
   auto it = groups_.find(group);

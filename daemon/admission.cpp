@@ -23,20 +23,22 @@ std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vec
   std::map<int64_t, int> by_experiment;
   auto take = [&](const QueueEntry& e) {
     ++running;
-    ++by_provider[e.provider];
-    ++by_type[e.instance_type];
+    by_provider[e.provider] += e.nodes;
+    by_type[e.instance_type] += e.nodes;
     ++by_experiment[e.experiment_id];
-    cores_used += local_cores_of(e.provider, e.instance_type);
+    cores_used += e.nodes * local_cores_of(e.provider, e.instance_type);
     if (e.provider == "ssh") ++by_ssh_host[e.instance_type];
   };
   for (const auto& e : live) take(e);
   auto fits = [&](const QueueEntry& e) {
-    if (auto it = limits.per_provider.find(e.provider); it != limits.per_provider.end() && by_provider[e.provider] >= it->second)
+    if (auto it = limits.per_provider.find(e.provider);
+        it != limits.per_provider.end() && by_provider[e.provider] + e.nodes > it->second)
       return false;
-    if (auto it = limits.per_type.find(e.instance_type); it != limits.per_type.end() && by_type[e.instance_type] >= it->second)
+    if (auto it = limits.per_type.find(e.instance_type);
+        it != limits.per_type.end() && by_type[e.instance_type] + e.nodes > it->second)
       return false;
     if (e.provider == "ssh" && by_ssh_host[e.instance_type] > 0) return false;
-    int cores = local_cores_of(e.provider, e.instance_type);
+    int cores = e.nodes * local_cores_of(e.provider, e.instance_type);
     return limits.local_cores <= 0 || cores == 0 || cores_used + cores <= limits.local_cores;
   };
 

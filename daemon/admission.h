@@ -1,5 +1,6 @@
 // Which queued runs may start now. Pure: the dispatcher feeds it the queue and the live runs.
 //
+// A run of N nodes counts N machines against the caps per provider and type and takes N times its cores.
 // Limits: a global cap, caps per provider and per instance type (cloud quotas), and on the local provider
 // the host's cores: two live local runs never share a core, so a local-<N>c run waits for N free cores.
 // An ssh host (provider "ssh", instance type = host name) runs one run at a time.
@@ -27,6 +28,7 @@ struct QueueEntry {
   int64_t experiment_id = 0;
   std::string provider;
   std::string instance_type;
+  int nodes = 1;  // machines of the type it takes at once
 };
 
 // Cores a local instance type takes (local-4c → 4); 0 for anything else.

@@ -22,9 +22,9 @@ std::string money(double v) {
   return buf;
 }
 
-// Runs with their price, status and the daemon-clock marks that bound their instance's up-time.
+// Runs with their price (all their nodes': every node is billed), status and the daemon-clock marks that bound their instance's up-time.
 constexpr std::string_view kCostQuery =
-    "SELECT r.id, r.experiment_id, r.provider, r.currency, r.hourly_price, r.status, r.updated_at, "
+    "SELECT r.id, r.experiment_id, r.provider, r.currency, r.hourly_price * r.nodes, r.status, r.updated_at, "
     "(SELECT t FROM phase_marks m WHERE m.run_id = r.id AND m.phase = 'startup' AND m.mark = 'begin' "
     "AND m.clock = 'daemon'), "
     "(SELECT t FROM phase_marks m WHERE m.run_id = r.id AND m.phase = 'poweroff' AND m.mark = 'end' "

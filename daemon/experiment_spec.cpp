@@ -72,7 +72,7 @@ Result<std::vector<std::string>> one_or_many(const json& c, const char* key, con
 // One entry of "configs", expanded as a product over its list-valued fields.
 Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& where) {
   if (!c.is_object()) return bad("'" + where + "' must be an object");
-  if (auto e = reject_unknown(c, where + ".", {"provider", "instance_type", "cores", "runtime"})) return *e;
+  if (auto e = reject_unknown(c, where + ".", {"provider", "instance_type", "cores", "runtime", "nodes", "dist"})) return *e;
   auto provider = string_field(c, "provider", where + ".", true);
   if (!provider) return provider.error();
   if (c.contains("instance_type") == c.contains("cores"))
@@ -98,9 +98,33 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
         return bad("'" + where + ".runtime' must be \"native\" or \"docker\", got '" + x + "'");
     runtimes = std::move(*r);
   }
+  std::vector<std::string> nodes = {"1"};
+  if (c.contains("nodes")) {
+    auto n = one_or_many(c, "nodes", where, true);
+    if (!n) return n.error();
+    for (const auto& x : *n)
+      if (std::stoi(x) > kMaxNodes)
+        return bad("'" + where + ".nodes' must be at most " + std::to_string(kMaxNodes) + ", got " + x);
+    nodes = std::move(*n);
+  }
+  std::vector<std::string> dists = {"ring"};
+  if (c.contains("dist")) {
+    auto d = one_or_many(c, "dist", where, false);
+    if (!d) return d.error();
+    for (const auto& x : *d)
+      if (x != "ring" && x != "ps" && x != "ps-async")
+        return bad("'" + where + ".dist' must be \"ring\", \"ps\" or \"ps-async\", got '" + x + "'");
+    dists = std::move(*d);
+  }
   std::vector<RunConfig> out;
   for (const auto& t : types)
-    for (const auto& r : runtimes) out.push_back({*provider, t, r});
+    for (const auto& r : runtimes)
+      for (const auto& n : nodes)
+        for (const auto& d : dists) {
+          // One machine has no peers: its dist is moot, so nodes [1, 2] × dist [ring, ps] is 3 configs, not 4.
+          if (n == "1" && d != dists.front()) continue;
+          out.push_back({*provider, t, r, std::stoi(n), n == "1" ? "ring" : d});
+        }
   return out;
 }
 
@@ -108,8 +132,11 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
 
 json ExperimentSpec::to_json() const {
   json cfgs = json::array();
-  for (const auto& c : configs)
-    cfgs.push_back({{"provider", c.provider}, {"instance_type", c.instance_type}, {"runtime", c.runtime}});
+  for (const auto& c : configs) {
+    json cfg = {{"provider", c.provider}, {"instance_type", c.instance_type}, {"runtime", c.runtime}};
+    if (c.nodes > 1) cfg.update({{"nodes", c.nodes}, {"dist", c.dist}});
+    cfgs.push_back(std::move(cfg));
+  }
   json rules = json::array();
   for (const auto& r : billing) rules.push_back(r.name);
   json out = {{"name", name}, {"workload", workload_request}, {"configs", cfgs}, {"repetitions", repetitions},
@@ -154,6 +181,11 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
     if (spec.config_of(v).runtime == "docker" && spec.workload_of(v).image.empty())
       return bad("a docker runtime (configuration " + std::to_string(v / spec.workloads.size()) +
                  ") needs 'workload.image', the registry image built from tsum's Dockerfile");
+  for (size_t v = 0; v < spec.variants(); ++v)
+    if (spec.config_of(v).nodes > 1 && spec.workload_of(v).kind != "train")
+      return bad("'nodes' > 1 (configuration " + std::to_string(v / spec.workloads.size()) +
+                 ") trains one model on several machines: a workload of kind '" + spec.workload_of(v).kind +
+                 "' runs on one");
 
   auto reps = int_field(j, "repetitions", "", 1, 100);
   if (!reps) return reps.error();

@@ -12,7 +12,9 @@
 // A config is a matrix when a field holds a list: it expands to the product of its lists, e.g.
 //   {"provider": "local", "cores": [1, 2], "runtime": ["native", "docker"]}   → 4 configs
 //   {"provider": "aws", "instance_type": ["c6i.2xlarge", "g5.xlarge"]}        → 2 configs
-// `cores` (local only) names local-<N>c. `runtime` is native (default) or docker. repetitions defaults to
+// `cores` (local only) names local-<N>c. `runtime` is native (default) or docker. `nodes` (default 1, up to
+// 64) trains on that many machines of the type at once, data-parallel, with `dist` ring (default), ps or ps-async:
+//   {"provider": "aws", "instance_type": "c5.2xlarge", "nodes": [1, 2, 4], "dist": ["ring", "ps"]}  → 6 configs repetitions defaults to
 // 10, as the seed ran every configuration. `budget` (optional, in the offers' currency) caps what the
 // experiment's instances may cost (daemon/budget.h); `deadline` (optional, seconds) bounds each run from the
 // create call to its save, and with the budget prices a run's worst case.
@@ -33,7 +35,13 @@ struct RunConfig {
   std::string provider;
   std::string instance_type;
   std::string runtime = "native";  // or "docker"
+  // Data-parallel training over `nodes` machines of the type (1: one machine), with `dist`: "ring" (all-reduce),
+  // "ps" (a parameter server on node 0) or "ps-async" (its asynchronous form).
+  int nodes = 1;
+  std::string dist = "ring";
 };
+
+inline constexpr int kMaxNodes = 64;
 
 inline constexpr int kDefaultRepetitions = 10;
 inline constexpr size_t kMaxConfigs = 100;

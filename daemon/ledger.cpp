@@ -1,5 +1,8 @@
 #include "daemon/ledger.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace tsum::daemon {
 
 namespace {
@@ -89,6 +92,27 @@ Result<EventOutcome> Ledger::apply_agent_event(int64_t run_id, const AgentEvent&
   if (is_terminal(*from) || *from == RunStatus::queued)
     return make_error(Code::already_exists, "run " + std::to_string(run_id) + " is " +
                                                 std::string(status_name(*from)) + ": it takes no agent events");
+  auto nodes = nodes_of(run_id);
+  if (!nodes) return nodes.error();
+  if (ev.node < 0 || ev.node >= *nodes)
+    return make_error(Code::invalid_argument, "run " + std::to_string(run_id) + " has " + std::to_string(*nodes) +
+                                                  " node(s): there is no node " + std::to_string(ev.node));
+  auto applied = *nodes > 1 ? apply_node_event(run_id, *nodes, ev) : apply_run_event(run_id, ev);
+  if (!applied) return applied.error();
+  const EventOutcome out = *applied;
+  using Kind = AgentEvent::Kind;
+  // A begin moves the run into that phase's status; the run only ever moves forward.
+  RunStatus target = status_of(ev.phase);
+  if (ev.kind == Kind::begin && target > *from && *from < RunStatus::terminating)
+    if (auto s = advance_locked(run_id, *from, target, std::string(phase_name(ev.phase)) + " began"); !s)
+      return s.error();
+  if (auto s = tx.commit(); !s) return s.error();
+  if (out.recorded || out.first_sign_of_life) changed(run_id);
+  return out;
+}
+
+// Inside apply_agent_event's transaction: a run of one machine, whose marks are the run's.
+Result<EventOutcome> Ledger::apply_run_event(int64_t run_id, const AgentEvent& ev) {
   EventOutcome out;
   // The agent's first event of any kind is the instance's first sign of life: startup ends here.
   auto first = record_mark(run_id, Phase::startup, Mark::end, clock_.now_s(), ClockDomain::daemon);
@@ -112,14 +136,150 @@ Result<EventOutcome> Ledger::apply_agent_event(int64_t run_id, const AgentEvent&
   } else {
     out.recorded = true;  // errors are acted on by the run's owner; the ledger keeps its reason at failure
   }
-  // A begin moves the run into that phase's status; the run only ever moves forward.
-  RunStatus target = status_of(ev.phase);
-  if (ev.kind == Kind::begin && target > *from && *from < RunStatus::terminating)
-    if (auto s = advance_locked(run_id, *from, target, std::string(phase_name(ev.phase)) + " began"); !s)
-      return s.error();
-  if (auto s = tx.commit(); !s) return s.error();
-  if (out.recorded || out.first_sign_of_life) changed(run_id);
   return out;
+}
+
+Result<int> Ledger::nodes_of(int64_t run_id) {
+  auto st = db_.prepare("SELECT nodes FROM runs WHERE id = ?");
+  if (!st) return st.error();
+  st->bind(run_id);
+  auto row = st->step();
+  if (!row) return row.error();
+  if (!*row) return make_error(Code::not_found, "run " + std::to_string(run_id) + " not found");
+  return static_cast<int>(st->int64(0));
+}
+
+Result<bool> Ledger::record_node_mark(int64_t run_id, int node, Phase phase, Mark mark, double t, ClockDomain clock,
+                                      const nlohmann::json& attrs) {
+  auto st = db_.prepare(
+      "INSERT INTO node_marks (run_id, node, phase, mark, t, clock, received_at, attrs) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, node, phase, mark) DO NOTHING");
+  if (!st) return st.error();
+  if (auto s = st->bind(run_id, int64_t{node}, phase_name(phase), mark_name(mark), t, clock_name(clock),
+                        clock_.now_s(), attrs.dump()).run();
+      !s)
+    return s.error();
+  if (db_.changes() != 1) return false;
+  changed(run_id);
+  return true;
+}
+
+// Inside apply_agent_event's transaction.
+Result<EventOutcome> Ledger::apply_node_event(int64_t run_id, int nodes, const AgentEvent& ev) {
+  EventOutcome out;
+  using Kind = AgentEvent::Kind;
+  // The node's first event is its first sign of life; the run's startup ends with the last node's.
+  auto first = record_node_mark(run_id, ev.node, Phase::startup, Mark::end, clock_.now_s(), ClockDomain::daemon);
+  if (!first) return first.error();
+  if (*first) {
+    auto settled = settle(run_id, nodes, Phase::startup);
+    if (!settled) return settled.error();
+    out.first_sign_of_life = *settled;
+  }
+  if (ev.kind == Kind::begin || ev.kind == Kind::end) {
+    auto rec = record_node_mark(run_id, ev.node, ev.phase, ev.kind == Kind::begin ? Mark::begin : Mark::end,
+                                ev.mono_s, ClockDomain::agent, ev.attrs);
+    if (!rec) return rec.error();
+    out.recorded = *rec;
+    if (*rec && ev.kind == Kind::end) {
+      if (ev.node == 0)
+        if (auto s = record_stats(run_id, ev.phase, ev.stats); !s) return s.error();
+      if (auto settled = settle(run_id, nodes, ev.phase); !settled) return settled.error();
+    }
+  } else if (ev.kind == Kind::progress) {
+    if (ev.node == 0) {  // rank 0's epochs are the run's
+      auto st = db_.prepare("INSERT INTO run_epochs (run_id, epoch, attrs) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+      if (!st) return st.error();
+      if (auto s = st->bind(run_id, ev.attrs.value("epoch", int64_t{0}), ev.attrs.dump()).run(); !s) return s.error();
+      out.recorded = db_.changes() == 1;
+    }
+  } else {
+    out.recorded = true;
+  }
+  return out;
+}
+
+Result<bool> Ledger::settle(int64_t run_id, int nodes, Phase phase) {
+  auto all = node_phases(run_id);
+  if (!all) return all.error();
+  std::vector<const PhaseRecord*> recs;
+  for (int n = 0; n < nodes; ++n) {
+    auto node = all->find(n);
+    if (node == all->end()) return false;
+    auto rec = node->second.find(phase);
+    if (rec == node->second.end() || !rec->second.end) return false;
+    recs.push_back(&rec->second);
+  }
+  if (phase == Phase::startup) {  // the daemon's clock: each node's end; the run's begin is the first create's
+    double first = recs[0]->end->t, last = first;
+    int last_node = 0;
+    for (int n = 0; n < nodes; ++n) {
+      first = std::min(first, recs[n]->end->t);
+      if (recs[n]->end->t > last) last = recs[n]->end->t, last_node = n;
+    }
+    return record_mark(run_id, Phase::startup, Mark::end, last, ClockDomain::daemon,
+                       {{"spread_s", last - first}, {"last_node", last_node}, {"nodes", nodes}});
+  }
+  int slowest = -1;
+  nlohmann::json seconds = nlohmann::json::array();
+  for (int n = 0; n < nodes; ++n) {
+    auto s = recs[n]->seconds();
+    if (!s) return false;  // a node's end without its begin: nothing to compare yet
+    seconds.push_back(*s);
+    if (slowest < 0 || *s > seconds[slowest].get<double>()) slowest = n;
+  }
+  nlohmann::json end_attrs = recs[0]->end->attrs.is_object() ? recs[0]->end->attrs : nlohmann::json::object();
+  end_attrs["slowest_node"] = slowest;
+  end_attrs["node_seconds"] = seconds;
+  auto b = record_mark(run_id, phase, Mark::begin, recs[slowest]->begin->t, ClockDomain::agent,
+                       recs[0]->begin->attrs);
+  if (!b) return b.error();
+  return record_mark(run_id, phase, Mark::end, recs[slowest]->end->t, ClockDomain::agent, end_attrs);
+}
+
+Result<std::map<int, std::map<Phase, PhaseRecord>>> Ledger::node_phases(int64_t run_id) {
+  auto st = db_.prepare("SELECT node, phase, mark, t, clock, attrs FROM node_marks WHERE run_id = ?");
+  if (!st) return st.error();
+  st->bind(run_id);
+  std::map<int, std::map<Phase, PhaseRecord>> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    auto phase = parse_phase(st->text(1));
+    if (!phase) continue;
+    PhaseMark m{st->real(3), st->text(4) == "agent" ? ClockDomain::agent : ClockDomain::daemon,
+                parse_attrs(st->text(5))};
+    auto& rec = out[static_cast<int>(st->int64(0))][*phase];
+    (st->text(2) == "begin" ? rec.begin : rec.end) = std::move(m);
+  }
+  return out;
+}
+
+Status Ledger::extend_instance(int64_t run_id, const nlohmann::json& group) {
+  auto st = db_.prepare("SELECT instance FROM runs WHERE id = ?");
+  if (!st) return st.error();
+  st->bind(run_id);
+  auto row = st->step();
+  if (!row) return row.error();
+  if (!*row) return make_error(Code::not_found, "run " + std::to_string(run_id) + " not found");
+  if (!st->is_null(0)) {
+    auto old = nlohmann::json::parse(st->text(0), nullptr, false);
+    const auto nodes_in = [](const nlohmann::json& h) {
+      return h.is_object() && h.contains("data") && h["data"].is_object() && h["data"].contains("nodes") &&
+                     h["data"]["nodes"].is_array()
+                 ? h["data"]["nodes"]
+                 : nlohmann::json::array();
+    };
+    const auto was = nodes_in(old), now = nodes_in(group);
+    bool prefix = !old.is_discarded() && was.size() <= now.size() && old.value("provider", "") == group.value("provider", "");
+    for (size_t i = 0; prefix && i < was.size(); ++i) prefix = was[i] == now[i];
+    if (!prefix)
+      return make_error(Code::already_exists, "run " + std::to_string(run_id) + " already has other instances");
+  }
+  auto up = db_.prepare("UPDATE runs SET instance = ? WHERE id = ?");
+  if (!up) return up.error();
+  return up->bind(group.dump(), run_id).run();
 }
 
 Status Ledger::record_stats(int64_t run_id, Phase phase, const PhaseStats& stats) {

@@ -6,6 +6,11 @@
 //   primary key with ON CONFLICT DO NOTHING), so no retry can move a measured time.
 // - apply_agent_event() applies one agent event atomically: the startup end (first sign of life, on the
 //   daemon's clock), the phase mark, and the status that phase implies.
+// - a run of N nodes (runs.nodes > 1) keeps each node's marks in node_marks, write-once too. The run's own mark
+//   of a phase is written once every node has ended it: the slowest node's begin and end (each node's
+//   durations come from its own clock), with node 0's attrs (rank 0 reports the run's metrics) plus
+//   "slowest_node" and "node_seconds". Startup ends when the last node has spoken ("spread_s": last - first).
+//   Progress (epochs) is node 0's; a begin from any node moves the run forward.
 // - an observer, if set, hears the id of every run that changed (status, mark or epoch sample), so watchers
 //   can wake up (see run_watch.h). It only listens: it must not change the run or re-enter the ledger.
 #pragma once
@@ -52,6 +57,7 @@ struct AgentEvent {
   double mono_s = 0;
   nlohmann::json attrs = nlohmann::json::object();
   PhaseStats stats;  // end marks only: the phase's resource statistics
+  int node = 0;      // which machine of a multi-node run (0 for a run of one)
 };
 
 struct EventOutcome {
@@ -83,8 +89,17 @@ class Ledger {
   // An end mark's stats are stored with it, once: a replayed end changes neither.
   Result<EventOutcome> apply_agent_event(int64_t run_id, const AgentEvent& ev);
 
+  // Writes one node's mark (node_marks), e.g. a node's startup begin at its create. Same result as record_mark.
+  Result<bool> record_node_mark(int64_t run_id, int node, Phase phase, Mark mark, double t, ClockDomain clock,
+                                const nlohmann::json& attrs = nlohmann::json::object());
+  // Each node's phases, by node (empty for a run of one node).
+  Result<std::map<int, std::map<Phase, PhaseRecord>>> node_phases(int64_t run_id);
+
   // Stores the provider's handle for the run. Written once: a second call with a different handle fails.
   Status set_instance(int64_t run_id, const nlohmann::json& handle);
+  // A multi-node run's handle grows as its nodes are created: `group` may replace the stored one only when it
+  // holds every node the stored one does, in the same order (providers/node_group.h).
+  Status extend_instance(int64_t run_id, const nlohmann::json& group);
 
   Result<RunStatus> status(int64_t run_id);
   Result<std::map<Phase, PhaseRecord>> phases(int64_t run_id);
@@ -92,6 +107,11 @@ class Ledger {
  private:
   Status advance_locked(int64_t run_id, RunStatus from, RunStatus to, std::string_view reason);
   Status record_stats(int64_t run_id, Phase phase, const PhaseStats& stats);
+  Result<int> nodes_of(int64_t run_id);
+  Result<EventOutcome> apply_run_event(int64_t run_id, const AgentEvent& ev);
+  Result<EventOutcome> apply_node_event(int64_t run_id, int nodes, const AgentEvent& ev);
+  // Writes the run's mark of `phase` from its nodes' once all `nodes` have ended it. True if written.
+  Result<bool> settle(int64_t run_id, int nodes, Phase phase);
   void changed(int64_t run_id) const {
     if (on_change_) on_change_(run_id);
   }

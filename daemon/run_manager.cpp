@@ -13,6 +13,7 @@
 
 #include "common/embedded.h"
 #include "daemon/startup_deadline.h"
+#include "providers/node_group.h"
 
 namespace tsum::daemon {
 
@@ -29,7 +30,9 @@ struct RunManager::LiveRun {
   QueueEntry entry;
   std::optional<std::string> cancel_reason;
   std::optional<std::string> agent_error;
-  std::optional<Result<providers::InstanceStatus>> polled;  // the latest status from the provider's poller
+  // Statuses from the provider's poller not yet looked at, by node.
+  std::vector<std::pair<int, Result<providers::InstanceStatus>>> polled;
+  std::optional<nlohmann::json> rendezvous;  // a multi-node run's meeting point, once node 0 has posted it
   bool saved = false;
   asio::steady_timer wake;
   void poke() { wake.cancel(); }
@@ -77,7 +80,7 @@ asio::awaitable<void> RunManager::dispatch_loop() {
       std::vector<QueueEntry> waiting, running;
       std::map<int64_t, QueueEntry> by_id;
       for (const auto& r : queued ? *queued : std::vector<RunRow>{}) {
-        waiting.push_back({r.id, r.experiment_id, r.provider, r.instance_type});
+        waiting.push_back({r.id, r.experiment_id, r.provider, r.instance_type, r.nodes});
         by_id[r.id] = waiting.back();
       }
       for (const auto& [_, l] : live_) running.push_back(l->entry);
@@ -183,15 +186,42 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
       if (const char* v = std::getenv(k); v && *v) spec.env[k] = v;
   }
 
+  const int nodes = row->nodes;
+  if (nodes > 1) {
+    spec.env["TSUM_NODES"] = std::to_string(nodes);
+    spec.env["TSUM_DIST"] = exp->spec.config_of(variant).dist;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   (void)s_.ledger.record_mark(live.id, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
-  auto handle = co_await provider->create(offers->front(), spec);
-  if (!handle) co_return Result{RunStatus::failed, "create failed: " + handle.error().detail};
-  // Fault injection for the leak-guard tests: die as kill -9 would, after the create and before its commit.
-  if (const char* f = std::getenv("TSUM_FAULT_EXIT_AFTER_CREATE"); f && std::string_view(f) == "1") _exit(137);
-  if (auto st = s_.ledger.set_instance(live.id, handle->to_json()); !st)
-    co_return Result{RunStatus::failed, st.error().detail};
-  (void)s_.ledger.advance(live.id, RunStatus::booting, "instance " + handle->id + " created");
+  // One create per node, each node's startup timed from its own; a gang provider makes them all in one.
+  const bool gang = provider->capabilities().gang_nodes;
+  std::vector<InstanceHandle> created;
+  for (int node = 0; node < (gang ? 1 : nodes); ++node) {
+    providers::LaunchSpec node_spec = spec;
+    if (gang) {
+      node_spec.nodes = nodes;
+    } else if (nodes > 1) {
+      node_spec.env["TSUM_NODE"] = std::to_string(node);
+      node_spec.idempotency_token += "-n" + std::to_string(node);
+    }
+    for (int n = gang ? 0 : node; n < (gang ? nodes : node + 1) && nodes > 1; ++n)
+      (void)s_.ledger.record_node_mark(live.id, n, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
+    auto handle = co_await provider->create(offers->front(), node_spec);
+    if (!handle)
+      co_return Result{RunStatus::failed, "create failed" + (nodes > 1 ? " for node " + std::to_string(node) : "") +
+                                              ": " + handle.error().detail};
+    // Fault injection for the leak-guard tests: die as kill -9 would, after the create and before its commit.
+    if (const char* f = std::getenv("TSUM_FAULT_EXIT_AFTER_CREATE"); f && std::string_view(f) == "1") _exit(137);
+    created.push_back(*handle);
+    auto st = gang || nodes == 1 ? s_.ledger.set_instance(live.id, handle->to_json())
+                                 : s_.ledger.extend_instance(live.id, providers::make_node_group(row->provider, created).to_json());
+    if (!st) co_return Result{RunStatus::failed, st.error().detail};
+  }
+  const InstanceHandle instance =
+      gang || nodes == 1 ? created.front() : providers::make_node_group(row->provider, created);
+  (void)s_.ledger.advance(live.id, RunStatus::booting,
+                          nodes > 1 ? std::to_string(nodes) + " nodes created (" + instance.id + ")"
+                                    : "instance " + instance.id + " created");
 
   const auto run_deadline = exp->spec.deadline_s ? std::min<std::chrono::seconds>(
                                                       opts_.run_deadline, std::chrono::seconds(*exp->spec.deadline_s))
@@ -199,15 +229,24 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   const auto startup_limit = startup_deadline(row->provider);
   const std::string field = startup_deadline_field(row->provider);
   // The provider's poller reports the instance's status once per interval, for this run and its others.
+  // Keys: the run id for a run of one machine; -((run id << 8) | node) - 1 for each machine of a group.
   struct Unwatch {
     std::shared_ptr<StatusPoller> poller;
-    int64_t id;
-    ~Unwatch() { poller->unwatch(id); }
-  } watching{poller_for(*provider), live.id};
-  watching.poller->watch(live.id, *handle, [&live](const tsum::Result<providers::InstanceStatus>& st) {
-    live.polled = st;
-    live.poke();
-  });
+    std::vector<int64_t> keys;
+    ~Unwatch() {
+      for (auto k : keys) poller->unwatch(k);
+    }
+  } watching{poller_for(*provider), {}};
+  const auto machines = providers::node_handles(instance);
+  for (size_t n = 0; n < machines.size(); ++n) {
+    const int64_t key =
+        providers::is_node_group(instance) ? -((live.id << 8) | static_cast<int64_t>(n)) - 1 : live.id;
+    watching.keys.push_back(key);
+    watching.poller->watch(key, machines[n], [&live, n](const tsum::Result<providers::InstanceStatus>& st) {
+      live.polled.emplace_back(static_cast<int>(n), st);
+      live.poke();
+    });
+  }
   for (;;) {
     if (live.cancel_reason) co_return Result{RunStatus::cancelled, *live.cancel_reason};
     if (live.agent_error) co_return Result{RunStatus::failed, *live.agent_error};
@@ -224,13 +263,21 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
                        "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
     // Every poll (a quarter second), so no billing step of a second or more passes unchecked.
     if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Result{RunStatus::cancelled, **over};
-    if (live.polled) {
-      auto st = std::move(*live.polled);
-      live.polled.reset();
+    auto polled = std::move(live.polled);
+    live.polled.clear();
+    for (const auto& [node, st] : polled) {
+      const std::string who = machines.size() > 1 ? "node " + std::to_string(node) + ": " : "";
+      if (machines.size() > 1 && st && st->state == InstanceState::exited) {
+        // A node that has saved its part is done and may have exited while the others still save.
+        auto nodes_phases = s_.ledger.node_phases(live.id);
+        if (nodes_phases && nodes_phases->count(node) && (*nodes_phases)[node].count(Phase::save) &&
+            (*nodes_phases)[node][Phase::save].end)
+          continue;
+      }
       if (st && st->state == InstanceState::gone)
-        co_return Result{RunStatus::failed, "instance disappeared: " + st->detail};
+        co_return Result{RunStatus::failed, who + "instance disappeared: " + st->detail};
       if (st && st->state == InstanceState::exited)  // the agent delivers its events before it exits
-        co_return Result{RunStatus::failed, st->detail + " before the run finished"};
+        co_return Result{RunStatus::failed, who + st->detail + " before the run finished"};
     }
     live.wake.expires_after(opts_.poll);
     boost::system::error_code ec;
@@ -299,20 +346,29 @@ asio::awaitable<Status> RunManager::terminate_and_time(int64_t run_id, providers
   (void)s_.ledger.advance(run_id, RunStatus::terminating, "");
   (void)s_.ledger.record_mark(run_id, Phase::poweroff, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
   const auto deadline = std::chrono::steady_clock::now() + opts_.poweroff_deadline;
+  // Every machine of the run (a group's nodes) is terminated until the provider says it is gone.
+  std::vector<InstanceHandle> left = providers::node_handles(h);
   Status last;
   for (milliseconds backoff(50);; backoff = std::min(backoff * 2, milliseconds(5000))) {
-    last = co_await p.terminate(h);
-    if (last) {
-      auto st = co_await p.describe(h);
-      if (st && st->state == InstanceState::gone) {
-        (void)s_.ledger.record_mark(run_id, Phase::poweroff, Mark::end, s_.clock.now_s(), ClockDomain::daemon);
-        co_return Status{};
+    std::vector<InstanceHandle> still;
+    for (const auto& m : left) {
+      last = co_await p.terminate(m);
+      bool gone = false;
+      if (last) {
+        auto st = co_await p.describe(m);
+        gone = st && st->state == InstanceState::gone;
       }
+      if (!gone) still.push_back(m);
+    }
+    left = std::move(still);
+    if (left.empty()) {
+      (void)s_.ledger.record_mark(run_id, Phase::poweroff, Mark::end, s_.clock.now_s(), ClockDomain::daemon);
+      co_return Status{};
     }
     if (std::chrono::steady_clock::now() + backoff > deadline) break;
     co_await sleep_for(backoff);
   }
-  co_return make_error(Code::timeout, "instance " + h.id + " not confirmed gone within " +
+  co_return make_error(Code::timeout, "instance " + left.front().id + " not confirmed gone within " +
                                           std::to_string(opts_.poweroff_deadline.count()) + " s" +
                                           (last ? "" : ": " + last.error().detail));
 }
@@ -336,9 +392,34 @@ void RunManager::on_agent_event(int64_t run_id, const AgentEvent& ev) {
   auto it = live_.find(run_id);
   if (it == live_.end()) return;
   if (ev.kind == AgentEvent::Kind::error && !it->second->agent_error)
-    it->second->agent_error = std::string(phase_name(ev.phase)) + " failed: " + ev.attrs.value("detail", "");
-  if (ev.kind == AgentEvent::Kind::end && ev.phase == Phase::save) it->second->saved = true;
+    it->second->agent_error = (it->second->entry.nodes > 1 ? "node " + std::to_string(ev.node) + ": " : "") +
+                              std::string(phase_name(ev.phase)) + " failed: " + ev.attrs.value("detail", "");
+  if (ev.kind == AgentEvent::Kind::end && ev.phase == Phase::save) {
+    // A multi-node run has saved once every node has (the ledger then wrote the run's own save end).
+    auto phases = s_.ledger.phases(run_id);
+    it->second->saved = phases && phases->count(Phase::save) && (*phases)[Phase::save].end;
+  }
   it->second->poke();
+}
+
+Status RunManager::set_rendezvous(int64_t run_id, nlohmann::json meeting) {
+  auto it = live_.find(run_id);
+  if (it == live_.end())
+    return make_error(Code::already_exists, "run " + std::to_string(run_id) + " is not running");
+  if (it->second->entry.nodes < 2)
+    return make_error(Code::invalid_argument, "run " + std::to_string(run_id) + " runs on one machine: it has no rendezvous");
+  if (it->second->rendezvous && *it->second->rendezvous != meeting)
+    return make_error(Code::already_exists, "run " + std::to_string(run_id) + "'s nodes already meet at " +
+                                                it->second->rendezvous->dump());
+  it->second->rendezvous = std::move(meeting);
+  return {};
+}
+
+Result<nlohmann::json> RunManager::rendezvous(int64_t run_id) const {
+  auto it = live_.find(run_id);
+  if (it == live_.end()) return make_error(Code::not_found, "run " + std::to_string(run_id) + " is not running");
+  if (!it->second->rendezvous) return make_error(Code::not_found, "node 0 has not said where to meet yet");
+  return *it->second->rendezvous;
 }
 
 asio::awaitable<void> RunManager::reconcile() {
@@ -359,8 +440,12 @@ asio::awaitable<void> RunManager::reconcile() {
       reason = "daemon restarted while the run was " + was + "; provider " + r.provider + " is not configured";
     } else {
       auto h = InstanceHandle::from_json(*r.instance);
-      auto st = co_await p->describe(h);
-      if (st && st->state == InstanceState::gone) {
+      bool all_gone = true;
+      for (const auto& m : providers::node_handles(h)) {
+        auto st = co_await p->describe(m);
+        all_gone = all_gone && st && st->state == InstanceState::gone;
+      }
+      if (all_gone) {
         reason = "instance " + h.id + " was gone after a daemon restart (run was " + was + ")";
       } else {
         auto t = co_await terminate_and_time(r.id, *p, h);

@@ -86,6 +86,10 @@ class RunManager {
   Status cancel(int64_t run_id, std::string reason);
   // The agent reported an event the run's coroutine must act on.
   void on_agent_event(int64_t run_id, const AgentEvent& ev);
+  // A multi-node run's meeting point ({"address", "port"} of its rank 0), posted by node 0's agent; the same
+  // one again is fine, another is already_exists. not_found until posted (the other nodes poll).
+  Status set_rendezvous(int64_t run_id, nlohmann::json meeting);
+  Result<nlohmann::json> rendezvous(int64_t run_id) const;
 
   // Stops dispatching, cancels every live run and waits (up to deadline) until their instances are gone.
   boost::asio::awaitable<void> shutdown(std::chrono::seconds deadline);

@@ -64,13 +64,16 @@ asio::awaitable<Result<billing::PlanCandidate>> SearchRunner::candidate(const Ru
                          "provider '" + c.provider + "' does not offer '" + c.instance_type + "'");
   const auto& o = offers->front();
   billing::PlanCandidate cand;
-  cand.cfg.config = c.provider + "/" + c.instance_type;
+  // A multi-node candidate (candidates may list "nodes": [1, 2, 4]) is every node's price, fitted over its workers.
+  cand.cfg.config = c.provider + "/" + c.instance_type +
+                    (c.nodes > 1 ? "/x" + std::to_string(c.nodes) + (c.dist == "ring" ? "" : "/" + c.dist) : "");
+  cand.cfg.nodes = c.nodes;
   cand.cfg.provider = c.provider;
   cand.cfg.instance_type = c.instance_type;
   cand.cfg.cores = o.vcpus;
   cand.cfg.gpus = o.gpus;
   cand.cfg.gpu_type = o.gpu_type;
-  cand.hourly_price = o.hourly_price;
+  cand.hourly_price = c.nodes * o.hourly_price;
   cand.currency = o.currency;
   if (!billing.empty()) {
     auto rule = billing::parse_rule(billing);
@@ -162,7 +165,9 @@ asio::awaitable<void> SearchRunner::probe_run(std::shared_ptr<Search> s, RunConf
   }
   s_.runs_queued();
   size_t index = s->probes.size();
-  s->probes.push_back({{"config", config.provider + "/" + config.instance_type}, {"experiment_id", *exp},
+  s->probes.push_back({{"config", config.provider + "/" + config.instance_type +
+                                      (config.nodes > 1 ? "/x" + std::to_string(config.nodes) : "")},
+                       {"experiment_id", *exp},
                        {"run_id", runs->front().id}, {"status", "queued"}, {"t_sum", nullptr}});
   (void)save(*s, "running", "", nullptr);
   auto measured = co_await await_run(runs->front().id, index, s);

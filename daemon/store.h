@@ -28,6 +28,7 @@ struct RunRow {
   std::optional<nlohmann::json> instance;
   double created_at = 0;
   double updated_at = 0;
+  int nodes = 1;  // machines the run trains on (its config's "nodes")
 };
 
 struct ExperimentRow {

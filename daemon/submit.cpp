@@ -10,6 +10,12 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
   if (auto st = check_datasets(spec, datasets); !st) co_return st.error();
   std::vector<PricedConfig> priced;
   for (const auto& cfg : spec.configs) {
+    if (cfg.nodes > 1 && (cfg.provider == "ssh" || cfg.provider == "byo" || cfg.provider == "trace"))
+      co_return make_error(Code::invalid_argument,
+                           "configs: nodes " + std::to_string(cfg.nodes) + " on '" + cfg.provider + "': " +
+                               (cfg.provider == "trace" ? "a trace replays one machine's runs"
+                                                        : "each of its machines is named and one of a kind") +
+                               "; a multi-node run takes N machines of one type (a cloud, local, slurm)");
     auto* p = providers.get(cfg.provider);
     if (!p) co_return make_error(Code::invalid_argument, "provider '" + cfg.provider + "' is not configured");
     const bool job = std::any_of(spec.workloads.begin(), spec.workloads.end(),

@@ -62,13 +62,42 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
   }
   auto epochs = store_.epochs_of(r.id);
   if (!epochs) return epochs.error();
+  // A multi-node run: each node's phases (the run's are its slowest node's), the spread of their startups, and
+  // what rank 0 measured of the communication.
+  json per_node = nullptr;
+  if (r.nodes > 1) {
+    auto nodes = ledger_.node_phases(r.id);
+    if (!nodes) return nodes.error();
+    per_node = json::array();
+    for (int n = 0; n < r.nodes; ++n) {
+      json p = json::object();
+      for (auto name : kPhaseNames) {
+        auto node = nodes->find(n);
+        std::optional<double> secs;
+        if (node != nodes->end())
+          if (auto it = node->second.find(*parse_phase(name)); it != node->second.end()) secs = it->second.seconds();
+        p[std::string(name)] = secs ? json(*secs) : json(nullptr);
+      }
+      per_node.push_back({{"node", n}, {"phases", p}});
+    }
+    if (auto it = phases->find(Phase::startup); it != phases->end() && it->second.end)
+      metrics["startup_spread_s"] = it->second.end->attrs.value("spread_s", 0.0);
+    if (auto it = phases->find(Phase::learn); it != phases->end() && it->second.end) {
+      json dist = json::object();
+      for (const auto& [k, v] : it->second.end->attrs.items())
+        if (k == "world_size" || k == "dist" || k.starts_with("comm_") || k.starts_with("bytes_") ||
+            k.starts_with("staleness"))
+          dist[k] = v;
+      if (!dist.empty()) metrics["distributed"] = dist;
+    }
+  }
 
   json cost = json::object();
   if (complete) {
     for (const auto& rule : rules) {
       double billed = billing::billed_seconds(rule, t_sum);
       cost[rule.name] = {{"billed_s", billed},
-                         {"amount", billing::cost(rule, r.hourly_price, t_sum)},
+                         {"amount", r.nodes * billing::cost(rule, r.hourly_price, t_sum)},  // every node billed
                          {"currency", r.currency}};
     }
   }
@@ -82,6 +111,8 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
   const bool known = variant < spec.variants();
   json config = {{"provider", r.provider}, {"instance_type", r.instance_type}};
   if (known && spec.config_of(variant).runtime != "native") config["runtime"] = spec.config_of(variant).runtime;
+  if (known && spec.config_of(variant).nodes > 1)
+    config.update({{"nodes", spec.config_of(variant).nodes}, {"dist", spec.config_of(variant).dist}});
   if (known && !spec.varied.empty()) config["workload"] = workload_fields(spec.workload_of(variant), spec.varied);
   // The inference sweep's result per batch size (learn's progress marks).
   json inference = json::array();
@@ -99,6 +130,8 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
               {"reason", r.reason},
               {"hourly_price", r.hourly_price},
               {"phases", ph},
+              {"nodes", r.nodes},
+              {"node_phases", per_node},
               {"t_sum", complete ? json(t_sum) : json(nullptr)},
               {"metrics", metrics},
               {"epochs", *epochs},

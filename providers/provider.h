@@ -30,8 +30,8 @@ struct Capabilities {
   // Its machines reach the daemon without its public URL: the same host (local), the daemon itself (trace),
   // or a tunnel the provider makes (ssh). Every other provider's runs need `tsumd serve --public-url`.
   bool reaches_daemon = false;
-  // One create() makes all LaunchSpec::nodes machines (a Slurm job with --nodes=N). false: every create makes
-  // one machine and the daemon calls create once per node.
+  // One create() makes all of LaunchSpec::nodes machines (a Slurm job of N nodes, one agent on each, each told
+  // its TSUM_NODE). Other providers get nodes = 1, and the daemon calls create once per node of a multi-node run.
   bool gang_nodes = false;
 };
 
@@ -69,7 +69,7 @@ struct LaunchSpec {
   std::string agent_script = {};        // POSIX sh run as the instance's entry point
   std::map<std::string, std::string> env = {};  // passed to the agent (daemon URL, run token, workload)
   std::string runtime = "native";       // "docker": the boot payload installs Docker; the agent pulls the image
-  int nodes = 1;                        // machines this create makes (> 1 only where capabilities().gang_nodes)
+  int nodes = 1;                        // machines this create makes: > 1 only where Capabilities::gang_nodes
 };
 
 // Stored verbatim in SQLite; enough to find the instance again after a daemon restart.

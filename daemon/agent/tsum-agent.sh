@@ -39,12 +39,25 @@
 #                                       directory at the end and powers nothing off
 #   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
 #   TSUM_SAMPLE_S                       resource sampling interval in seconds (default 1)
+#   TSUM_NODES, TSUM_NODE               a multi-node run: this machine is node TSUM_NODE (0-based) of TSUM_NODES;
+#                                       every event carries "node", and in start the nodes meet (below)
+#   TSUM_DIST                           ring (default), ps or ps-async: how the nodes train together
+#   TSUM_NODE_ADDRESS, TSUM_DIST_PORT   node 0's address the others reach (default: 127.0.0.1 when the daemon is
+#                                       on loopback, else this machine's first address) and its port
+#
+# Multi-node (TSUM_NODES > 1): after load_data, node 0 posts {"address", "port"} to
+# $TSUM_URL/v1/runs/$TSUM_RUN_ID/rendezvous and the others poll it (GET) until it is there; then each runs
+# tsum-train --world-size N --rank NODE --master ADDRESS:PORT --dist DIST (rank 0 listens there). Node 0 saves
+# the checkpoint; the others upload their event log and samples as node<N>/events.jsonl and node<N>/samples.csv.
 set -u
 : "${TSUM_URL:?}" "${TSUM_RUN_ID:?}" "${TSUM_TOKEN:?}"
 WORK=$(pwd)
 SPOOL="$WORK/spool"
 mkdir -p "$SPOOL" "$WORK/bin" "$WORK/data" "$WORK/out"
 SEQ=0
+NODES=${TSUM_NODES:-1}
+NODE=${TSUM_NODE:-0}
+NODE_FIELD=""; [ "$NODES" -gt 1 ] && NODE_FIELD=",\"node\":$NODE"
 
 log() { echo "tsum-agent: $*" >&2; }
 now() { read -r up _ < /proc/uptime; echo "$up"; }
@@ -132,7 +145,7 @@ emit() {
     begin) sample; eval "BEGIN_$1=\$3" ;;
     end) sample; eval "b=\${BEGIN_$1:-\$3}"; extra=",\"stats\":$(stats "$b")" ;;
   esac
-  printf '{"phase":"%s","mark":"%s","mono_s":%s,"attrs":%s%s}\n' "$1" "$2" "$3" "${4:-{\}}" "$extra" > "$f.tmp" &&
+  printf '{"phase":"%s","mark":"%s","mono_s":%s,"attrs":%s%s%s}\n' "$1" "$2" "$3" "${4:-{\}}" "$extra" "$NODE_FIELD" > "$f.tmp" &&
     mv "$f.tmp" "$f.json"
   flush || log "daemon unreachable; $(ls "$SPOOL" | grep -c '\.json$') event(s) spooled"
 }
@@ -229,7 +242,9 @@ if [ "${TSUM_RUNTIME:-native}" = docker ]; then
     # The container gets the agent's own CPUs (dockerd starts it, so it would not inherit the affinity).
     cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
     # shellcheck disable=SC2086  # gpus is empty or two words
-    docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:$WORK/data:${DATA_MODE:-ro}" -v "$WORK/out:$WORK/out" \
+    # One machine needs no network; the nodes of a multi-node run reach each other on the machine's own.
+    net=none; [ "$NODES" -gt 1 ] && net=host
+    docker run --rm --network "$net" $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:$WORK/data:${DATA_MODE:-ro}" -v "$WORK/out:$WORK/out" \
       --entrypoint tsum-train "$TSUM_IMAGE" "$@"
   }
 else
@@ -359,6 +374,40 @@ run_job() {
   emit save begin "$t"
 }
 
+# rendezvous: a multi-node run's nodes meet in start, before the trainer: node 0 says where its rank 0 listens,
+# the others wait (TSUM_RENDEZVOUS_S, default 900) until it has. Prints tsum-train's distributed flags.
+rendezvous() {
+  url="$TSUM_URL/v1/runs/$TSUM_RUN_ID/rendezvous"
+  if [ "$NODE" -eq 0 ]; then
+    addr=${TSUM_NODE_ADDRESS:-}
+    if [ -z "$addr" ]; then
+      case $TSUM_URL in
+        *://127.0.0.1[:/]* | *://localhost[:/]* | *://\[::1\][:/]*) addr=127.0.0.1 ;;
+        *) addr=$(hostname -I 2>/dev/null | cut -d' ' -f1) ;;
+      esac
+    fi
+    [ -n "$addr" ] || { echo "no address of this machine to give the other nodes (set TSUM_NODE_ADDRESS)"; return 1; }
+    port=${TSUM_DIST_PORT:-$((20000 + TSUM_RUN_ID % 20000))}
+    tries=0
+    until dcurl -fsS --max-time 15 -H 'Content-Type: application/json' \
+        --data-binary "{\"address\":$(json_str "$addr"),\"port\":$port}" "$url" >/dev/null 2>"$WORK/rdv.err"; do
+      tries=$((tries + 1))
+      [ "$tries" -ge 10 ] && { echo "cannot post the rendezvous: $(tail -n 1 "$WORK/rdv.err")"; return 1; }
+      sleep 1
+    done
+  else
+    deadline=$(( $(date +%s) + ${TSUM_RENDEZVOUS_S:-900} ))
+    until got=$(dcurl -fsS --max-time 15 "$url" 2>/dev/null) && [ -n "$got" ]; do
+      [ "$(date +%s)" -ge "$deadline" ] && { echo "node 0 did not say where to meet within ${TSUM_RENDEZVOUS_S:-900} s"; return 1; }
+      sleep 0.5
+    done
+    addr=$(printf '%s' "$got" | sed -n 's/.*"address":"\([^"]*\)".*/\1/p')
+    port=$(printf '%s' "$got" | sed -n 's/.*"port":\([0-9]*\).*/\1/p')
+  fi
+  dist=${TSUM_DIST:-ring}
+  echo "--world-size $NODES --rank $NODE --master $addr:$port --dist ${dist%-async}$([ "$dist" = ps-async ] && echo ' --ps-async')"
+}
+
 # start, learn, verify: the trainer's own events mark the boundaries. The inference sweep (TSUM_KIND=infer) is
 # measured as learn, one progress mark per batch size; it has no verify and saves no checkpoint.
 if [ "${TSUM_KIND:-train}" = job ]; then
@@ -370,6 +419,11 @@ else
     set -- infer --images "$WORK/data"
   else
     set -- --data "$WORK/data" --checkpoint "$WORK/out/model.pt"
+  fi
+  if [ "$NODES" -gt 1 ]; then
+    dist_args=$(rendezvous) || fail start "$dist_args"
+    # shellcheck disable=SC2086  # a list of flags
+    set -- "$@" $dist_args
   fi
   # shellcheck disable=SC2086  # TSUM_TRAIN_ARGS is a list of flags
   run_trainer "$@" ${TSUM_TRAIN_ARGS:-} > "$WORK/events.fifo" 2> "$WORK/train.err" &
@@ -394,20 +448,26 @@ else
   done < "$WORK/events.fifo"
   wait "$trainer"; rc=$?
   [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
+  if [ "$NODE" -gt 0 ]; then  # rank > 0 neither verifies nor saves: its part ends with the training
+    t=$(now)
+    [ "$phase" = verify ] && { emit verify end "$t"; emit save begin "$t"; }
+    saved='{}'
+  fi
   [ -n "$saved" ] || fail save "tsum-train finished without saving a checkpoint"
 fi
 
 # save: the checkpoint, the event log and the samples go to the daemon; save ends once it holds every byte.
 samples_csv > "$WORK/samples.csv"
+prefix=""; [ "$NODE" -gt 0 ] && prefix="node$NODE%2F"
 for f in "$WORK/events.jsonl" "$WORK/samples.csv"; do
   [ -e "$f" ] || continue
-  err=$(upload "$f" "$(basename "$f")") || fail save "$err"
+  err=$(upload "$f" "$prefix$(basename "$f")") || fail save "$err"
 done
 # Everything under out/: tsum-train's checkpoint (an inference sweep has none), or every file a job wrote, named
 # by its path there ('/' is %2F in the URL).
 (cd "$WORK/out" && find . -type f | sed 's#^\./##' | sort) > "$WORK/out.list"
 while IFS= read -r rel; do
-  err=$(upload "$WORK/out/$rel" "$(printf '%s' "$rel" | sed 's#/#%2F#g')") || fail save "$err"
+  err=$(upload "$WORK/out/$rel" "$prefix$(printf '%s' "$rel" | sed 's#/#%2F#g')") || fail save "$err"
 done < "$WORK/out.list"
 emit save end "$(now)" "$saved"
 drain || exit 1

@@ -128,6 +128,25 @@ TEST_CASE("an unmeasured core count comes from its family's Ernest curve") {
   CHECK(other.error().code == tsum::Code::not_found);
 }
 
+TEST_CASE("multi-node configs are fitted over every worker: nodes times cores, as Ernest fits over machines") {
+  std::vector<MeasuredRun> h;
+  auto t = [](double n) { return 30 + 2000 / n + 8 * std::log(n) + 1.5 * n; };
+  auto nodes = [](ConfigSpec c, int n) {
+    c.config += "/x" + std::to_string(n);
+    c.nodes = n;
+    return c;
+  };
+  for (int n : {1, 2, 8}) h.push_back(run(nodes(cpu("aws", 4), n), t(4.0 * n)));
+  h.push_back(run(cpu("aws", 2), t(2)));
+  auto p = Predictor::learn(h, {});
+  REQUIRE(p.ok());
+  CHECK(Predictor::count_of(nodes(cpu("aws", 4), 4)) == 16);
+  auto four = p->predict(nodes(cpu("aws", 4), 4));  // never measured: 16 workers on the curve
+  REQUIRE(four.ok());
+  CHECK(four->basis == "fitted");
+  CHECK(four->mean(kLearn) == doctest::Approx(t(16)).epsilon(0.05));
+}
+
 TEST_CASE("GPU configs scale over GPU count within a GPU type") {
   auto g = [](int k) {
     ConfigSpec c;

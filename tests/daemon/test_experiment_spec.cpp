@@ -190,3 +190,26 @@ TEST_CASE("a user's job: image, command and env, never expanded; tsum-train's fi
   CHECK(err(R"({"kind":"job","image":"a/b"})").starts_with("workload.command: a job needs the command"));
   CHECK(err(R"({"env":{"A":"b"}})") == "workload.env: belongs to a user's job (with a command)");
 }
+
+TEST_CASE("nodes and dist expand like other config fields; one node has no dist; only training spans nodes") {
+  auto r = parse_experiment_spec(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "c5.large",
+      "nodes": [1, 2, 4], "dist": ["ring", "ps", "ps-async"]}]})");
+  REQUIRE(r.ok());
+  REQUIRE(r->configs.size() == 7);  // 1 node once, 2 and 4 nodes with each of the three
+  CHECK(r->configs[0].nodes == 1);
+  CHECK(r->configs[0].dist == "ring");
+  CHECK(r->configs[3].nodes == 2);
+  CHECK(r->configs[3].dist == "ps-async");
+  auto again = parse_experiment_spec(r->to_json().dump());
+  REQUIRE(again.ok());
+  CHECK(again->to_json() == r->to_json());
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "nodes": 65}]})") ==
+        "'configs[0].nodes' must be at most 64, got 65");
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "nodes": 0}]})")
+            .find("nodes") != std::string::npos);
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "nodes": 2,
+      "dist": "allgather"}]})") == "'configs[0].dist' must be \"ring\", \"ps\" or \"ps-async\", got 'allgather'");
+  CHECK(error_of(R"({"workload": {"kind": "infer", "model": "resnet50"}, "configs": [{"provider": "aws",
+      "instance_type": "x", "nodes": 2}]})")
+            .find("a workload of kind 'infer' runs on one") != std::string::npos);
+}

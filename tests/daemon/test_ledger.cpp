@@ -150,3 +150,81 @@ TEST_CASE("an instance handle is stored once") {
   CHECK(f.ledger.set_instance(1, {{"provider", "local"}, {"id", "b"}}).code() == Code::already_exists);
   CHECK(f.store.run(1)->instance.value()["id"] == "a");
 }
+
+TEST_CASE("a multi-node run: each node's marks kept, the run's phase is its slowest node's once all have ended it") {
+  DaemonFixture f;
+  auto spec = R"({"name":"n","workload":{"epochs":1},"repetitions":1,
+                  "configs":[{"provider":"local","cores":1,"nodes":3,"dist":"ps"}]})";
+  const int64_t exp = tsum::testing::create_experiment(f.store, spec);
+  auto runs = f.store.runs_of(exp);
+  REQUIRE(runs->size() == 1);
+  const int64_t run = (*runs)[0].id;
+  CHECK((*runs)[0].nodes == 3);
+  REQUIRE(f.ledger.advance(run, RunStatus::booting, "").ok());
+  f.clock.set(1000);
+  REQUIRE(f.ledger.record_mark(run, Phase::startup, Mark::begin, 1000, ClockDomain::daemon).ok());
+
+  auto event = [&](int node, Phase phase, AgentEvent::Kind kind, double mono, nlohmann::json attrs = {}) {
+    AgentEvent ev{phase, kind, mono, attrs.is_null() ? nlohmann::json::object() : attrs};
+    ev.node = node;
+    auto out = f.ledger.apply_agent_event(run, ev);
+    REQUIRE(out.ok());
+    return *out;
+  };
+  using K = AgentEvent::Kind;
+  // Nodes speak at 1010, 1012 and 1017: startup ends with the last, the spread is 7 s.
+  f.clock.set(1010);
+  CHECK_FALSE(event(1, Phase::install, K::begin, 50).first_sign_of_life);
+  CHECK(*f.ledger.status(run) == RunStatus::installing);  // any node's begin moves the run forward
+  f.clock.set(1012);
+  event(0, Phase::install, K::begin, 500);
+  CHECK_FALSE(f.ledger.phases(run)->count(Phase::startup) && (*f.ledger.phases(run))[Phase::startup].end);
+  f.clock.set(1017);
+  CHECK(event(2, Phase::install, K::begin, 7).first_sign_of_life);
+  auto phases = f.ledger.phases(run);
+  REQUIRE((*phases)[Phase::startup].end);
+  CHECK((*phases)[Phase::startup].seconds() == doctest::Approx(17));
+  CHECK((*phases)[Phase::startup].end->attrs["spread_s"].get<double>() == doctest::Approx(7));
+
+  // install: 4 s, 9 s and 6 s on the nodes' own clocks; the run's is node 1's 9 s, once the last has ended.
+  event(0, Phase::install, K::end, 504, {{"method", "bundle"}});
+  event(1, Phase::install, K::end, 59);
+  CHECK_FALSE((*f.ledger.phases(run)).count(Phase::install));
+  // A replayed end changes nothing, and a node the run does not have is refused.
+  CHECK_FALSE(event(1, Phase::install, K::end, 99).recorded);
+  AgentEvent stray{Phase::install, K::end, 1, nlohmann::json::object()};
+  stray.node = 3;
+  CHECK(f.ledger.apply_agent_event(run, stray).code() == Code::invalid_argument);
+  event(2, Phase::install, K::end, 13);
+  phases = f.ledger.phases(run);
+  REQUIRE((*phases)[Phase::install].seconds());
+  CHECK(*(*phases)[Phase::install].seconds() == doctest::Approx(9));
+  const auto& attrs = (*phases)[Phase::install].end->attrs;
+  CHECK(attrs["method"] == "bundle");  // node 0's attrs: rank 0 reports for the run
+  CHECK(attrs["slowest_node"] == 1);
+  CHECK(attrs["node_seconds"] == nlohmann::json{4.0, 9.0, 6.0});
+  auto nodes = f.ledger.node_phases(run);
+  REQUIRE(nodes->size() == 3);
+  CHECK(*(*nodes)[2][Phase::install].seconds() == doctest::Approx(6));
+
+  // Progress is node 0's; another node's epochs are not the run's.
+  event(1, Phase::learn, K::progress, 70, {{"epoch", 1}});
+  CHECK(f.store.epochs_of(run)->empty());
+  event(0, Phase::learn, K::progress, 600, {{"epoch", 1}});
+  CHECK(f.store.epochs_of(run)->size() == 1);
+}
+
+TEST_CASE("a multi-node run's handle grows node by node and never loses one") {
+  DaemonFixture f;
+  auto group = [](std::vector<std::string> ids) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const auto& id : ids) nodes.push_back({{"provider", "local"}, {"id", id}, {"data", nlohmann::json::object()}});
+    return nlohmann::json{{"provider", "local"}, {"id", ids[0]}, {"data", {{"nodes", nodes}}}};
+  };
+  CHECK(f.ledger.extend_instance(1, group({"a"})).ok());
+  CHECK(f.ledger.extend_instance(1, group({"a", "b"})).ok());
+  CHECK(f.ledger.extend_instance(1, group({"a", "b"})).ok());  // a retry
+  CHECK(f.ledger.extend_instance(1, group({"a", "c"})).code() == Code::already_exists);
+  CHECK(f.ledger.extend_instance(1, group({"b"})).code() == Code::already_exists);
+  CHECK((*f.store.run(1)->instance)["data"]["nodes"].size() == 2);
+}

@@ -237,6 +237,33 @@ TEST_CASE("a docker run on a fake cloud: the payload's docker.io engine pulls th
   }
 }
 
+TEST_CASE("two nodes on a fake cloud: machines that share only the network meet through the daemon and train "
+          "together") {
+  CloudRig rig("aws", "");
+  const std::string admin = rig.daemon.admin_token();
+  rig.daemon.start();
+  json body = json::parse(rig.experiment(1024));
+  body["configs"][0]["nodes"] = 2;
+  body["configs"][0]["dist"] = "ring";
+  body["workload"]["model"] = "mnist_mlp";
+  auto created = rig.daemon.call("POST", "/v1/experiments", admin, body.dump());
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+  bool finished = eventually([&] { return is_terminal(rig.run(admin)); }, std::chrono::seconds(300));
+  auto run = rig.run(admin);
+  INFO(run.dump(2));
+  INFO(rig.daemon.log());
+  INFO(rig.fake.log());
+  REQUIRE(finished);
+  CHECK(run["status"] == "done");
+  CHECK(run["nodes"] == 2);
+  CHECK(run["instance"]["data"]["nodes"].size() == 2);
+  CHECK(guest_boots(rig.fake) == 2);
+  CHECK(run["node_phases"][1]["phases"]["learn"].get<double>() > 0);
+  CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.3);
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(15)));
+}
+
 TEST_CASE("leak guard on each fake cloud: a crash between create and its commit; the restarted daemon sweeps by tag") {
   for (const auto& cloud : kClouds) {
     CAPTURE(cloud);
