@@ -282,6 +282,14 @@ Status Ledger::extend_instance(int64_t run_id, const nlohmann::json& group) {
   return up->bind(group.dump(), run_id).run();
 }
 
+Status Ledger::set_queue_wait(int64_t run_id, double seconds) {
+  auto st = db_.prepare("UPDATE runs SET queue_wait_s = ? WHERE id = ? AND queue_wait_s IS NULL");
+  if (!st) return st.error();
+  if (auto s = st->bind(seconds, run_id).run(); !s) return s;
+  if (db_.changes() == 1) changed(run_id);
+  return {};
+}
+
 Status Ledger::record_stats(int64_t run_id, Phase phase, const PhaseStats& stats) {
   for (const auto& [metric, v] : stats) {
     auto st = db_.prepare(

@@ -100,6 +100,8 @@ class Ledger {
   // A multi-node run's handle grows as its nodes are created: `group` may replace the stored one only when it
   // holds every node the stored one does, in the same order (providers/node_group.h).
   Status extend_instance(int64_t run_id, const nlohmann::json& group);
+  // The run's wait in a scheduler's queue (InstanceStatus::queue_wait_s). Written once: later calls change nothing.
+  Status set_queue_wait(int64_t run_id, double seconds);
 
   Result<RunStatus> status(int64_t run_id);
   Result<std::map<Phase, PhaseRecord>> phases(int64_t run_id);

@@ -266,6 +266,7 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     auto polled = std::move(live.polled);
     live.polled.clear();
     for (const auto& [node, st] : polled) {
+      if (st && st->queue_wait_s) (void)s_.ledger.set_queue_wait(live.id, *st->queue_wait_s);
       const std::string who = machines.size() > 1 ? "node " + std::to_string(node) + ": " : "";
       if (machines.size() > 1 && st && st->state == InstanceState::exited) {
         // A node that has saved its part is done and may have exited while the others still save.

@@ -9,7 +9,7 @@ using nlohmann::json;
 namespace {
 constexpr std::string_view kRunColumns =
     "SELECT id, experiment_id, config_index, repetition, provider, instance_type, hourly_price, currency, "
-    "status, reason, instance, created_at, updated_at, nodes FROM runs ";
+    "status, reason, instance, created_at, updated_at, nodes, queue_wait_s FROM runs ";
 
 RunRow read_run(const Stmt& st) {
   RunRow r;
@@ -30,6 +30,7 @@ RunRow read_run(const Stmt& st) {
   r.created_at = st.real(11);
   r.updated_at = st.real(12);
   r.nodes = static_cast<int>(st.int64(13));
+  r.queue_wait_s = st.opt_real(14);
   return r;
 }
 }  // namespace

@@ -29,6 +29,7 @@ struct RunRow {
   double created_at = 0;
   double updated_at = 0;
   int nodes = 1;  // machines the run trains on (its config's "nodes")
+  std::optional<double> queue_wait_s;  // its wait in a scheduler's queue (Slurm), part of startup
 };
 
 struct ExperimentRow {

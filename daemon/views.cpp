@@ -62,6 +62,7 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
   }
   auto epochs = store_.epochs_of(r.id);
   if (!epochs) return epochs.error();
+  if (r.queue_wait_s) metrics["queue_wait_s"] = *r.queue_wait_s;  // part of startup: submit to start
   // A multi-node run: each node's phases (the run's are its slowest node's), the spread of their startups, and
   // what rank 0 measured of the communication.
   json per_node = nullptr;

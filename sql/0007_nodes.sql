@@ -2,6 +2,9 @@
 -- are its slowest node's, written once every node has ended the phase; each node's marks are kept here,
 -- write-once like the run's.
 ALTER TABLE runs ADD COLUMN nodes INTEGER NOT NULL DEFAULT 1 CHECK (nodes BETWEEN 1 AND 64);
+-- On a cluster scheduler (Slurm): the job's wait in the queue, submit to start on the scheduler's clock; part of
+-- startup, reported apart. Written once.
+ALTER TABLE runs ADD COLUMN queue_wait_s REAL;
 
 CREATE TABLE node_marks (
   run_id      INTEGER NOT NULL REFERENCES runs(id),

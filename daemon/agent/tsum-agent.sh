@@ -256,6 +256,12 @@ fi
 emit install begin "$(now)"
 if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   command -v docker >/dev/null || fail install "docker is not installed (the docker runtime's boot payload installs docker.io)"
+  # An engine started with the machine may still be coming up (a loaded host: tens of seconds).
+  deadline=$(( $(date +%s) + ${TSUM_DOCKER_WAIT_S:-180} ))
+  until docker version >/dev/null 2>"$WORK/install.err"; do
+    [ "$(date +%s)" -ge "$deadline" ] && fail install "the Docker engine did not answer within ${TSUM_DOCKER_WAIT_S:-180} s: $(tail -n 1 "$WORK/install.err")$(tail -n 3 /var/log/dockerd.log 2>/dev/null | sed 's/^/ | dockerd: /')"
+    sleep 1
+  done
   if [ -n "${TSUM_REGISTRY_USER:-}" ]; then
     printf '%s' "${TSUM_REGISTRY_PASSWORD:-}" | docker login -u "$TSUM_REGISTRY_USER" --password-stdin "${TSUM_IMAGE%%/*}" \
       >"$WORK/install.err" 2>&1 || fail install "docker login ${TSUM_IMAGE%%/*}: $(tail -n 1 "$WORK/install.err")"

@@ -1,5 +1,7 @@
 #include "providers/local/local_provider.h"
 
+#include <cstdio>
+
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -136,7 +138,12 @@ Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const Lau
                                                 " of " + std::to_string(opts_.cpus.size()) + " CPUs are free for " +
                                                 offer.instance_type);
 
-  std::string id = "local-" + spec.run_id + "-" + spec.idempotency_token.substr(0, 8);
+  // Named by the whole token (FNV-1a): a multi-node run's nodes share the run and differ only in its end.
+  uint64_t token_hash = 1469598103934665603ull;
+  for (unsigned char ch : spec.idempotency_token) token_hash = (token_hash ^ ch) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(token_hash));
+  std::string id = "local-" + spec.run_id + "-" + std::string(hex, 8);
   fs::path sandbox = fs::path(instances_dir()) / id;
   fs::create_directories(sandbox, ec);
   if (ec) co_return make_error(Code::unavailable, "create sandbox " + sandbox.string() + ": " + ec.message());

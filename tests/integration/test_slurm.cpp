@@ -62,6 +62,10 @@ TEST_CASE("slurm: a single-node run through tsumd reaches all 8 phases on a comp
   }
   MESSAGE("startup " << run["phases"]["startup"] << " s, t_sum " << run["t_sum"] << " s");
   CHECK(run["metrics"]["install"]["method"] == "bundle");
+  // Submit to start on the controller's clock (1 s resolution), inside startup.
+  REQUIRE(run["metrics"]["queue_wait_s"].is_number());
+  CHECK(run["metrics"]["queue_wait_s"].get<double>() >= 0);
+  CHECK(run["metrics"]["queue_wait_s"].get<double>() <= run["phases"]["startup"].get<double>() + 1);
   const std::string rid = std::to_string(run["id"].get<int64_t>());
   CHECK(d.call("GET", "/v1/runs/" + rid + "/artifacts/model.pt", admin).body.size() > 100000);
   // The job left the queue, and the login node holds nothing of the submission (it held the run token).
@@ -69,4 +73,42 @@ TEST_CASE("slurm: a single-node run through tsumd reaches all 8 phases on a comp
   CHECK(queue.empty());
   CHECK(cluster.ctl("ls -A /srv/tsum") == "");
   CHECK(d.log().find("BEGIN OPENSSH PRIVATE KEY") == std::string::npos);
+}
+
+TEST_CASE("slurm: 2-node runs, ring and ps, are one job of two nodes whose agents meet through tsumd") {
+  if (geteuid() != 0) FAIL("the Slurm integration test needs root (guest machines); run it as root");
+  TestNetwork net;
+  TempDir dir{"tsum-slurm-it"};
+  const std::string key = dir.file("id_test");
+  REQUIRE(std::system(("ssh-keygen -q -t ed25519 -N '' -C tsum-test -f " + key).c_str()) == 0);
+  SlurmCluster cluster(net, {.computes = 2, .authorized_key = key + ".pub"});
+  const json section = {{"login", {{"name", "ctl"}, {"address", cluster.login_address()}, {"user", "root"}, {"key_file", key}}},
+                        {"partitions", {{"batch", {{"hourly_price", 0.4}, {"billing_rule", "per_hour"}}}}},
+                        {"work_dir", "/srv/tsum"}, {"connect_timeout_s", 5}};
+  const std::string config = dir.file("tsum.json");
+  std::ofstream(config) << json{{"providers", {{"slurm", section}}}}.dump(2);
+  chmod(config.c_str(), 0600);
+  DaemonProcess d(dir.file("t.db"), {"--config", config}, net.listen_address());
+  const std::string admin = d.admin_token();
+  d.start({"--public-url", "http://" + net.listen_address() + ":{port}", "--insecure-agents"});
+  const json body = {{"name", "slurm nodes"}, {"repetitions", 1}, {"billing", {"per_hour"}},
+                     {"workload", {{"model", "mnist_mlp"}, {"epochs", 1}, {"limit", 1024}, {"test_limit", 256},
+                                   {"threads", 1}}},
+                     {"configs", {{{"provider", "slurm"}, {"instance_type", "batch"}, {"nodes", 2},
+                                   {"dist", {"ring", "ps"}}}}}};
+  const json exp = wait_experiment(d, admin, submit_experiment(d, admin, body), std::chrono::seconds(600));
+  INFO(cluster.logs());
+  REQUIRE_MESSAGE(exp["status"] == "done", exp["runs"].dump(1));
+  REQUIRE(exp["runs"].size() == 2);
+  for (const auto& run : exp["runs"]) {
+    INFO(run.dump(1));
+    CHECK(run["nodes"] == 2);
+    CHECK(run["instance"]["provider"] == "slurm");
+    CHECK_FALSE(run["instance"]["data"].value("nodes", json()).is_array());  // one job, not a group of instances
+    REQUIRE(run["node_phases"].size() == 2);
+    CHECK(run["node_phases"][1]["phases"]["learn"].get<double>() > 0);
+    CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.3);
+    CHECK(run["cost"]["per_hour"]["amount"].get<double>() == doctest::Approx(2 * 0.4));
+  }
+  CHECK(cluster.ctl("squeue -h -o %i").empty());
 }

@@ -138,7 +138,13 @@ TEST_CASE("fused adam: matches torch::optim::Adam step for step, with and withou
     auto pb = b->parameters();
     for (std::size_t i = 0; i < pa.size(); ++i) {
       CAPTURE(i);
-      CHECK(torch::allclose(pa[i], pb[i], 1e-5, 1e-6));
+      // Elementwise equal to rounding, except where a gradient is near Adam's eps: there g / (|g| + eps) turns a
+      // rounding difference in g (the two models' convolutions may pick different kernels for their memory
+      // formats) into a visible part of one step. A wrong update rule (bias correction, decay) is off by about
+      // the learning rate per step.
+      const auto diff = (pa[i] - pb[i]).abs();
+      CHECK(diff.max().item<double>() < 0.5 * 1e-3);
+      CHECK(diff.mean().item<double>() < 1e-6);
       CHECK(pa[i].is_contiguous(torch::MemoryFormat::ChannelsLast) ==
             pb[i].is_contiguous(torch::MemoryFormat::ChannelsLast));
     }
