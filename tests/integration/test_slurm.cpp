@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <tuple>
+
 #include "integration/daemon_process.h"
 #include "support/slurm_cluster.h"
 
@@ -12,24 +14,49 @@ using namespace tsum;
 using namespace tsum::testing;
 using nlohmann::json;
 
-TEST_CASE("slurm: a single-node run through tsumd reaches all 8 phases on a compute node and leaves the queue empty") {
-  if (geteuid() != 0) FAIL("the Slurm integration test needs root (guest machines); run it as root");
-  TestNetwork net;
-  TempDir dir{"tsum-slurm-it"};
+namespace {
+
+std::string make_key(const TempDir& dir) {
   const std::string key = dir.file("id_test");
   REQUIRE(std::system(("ssh-keygen -q -t ed25519 -N '' -C tsum-test -f " + key).c_str()) == 0);
-  SlurmCluster cluster(net, {.computes = 1, .authorized_key = key + ".pub"});
-  MESSAGE("Slurm cluster up in " << cluster.start_seconds() << " s");
-  const json section = {{"login", {{"name", "ctl"}, {"address", cluster.login_address()}, {"user", "root"}, {"key_file", key}}},
-                        {"partitions", {{"batch", {{"hourly_price", 0.4}, {"billing_rule", "step:1,min:900"}}}}},
-                        {"work_dir", "/srv/tsum"}, {"connect_timeout_s", 5}};
-  const std::string config = dir.file("tsum.json");
-  std::ofstream(config) << json{{"providers", {{"slurm", section}}}}.dump(2);
-  chmod(config.c_str(), 0600);
+  return key;
+}
 
-  DaemonProcess d(dir.file("t.db"), {"--config", config}, net.listen_address());
-  const std::string admin = d.admin_token();
-  d.start({"--public-url", "http://" + net.listen_address() + ":{port}", "--insecure-agents"});
+// A real Slurm of `computes` compute machines and a tsumd configured with its login node (partition "batch" at
+// 0.4 per node-hour under `rule`), listening on the test network where the compute nodes reach it.
+struct SlurmRig {
+  SlurmRig(int computes, const std::string& rule)
+      : cluster(net, {.computes = computes, .authorized_key = key + ".pub"}),
+        d(dir.file("t.db"), {"--config", write_config(rule)}, net.listen_address()) {
+    admin = d.admin_token();
+    d.start({"--public-url", "http://" + net.listen_address() + ":{port}", "--insecure-agents"});
+  }
+
+  std::string write_config(const std::string& rule) {
+    const json section = {{"login", {{"name", "ctl"}, {"address", cluster.login_address()}, {"user", "root"}, {"key_file", key}}},
+                          {"partitions", {{"batch", {{"hourly_price", 0.4}, {"billing_rule", rule}}}}},
+                          {"work_dir", "/srv/tsum"}, {"connect_timeout_s", 5}};
+    const std::string config = dir.file("tsum.json");
+    std::ofstream(config) << json{{"providers", {{"slurm", section}}}}.dump(2);
+    chmod(config.c_str(), 0600);
+    return config;
+  }
+
+  TestNetwork net;
+  TempDir dir{"tsum-slurm-it"};
+  std::string key = make_key(dir);
+  SlurmCluster cluster;
+  DaemonProcess d;
+  std::string admin;
+};
+
+}  // namespace
+
+TEST_CASE("slurm: a single-node run through tsumd reaches all 8 phases on a compute node and leaves the queue empty") {
+  if (geteuid() != 0) FAIL("the Slurm integration test needs root (guest machines); run it as root");
+  SlurmRig rig(1, "step:1,min:900");
+  auto [cluster, d, admin] = std::tie(rig.cluster, rig.d, rig.admin);  // references into the rig
+  MESSAGE("Slurm cluster up in " << cluster.start_seconds() << " s");
   int slurm_offers = 0;
   const json offers = d.call("GET", "/v1/offers", admin).json();
   INFO(offers.dump());
@@ -77,20 +104,8 @@ TEST_CASE("slurm: a single-node run through tsumd reaches all 8 phases on a comp
 
 TEST_CASE("slurm: 2-node runs, ring and ps, are one job of two nodes whose agents meet through tsumd") {
   if (geteuid() != 0) FAIL("the Slurm integration test needs root (guest machines); run it as root");
-  TestNetwork net;
-  TempDir dir{"tsum-slurm-it"};
-  const std::string key = dir.file("id_test");
-  REQUIRE(std::system(("ssh-keygen -q -t ed25519 -N '' -C tsum-test -f " + key).c_str()) == 0);
-  SlurmCluster cluster(net, {.computes = 2, .authorized_key = key + ".pub"});
-  const json section = {{"login", {{"name", "ctl"}, {"address", cluster.login_address()}, {"user", "root"}, {"key_file", key}}},
-                        {"partitions", {{"batch", {{"hourly_price", 0.4}, {"billing_rule", "per_hour"}}}}},
-                        {"work_dir", "/srv/tsum"}, {"connect_timeout_s", 5}};
-  const std::string config = dir.file("tsum.json");
-  std::ofstream(config) << json{{"providers", {{"slurm", section}}}}.dump(2);
-  chmod(config.c_str(), 0600);
-  DaemonProcess d(dir.file("t.db"), {"--config", config}, net.listen_address());
-  const std::string admin = d.admin_token();
-  d.start({"--public-url", "http://" + net.listen_address() + ":{port}", "--insecure-agents"});
+  SlurmRig rig(2, "per_hour");
+  auto [cluster, d, admin] = std::tie(rig.cluster, rig.d, rig.admin);  // references into the rig
   const json body = {{"name", "slurm nodes"}, {"repetitions", 1}, {"billing", {"per_hour"}},
                      {"workload", {{"model", "mnist_mlp"}, {"epochs", 1}, {"limit", 1024}, {"test_limit", 256},
                                    {"threads", 1}}},
