@@ -40,8 +40,14 @@ Result<std::vector<billing::MeasuredRun>> history(daemon::Store& store, daemon::
       billing::MeasuredRun m;
       std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
       const int nodes = run.value("nodes", 1);
+      // The machine as the run stored it from its offer, named as the candidates below name theirs.
+      const json machine = run.value("machine", json::object());
       m.cfg = {.config = provider + "/" + type + (nodes > 1 ? "/x" + std::to_string(nodes) : ""),
-               .provider = provider, .instance_type = type, .cores = daemon::local_cores_of(provider, type),
+               .provider = provider, .instance_type = type,
+               .cores = machine.value("vcpus", daemon::local_cores_of(provider, type)),
+               .gpus = machine.value("gpus", 0), .gpu_type = machine.value("gpu_type", ""),
+               .cpu_family = machine.value("family", billing::instance_family(type)),
+               .memory_gib = machine.value("memory_gib", 0.0), .cpu_model = machine.value("cpu_model", ""),
                .nodes = nodes};
       for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
         m.phases[i] = run["phases"][std::string(billing::kPhaseNames[i])].get<double>();
@@ -120,9 +126,9 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
         for (int n : node_counts) {
           // Named machines (ssh, byo) and replayed ones (trace) are one of a kind: one node only.
           if (n > 1 && (o.provider == "ssh" || o.provider == "byo" || o.provider == "trace")) continue;
-          billing::ConfigSpec cfg{.config = o.provider + "/" + o.instance_type + (n > 1 ? "/x" + std::to_string(n) : ""),
-                                  .provider = o.provider, .instance_type = o.instance_type, .cores = o.vcpus,
-                                  .gpus = o.gpus, .gpu_type = o.gpu_type, .nodes = n};
+          billing::ConfigSpec cfg = providers::config_spec_of(o);
+          cfg.config = o.provider + "/" + o.instance_type + (n > 1 ? "/x" + std::to_string(n) : "");
+          cfg.nodes = n;
           candidates.push_back({cfg, n * o.hourly_price, o.currency, *rule});
         }
       }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "billing/search.h"
+#include "planner_scout.h"
 #include "planner_tables.h"
 
 using namespace tsum::billing;
@@ -37,6 +38,10 @@ struct Options {
   uint64_t seed = 1;
   int max_probes = 6;
   bool explain = false;  // print each table where the search misses by more than 5% after 3 probes
+  std::string scout;     // runs.csv of the Scout replay; "" = skip it
+  int scout_seeds = 20;
+  bool synthetic = true;
+  LearnModel model = LearnModel::automatic;
 };
 
 size_t index_of(const Table& t, const std::string& config) {
@@ -78,8 +83,11 @@ double share(const std::vector<double>& v, double at_most) {
   return v.empty() ? NAN : n / static_cast<double>(v.size());
 }
 
+LearnModel g_model = LearnModel::automatic;  // --model
+
 PredictorOptions predictor_options() {
   PredictorOptions p;
+  p.model = g_model;
   p.samples = 420;  // divisible by the 3 runs per config of the full tables
   p.bootstrap = 100;
   return p;
@@ -263,6 +271,10 @@ Options parse(int argc, char** argv) {
       o.explain = true;
       continue;
     }
+    if (!std::strcmp(argv[i], "--no-synthetic")) {
+      o.synthetic = false;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "bench_planner: %s needs a value\n", argv[i]);
       break;
@@ -270,6 +282,12 @@ Options parse(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--tables")) o.tables = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--seed")) o.seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (!std::strcmp(argv[i], "--max-probes")) o.max_probes = std::max(3, std::atoi(argv[i + 1]));
+    else if (!std::strcmp(argv[i], "--scout")) o.scout = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--scout-seeds")) o.scout_seeds = std::max(1, std::atoi(argv[i + 1]));
+    else if (!std::strcmp(argv[i], "--model"))
+      o.model = !std::strcmp(argv[i + 1], "resources") ? LearnModel::resources
+                : !std::strcmp(argv[i + 1], "family")  ? LearnModel::family
+                                                       : LearnModel::automatic;
     else std::fprintf(stderr, "bench_planner: ignoring unknown argument %s\n", argv[i]);
     ++i;
   }
@@ -280,6 +298,8 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  g_model = o.model;
+  if (!o.synthetic) return o.scout.empty() ? 0 : tsum::bench::run_scout({o.scout, o.scout_seeds, std::max(8, o.max_probes), o.explain, o.model});
   Stats st;
   st.tsum_regret.resize(o.max_probes);
   st.random_regret.resize(o.max_probes);
@@ -295,5 +315,6 @@ int main(int argc, char** argv) {
     search_metrics(t, tr, opt, o, st);
   }
   report(st, o);
+  if (!o.scout.empty()) return tsum::bench::run_scout({o.scout, o.scout_seeds, std::max(8, o.max_probes), o.explain, o.model});
   return 0;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,13 +30,31 @@ struct ConfigSpec {
   int cores = 0;              // vCPUs
   int gpus = 0;
   std::string gpu_type;       // "V100"; "" when gpus == 0
-  std::string cpu_family;     // learn time is fitted over cores within one family; "" = the provider's
+  std::string cpu_family;     // the machine family ("c4", "n2", "Standard_D"): learn time is fitted over cores
+                              // within one family; "" = the provider's
+  double memory_gib = 0;      // per machine; 0 = unknown
+  std::string cpu_model;      // where the provider says it ("Intel Xeon E5-2666 v3"); informational
   bool image_cached = false;  // the machine image already holds the framework, so install is short
   // Machines of the type that train together (a multi-node run). Learn time is fitted over every worker,
   // cores (or GPUs) times nodes, as Ernest fits over machines; the price is per machine (the candidate's
   // hourly price is all of them).
   int nodes = 1;
 };
+
+// The family of an instance type, from its name where the catalog or provider names none: the part before
+// the first '.' ("c4.large" -> "c4") or '-' ("n2-standard-8" -> "n2"), "Standard_" and its letters on Azure
+// ("Standard_D4s_v5" -> "Standard_D"), else the leading letters ("cx22" -> "cx").
+inline std::string instance_family(std::string_view type) {
+  if (type.starts_with("Standard_")) {
+    size_t end = 9;
+    while (end < type.size() && std::isalpha(static_cast<unsigned char>(type[end]))) ++end;
+    return std::string(type.substr(0, end));
+  }
+  if (size_t cut = type.find_first_of(".-"); cut != std::string_view::npos && cut > 0) return std::string(type.substr(0, cut));
+  size_t end = 0;
+  while (end < type.size() && std::isalpha(static_cast<unsigned char>(type[end]))) ++end;
+  return std::string(type.substr(0, end > 0 ? end : type.size()));
+}
 
 // The workload being planned: a full run learns `epochs` epochs of `images_per_epoch` images.
 // images_per_epoch may be 0 when unknown; partial runs must then report epochs_done.

@@ -17,8 +17,8 @@ namespace {
 const std::vector<std::string> kRequired = {"config",  "provider", "instance_type", "cores", "gpus",
                                             "price_per_hour", "startup", "install", "load_data", "start",
                                             "learn", "verify", "save", "poweroff"};
-const std::set<std::string> kOptional = {"gpu_type", "cpu_family", "image_cached", "currency", "epochs_done",
-                                         "images_done"};
+const std::set<std::string> kOptional = {"gpu_type",    "cpu_family", "family",     "memory_gib", "nodes",
+                                         "cpu_model",   "image_cached", "currency", "epochs_done", "images_done"};
 
 Error at_line(int line, const std::string& what) {
   return make_error(Code::invalid_argument, "csv line " + std::to_string(line) + ": " + what);
@@ -104,6 +104,12 @@ Result<CsvRun> read_row(const std::vector<std::string>& f, const std::map<std::s
   cfg.instance_type = get("instance_type");
   cfg.gpu_type = get("gpu_type");
   cfg.cpu_family = get("cpu_family");
+  if (!get("family").empty()) {
+    if (!cfg.cpu_family.empty() && cfg.cpu_family != get("family"))
+      return at_line(line, "columns 'family' and 'cpu_family' disagree (one names the other)");
+    cfg.cpu_family = get("family");
+  }
+  cfg.cpu_model = get("cpu_model");
   row.currency = get("currency");
   for (const char* name : {"config", "provider"})
     if (get(name).empty()) return at_line(line, "column '" + std::string(name) + "' is empty");
@@ -115,6 +121,17 @@ Result<CsvRun> read_row(const std::vector<std::string>& f, const std::map<std::s
   if (!price) return price.error();
   auto cached = flag(get("image_cached"), line);
   if (!cached) return cached.error();
+  if (!get("memory_gib").empty()) {
+    auto mem = number(get("memory_gib"), "memory_gib", line);
+    if (!mem) return mem.error();
+    cfg.memory_gib = *mem;
+  }
+  if (!get("nodes").empty()) {
+    auto nodes = count(get("nodes"), "nodes", line);
+    if (!nodes) return nodes.error();
+    if (*nodes < 1) return at_line(line, "column 'nodes': must be >= 1");
+    cfg.nodes = *nodes;
+  }
   cfg.cores = *cores;
   cfg.gpus = *gpus;
   cfg.image_cached = *cached;
@@ -145,10 +162,11 @@ Status check_consistent(const std::vector<CsvRun>& rows) {
     const auto& b = r.run.cfg;
     bool same = a.provider == b.provider && a.instance_type == b.instance_type && a.cores == b.cores &&
                 a.gpus == b.gpus && a.gpu_type == b.gpu_type && a.cpu_family == b.cpu_family &&
+                a.memory_gib == b.memory_gib && a.nodes == b.nodes &&
                 it->second->price_per_hour == r.price_per_hour && it->second->currency == r.currency;
     if (!same)
       return at_line(r.line, "config '" + b.config + "' differs from its row on line " +
-                                 std::to_string(it->second->line) + " (provider, instance, cores, gpus or price)");
+                                 std::to_string(it->second->line) + " (provider, instance, cores, gpus, family, memory, nodes or price)");
   }
   return {};
 }

@@ -5,8 +5,9 @@
 // Required columns (any order):
 //   config,provider,instance_type,cores,gpus,price_per_hour,
 //   startup,install,load_data,start,learn,verify,save,poweroff          (seconds)
-// Optional columns: gpu_type, cpu_family, image_cached (0/1/true/false), currency, epochs_done, images_done
-// (a partial run, see measured_run.h). Blank lines and lines starting with '#' are skipped; fields may be
+// Optional columns: gpu_type, family (or its older name cpu_family), memory_gib (per machine), nodes (machines
+// of a multi-node run, price_per_hour being all of them), cpu_model, image_cached (0/1/true/false), currency,
+// epochs_done, images_done (a partial run, see measured_run.h). Blank lines and lines starting with '#' are skipped; fields may be
 // double-quoted. Every error names the line: wrong field count, a non-number, a negative number, a missing
 // or unknown header column, an empty file, or a config whose rows disagree on its machine or price.
 #pragma once

@@ -62,7 +62,8 @@ std::string winner_reason(const Plan& plan) {
       return r ? winner_on_cost(w, *r) : "the only candidate: " + billed_at(w);
     case Objective::cost_under_deadline:
       return (r && r->feasible ? winner_on_cost(w, *r) : "the only one to meet the deadline: " + billed_at(w)) +
-             "; P(t_sum <= " + seconds(*req.deadline_s) + ") = " + fmt("%.2f", w.p_deadline);
+             "; P(t_sum <= " + seconds(*req.deadline_s) + ") = " + fmt("%.2f", w.p_deadline) +
+             (plan.spread.empty() ? "" : " (spread: " + plan.spread + ")");
     case Objective::time:
       return r ? "fastest: " + seconds(w.t_mean) + " vs " + seconds(r->t_mean) + " for " + r->label()
                : "the only candidate: " + seconds(w.t_mean);

@@ -215,7 +215,8 @@ Result<PlanCandidate> candidate_from_offer(const Catalog& catalog, const Catalog
   c.cfg.cores = offer.vcpus;
   c.cfg.gpus = offer.gpus;
   c.cfg.gpu_type = offer.gpu_type;
-  c.cfg.cpu_family = offer.cpu_family;
+  c.cfg.cpu_family = !offer.cpu_family.empty() ? offer.cpu_family : instance_family(offer.instance_type);
+  c.cfg.memory_gib = offer.memory_gib;
   c.currency = catalog.currency;
   if (spot && !offer.spot_hourly)
     return make_error(Code::invalid_argument, catalog.provider + " " + offer.instance_type + " has no spot price");
@@ -243,6 +244,7 @@ Result<Plan> make_plan(const Predictor& predictor, std::span<const PlanCandidate
   if (auto s = check_request(req, candidates); !s) return s.error();
   Plan plan;
   plan.request = req;
+  plan.spread = predictor.spread_source();
   std::vector<Evaluated> all;
   for (const auto& c : candidates) {
     auto p = predictor.predict(c.cfg);
@@ -307,7 +309,8 @@ json plan_to_json(const Plan& plan) {
               {"repetitions", req.repetitions},
               {"packed_pays_once", once},
               {"ranked", ranked},
-              {"unpredictable", unpredictable}};
+              {"unpredictable", unpredictable},
+              {"spread", plan.spread}};
   if (req.deadline_s) out["deadline_s"] = *req.deadline_s, out["deadline_confidence"] = req.deadline_confidence;
   if (req.budget) out["budget"] = *req.budget;
   return out;

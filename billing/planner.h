@@ -96,6 +96,7 @@ struct Plan {
   PlanRequest request;
   std::vector<PlanEntry> ranked;  // best first
   std::vector<std::pair<std::string, std::string>> unpredictable;  // config, why
+  std::string spread;  // where the run-to-run spread comes from (Predictor::spread_source)
 };
 
 // invalid_argument for a missing deadline/budget, repetitions < 1, or no candidates; a candidate the

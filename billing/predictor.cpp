@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <numeric>
 #include <set>
@@ -93,13 +94,18 @@ uint64_t mix(uint64_t seed, const std::string& s) { return seed ^ (std::hash<std
 double Prediction::mean(int phase) const { return mean_of(phases[phase]); }
 double Prediction::t_mean() const { return mean_of(t_sum); }
 
-std::string Predictor::group_of(const ConfigSpec& c) {
-  if (c.gpus > 0) return "gpu:" + c.gpu_type;
-  return "cpu:" + (c.cpu_family.empty() ? c.provider : c.cpu_family);
-}
+std::string Predictor::group_of(const ConfigSpec& c) { return ResourceModel::family_of(c); }
 
-double Predictor::count_of(const ConfigSpec& c) {
-  return (c.gpus > 0 ? c.gpus : std::max(1, c.cores)) * std::max(1, c.nodes);
+double Predictor::count_of(const ConfigSpec& c) { return ResourceModel::count_of(c); }
+
+std::string Predictor::spread_source() const {
+  char buf[160];
+  if (repeated_configs_ > 0)
+    std::snprintf(buf, sizeof buf, "run-to-run cv %.1f%%, learned from %d config%s run more than once", 100 * noise_cv_,
+                  repeated_configs_, repeated_configs_ == 1 ? "" : "s");
+  else
+    std::snprintf(buf, sizeof buf, "a prior run-to-run cv of %.1f%%: no config has two full runs yet", 100 * noise_cv_);
+  return buf;
 }
 
 const ScalingModel* Predictor::curve(const std::string& group) const {
@@ -145,6 +151,8 @@ Status Predictor::add_learn(std::span<const MeasuredRun> history) {
     auto f = fraction_of(r, workload_);
     if (!f) return f.error();
     config_group_[r.cfg.config] = {count_of(r.cfg), group_of(r.cfg)};
+    config_spec_[r.cfg.config] = r.cfg;
+    describes_memory_ = describes_memory_ || r.cfg.memory_gib > 0;
     if (*f == 1.0) full[r.cfg.config].push_back(r.phases);
     if (auto learn = learn_at_rate(r, *f)) at_rate[r.cfg.config].push_back(*learn);
     else scaled[r.cfg.config].push_back({*f, r.phases[kLearn]});
@@ -180,6 +188,7 @@ Status Predictor::add_learn(std::span<const MeasuredRun> history) {
     }
     configs_[config] = std::move(runs);
   }
+  repeated_configs_ = static_cast<int>(rel_sds.size());
   double pooled = 0;
   for (double r : rel_sds) pooled += r * r;
   noise_cv_ = std::max(opt_.min_noise_cv, rel_sds.empty() ? 0.0 : std::sqrt(pooled / rel_sds.size()));
@@ -204,9 +213,18 @@ void Predictor::add_overheads(std::span<const MeasuredRun> history) {
 
 Status Predictor::fit_groups() {
   std::map<std::string, std::vector<ScalingPoint>> points;
+  std::vector<ResourcePoint> resource_points;
   for (const auto& [config, runs] : configs_) {
     const auto& [count, group] = config_group_[config];
     points[group].push_back({count, mean_of(runs.learn_full)});
+    if (mean_of(runs.learn_full) > 0) resource_points.push_back({config_spec_[config], mean_of(runs.learn_full)});
+  }
+  const bool resources = opt_.model == LearnModel::resources || (opt_.model == LearnModel::automatic && describes_memory_);
+  if (resources && !resource_points.empty()) {
+    ResourceOptions ro{opt_.particles, opt_.memory_lo_gib, opt_.memory_hi_gib, mix(opt_.seed, "resources")};
+    auto model = ResourceModel::fit(resource_points, ro);
+    if (!model) return model.error();
+    resources_ = std::move(*model);
   }
   for (const auto& [group, pts] : points) {
     ScalingOptions so{opt_.bootstrap, noise_cv_, mix(opt_.seed, group)};
@@ -226,6 +244,11 @@ std::vector<double> Predictor::learn_samples(const ConfigSpec& cfg, Prediction& 
     p.basis = "measured";
     p.runs = static_cast<int>(runs.learn_full.size());
     return normal_samples(m, cv * m, opt_.samples, rng);
+  }
+  if (resources_) {
+    p.basis = resources_->family_measured(cfg) ? "family" : "cross-family";
+    p.log_sd = resources_->log_sd(cfg);
+    return resources_->sample(cfg, opt_.samples, rng);
   }
   const ScalingModel* model = curve(group_of(cfg));
   if (!model) return {};

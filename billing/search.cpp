@@ -146,17 +146,96 @@ std::optional<Choice> pick_exploitation(const std::vector<Scored>& scored, std::
   const double incumbent = incumbent_of(scored, probed, candidates);
   const double scale = req.future_runs;
   std::optional<Choice> best;
-  double best_ratio = -1;
+  double best_net = 0;
   for (const auto& s : scored) {
     const auto& cfg = candidates[s.index].cfg;
     if (!s.pred || probed.contains(cfg.config) || excluded.contains(cfg.config)) continue;
     double gain = expected_improvement(s, incumbent) * scale;
-    double ratio = s.probe_cost > 0 ? gain / s.probe_cost : kInf;
-    if (ratio > best_ratio)
-      best_ratio = ratio, best = Choice{s.index, "expected gain " + money(gain) + " for a probe of " + money(s.probe_cost),
+    const double net = gain - s.probe_cost;
+    if (!best || net > best_net)
+      best_net = net, best = Choice{s.index, "expected gain " + money(gain) + " for a probe of " + money(s.probe_cost),
                                         gain, s.probe_cost, false};
   }
   return best;
+}
+
+bool usable(const Scored& s, std::span<const PlanCandidate> candidates, const std::set<std::string>& excluded) {
+  return s.pred && !excluded.contains(candidates[s.index].cfg.config);
+}
+
+// The pick as things stand (the feasible usable candidate of least expected value, else the usable one of
+// least value), P(it is within the tolerance), and every candidate's band.
+SearchRound current_round(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
+                          const std::set<std::string>& probed, const std::set<std::string>& excluded,
+                          const SearchRequest& req, int probes) {
+  SearchRound round;
+  round.probes = probes;
+  const Scored* pick = nullptr;
+  for (const auto& s : scored) {
+    if (!usable(s, candidates, excluded)) continue;
+    if (!pick || (s.feasible && !pick->feasible) || (s.feasible == pick->feasible && s.mean_value < pick->mean_value))
+      pick = &s;
+    std::vector<double> v = s.value;
+    std::sort(v.begin(), v.end());
+    const auto at = [&](double q) { return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))]; };
+    round.bands.push_back({candidates[s.index].cfg.config, at(0.1), s.mean_value, at(0.9),
+                           probed.contains(candidates[s.index].cfg.config), s.pred->basis});
+  }
+  std::sort(round.bands.begin(), round.bands.end(),
+            [](const CandidateBand& a, const CandidateBand& b) { return a.mean < b.mean; });
+  if (!pick) return round;
+  round.pick = candidates[pick->index].cfg.config;
+  round.pick_value = pick->mean_value;
+  const double threshold = pick->mean_value / (1 + req.tolerance);
+  const size_t draws = pick->value.size();
+  size_t within = 0;
+  for (size_t i = 0; i < draws; ++i) {
+    bool beaten = false;
+    for (const auto& s : scored)
+      if (&s != pick && usable(s, candidates, excluded) && i < s.value.size() && s.valid[i] && s.value[i] < threshold) {
+        beaten = true;
+        break;
+      }
+    within += !beaten;
+  }
+  round.p_within = draws ? static_cast<double>(within) / static_cast<double>(draws) : 0.0;
+  return round;
+}
+
+// While the pick is not yet within the tolerance with the confidence asked: the unprobed candidate most
+// likely to undercut it by more than the tolerance, per unit of probe cost.
+std::optional<Choice> pick_doubt(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
+                                 const std::set<std::string>& probed, const std::set<std::string>& excluded,
+                                 const SearchRound& round, const SearchRequest& req) {
+  const double threshold = round.pick_value / (1 + req.tolerance);
+  std::optional<Choice> best;
+  double best_ratio = 0;
+  for (const auto& s : scored) {
+    const auto& cfg = candidates[s.index].cfg;
+    if (!usable(s, candidates, excluded) || probed.contains(cfg.config)) continue;
+    double below = 0;
+    for (size_t i = 0; i < s.value.size(); ++i) below += s.valid[i] && s.value[i] < threshold;
+    below /= static_cast<double>(std::max<size_t>(1, s.value.size()));
+    if (below < 0.01) continue;
+    const double ratio = s.probe_cost > 0 ? below / s.probe_cost : kInf;
+    if (ratio > best_ratio)
+      best_ratio = ratio, best = Choice{s.index, money(100 * below) + "% likely to undercut the pick by more than " +
+                                                     money(100 * req.tolerance) + "%",
+                                        0, s.probe_cost, false};
+  }
+  return best;
+}
+
+// The resource model's prior on a job's working set spans the memory of the configs being searched.
+PredictorOptions with_memory_range(PredictorOptions opt, std::span<const PlanCandidate> candidates) {
+  double lo = kInf, hi = 0;
+  for (const auto& c : candidates)
+    if (c.cfg.memory_gib > 0) {
+      const double m = c.cfg.memory_gib * std::max(1, c.cfg.nodes);
+      lo = std::min(lo, m), hi = std::max(hi, m);
+    }
+  if (opt.memory_lo_gib <= 0 && hi > 0) opt.memory_lo_gib = lo / 1.5, opt.memory_hi_gib = hi * 1.5;
+  return opt;
 }
 
 Status check(std::span<const PlanCandidate> candidates, const SearchRequest& req) {
@@ -167,6 +246,8 @@ Status check(std::span<const PlanCandidate> candidates, const SearchRequest& req
     return make_error(Code::invalid_argument, "search: cost_under_deadline needs a deadline");
   if (req.plan.objective == Objective::budget && !req.plan.budget)
     return make_error(Code::invalid_argument, "search: budget needs a budget");
+  if (!(req.tolerance >= 0) || !(req.confidence >= 0 && req.confidence <= 1))
+    return make_error(Code::invalid_argument, "search: tolerance must be >= 0 and confidence in [0, 1]");
   return {};
 }
 
@@ -177,8 +258,9 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
   if (auto s = check(candidates, req); !s) return s.error();
   SearchResult out;
   std::set<std::string> excluded;
+  const PredictorOptions popt = with_memory_range(req.predictor, candidates);
   while (true) {
-    auto predictor = Predictor::learn(history, req.workload, req.predictor);
+    auto predictor = Predictor::learn(history, req.workload, popt);
     if (!predictor) return predictor.error();
     std::set<std::string> probed;
     for (const auto& r : history) probed.insert(r.cfg.config);
@@ -191,12 +273,20 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
       }
       scored[k].probe_cost = expected_probe_cost(candidates[k], scored[k].pred ? &*scored[k].pred : nullptr, req);
     }
+    out.rounds.push_back(current_round(scored, candidates, probed, excluded, req, static_cast<int>(out.trace.size())));
+    const SearchRound& round = out.rounds.back();
     auto choice = pick_exploration(scored, candidates, excluded, req.plan.objective);
     if (!choice) choice = pick_exploitation(scored, candidates, probed, excluded, req);
     if (!choice) { out.stop_reason = "every config has been probed"; break; }
     if (!choice->explore && choice->gain < choice->probe_cost) {
-      out.stop_reason = "best expected gain " + money(choice->gain) + " is below its probe cost " + money(choice->probe_cost);
-      break;
+      const std::string gain = "best expected gain " + money(choice->gain) + " is below its probe cost " +
+                               money(choice->probe_cost);
+      const std::string within = "P(pick within " + money(100 * req.tolerance) + "% of the optimum) = " +
+                                 money(round.p_within);
+      if (round.p_within >= req.confidence) { out.stop_reason = gain + ", and " + within; break; }
+      choice = pick_doubt(scored, candidates, probed, excluded, round, req);
+      if (!choice) { out.stop_reason = gain + "; " + within + ", but no unprobed config is likely to be cheaper"; break; }
+      choice->why = gain + ", but " + within + ": " + choice->why;
     }
     if (req.max_probes > 0 && static_cast<int>(out.trace.size()) >= req.max_probes) { out.stop_reason = "max probes reached"; break; }
     if (out.spent + choice->probe_cost > req.probe_budget) { out.stop_reason = "probe budget spent"; break; }
@@ -219,11 +309,20 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     }
     out.trace.push_back(std::move(step));
   }
-  auto predictor = Predictor::learn(history, req.workload, req.predictor);
+  auto predictor = Predictor::learn(history, req.workload, popt);
   if (!predictor) return predictor.error();
-  auto plan = make_plan(*predictor, candidates, req.plan);
+  // A config whose probe failed is not recommended.
+  std::vector<PlanCandidate> usable_candidates;
+  for (const auto& c : candidates)
+    if (!excluded.contains(c.cfg.config)) usable_candidates.push_back(c);
+  if (usable_candidates.empty()) return make_error(Code::unavailable, "search: every probe failed");
+  auto plan = make_plan(*predictor, usable_candidates, req.plan);
   if (!plan) return plan.error();
+  for (const auto& step : out.trace)
+    if (!step.error.empty()) plan->unpredictable.emplace_back(step.config, "its probe failed: " + step.error);
   out.plan = std::move(*plan);
+  out.tolerance = req.tolerance;
+  if (!out.rounds.empty()) out.p_within = out.rounds.back().p_within;
   out.history = std::move(history);
   return out;
 }
@@ -236,9 +335,20 @@ json search_to_json(const SearchResult& r) {
     if (!s.error.empty()) j["error"] = s.error;
     trace.push_back(std::move(j));
   }
+  json rounds = json::array();
+  for (const auto& rd : r.rounds) {
+    json bands = json::array();
+    for (const auto& b : rd.bands)
+      bands.push_back({{"config", b.config}, {"p10", b.p10}, {"mean", b.mean}, {"p90", b.p90}, {"probed", b.probed},
+                       {"basis", b.basis}});
+    rounds.push_back({{"probes", rd.probes}, {"pick", rd.pick}, {"pick_value", rd.pick_value},
+                      {"p_within", rd.p_within}, {"bands", std::move(bands)}});
+  }
   json plan = plan_to_json(r.plan);
   json rec = plan["ranked"].empty() ? json(nullptr) : plan["ranked"][0];
-  return {{"recommendation", rec}, {"trace", trace}, {"spent", r.spent}, {"stop_reason", r.stop_reason}, {"plan", plan}};
+  return {{"recommendation", rec}, {"trace", trace},         {"rounds", rounds},
+          {"tolerance", r.tolerance}, {"p_within", r.p_within}, {"spent", r.spent},
+          {"stop_reason", r.stop_reason}, {"plan", plan}};
 }
 
 }  // namespace tsum::billing

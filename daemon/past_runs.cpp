@@ -44,6 +44,18 @@ billing::ConfigSpec machine_of(const RunRow& r, std::span<const billing::Catalog
   cfg.config = r.provider + "/" + r.instance_type;
   cfg.provider = r.provider;
   cfg.instance_type = r.instance_type;
+  cfg.nodes = r.nodes;
+  if (r.nodes > 1) cfg.config += "/x" + std::to_string(r.nodes);  // as POST /v1/plan names a multi-node config
+  // The machine as stored with the run (runs.machine, from its offer), where it says the cores.
+  if (r.machine.contains("vcpus") || r.machine.contains("gpus")) {
+    cfg.cores = int_field(r.machine, "vcpus");
+    cfg.gpus = int_field(r.machine, "gpus");
+    cfg.gpu_type = r.machine.value("gpu_type", "");
+    cfg.cpu_family = r.machine.value("family", "");
+    cfg.memory_gib = r.machine.value("memory_gib", 0.0);
+    cfg.cpu_model = r.machine.value("cpu_model", "");
+    return cfg;
+  }
   const json data = r.instance && r.instance->is_object() ? r.instance->value("data", json::object()) : json();
   if (data.is_object() && data.contains("cores")) {
     cfg.cores = int_field(data, "cores");

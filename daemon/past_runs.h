@@ -9,9 +9,11 @@
 //   price_per_hour, currency    the run row: the offer's price when the run was created
 //   phases                      end - begin of the write-once marks, as the API reports them (startup and
 //                               poweroff on the daemon's clock, install … save on the agent's)
-//   cores, gpus (gpu_type,      the database keeps no machine description, so: the instance handle's data when
-//   cpu_family)                 it names them (trace instances do), else N for local-<N>c, else the offer of
-//                               that instance_type in the catalog of that provider among `catalogs`, else 0
+//   cores, gpus, gpu_type,      the run's machine (runs.machine, stored from its offer since schema 8: family
+//   cpu_family, memory_gib,     as cpu_family); for older runs: the instance handle's data when it names them
+//   cpu_model                   (trace instances do), else N for local-<N>c, else the offer of that
+//                               instance_type in the catalog of that provider among `catalogs`, else 0
+//   nodes                       the run row; config gets "/x<N>" when N > 1
 //   line                        the run's id (a trace instance's handle shows it as `line`)
 // Rows come experiment by experiment (ascending id), then by config and repetition.
 //

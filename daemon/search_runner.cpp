@@ -65,14 +65,10 @@ asio::awaitable<Result<billing::PlanCandidate>> SearchRunner::candidate(const Ru
   const auto& o = offers->front();
   billing::PlanCandidate cand;
   // A multi-node candidate (candidates may list "nodes": [1, 2, 4]) is every node's price, fitted over its workers.
+  cand.cfg = providers::config_spec_of(o);
   cand.cfg.config = c.provider + "/" + c.instance_type +
                     (c.nodes > 1 ? "/x" + std::to_string(c.nodes) + (c.dist == "ring" ? "" : "/" + c.dist) : "");
   cand.cfg.nodes = c.nodes;
-  cand.cfg.provider = c.provider;
-  cand.cfg.instance_type = c.instance_type;
-  cand.cfg.cores = o.vcpus;
-  cand.cfg.gpus = o.gpus;
-  cand.cfg.gpu_type = o.gpu_type;
   cand.hourly_price = c.nodes * o.hourly_price;
   cand.currency = o.currency;
   if (!billing.empty()) {
@@ -108,10 +104,12 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   s->req.plan.budget = number_field(request, "budget", &bad);
   s->req.max_probes = static_cast<int>(number_field(request, "max_probes", &bad).value_or(0));
   s->req.future_runs = number_field(request, "future_runs", &bad).value_or(1);
-  if (bad || !probe_budget)
+  s->req.tolerance = number_field(request, "tolerance", &bad).value_or(0.05);
+  s->req.confidence = number_field(request, "confidence", &bad).value_or(0.9);
+  if (bad || !probe_budget || s->req.confidence > 1)
     co_return make_error(Code::invalid_argument,
-                         "search: 'probe_budget' is required; it, 'deadline_s', 'budget', 'max_probes' and "
-                         "'future_runs' must be non-negative numbers");
+                         "search: 'probe_budget' is required; it, 'deadline_s', 'budget', 'max_probes', "
+                         "'future_runs' and 'tolerance' must be non-negative numbers, 'confidence' one in [0, 1]");
   s->req.probe_budget = *probe_budget;
   s->req.workload.epochs = base->workload().epochs;
   std::string rule = request.value("billing", "");

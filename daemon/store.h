@@ -30,6 +30,7 @@ struct RunRow {
   double updated_at = 0;
   int nodes = 1;  // machines the run trains on (its config's "nodes")
   std::optional<double> queue_wait_s;  // its wait in a scheduler's queue (Slurm), part of startup
+  nlohmann::json machine = nlohmann::json::object();  // providers::machine_of its offer (runs.machine)
 };
 
 struct ExperimentRow {
@@ -44,6 +45,7 @@ struct PricedConfig {
   RunConfig config;
   double hourly_price = 0;
   std::string currency;
+  nlohmann::json machine = nlohmann::json::object();  // providers::machine_of the offer
 };
 
 class Store {

@@ -45,7 +45,7 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
         co_return make_error(Code::invalid_argument, "workload.precision: fp16 runs on cuda only, and " + on +
                                                          " has no GPU (fp32 or bf16)");
     }
-    priced.push_back({cfg, offer.hourly_price, offer.currency});
+    priced.push_back({cfg, offer.hourly_price, offer.currency, providers::machine_of(offer)});
   }
   co_return priced;
 }

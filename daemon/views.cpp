@@ -132,6 +132,7 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
               {"hourly_price", r.hourly_price},
               {"phases", ph},
               {"nodes", r.nodes},
+              {"machine", r.machine},
               {"node_phases", per_node},
               {"t_sum", complete ? json(t_sum) : json(nullptr)},
               {"metrics", metrics},

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "billing/measured_run.h"
 #include "common/result.h"
 
 namespace tsum::providers {
@@ -54,7 +55,37 @@ struct Offer {
   std::string note = {};  // e.g. which cloud family a local type emulates
   double spot_hourly_price = 0;  // the current spot price where the provider has one; 0: none known
   std::string billing_rule = {};  // the rule this offer is billed by (billing/rule_book); empty: the provider's
+  std::string family = {};     // the machine family ("c4", "n2", "Standard_D"); empty: from the instance type's name
+  std::string cpu_model = {};  // where the provider says it
 };
+
+// What a run on `offer` runs on, as stored with the run (runs.machine) and read back by the planner:
+// family (the offer's, else billing::instance_family of its type), vcpus, memory_gib, gpus, gpu_type, cpu_model;
+// unknown fields are left out.
+inline nlohmann::json machine_of(const Offer& offer) {
+  nlohmann::json m = nlohmann::json::object();
+  const std::string family = !offer.family.empty() ? offer.family : billing::instance_family(offer.instance_type);
+  if (!family.empty()) m["family"] = family;
+  if (offer.vcpus > 0) m["vcpus"] = offer.vcpus;
+  if (offer.memory_gib > 0) m["memory_gib"] = offer.memory_gib;
+  if (offer.gpus > 0) m["gpus"] = offer.gpus, m["gpu_type"] = offer.gpu_type;
+  if (!offer.cpu_model.empty()) m["cpu_model"] = offer.cpu_model;
+  return m;
+}
+
+// The planner's view of one machine of `offer` (config id, nodes and price are the caller's).
+inline billing::ConfigSpec config_spec_of(const Offer& offer) {
+  billing::ConfigSpec c;
+  c.provider = offer.provider;
+  c.instance_type = offer.instance_type;
+  c.cores = offer.vcpus;
+  c.gpus = offer.gpus;
+  c.gpu_type = offer.gpu_type;
+  c.cpu_family = !offer.family.empty() ? offer.family : billing::instance_family(offer.instance_type);
+  c.memory_gib = offer.memory_gib;
+  c.cpu_model = offer.cpu_model;
+  return c;
+}
 
 // True when `offer` meets `req`: the named instance type (if any), enough vCPUs and GPUs.
 inline bool satisfies(const Offer& offer, const Requirements& req) {

@@ -79,6 +79,9 @@ Task<Result<std::vector<Offer>>> TraceProvider::offers(const Requirements& req) 
     o.vcpus = cfg.cores;
     o.gpus = cfg.gpus;
     o.gpu_type = cfg.gpu_type;
+    o.memory_gib = cfg.memory_gib;
+    o.family = cfg.cpu_family;
+    o.cpu_model = cfg.cpu_model;
     o.hourly_price = first.price_per_hour;
     if (!first.currency.empty()) o.currency = first.currency;
     o.region = "trace";

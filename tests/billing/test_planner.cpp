@@ -158,6 +158,13 @@ TEST_CASE("the other objectives: time, cost under a deadline, budget") {
   auto d = plan(h, cands, deadline);
   CHECK(d.ranked[0].candidate.cfg.config == "local-4c");  // 1c is cheapest but misses 1200 s
   CHECK(d.ranked[0].p_deadline >= 0.9);
+  // The pick says how likely it meets the deadline and where the spread behind that comes from: here three
+  // configs run twice each.
+  CHECK(d.ranked[0].reason.find("P(t_sum <= 1200 s) = ") != std::string::npos);
+  CHECK(d.ranked[0].reason.find("learned from 3 configs run more than once") != std::string::npos);
+  CHECK(plan_to_json(d)["spread"].get<std::string>().find("run-to-run cv") == 0);
+  auto once = plan({run(one, 2400), run(four, 700), run(eight, 420)}, cands, deadline);
+  CHECK(once.spread.find("a prior run-to-run cv of 2.0%") == 0);
   CHECK_FALSE(d.ranked.back().feasible);
   CHECK(d.ranked.back().reason.find("misses the deadline") != std::string::npos);
 

@@ -118,6 +118,48 @@ TEST_CASE("a failing probe is recorded and the config is not tried again") {
   REQUIRE(r->trace.size() >= 2);
   CHECK(r->trace[0].error == "no capacity");
   CHECK(r->trace[1].config != "x-2");
+  // Never recommended either, and the plan says why it is missing.
+  for (const auto& e : r->plan.ranked) CHECK(e.candidate.cfg.config != "x-2");
+  bool listed = false;
+  for (const auto& [config, why] : r->plan.unpredictable) listed |= config == "x-2" && why.find("no capacity") != std::string::npos;
+  CHECK(listed);
+}
+
+TEST_CASE("the search does not stop while the pick may be beaten by more than its tolerance") {
+  auto req = request();
+  req.future_runs = 1e-6;  // no probe pays for itself by expected gain
+  req.confidence = 0.999;  // but the pick must be within 5% almost surely
+  auto r = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+  REQUIRE(r.ok());
+  REQUIRE(r->trace.size() >= 2);
+  CHECK(r->trace[1].why.find("undercut the pick by more than 5%") != std::string::npos);
+  CHECK(r->rounds.size() == r->trace.size() + 1);  // rounds[k]: after k probes, the last one after them all
+  CHECK(r->tolerance == 0.05);
+  // Each round has a pick and every predicted candidate's band, cheapest first, p10 <= mean <= p90.
+  for (const auto& rd : r->rounds) {
+    if (rd.probes == 0) continue;
+    CHECK_FALSE(rd.pick.empty());
+    REQUIRE_FALSE(rd.bands.empty());
+    for (size_t i = 0; i < rd.bands.size(); ++i) {
+      CHECK(rd.bands[i].p10 <= rd.bands[i].mean);
+      CHECK(rd.bands[i].mean <= rd.bands[i].p90 + 1e-12);
+      if (i) CHECK(rd.bands[i - 1].mean <= rd.bands[i].mean);
+    }
+  }
+  auto j = search_to_json(*r);
+  CHECK(j["rounds"].size() == r->rounds.size());
+  CHECK(j["p_within"].get<double>() == r->p_within);
+  // When it stopped by itself, it was sure enough, and says so.
+  if (r->stop_reason.find("below its probe cost") != std::string::npos &&
+      r->stop_reason.find("no unprobed config") == std::string::npos) {
+    CHECK(r->p_within >= 0.999);
+    CHECK(r->stop_reason.find("P(pick within 5% of the optimum)") != std::string::npos);
+  }
+
+  req.confidence = 0;  // any pick will do: it stops after exploring, as before
+  auto lazy = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+  REQUIRE(lazy.ok());
+  CHECK(lazy->trace.size() == 1);
 }
 
 TEST_CASE("for the time objective the search explores the middle and values time saved") {
@@ -145,4 +187,7 @@ TEST_CASE("search requests are checked") {
   auto d = request();
   d.plan.objective = Objective::cost_under_deadline;
   CHECK_FALSE(adaptive_search(table("per_hour"), {}, probe, d).ok());
+  auto t = request();
+  t.tolerance = -0.1;
+  CHECK_FALSE(adaptive_search(table("per_hour"), {}, probe, t).ok());
 }

@@ -8,6 +8,7 @@
 #include "billing/catalog.h"
 #include "daemon/fixture.h"
 #include "daemon/past_runs.h"
+#include "providers/provider.h"
 
 using namespace tsum;
 using namespace tsum::daemon;
@@ -248,4 +249,38 @@ TEST_CASE("past runs: a missing file, a non-database, a foreign or unmigrated SQ
   auto newer = read_past_runs(dir.file("newer.db"));
   CHECK(newer.code() == Code::invalid_argument);
   CHECK(newer.error().detail.find("newer than this tsumd knows") != std::string::npos);
+}
+
+TEST_CASE("past runs: the machine a run stored from its offer describes it, nodes included") {
+  TempDir dir;
+  {
+    auto db = open_migrated(dir.file("m.db"));
+    FakeClock clock;
+    Store store(*db, clock);
+    Ledger ledger(*db, clock);
+    auto spec = parse_experiment_spec(R"({"name":"m","workload":{"epochs":1},"configs":[
+        {"provider":"aws","instance_type":"c4.large","nodes":4,"dist":"ring"}],"repetitions":1})");
+    REQUIRE(spec.ok());
+    providers::Offer offer{.provider = "aws", .instance_type = "c4.large", .vcpus = 2, .memory_gib = 3.75,
+                           .hourly_price = 0.1, .cpu_model = "Intel Xeon E5-2666 v3"};
+    const auto machine = providers::machine_of(offer);
+    CHECK(machine == nlohmann::json{{"family", "c4"}, {"vcpus", 2}, {"memory_gib", 3.75},
+                                    {"cpu_model", "Intel Xeon E5-2666 v3"}});
+    REQUIRE(store.create_experiment(*spec, {{spec->configs[0], 0.1, "USD", machine}}).ok());
+    auto run = store.run(1);
+    REQUIRE(run.ok());
+    CHECK(run->machine == machine);  // stored as the run was created, read back with the row
+    record_phases(ledger, 1, 10);
+    finish(ledger, 1, RunStatus::done);
+  }
+  auto rows = read_past_runs(dir.file("m.db"));
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  const auto& cfg = (*rows)[0].run.cfg;
+  CHECK(cfg.config == "aws/c4.large/x4");
+  CHECK(cfg.nodes == 4);
+  CHECK(cfg.cores == 2);
+  CHECK(cfg.cpu_family == "c4");
+  CHECK(cfg.memory_gib == 3.75);
+  CHECK(cfg.cpu_model == "Intel Xeon E5-2666 v3");
 }

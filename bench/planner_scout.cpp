@@ -1,0 +1,259 @@
+// Replays each Scout workload as a user would through POST /v1/searches: the 69 configs are the candidates
+// (family, vCPUs, memory and nodes described; the price is per node times nodes), a run's t_sum is the
+// measured runtime as its learn phase plus fixed overheads of 165 s, and a probe is a whole run (Scout has no
+// partial runs). Rows Scout marks incomplete (timeouts, failures) make a probe fail; they are never the
+// optimum. For each workload x billing rule, over `seeds` searches that each start from a random completed
+// config already measured (the user's first probe), it prints the regret of the search's pick after k probes,
+// k counting that first one (median / p90), the probes the median needs to come within 5%, random search's
+// median regret at the same k (k random probes, the cheapest completed one picked), and where the search
+// stops by itself when the plan will run 10 times.
+#include "planner_scout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "billing/search.h"
+
+using namespace tsum::billing;
+
+namespace tsum::bench {
+
+namespace {
+
+// startup, install, load_data, start, verify, save, poweroff: 165 s around the measured learn phase.
+constexpr PhaseSeconds kOverheads = {60, 45, 30, 10, 0, 0, 10, 10};
+
+struct Row {
+  PlanCandidate cand;
+  double runtime = 0;
+  bool completed = true;
+};
+
+struct Case {
+  std::string workload;
+  std::vector<Row> rows;
+};
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string f;
+  while (std::getline(ss, f, ',')) out.push_back(f);
+  return out;
+}
+
+bool load(const std::string& path, std::vector<Case>& cases) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::string line;
+  std::getline(in, line);  // header
+  std::map<std::string, size_t> index;
+  while (std::getline(in, line)) {
+    auto f = split(line);
+    if (f.size() < 8) continue;
+    Row r;
+    auto& c = r.cand.cfg;
+    c.nodes = std::stoi(f[2]);
+    c.config = f[2] + "x" + f[1];
+    c.provider = "aws";
+    c.instance_type = f[1];
+    c.cpu_family = f[1].substr(0, f[1].find('.'));
+    c.cores = std::stoi(f[3]);
+    c.memory_gib = std::stod(f[4]);
+    r.cand.hourly_price = std::stod(f[5]) * c.nodes;
+    r.runtime = std::stod(f[6]);
+    r.completed = f[7] == "1";
+    if (!index.contains(f[0])) index[f[0]] = cases.size(), cases.push_back({f[0], {}});
+    cases[index[f[0]]].rows.push_back(std::move(r));
+  }
+  return !cases.empty();
+}
+
+MeasuredRun run_of(const Row& r) {
+  MeasuredRun m;
+  m.cfg = r.cand.cfg;
+  m.phases = kOverheads;
+  m.phases[kLearn] = r.runtime;
+  return m;
+}
+
+double true_cost(const Row& r) {
+  return r.completed ? expected_cost(r.cand.rule, r.cand.hourly_price, r.runtime + t_sum_of(kOverheads)) : INFINITY;
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(std::floor(q * static_cast<double>(v.size() - 1)))];
+}
+
+// The regret of the search's pick after `own` probes of its own: rounds[own] while it went on probing, its
+// final recommendation from the last round on (rounds has one entry more than trace).
+template <typename Regret>
+double regret_after(const SearchResult& s, int own, const Regret& regret) {
+  if (own < static_cast<int>(s.trace.size())) return s.rounds[own].pick.empty() ? INFINITY : regret(s.rounds[own].pick);
+  return regret(s.recommendation().candidate.cfg.config);
+}
+
+struct CaseResult {
+  std::string name;
+  std::vector<double> median, p90, random_median, own;  // [k-1]
+  int natural_probes = 0;
+  double natural_regret = 0, natural_p_within = 0;
+  int to_5pct = 0;  // probes the median needs; 0 = not within max_probes
+};
+
+LearnModel g_model = LearnModel::automatic;
+
+SearchRequest request(int max_probes, double future_runs) {
+  SearchRequest req;
+  req.predictor.model = g_model;
+  req.workload = Workload{1, 0};
+  req.predictor.samples = 400;
+  req.predictor.bootstrap = 100;
+  req.probe_budget = 1e9;
+  req.max_probes = max_probes;
+  req.future_runs = future_runs;
+  return req;
+}
+
+CaseResult run_case(const std::string& name, std::vector<Row> rows, const BillingRule& rule, const ScoutOptions& o) {
+  std::vector<PlanCandidate> cands;
+  std::map<std::string, size_t> at;
+  for (auto& r : rows) {
+    r.cand.rule = rule;
+    at[r.cand.cfg.config] = cands.size();
+    cands.push_back(r.cand);
+  }
+  double best = INFINITY;
+  for (const auto& r : rows) best = std::min(best, true_cost(r));
+  const auto regret = [&](const std::string& config) { return true_cost(rows[at.at(config)]) / best - 1; };
+  const ProbeFn probe = [&](const PlanCandidate& c, const ProbeSpec&) -> Result<MeasuredRun> {
+    const Row& r = rows[at.at(c.cfg.config)];
+    if (!r.completed) return make_error(Code::unavailable, "the run did not complete");
+    return run_of(r);
+  };
+  std::vector<size_t> completed;
+  for (size_t k = 0; k < rows.size(); ++k)
+    if (rows[k].completed) completed.push_back(k);
+
+  CaseResult out;
+  out.name = name;
+  std::vector<std::vector<double>> tsum(o.max_probes), random(o.max_probes);
+  std::mt19937_64 rng(std::hash<std::string>{}(name + rule.name));
+  for (int seed = 0; seed < o.seeds; ++seed) {
+    const size_t first = completed[std::uniform_int_distribution<size_t>(0, completed.size() - 1)(rng)];
+    auto req = request(o.max_probes - 1, 1000);
+    req.predictor.seed = static_cast<uint64_t>(seed) + 1;
+    auto s = adaptive_search(cands, {run_of(rows[first])}, probe, req);
+    for (int k = 1; k <= o.max_probes; ++k) tsum[k - 1].push_back(s ? regret_after(*s, k - 1, regret) : INFINITY);
+    // Random search: the same first probe, then random configs; the cheapest completed one is picked.
+    std::vector<size_t> order(rows.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    order.erase(std::remove(order.begin(), order.end(), first), order.end());
+    order.insert(order.begin(), first);
+    double seen = INFINITY;
+    for (int k = 1; k <= o.max_probes; ++k) {
+      seen = std::min(seen, true_cost(rows[order[k - 1]]));
+      random[k - 1].push_back(seen / best - 1);
+    }
+  }
+  for (int k = 0; k < o.max_probes; ++k) {
+    out.median.push_back(quantile(tsum[k], 0.5));
+    out.p90.push_back(quantile(tsum[k], 0.9));
+    out.random_median.push_back(quantile(random[k], 0.5));
+    if (!out.to_5pct && out.median.back() <= 0.05) out.to_5pct = k + 1;
+  }
+  // From nothing measured: the search picks its first probe itself.
+  auto own = adaptive_search(cands, {}, probe, request(o.max_probes, 1000));
+  for (int k = 1; k <= o.max_probes; ++k) out.own.push_back(own ? regret_after(*own, k, regret) : INFINITY);
+  // Natural stopping: from the cheapest config's first probe, no probe limit, the plan to run 10 times.
+  size_t cheapest = completed.front();
+  for (size_t k : completed)
+    if (rows[k].cand.hourly_price < rows[cheapest].cand.hourly_price) cheapest = k;
+  auto nat = adaptive_search(cands, {run_of(rows[cheapest])}, probe, request(0, 10));
+  if (nat) {
+    out.natural_probes = 1 + static_cast<int>(nat->trace.size());
+    out.natural_regret = regret(nat->recommendation().candidate.cfg.config);
+    out.natural_p_within = nat->p_within;
+  }
+  if (o.explain && out.median[std::min(2, o.max_probes - 1)] > 0.05) {
+    std::printf("  %s: optimum %.4f;", name.c_str(), best);
+    auto req = request(2, 1);
+    auto s = adaptive_search(cands, {run_of(rows[cheapest])}, probe, req);
+    if (s) {
+      std::printf(" from %s:", rows[cheapest].cand.cfg.config.c_str());
+      for (const auto& step : s->trace) std::printf(" %s (%s)", step.config.c_str(), step.why.c_str());
+      std::printf(" -> %s %+.1f%%", s->recommendation().candidate.cfg.config.c_str(),
+                  100 * regret(s->recommendation().candidate.cfg.config));
+    }
+    std::printf("\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_scout(const ScoutOptions& o) {
+  g_model = o.model;
+  std::vector<Case> cases;
+  if (!load(o.csv, cases)) {
+    std::fprintf(stderr, "bench_planner: cannot read the Scout trace %s\n", o.csv.c_str());
+    return 1;
+  }
+  const std::vector<std::pair<std::string, std::string>> rules = {
+      {"sec60", "step:1,min:60"}, {"min", "step:60,min:60"}, {"10min", "step:600,min:600"}, {"hour", "step:3600,min:3600"}};
+  std::printf("\nScout replay (%s): %zu workloads x %zu billing rules, 165 s fixed overheads, %d random first "
+              "probes each\n",
+              o.csv.c_str(), cases.size(), rules.size(), o.seeds);
+  std::printf("regret of the search's pick after k probes, median over first probes (p90 in brackets); "
+              "random search's median after the same k\n");
+  std::printf("%-26s %-6s", "workload", "rule");
+  for (int k = 1; k <= o.max_probes; ++k) std::printf("  k=%d         ", k);
+  std::printf(" to 5%%  random k=3  k=6   natural stop\n");
+  std::vector<CaseResult> all;
+  for (const auto& c : cases)
+    for (const auto& [rname, spec] : rules) {
+      auto rule = parse_rule(spec);
+      if (!rule) return 1;
+      rule->name = rname;
+      auto r = run_case(c.workload + " " + rname, c.rows, *rule, o);
+      std::printf("%-26.26s %-6s", c.workload.c_str(), rname.c_str());
+      for (int k = 0; k < o.max_probes; ++k) std::printf(" %5.1f (%5.1f)", 100 * r.median[k], 100 * r.p90[k]);
+      std::printf("  %4s  %6.1f  %6.1f   %d probes, %+.1f%%, P(within 5%%) %.2f\n",
+                  r.to_5pct ? std::to_string(r.to_5pct).c_str() : ">max", 100 * r.random_median[std::min(2, o.max_probes - 1)],
+                  100 * r.random_median[std::min(5, o.max_probes - 1)], r.natural_probes, 100 * r.natural_regret,
+                  r.natural_p_within);
+      std::fflush(stdout);
+      all.push_back(std::move(r));
+    }
+  const auto share_within = [&](int k, double at_most) {
+    int n = 0;
+    for (const auto& r : all) n += r.median[k - 1] <= at_most + 1e-12;
+    return static_cast<double>(n) / static_cast<double>(all.size());
+  };
+  double worst6 = 0;
+  for (const auto& r : all) worst6 = std::max(worst6, r.median[std::min(5, o.max_probes - 1)]);
+  std::printf("\ncases within 5%% (median over first probes) after k probes:");
+  for (int k = 1; k <= o.max_probes; ++k) std::printf(" k=%d %.0f%%", k, 100 * share_within(k, 0.05));
+  std::printf("\n");
+  int own3 = 0;
+  for (const auto& r : all) own3 += r.own[std::min(3, o.max_probes) - 1] <= 0.05 + 1e-12;
+  std::printf("from nothing measured (the search picks its first probe too), within 5%% after 3 probes: %d of %zu\n",
+              own3, all.size());
+  std::printf("\nScout targets:\n");
+  const double w3 = share_within(std::min(3, o.max_probes), 0.05);
+  std::printf("  within 5%% after 3 probes in >= 90%% of workload x rule cases: %.1f%% (%d of %zu)  [%s]\n", 100 * w3,
+              static_cast<int>(std::lround(w3 * static_cast<double>(all.size()))), all.size(), w3 >= 0.9 ? "met" : "NOT met");
+  std::printf("  no case above 20%% after 6 probes: worst %.1f%%  [%s]\n", 100 * worst6, worst6 <= 0.2 ? "met" : "NOT met");
+  return 0;
+}
+
+}  // namespace tsum::bench

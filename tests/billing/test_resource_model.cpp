@@ -1,0 +1,141 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "billing/plan_csv.h"
+#include "billing/predictor.h"
+#include "billing/resource_model.h"
+
+using namespace tsum::billing;
+
+namespace {
+
+// A machine of `family` with `cores` vCPUs and `gib_per_core` GiB of memory per vCPU, `nodes` of them.
+ConfigSpec machine(const std::string& family, int cores, double gib_per_core, int nodes = 1) {
+  ConfigSpec c;
+  c.config = std::to_string(nodes) + "x" + family + "-" + std::to_string(cores);
+  c.provider = "aws";
+  c.instance_type = family + "-" + std::to_string(cores);
+  c.cpu_family = family;
+  c.cores = cores;
+  c.memory_gib = gib_per_core * cores;
+  c.nodes = nodes;
+  return c;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double predicted_median(const ResourceModel& m, const ConfigSpec& c) {
+  std::mt19937_64 rng(7);
+  return median(m.sample(c, 2000, rng));
+}
+
+}  // namespace
+
+TEST_CASE("instance families are read from instance type names") {
+  CHECK(instance_family("c4.large") == "c4");
+  CHECK(instance_family("n2-standard-8") == "n2");
+  CHECK(instance_family("Standard_D4s_v5") == "Standard_D");
+  CHECK(instance_family("cx22") == "cx");
+  CHECK(instance_family("local-2c") == "local");
+  CHECK(instance_family("") == "");
+}
+
+TEST_CASE("the resource model reaches across families, and says it reached further") {
+  // c4 measured at 3 sizes: an Amdahl job, learn = 100 + 8000 / cores.
+  std::vector<ResourcePoint> pts;
+  for (int n : {4, 8, 16}) pts.push_back({machine("c4", n, 1.875), 100 + 8000.0 / n});
+  auto m = ResourceModel::fit(pts, {});
+  REQUIRE(m.ok());
+  const auto same = machine("c4", 12, 1.875);
+  const auto other = machine("r4", 12, 7.625);
+  CHECK(m->family_measured(same));
+  CHECK_FALSE(m->family_measured(other));
+  // Inside the measured range, its own family predicts close to the truth (767 s).
+  CHECK(predicted_median(*m, same) == doctest::Approx(100 + 8000.0 / 12).epsilon(0.15));
+  // A family with no run is predicted (memory never hurts, so not slower than c4 by much), but less surely.
+  CHECK(predicted_median(*m, other) < 1.3 * predicted_median(*m, same));
+  CHECK(m->log_sd(other) > m->log_sd(same));
+  CHECK(m->effective_particles() > 1);
+}
+
+TEST_CASE("a memory cliff measured in one family predicts another family past it") {
+  // c4: 2 GiB per vCPU. Compute part 10000 / C, 8x slower while the job's 100 GiB do not fit in memory.
+  std::vector<ResourcePoint> pts;
+  for (int n : {8, 16, 32, 64, 128}) {
+    const auto c = machine("c4", n, 2.0);
+    pts.push_back({c, 10000.0 / n * (c.memory_gib < 100 ? 8 : 1)});
+  }
+  auto m = ResourceModel::fit(pts, {.memory_lo_gib = 8, .memory_hi_gib = 512});
+  REQUIRE(m.ok());
+  const double cramped = predicted_median(*m, machine("c4", 8, 2.0));   // measured: 10000 s
+  const double roomy = predicted_median(*m, machine("r4", 8, 16.0));    // same cores, 128 GiB: about 1250 s
+  CHECK(cramped == doctest::Approx(10000).epsilon(0.2));
+  CHECK(roomy < 0.3 * cramped);
+  // The same holds for nodes: 4 c4 machines of 8 vCPUs have 64 GiB, 16 of them 256 GiB; 4x the cores alone
+  // would make them at most 4x faster.
+  CHECK(predicted_median(*m, machine("c4", 8, 2.0, 16)) < 0.1 * predicted_median(*m, machine("c4", 8, 2.0, 4)));
+}
+
+TEST_CASE("the predictor uses the resource model when the runs describe memory, and says so") {
+  auto run = [](const ConfigSpec& c, double learn) {
+    MeasuredRun r;
+    r.cfg = c;
+    r.phases = {30, 20, 10, 5, learn, 5, 5, 10};
+    return r;
+  };
+  std::vector<MeasuredRun> h = {run(machine("c4", 4, 1.875), 2100), run(machine("c4", 16, 1.875), 600)};
+  auto p = Predictor::learn(h, {});
+  REQUIRE(p.ok());
+  auto fam = p->predict(machine("c4", 8, 1.875));
+  auto cross = p->predict(machine("m4", 8, 4.0));
+  REQUIRE(fam.ok());
+  REQUIRE(cross.ok());
+  CHECK(fam->basis == "family");
+  CHECK(cross->basis == "cross-family");
+  CHECK(cross->log_sd > fam->log_sd);
+  CHECK(p->predict(machine("c4", 4, 1.875))->basis == "measured");
+
+  // Without memory, or asked to, the per-family curves as before: no run of m4, nothing predicts it.
+  PredictorOptions family_only;
+  family_only.model = LearnModel::family;
+  auto q = Predictor::learn(h, {}, family_only);
+  REQUIRE(q.ok());
+  CHECK(q->predict(machine("c4", 8, 1.875))->basis == "sparse");
+  CHECK(q->predict(machine("m4", 8, 4.0)).error().code == tsum::Code::not_found);
+}
+
+TEST_CASE("the runs CSV describes the machine: family, memory, nodes, CPU model") {
+  const std::string csv =
+      "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,"
+      "poweroff,family,memory_gib,nodes,cpu_model\n"
+      "8xc4.large,aws,c4.large,2,0,0.8,60,45,30,10,935.7,0,10,10,c4,3.75,8,Intel Xeon E5-2666 v3\n";
+  auto rows = parse_runs_csv(csv);
+  REQUIRE(rows.ok());
+  const auto& c = (*rows)[0].run.cfg;
+  CHECK(c.cpu_family == "c4");
+  CHECK(c.memory_gib == 3.75);
+  CHECK(c.nodes == 8);
+  CHECK(c.cpu_model == "Intel Xeon E5-2666 v3");
+
+  auto bad_nodes = parse_runs_csv(
+      "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,"
+      "poweroff,nodes\nx,aws,c4.large,2,0,0.1,1,1,1,1,1,1,1,1,0\n");
+  REQUIRE_FALSE(bad_nodes.ok());
+  CHECK(bad_nodes.error().detail.find("nodes") != std::string::npos);
+  auto clash = parse_runs_csv(
+      "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,"
+      "poweroff,family,cpu_family\nx,aws,c4.large,2,0,0.1,1,1,1,1,1,1,1,1,c4,m4\n");
+  REQUIRE_FALSE(clash.ok());
+  CHECK(clash.error().detail.find("disagree") != std::string::npos);
+  // Rows of one config must agree on the machine.
+  auto differ = parse_runs_csv(
+      "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,"
+      "poweroff,memory_gib\nx,aws,c4.large,2,0,0.1,1,1,1,1,1,1,1,1,3.75\nx,aws,c4.large,2,0,0.1,1,1,1,1,1,1,1,1,8\n");
+  REQUIRE_FALSE(differ.ok());
+  CHECK(differ.error().detail.find("line 3") != std::string::npos);
+}
