@@ -10,6 +10,7 @@
 #include "billing/rule_book.h"
 #include "daemon/admission.h"
 #include "daemon/experiment_spec.h"
+#include "daemon/past_runs.h"
 
 namespace tsum::api {
 
@@ -40,15 +41,11 @@ Result<std::vector<billing::MeasuredRun>> history(daemon::Store& store, daemon::
       billing::MeasuredRun m;
       std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
       const int nodes = run.value("nodes", 1);
-      // The machine as the run stored it from its offer, named as the candidates below name theirs.
-      const json machine = run.value("machine", json::object());
       m.cfg = {.config = provider + "/" + type + (nodes > 1 ? "/x" + std::to_string(nodes) : ""),
-               .provider = provider, .instance_type = type,
-               .cores = machine.value("vcpus", daemon::local_cores_of(provider, type)),
-               .gpus = machine.value("gpus", 0), .gpu_type = machine.value("gpu_type", ""),
-               .cpu_family = machine.value("family", billing::instance_family(type)),
-               .memory_gib = machine.value("memory_gib", 0.0), .cpu_model = machine.value("cpu_model", ""),
-               .nodes = nodes};
+               .provider = provider, .instance_type = type, .cores = daemon::local_cores_of(provider, type),
+               .cpu_family = billing::instance_family(type), .nodes = nodes};
+      // The machine as the run stored it from its offer, named as the candidates below name theirs.
+      daemon::describe_machine(run.value("machine", json::object()), m.cfg);
       for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
         m.phases[i] = run["phases"][std::string(billing::kPhaseNames[i])].get<double>();
       out.push_back(std::move(m));

@@ -38,6 +38,20 @@ int int_field(const json& data, const char* key) {
   return it != data.end() && it->is_number_integer() ? it->get<int>() : 0;
 }
 
+}  // namespace
+
+void describe_machine(const json& machine, billing::ConfigSpec& cfg) {
+  if (!machine.is_object()) return;
+  if (machine.contains("vcpus")) cfg.cores = int_field(machine, "vcpus");
+  if (machine.contains("gpus")) cfg.gpus = int_field(machine, "gpus");
+  cfg.gpu_type = machine.value("gpu_type", cfg.gpu_type);
+  cfg.cpu_family = machine.value("family", cfg.cpu_family);
+  cfg.memory_gib = machine.value("memory_gib", cfg.memory_gib);
+  cfg.cpu_model = machine.value("cpu_model", cfg.cpu_model);
+}
+
+namespace {
+
 // What machine the run ran on, from the places listed in past_runs.h, in that order.
 billing::ConfigSpec machine_of(const RunRow& r, std::span<const billing::Catalog> catalogs) {
   billing::ConfigSpec cfg;
@@ -48,12 +62,7 @@ billing::ConfigSpec machine_of(const RunRow& r, std::span<const billing::Catalog
   if (r.nodes > 1) cfg.config += "/x" + std::to_string(r.nodes);  // as POST /v1/plan names a multi-node config
   // The machine as stored with the run (runs.machine, from its offer), where it says the cores.
   if (r.machine.contains("vcpus") || r.machine.contains("gpus")) {
-    cfg.cores = int_field(r.machine, "vcpus");
-    cfg.gpus = int_field(r.machine, "gpus");
-    cfg.gpu_type = r.machine.value("gpu_type", "");
-    cfg.cpu_family = r.machine.value("family", "");
-    cfg.memory_gib = r.machine.value("memory_gib", 0.0);
-    cfg.cpu_model = r.machine.value("cpu_model", "");
+    describe_machine(r.machine, cfg);
     return cfg;
   }
   const json data = r.instance && r.instance->is_object() ? r.instance->value("data", json::object()) : json();

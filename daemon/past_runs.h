@@ -32,6 +32,10 @@
 
 namespace tsum::daemon {
 
+// Fills cfg's machine (cores, gpus, gpu_type, cpu_family, memory_gib, cpu_model) from a run's stored `machine`
+// (providers::machine_of its offer); fields the JSON does not name keep cfg's values.
+void describe_machine(const nlohmann::json& machine, billing::ConfigSpec& cfg);
+
 // Errors, none naming the path (the caller does): not_found for a missing file, an experiment id the database
 // lacks (the message lists those it has) or no qualifying run (the message counts the runs found by status
 // and why none qualified); invalid_argument for a file that is not a tsum database or has a schema version
