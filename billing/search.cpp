@@ -257,6 +257,7 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
                                      const ProbeFn& probe, const SearchRequest& req) {
   if (auto s = check(candidates, req); !s) return s.error();
   SearchResult out;
+  out.tolerance = req.tolerance;
   std::set<std::string> excluded;
   const PredictorOptions popt = with_memory_range(req.predictor, candidates);
   while (true) {
@@ -296,6 +297,7 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     step.why = choice->why;
     step.expected_gain = choice->gain;
     step.expected_probe_cost = choice->probe_cost;
+    if (req.on_probe) req.on_probe(out, step);
     auto run = probe(cand, req.probe);
     if (!run) {
       step.error = run.error().detail;
@@ -321,13 +323,13 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
   for (const auto& step : out.trace)
     if (!step.error.empty()) plan->unpredictable.emplace_back(step.config, "its probe failed: " + step.error);
   out.plan = std::move(*plan);
-  out.tolerance = req.tolerance;
   if (!out.rounds.empty()) out.p_within = out.rounds.back().p_within;
   out.history = std::move(history);
   return out;
 }
 
-json search_to_json(const SearchResult& r) {
+namespace {
+json progress_json(const SearchResult& r) {
   json trace = json::array();
   for (const auto& s : r.trace) {
     json j = {{"config", s.config},        {"why", s.why},         {"expected_gain", s.expected_gain},
@@ -344,11 +346,24 @@ json search_to_json(const SearchResult& r) {
     rounds.push_back({{"probes", rd.probes}, {"pick", rd.pick}, {"pick_value", rd.pick_value},
                       {"p_within", rd.p_within}, {"bands", std::move(bands)}});
   }
+  return {{"trace", std::move(trace)}, {"rounds", std::move(rounds)}, {"tolerance", r.tolerance}, {"spent", r.spent}};
+}
+}  // namespace
+
+json search_progress_json(const SearchResult& r, const ProbeStep& next) {
+  json out = progress_json(r);
+  out["next"] = {{"config", next.config}, {"why", next.why}, {"expected_probe_cost", next.expected_probe_cost}};
+  return out;
+}
+
+json search_to_json(const SearchResult& r) {
+  json out = progress_json(r);
   json plan = plan_to_json(r.plan);
-  json rec = plan["ranked"].empty() ? json(nullptr) : plan["ranked"][0];
-  return {{"recommendation", rec}, {"trace", trace},         {"rounds", rounds},
-          {"tolerance", r.tolerance}, {"p_within", r.p_within}, {"spent", r.spent},
-          {"stop_reason", r.stop_reason}, {"plan", plan}};
+  out["recommendation"] = plan["ranked"].empty() ? json(nullptr) : plan["ranked"][0];
+  out["p_within"] = r.p_within;
+  out["stop_reason"] = r.stop_reason;
+  out["plan"] = std::move(plan);
+  return out;
 }
 
 }  // namespace tsum::billing

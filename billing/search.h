@@ -60,6 +60,9 @@ struct SearchRequest {
   double unexplored_probe_s = 120;  // assumed learn seconds of a probe in a group nothing predicts yet
   double tolerance = 0.05;          // how far above the optimum a pick may be
   double confidence = 0.9;          // required P(pick within tolerance) before the search stops by itself
+  // Called on the search's thread as each probe starts: the trace and rounds so far, and the probe's step
+  // (config and why; no measurement yet).
+  std::function<void(const struct SearchResult&, const struct ProbeStep&)> on_probe;
 };
 
 struct ProbeStep {
@@ -106,6 +109,10 @@ struct SearchResult {
 Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, std::vector<MeasuredRun> history,
                                      const ProbeFn& probe, const SearchRequest& req);
 
+// The whole result: recommendation, trace, rounds, tolerance, p_within, spent, stop_reason, plan.
 nlohmann::json search_to_json(const SearchResult& result);
+// A search still running: its trace, rounds, tolerance and spend so far, and the probe under way
+// ("next": {config, why}).
+nlohmann::json search_progress_json(const SearchResult& so_far, const ProbeStep& next);
 
 }  // namespace tsum::billing

@@ -50,6 +50,9 @@ class Stmt {
   std::optional<double> opt_real(int col) const {
     return is_null(col) ? std::nullopt : std::optional<double>(real(col));
   }
+  std::optional<int64_t> opt_int64(int col) const {
+    return is_null(col) ? std::nullopt : std::optional<int64_t>(int64(col));
+  }
 
  private:
   void bind_one(int i, std::nullptr_t) { sqlite3_bind_null(s_.get(), i); }

@@ -35,6 +35,7 @@ struct SearchRunner::Search {
   std::map<std::string, RunConfig> config_of;  // candidate config id -> what to run
   billing::SearchRequest req;
   json probes = json::array();  // touched on the executor only
+  json progress;                // the trace and rounds so far (search_progress_json); executor only
 };
 
 SearchRunner::SearchRunner(asio::io_context& io, SearchServices s) : io_(io), s_(std::move(s)) {
@@ -124,6 +125,13 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   if (!ins) co_return ins.error();
   if (auto st = ins->bind(request.dump(), s_.clock.now_s(), s_.clock.now_s()).run(); !st) co_return st.error();
   s->id = s_.db.last_insert_id();
+  // Each round's bands and the probe under way reach the searches table as they are known.
+  s->req.on_probe = [this, s](const billing::SearchResult& so_far, const billing::ProbeStep& next) {
+    asio::post(io_, [this, s, j = billing::search_progress_json(so_far, next)]() mutable {
+      s->progress = std::move(j);
+      (void)save(*s, "running", "", nullptr);
+    });
+  };
   threads_.emplace_back([this, s] {
     const billing::ProbeFn probe_fn = [&](const billing::PlanCandidate& c, const billing::ProbeSpec&) {
       return probe(s, c);
@@ -155,7 +163,8 @@ asio::awaitable<void> SearchRunner::probe_run(std::shared_ptr<Search> s, RunConf
   spec.configs = {config};
   spec.repetitions = 1;
   auto priced = co_await price_configs(spec, s_.providers, s_.datasets);
-  Result<int64_t> exp = priced ? s_.store.create_experiment(spec, *priced) : Result<int64_t>(priced.error());
+  Result<int64_t> exp =
+      priced ? s_.store.create_experiment(spec, *priced, std::nullopt, s->id) : Result<int64_t>(priced.error());
   Result<std::vector<RunRow>> runs = exp ? s_.store.runs_of(*exp) : Result<std::vector<RunRow>>(exp.error());
   if (!runs || runs->empty()) {
     done->set_value(make_error(Code::internal, runs ? "probe experiment has no run" : runs.error().detail));
@@ -216,6 +225,7 @@ Status SearchRunner::save(const Search& s, std::string_view status, std::string_
   if (!st) return st.error();
   std::optional<std::string> res;
   if (result) res = result->dump();
+  else if (s.progress.is_object()) res = s.progress.dump();
   return st->bind(status, reason, s.probes.dump(), res, s_.clock.now_s(), s.id).run();
 }
 

@@ -8,7 +8,8 @@
 //           "objective": "cost"|"time"|"cost_under_deadline"|"budget", "probe_budget": money,
 //           optional "deadline_s", "budget", "max_probes", "future_runs", "billing" (a rule spec for every
 //           candidate; default: each provider's rule, else per_second_60s_min)}
-// Persisted in the searches table (sql/0005_searches.sql). A search that was running when the daemon stopped is
+// Persisted in the searches table (sql/0005_searches.sql), each round as it is known; each probe's experiment
+// carries the search's id (experiments.search_id), shown as "search_id" on the experiment and its run. A search that was running when the daemon stopped is
 // marked failed at the next start.
 //
 // Budget: a probe is started only when the spend so far plus its expected cost fits probe_budget (the search
@@ -55,8 +56,8 @@ class SearchRunner {
 
   // Validates and prices the request, stores it and starts the search. invalid_argument names the field.
   boost::asio::awaitable<Result<int64_t>> start(const nlohmann::json& request);
-  // {"id", "status", "reason", "request", "probes", and once done "recommendation", "trace", "spent",
-  //  "stop_reason", "plan"}. not_found for an unknown id.
+  // {"id", "status", "reason", "request", "probes", from its first probe on "trace", "rounds", "tolerance",
+  //  "spent" ("next": the probe under way while running), and once done "recommendation", "p_within", "stop_reason", "plan"}. not_found for an unknown id.
   Result<nlohmann::json> get(int64_t id);
   // Probes still waiting fail with "cancelled"; no new probe starts.
   void stop();

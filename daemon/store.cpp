@@ -38,13 +38,14 @@ RunRow read_run(const Stmt& st) {
 }  // namespace
 
 Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced,
-                                         std::optional<int64_t> schedule_id) {
+                                         std::optional<int64_t> schedule_id, std::optional<int64_t> search_id) {
   Transaction tx(db_);
   if (!tx.begun()) return tx.begun().error();
   double now = clock_.now_s();
-  auto ins = db_.prepare("INSERT INTO experiments (name, spec, created_at, schedule_id) VALUES (?, ?, ?, ?)");
+  auto ins = db_.prepare(
+      "INSERT INTO experiments (name, spec, created_at, schedule_id, search_id) VALUES (?, ?, ?, ?, ?)");
   if (!ins) return ins.error();
-  if (auto s = ins->bind(spec.name, spec.to_json().dump(), now, schedule_id).run(); !s) return s.error();
+  if (auto s = ins->bind(spec.name, spec.to_json().dump(), now, schedule_id, search_id).run(); !s) return s.error();
   int64_t id = db_.last_insert_id();
   // Repetition-major order, so a queue drained in id order interleaves the configs.
   // A variant is a config with one of the workloads (ExperimentSpec::variants); its index is the run's config_index.
@@ -67,7 +68,7 @@ Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::
 }
 
 Result<ExperimentRow> Store::experiment(int64_t id) {
-  auto st = db_.prepare("SELECT id, name, spec, created_at FROM experiments WHERE id = ?");
+  auto st = db_.prepare("SELECT id, name, spec, created_at, schedule_id, search_id FROM experiments WHERE id = ?");
   if (!st) return st.error();
   st->bind(id);
   auto row = st->step();
@@ -75,7 +76,7 @@ Result<ExperimentRow> Store::experiment(int64_t id) {
   if (!*row) return make_error(Code::not_found, "experiment " + std::to_string(id) + " not found");
   auto spec = parse_experiment_spec(st->text(2));
   if (!spec) return make_error(Code::internal, "experiment " + std::to_string(id) + ": " + spec.error().detail);
-  return ExperimentRow{st->int64(0), st->text(1), std::move(*spec), st->real(3)};
+  return ExperimentRow{st->int64(0), st->text(1), std::move(*spec), st->real(3), st->opt_int64(4), st->opt_int64(5)};
 }
 
 Result<std::vector<int64_t>> Store::experiment_ids() {

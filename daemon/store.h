@@ -38,6 +38,8 @@ struct ExperimentRow {
   std::string name;
   ExperimentSpec spec;
   double created_at = 0;
+  std::optional<int64_t> schedule_id;  // the schedule that fired it
+  std::optional<int64_t> search_id;    // the search it is a probe of
 };
 
 // Price of one config, looked up by the caller from the provider's offers.
@@ -53,9 +55,10 @@ class Store {
   Store(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
 
   // Inserts the experiment and repetitions × variants queued runs. priced[i] belongs to spec.configs[i].
-  // schedule_id: the schedule that fired it, if any.
+  // schedule_id: the schedule that fired it; search_id: the search it is a probe of, if any.
   Result<int64_t> create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced,
-                                    std::optional<int64_t> schedule_id = std::nullopt);
+                                    std::optional<int64_t> schedule_id = std::nullopt,
+                                    std::optional<int64_t> search_id = std::nullopt);
   Result<ExperimentRow> experiment(int64_t id);
   Result<std::vector<ExperimentRow>> experiments();
   // Every experiment's id, ascending.

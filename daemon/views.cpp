@@ -10,7 +10,12 @@ namespace tsum::daemon {
 
 using nlohmann::json;
 
-Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
+namespace {
+json id_or_null(const std::optional<int64_t>& id) { return id ? json(*id) : json(nullptr); }
+}  // namespace
+
+Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
+  const ExperimentSpec& spec = e.spec;
   const auto& rules = spec.billing;
   auto phases = ledger_.phases(r.id);
   if (!phases) return phases.error();
@@ -122,6 +127,7 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentSpec& spec) {
   if (!inference.empty()) metrics["inference"] = inference;
   return json{{"id", r.id},
               {"experiment_id", r.experiment_id},
+              {"search_id", id_or_null(e.search_id)},
               {"join", join},
               {"config_index", r.config_index},
               {"config", config},
@@ -149,7 +155,7 @@ Result<json> Views::run(int64_t run_id) {
   if (!r) return r.error();
   auto e = store_.experiment(r->experiment_id);
   if (!e) return e.error();
-  return run_json(*r, e->spec);
+  return run_json(*r, *e);
 }
 
 Result<json> Views::experiment(int64_t experiment_id) {
@@ -160,7 +166,7 @@ Result<json> Views::experiment(int64_t experiment_id) {
   json runs = json::array();
   int terminal = 0, done = 0, failed = 0, cancelled = 0, queued = 0;
   for (const auto& r : *rows) {
-    auto j = run_json(r, e->spec);
+    auto j = run_json(r, *e);
     if (!j) return j.error();
     runs.push_back(std::move(*j));
     terminal += is_terminal(r.status);
@@ -183,6 +189,8 @@ Result<json> Views::experiment(int64_t experiment_id) {
               {"progress", {{"runs", total}, {"finished", terminal}, {"done", done}, {"failed", failed},
                             {"cancelled", cancelled}}},
               {"spec", e->spec.to_json()},
+              {"schedule_id", id_or_null(e->schedule_id)},
+              {"search_id", id_or_null(e->search_id)},
               {"rules", rules},
               {"created_at", e->created_at},
               {"runs", runs},

@@ -20,7 +20,7 @@ class Views {
   Result<nlohmann::json> experiments();
 
  private:
-  Result<nlohmann::json> run_json(const RunRow& r, const ExperimentSpec& spec);
+  Result<nlohmann::json> run_json(const RunRow& r, const ExperimentRow& e);
 
   Store& store_;
   Ledger& ledger_;

@@ -179,6 +179,31 @@ TEST_CASE("for the time objective the search explores the middle and values time
   CHECK(lazy->trace.size() == 1);
 }
 
+TEST_CASE("as each probe starts, on_probe sees the rounds so far and the probe's config and reason") {
+  auto cands = table("per_second_60s_min");
+  auto req = request();
+  std::vector<std::pair<size_t, size_t>> seen;  // (trace size, rounds size) at each call
+  std::vector<std::string> next;
+  req.on_probe = [&](const SearchResult& so_far, const ProbeStep& step) {
+    seen.emplace_back(so_far.trace.size(), so_far.rounds.size());
+    next.push_back(step.config + " | " + step.why);
+    auto j = search_progress_json(so_far, step);
+    CHECK(j["next"]["config"] == step.config);
+    CHECK(j["rounds"].size() == so_far.rounds.size());
+  };
+  auto s = adaptive_search(cands, {}, probe, req);
+  REQUIRE(s);
+  REQUIRE(seen.size() == s->trace.size());
+  for (size_t k = 0; k < seen.size(); ++k) {
+    CHECK(seen[k].first == k);       // the probes before this one
+    CHECK(seen[k].second == k + 1);  // and the round that chose it
+    CHECK(next[k] == s->trace[k].config + " | " + s->trace[k].why);
+  }
+  auto done = search_to_json(*s);
+  CHECK(!done.contains("next"));
+  CHECK(done["rounds"].size() == s->trace.size() + 1);
+}
+
 TEST_CASE("search requests are checked") {
   auto req = request();
   req.future_runs = 0;

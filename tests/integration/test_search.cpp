@@ -87,7 +87,23 @@ void search_finds_cheapest(const std::string& price_8c, const std::string& cheap
     CHECK(run["cost"]["per_second_60s_min"]["amount"].get<double>() ==
           doctest::Approx(step["probe_cost"].get<double>()));
     spent += run["cost"]["per_second_60s_min"]["amount"].get<double>();
+    // The probe's experiment and run name their search, so their pages can show it.
+    CHECK(run["search_id"] == id);
+    auto exp = d.call("GET", "/v1/experiments/" + std::to_string(probe["experiment_id"].get<int64_t>()), admin).json();
+    CHECK(exp["search_id"] == id);
+    CHECK(exp["schedule_id"].is_null());
   }
+  // One round before each probe and one after the last; from nothing measured the first has no band, every
+  // later one a band for every candidate.
+  REQUIRE(s["rounds"].size() == s["trace"].size() + 1);
+  CHECK(s["rounds"][0]["bands"].empty());
+  for (size_t k = 1; k < s["rounds"].size(); ++k) {
+    const auto& round = s["rounds"][k];
+    CHECK(round["bands"].size() == 3);
+    for (const auto& b : round["bands"])
+      CHECK((b["p10"].get<double>() <= b["mean"].get<double>() && b["mean"].get<double>() <= b["p90"].get<double>() * 1.0001));
+  }
+  CHECK(!s.contains("next"));  // only while running
   CHECK(spent <= budget);
 
   // Persisted: a restarted daemon reports the same search.

@@ -2,9 +2,11 @@
 // (wrong token and right token), creating an experiment through the form, following a run live over
 // Server-Sent Events, the experiment page's charts, markers, the planner's ranking and the measured
 // recommendation, the offers page, creating, editing and deleting a schedule through its form, cancelling a run,
-// both viewport sizes, no console errors and no request leaving 127.0.0.1. Screenshots go to TSUM_WEB_ARTIFACTS.
+// a search's probes, bands and stop reason on its probes' pages (trace provider), both viewport sizes, no console
+// errors and no request leaving 127.0.0.1. Screenshots go to TSUM_WEB_ARTIFACTS.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
@@ -390,6 +392,66 @@ test('the experiments page offers the seeds\' presets with their runs and worst 
   assert.equal(exp.runs.length, inference.runs);
   assert.equal((await daemon.api('/v1/experiments')).experiments.length, before + 1);
   await daemon.api(`/v1/experiments/${id}`, { method: 'DELETE' });  // not run here: ResNet-50 on 2 cores
+});
+
+// Learn scales with cores; t-4c is the cheapest under a 60 s minimum (tests/integration/test_search.cpp).
+const SEARCH_TRACE = `config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,poweroff
+t-2c,trace,t-2c,2,0,0.10,10,20,10,5,800,5,5,10
+t-4c,trace,t-4c,4,0,0.12,10,20,10,5,400,5,5,10
+t-8c,trace,t-8c,8,0,0.40,10,20,10,5,200,5,5,10
+`;
+
+test('a search\'s probe pages show its probes in order, every candidate\'s band after each probe, and why it stopped', { timeout: 240000 }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsum-web-search-'));
+  writeFileSync(path.join(dir, 'trace.csv'), SEARCH_TRACE);
+  const traced = await startDaemon({ args: ['--trace', path.join(dir, 'trace.csv'), '--trace-speed', '200'] });
+  try {
+    const created = await traced.api('/v1/searches', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workload: { model: 'mnist_cnn', dataset: 'fashion-mnist', epochs: 1 },
+        candidates: ['t-2c', 't-4c', 't-8c'].map((t) => ({ provider: 'trace', instance_type: t })),
+        objective: 'cost', probe_budget: 1, future_runs: 100, billing: 'per_second_60s_min' }) });
+    const s = await until(async () => {
+      const now = await traced.api(`/v1/searches/${created.id}`);
+      return now.status !== 'running' && now;
+    }, 180000, 'the search to finish');
+    assert.equal(s.status, 'done', JSON.stringify(s));
+    assert.ok(s.trace.length >= 1 && s.rounds.length === s.trace.length + 1);
+    const { page, context, consoleErrors, offHost } = await openPage(browser);
+    await signIn(page, traced);
+    await page.waitForSelector('#experiments');
+
+    const last = s.probes[s.probes.length - 1];
+    await page.goto(`${traced.url}/#/experiments/${last.experiment_id}`);
+    await page.waitForSelector('#search-summary[data-status=done]');
+    const probes = await page.$$eval('#search-probes tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+    assert.deepEqual(probes.map((r) => r[1]), s.trace.map((t) => t.config));
+    assert.deepEqual(probes.map((r) => r[3]), s.trace.map((t) => t.why));
+    const columns = await page.$$eval('#search-bands thead th', (ths) => ths.map((th) => th.textContent));
+    assert.equal(columns.length, 1 + s.rounds.length);
+    const candidates = await page.$$eval('#search-bands tbody tr', (trs) => trs.map((tr) => tr.dataset.config));
+    assert.deepEqual([...candidates].sort(), ['trace/t-2c', 'trace/t-4c', 'trace/t-8c']);
+    // Each round's pick carries the star in its column, and no other cell of that column does.
+    for (const [k, round] of s.rounds.entries()) {
+      const starred = await page.$$eval(`#search-bands tbody tr`, (trs, col) => trs
+        .filter((tr) => tr.cells[col].textContent.includes('★')).map((tr) => tr.dataset.config), k + 1);
+      assert.deepEqual(starred, round.pick ? [round.pick] : [], `round ${k}`);
+    }
+    const summary = await page.textContent('#search-summary');
+    assert.ok(summary.includes(s.stop_reason) && summary.includes(s.recommendation.config), summary);
+    await shot(page, 'search-experiment');
+
+    // The first probe's run page shows the same search with that probe marked.
+    await page.goto(`${traced.url}/#/runs/${s.probes[0].run_id}`);
+    await page.waitForSelector('#search-probes tr.current[data-probe="1"]');
+    await page.waitForSelector('#timeline[data-status=done]');
+    assert.equal(await overflowsSideways(page), false);
+    assert.deepEqual(consoleErrors, []);
+    assert.deepEqual(offHost, []);
+    await context.close();
+  } finally {
+    await traced.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('every page fits 1280×800 and 390×844 without sideways scrolling', async () => {

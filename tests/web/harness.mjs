@@ -41,8 +41,9 @@ function freePort() {
   });
 }
 
-// Starts `tsumd serve` on `db` (a fresh temporary one by default). stop() ends it and removes what it created.
-export async function startDaemon({ db } = {}) {
+// Starts `tsumd serve` on `db` (a fresh temporary one by default) with `args` added (e.g. --trace FILE).
+// stop() ends it and removes what it created.
+export async function startDaemon({ db, args: extra = [] } = {}) {
   if (!existsSync(TSUMD)) throw new Error(`tsumd not found at ${TSUMD}: build it (ninja -C build tsumd tsum-train)`);
   const dir = db ? null : mkdtempSync(path.join(os.tmpdir(), 'tsum-web-'));
   const dbPath = db || path.join(dir, 't.db');
@@ -51,6 +52,7 @@ export async function startDaemon({ db } = {}) {
   const logPath = `${dbPath}.web-test.log`;
   const args = ['serve', '--db', dbPath, '--listen', `127.0.0.1:${port}`];
   if (process.env.TSUM_BUNDLE) args.push('--bundle', process.env.TSUM_BUNDLE);
+  args.push(...extra);
   const child = spawn(TSUMD, args,
     { stdio: ['ignore', 'ignore', openSync(logPath, 'a')] });
   const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { configName } from '../../web/src/format.js';
 import { planRows } from '../../web/src/plan.js';
 import { localFiring, scheduleBody } from '../../web/src/schedule_form.js';
+import { scaleOf } from '../../web/src/search.js';
 import { parseEvents } from '../../web/src/sse.js';
 import { byConfig, headroomUnderStep, mean, resources, stderr } from '../../web/src/stats.js';
 
@@ -112,4 +113,14 @@ test('a configuration is named by its offer, a non-native runtime and the worklo
   assert.equal(configName({ provider: 'local', instance_type: 'local-1c', runtime: 'docker' }), 'local/local-1c docker');
   assert.equal(configName({ provider: 'aws', instance_type: 'c5.large', runtime: 'native',
     workload: { optimizer: 'adam', lr: 0.01 } }), 'aws/c5.large optimizer=adam lr=0.01');
+});
+
+test('a search\'s bands share one log scale from the lowest p10 to the highest p90', () => {
+  const scale = scaleOf([{ p10: 1, mean: 2, p90: 4 }, { p10: 10, mean: 20, p90: 100 }]);
+  assert.equal(scale(1), 0);
+  assert.equal(scale(100), 100);
+  assert.ok(Math.abs(scale(10) - 50) < 1e-9);  // log scale: 10 is halfway between 1 and 100
+  assert.equal(scale(1000), 100);  // clamped
+  assert.equal(scaleOf([])(5), 0);  // nothing to scale
+  assert.equal(scaleOf([{ p10: 3, mean: 3, p90: 3 }])(3), 50);  // one point: the middle
 });

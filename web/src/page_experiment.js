@@ -1,6 +1,7 @@
 // One experiment: (a) time per phase per configuration, (b) t_learn and t_sum against cores and GPUs,
 // (c) cost per configuration under each billing rule, (d) the recommendation: the planner's ranking of every
-// offer for this workload (GET /v1/plan) and what this experiment measured, and the runs. While runs are
+// offer for this workload (GET /v1/plan) and what this experiment measured, and the runs. A search's probe
+// (search_id set) shows its search first (search.js). While runs are
 // unfinished the page follows the earliest unfinished run's event stream and reloads on each change.
 import { ApiError, api } from './api.js';
 import { costChart, costTable, phasesChart, scalingChart } from './charts.js';
@@ -8,6 +9,7 @@ import { empty, failure, h, loading, replace, table } from './dom.js';
 import { TERMINAL, configName, dateTime, money, number, seconds } from './format.js';
 import { badge } from './page_experiments.js';
 import { PLAN_OBJECTIVES, planRows } from './plan.js';
+import { searchCard } from './search.js';
 import { watchRun } from './sse.js';
 import { byConfig, resources } from './stats.js';
 
@@ -160,6 +162,7 @@ function render(root, experiment, offers, liveNote, plan) {
       w.limit ? `, ${number(w.limit)} training images` : '', w.test_limit ? `, ${number(w.test_limit)} test images` : '',
       ` · ${experiment.spec.repetitions} repetition${experiment.spec.repetitions === 1 ? '' : 's'} · created ${dateTime(experiment.created_at)}`),
     liveNote,
+    experiment.search_id ? searchCard(experiment.search_id, { signal: plan.signal }) : null,
   ];
   if (!anyDone) {
     replace(root, ...head,

@@ -1,10 +1,12 @@
 // One run, live: a phase timeline and an event log fed by the daemon's event stream (no polling), the resource
-// statistics per phase, the trainer's loss and throughput per epoch, the cost, and a cancel button.
+// statistics per phase, the trainer's loss and throughput per epoch, the cost, and a cancel button. A search's
+// probe shows its search (search.js).
 import { api } from './api.js';
 import { epochsChart, inferenceChart } from './charts.js';
 import { empty, failure, h, loading, replace, table } from './dom.js';
 import { PHASES, PHASE_OF_STATUS, TERMINAL, clock, configName, metric, money, number, seconds } from './format.js';
 import { badge } from './page_experiments.js';
+import { searchCard } from './search.js';
 import { watchRun } from './sse.js';
 
 function timeline(run) {
@@ -91,6 +93,7 @@ export function runPage(root, [id], { signal }) {
   let connection = 'connecting';
   let confirming = false;
   let actionError = '';
+  let search = null;  // {status, card}: the search this run is a probe of, reloaded when the run's status changes
   const logList = h('ol', { id: 'event-log', class: 'log' });
 
   function cancelControls() {
@@ -114,6 +117,12 @@ export function runPage(root, [id], { signal }) {
     if (!signal.aborted) draw();
   }
 
+  function searchBlock() {
+    if (!run.search_id) return null;
+    if (search?.status !== run.status) search = { status: run.status, card: searchCard(run.search_id, { signal, currentRun: run.id }) };
+    return search.card;
+  }
+
   function draw() {
     if (!run) return;
     const sweep = run.metrics.inference;
@@ -127,6 +136,7 @@ export function runPage(root, [id], { signal }) {
         h('a', { href: `#/experiments/${run.experiment_id}` }, `experiment #${run.experiment_id}`),
         ` · ${money(run.hourly_price)}/h`, run.reason ? ` · ${run.reason}` : ''),
       actionError && h('p', { class: 'notice error', role: 'alert' }, actionError),
+      searchBlock(),
       h('div', { class: 'pair' },
         h('section', { class: 'card' }, h('h2', {}, 'Phase timeline'), timeline(run)),
         h('section', { class: 'card' }, h('h2', {}, 'Events'),
