@@ -32,13 +32,30 @@ Result<int> latest_schema_version(std::span<const EmbeddedFile> migrations) {
   return latest;
 }
 
+namespace {
+constexpr size_t kIdlePerSql = 4;     // the same statement live at once: nesting is shallow
+constexpr size_t kMaxSqlTexts = 512;  // distinct SQL texts (the daemon's are constants with ? parameters)
+}  // namespace
+
+void Stmt::release() {
+  if (!s_) return;
+  if (pool_ && !pool_->closed && home_ && home_->size() < kIdlePerSql) {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+    home_->push_back(s_);
+  } else {
+    sqlite3_finalize(s_);
+  }
+  s_ = nullptr;
+}
+
 std::string Stmt::text(int col) const {
-  auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_.get(), col));
-  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_.get(), col))) : std::string();
+  auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, col))) : std::string();
 }
 
 Result<bool> Stmt::step() {
-  int rc = sqlite3_step(s_.get());
+  int rc = sqlite3_step(s_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   return sqlite_error(db_, "sqlite step");
@@ -82,7 +99,12 @@ Result<std::unique_ptr<Db>> Db::open_read_only(const std::string& path) {
   return db;
 }
 
-Db::~Db() { sqlite3_close_v2(db_); }
+Db::~Db() {
+  pool_->closed = true;
+  for (auto& [sql, idle] : pool_->idle)
+    for (auto* s : idle) sqlite3_finalize(s);
+  sqlite3_close_v2(db_);
+}
 
 Status Db::exec(std::string_view sql) {
   char* err = nullptr;
@@ -98,10 +120,19 @@ Status Db::exec(std::string_view sql) {
 }
 
 Result<Stmt> Db::prepare(std::string_view sql) {
+  auto it = pool_->idle.find(sql);
+  if (it == pool_->idle.end() && pool_->idle.size() < kMaxSqlTexts) it = pool_->idle.emplace(sql, std::vector<sqlite3_stmt*>{}).first;
+  std::vector<sqlite3_stmt*>* home = it == pool_->idle.end() ? nullptr : &it->second;
+  if (home && !home->empty()) {
+    sqlite3_stmt* s = home->back();
+    home->pop_back();
+    return Stmt(db_, s, pool_, home);
+  }
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &s, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), home ? SQLITE_PREPARE_PERSISTENT : 0, &s,
+                         nullptr) != SQLITE_OK)
     return sqlite_error(db_, "sqlite prepare");
-  return Stmt(db_, s);
+  return Stmt(db_, s, pool_, home);
 }
 
 Result<int> Db::schema_version() {

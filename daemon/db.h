@@ -1,6 +1,11 @@
 // A thin owner of one SQLite connection: WAL mode, foreign keys on, a busy timeout, prepared statements
 // with typed binds, and RAII transactions. Errors come back as values; nothing here throws.
 //
+// Prepared statements are kept: a Stmt going out of scope is reset (ending its read of the database, as
+// finalizing would) and parked by its SQL text, and the next prepare() of that text takes it back instead of
+// compiling the SQL again (compiling was a quarter of a GET /v1/runs/{id}). At most kIdlePerSql statements per
+// text and kMaxSqlTexts texts are kept; beyond, statements are finalized as before.
+//
 // Not thread-safe: the daemon uses one connection from its single io_context thread.
 #pragma once
 
@@ -8,6 +13,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,9 +30,33 @@ namespace tsum::daemon {
 
 using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
 
+// Where a connection's idle prepared statements wait, by SQL text. Shared by the Db and its Stmts, so a Stmt
+// that outlives its Db finalizes instead of parking.
+struct StmtPool {
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::vector<sqlite3_stmt*>, Hash, std::equal_to<>> idle;  // nodes never erased
+  bool closed = false;
+};
+
 class Stmt {
  public:
-  Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s, &sqlite3_finalize) {}
+  // `home`: the idle list of its SQL text to park in when done (nullptr: finalize).
+  Stmt(sqlite3* db, sqlite3_stmt* s, std::shared_ptr<StmtPool> pool = nullptr, std::vector<sqlite3_stmt*>* home = nullptr)
+      : db_(db), s_(s), pool_(std::move(pool)), home_(home) {}
+  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(std::exchange(o.s_, nullptr)), pool_(std::move(o.pool_)), home_(o.home_) {}
+  Stmt& operator=(Stmt&& o) noexcept {
+    if (this != &o) {
+      release();
+      db_ = o.db_, s_ = std::exchange(o.s_, nullptr), pool_ = std::move(o.pool_), home_ = o.home_;
+    }
+    return *this;
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { release(); }
 
   // Binds parameters 1..N in order. int, int64_t, double, string-like, nullptr and std::optional work.
   template <class... Args>
@@ -43,9 +76,9 @@ class Stmt {
   // Runs to completion, ignoring rows.
   Status run();
 
-  bool is_null(int col) const { return sqlite3_column_type(s_.get(), col) == SQLITE_NULL; }
-  int64_t int64(int col) const { return sqlite3_column_int64(s_.get(), col); }
-  double real(int col) const { return sqlite3_column_double(s_.get(), col); }
+  bool is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
+  int64_t int64(int col) const { return sqlite3_column_int64(s_, col); }
+  double real(int col) const { return sqlite3_column_double(s_, col); }
   std::string text(int col) const;
   std::optional<double> opt_real(int col) const {
     return is_null(col) ? std::nullopt : std::optional<double>(real(col));
@@ -55,12 +88,12 @@ class Stmt {
   }
 
  private:
-  void bind_one(int i, std::nullptr_t) { sqlite3_bind_null(s_.get(), i); }
-  void bind_one(int i, int v) { sqlite3_bind_int64(s_.get(), i, v); }
-  void bind_one(int i, int64_t v) { sqlite3_bind_int64(s_.get(), i, v); }
-  void bind_one(int i, double v) { sqlite3_bind_double(s_.get(), i, v); }
+  void bind_one(int i, std::nullptr_t) { sqlite3_bind_null(s_, i); }
+  void bind_one(int i, int v) { sqlite3_bind_int64(s_, i, v); }
+  void bind_one(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void bind_one(int i, double v) { sqlite3_bind_double(s_, i, v); }
   void bind_one(int i, std::string_view v) {
-    sqlite3_bind_text(s_.get(), i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
   void bind_one(int i, const std::string& v) { bind_one(i, std::string_view(v)); }
   void bind_one(int i, const char* v) { bind_one(i, std::string_view(v)); }
@@ -69,8 +102,12 @@ class Stmt {
     if (v) bind_one(i, *v); else bind_one(i, nullptr);
   }
 
+  void release();
+
   sqlite3* db_;
-  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s_;
+  sqlite3_stmt* s_;
+  std::shared_ptr<StmtPool> pool_;
+  std::vector<sqlite3_stmt*>* home_;
 };
 
 class Db {
@@ -100,6 +137,7 @@ class Db {
  private:
   explicit Db(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  std::shared_ptr<StmtPool> pool_ = std::make_shared<StmtPool>();
 };
 
 // BEGIN IMMEDIATE on construction (a SAVEPOINT when already inside a transaction, so transactions nest);

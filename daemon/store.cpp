@@ -68,6 +68,8 @@ Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::
 }
 
 Result<ExperimentRow> Store::experiment(int64_t id) {
+  constexpr size_t kMaxCachedExperiments = 4096;
+  if (auto it = experiments_.find(id); it != experiments_.end()) return it->second;
   auto st = db_.prepare("SELECT id, name, spec, created_at, schedule_id, search_id FROM experiments WHERE id = ?");
   if (!st) return st.error();
   st->bind(id);
@@ -76,7 +78,12 @@ Result<ExperimentRow> Store::experiment(int64_t id) {
   if (!*row) return make_error(Code::not_found, "experiment " + std::to_string(id) + " not found");
   auto spec = parse_experiment_spec(st->text(2));
   if (!spec) return make_error(Code::internal, "experiment " + std::to_string(id) + ": " + spec.error().detail);
-  return ExperimentRow{st->int64(0), st->text(1), std::move(*spec), st->real(3), st->opt_int64(4), st->opt_int64(5)};
+  ExperimentRow e{st->int64(0), st->text(1), std::move(*spec), st->real(3), st->opt_int64(4), st->opt_int64(5)};
+  if (!db_.in_transaction()) {
+    if (experiments_.size() >= kMaxCachedExperiments) experiments_.clear();
+    experiments_.emplace(id, e);
+  }
+  return e;
 }
 
 Result<std::vector<int64_t>> Store::experiment_ids() {

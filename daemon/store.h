@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
@@ -75,6 +76,9 @@ class Store {
 
   Db& db_;
   const Clock& clock_;
+  // Experiments never change once written, so each is parsed once (every run view needs its spec). Filled only
+  // outside transactions (a rolled-back id may be used again); emptied when it reaches kMaxCachedExperiments.
+  std::unordered_map<int64_t, ExperimentRow> experiments_;
 };
 
 }  // namespace tsum::daemon

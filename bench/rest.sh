@@ -1,0 +1,90 @@
+#!/bin/sh
+# REST throughput of tsumd against nginx serving the very bytes tsumd returns (Debian's nginx, 2 workers), both on
+# loopback, measured with wrk (-t1 -c32 -d5s by default). tsumd runs the trace provider at high speed, so an
+# experiment of RUNS (100) runs finishes in seconds; then, for each path, nginx gets a file with tsumd's body.
+#   bench/rest.sh [BUILD_DIR]          (needs wrk and nginx: apt-get install wrk nginx-light; make build first)
+# Environment: RUNS (100), DURATION (5s), CONNECTIONS (32).
+# Prints requests/s of both and the ratio tsumd/nginx for GET /healthz, GET /v1/runs/{id} of a finished run,
+# GET /v1/experiments/{id} with RUNS runs. Goals (issue 17): healthz >= 0.9, a finished run >= 0.5.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$here/build}" && pwd)
+runs=${RUNS:-100}; duration=${DURATION:-5s}; conns=${CONNECTIONS:-32}
+for tool in wrk nginx curl; do
+  command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || { echo "bench/rest.sh: needs $tool (apt-get install wrk nginx-light curl)" >&2; exit 2; }
+done
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+work=$(mktemp -d /tmp/tsum-bench-rest.XXXXXX)
+port=$((20000 + $$ % 20000)); nport=$((port + 1))
+cleanup() {
+  [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null
+  sleep 0.2; rm -rf "$work"
+}
+trap cleanup EXIT
+
+cat > "$work/trace.csv" <<'EOF'
+config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,poweroff
+t-2c,trace,t-2c,2,0,0.10,10,20,10,5,800,5,5,10
+t-4c,trace,t-4c,4,0,0.12,10,20,10,5,400,5,5,10
+EOF
+token=$("$build/bin/tsumd" token create --db "$work/t.db")
+"$build/bin/tsumd" serve --db "$work/t.db" --listen "127.0.0.1:$port" --trace "$work/trace.csv" --trace-speed 100000 \
+  --max-concurrent 64 2>"$work/tsumd.log" &
+daemon=$!
+base=http://127.0.0.1:$port
+api() { curl -fsS -H "Authorization: Bearer $token" "$@"; }
+field() { /usr/bin/python3 -c 'import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1:]: v = v[int(k) if isinstance(v, list) else k]
+print(v)' "$@"; }
+i=0; until curl -fsS "$base/healthz" >/dev/null 2>&1; do
+  i=$((i + 1)); [ $i -gt 120 ] && { echo "tsumd did not start" >&2; cat "$work/tsumd.log" >&2; exit 1; }; sleep 0.5
+done
+exp=$(api -X POST -H 'Content-Type: application/json' "$base/v1/experiments" -d "{\"name\":\"rest bench\",
+  \"workload\":{\"epochs\":1},\"configs\":[{\"provider\":\"trace\",\"instance_type\":\"t-2c\"}],\"repetitions\":$runs}" |
+  field id)
+i=0; until [ "$(api "$base/v1/experiments/$exp" | field status)" = done ]; do
+  i=$((i + 1)); [ $i -gt 600 ] && { echo "the experiment did not finish" >&2; exit 1; }; sleep 0.5
+done
+run=$(api "$base/v1/experiments/$exp" | field runs 0 id)
+
+# nginx: the same bytes at the same paths.
+mkdir -p "$work/www"
+curl -fsS "$base/healthz" > "$work/www/healthz"
+api "$base/v1/runs/$run" > "$work/www/run"
+api "$base/v1/experiments/$exp" > "$work/www/experiment"
+cat > "$work/nginx.conf" <<EOF
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  default_type application/json;
+  client_body_temp_path $work/nb; proxy_temp_path $work/np; fastcgi_temp_path $work/nf;
+  uwsgi_temp_path $work/nu; scgi_temp_path $work/ns;
+  server {
+    listen 127.0.0.1:$nport;
+    location = /healthz { alias $work/www/healthz; }
+    location = /v1/runs/$run { alias $work/www/run; }
+    location = /v1/experiments/$exp { alias $work/www/experiment; }
+  }
+}
+EOF
+"$nginx_bin" -c "$work/nginx.conf" -e "$work/nginx.err"
+sleep 0.3
+
+rate() {  # requests/s of wrk against URL
+  wrk -t1 -c"$conns" -d"$duration" -H "Authorization: Bearer $token" "$1" | awk '/Requests\/sec/ {print $2}'
+}
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+echo "bench/rest.sh on $cpu, $(nproc) cores; wrk -t1 -c$conns -d$duration; nginx $("$nginx_bin" -v 2>&1 | cut -d/ -f2), 2 workers"
+printf '%-34s %8s %12s %12s %7s\n' path bytes tsumd_req/s nginx_req/s ratio
+for row in "healthz /healthz" "run /v1/runs/$run" "experiment /v1/experiments/$exp"; do
+  file=${row%% *}; path=${row#* }
+  t=$(rate "$base$path"); n=$(rate "http://127.0.0.1:$nport$path")
+  printf '%-34s %8s %12s %12s %7s\n' "GET $path" "$(wc -c < "$work/www/$file")" "$t" "$n" \
+    "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')"
+done
+echo "goals: healthz >= 0.9 of nginx; a finished run >= 0.5"
