@@ -169,7 +169,10 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
                                                            app->clock_);
   if (auto s = app->add_artifacts(); !s) return s.error();
   app->watch_ = std::make_unique<daemon::RunWatch>(io.get_executor());
-  app->ledger_->set_observer([watch = app->watch_.get()](int64_t run_id) { watch->notify(run_id); });
+  app->ledger_->set_observer([watch = app->watch_.get(), views = app->views_.get()](int64_t run_id) {
+    views->forget(run_id);  // before the watchers read it again
+    watch->notify(run_id);
+  });
   return app;
 }
 

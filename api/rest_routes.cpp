@@ -8,6 +8,7 @@
 
 #include "api/route_helpers.h"
 #include "api/run_stream.h"
+#include "common/etag.h"
 #include "common/json_util.h"
 #include "daemon/export.h"
 #include "daemon/presets.h"
@@ -285,9 +286,17 @@ void add_rest_routes(Router& router, RestContext c) {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
     auto id = id_param(req);
     if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
-    auto r = c.views.run(*id);
-    if (!r) co_return error_response(r.error());
-    co_return json_response(200, *r);
+    // A finished run's body is kept (Views::run_body); a poller that sends back its ETag gets a 304.
+    auto body = c.views.run_body(*id);
+    if (!body) co_return error_response(body.error());
+    Response res;
+    res.headers = {{"ETag", (*body)->etag}, {"Cache-Control", "no-cache"}};
+    if (etag_matches(req.header("If-None-Match"), (*body)->etag)) {
+      res.status = 304;
+      co_return res;
+    }
+    res.body = (*body)->text;
+    co_return res;
   });
 
   router.add("GET", "/v1/runs/{id}/stream", [c](Request& req) -> Awaitable {

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <optional>
 
+#include "common/etag.h"
+
 namespace tsum::api {
 
 namespace {
@@ -24,19 +26,6 @@ bool valid_name(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
   });
-}
-
-// FNV-1a, 64 bits, as a quoted strong ETag.
-std::string etag_of(std::string_view data) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : data) h = (h ^ c) * 1099511628211ull;
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "\"%016llx\"", static_cast<unsigned long long>(h));
-  return buf;
-}
-
-bool etag_matches(std::string_view if_none_match, std::string_view etag) {
-  return if_none_match == "*" || if_none_match.find(etag) != std::string_view::npos;
 }
 
 std::optional<std::string> read_file(const std::filesystem::path& path) {

@@ -279,7 +279,9 @@ Status Ledger::extend_instance(int64_t run_id, const nlohmann::json& group) {
   }
   auto up = db_.prepare("UPDATE runs SET instance = ? WHERE id = ?");
   if (!up) return up.error();
-  return up->bind(group.dump(), run_id).run();
+  if (auto s = up->bind(group.dump(), run_id).run(); !s) return s;
+  changed(run_id);
+  return {};
 }
 
 Status Ledger::set_queue_wait(int64_t run_id, double seconds) {
@@ -307,6 +309,7 @@ Status Ledger::set_instance(int64_t run_id, const nlohmann::json& handle) {
   if (auto s = st->bind(handle.dump(), run_id).run(); !s) return s;
   if (db_.changes() != 1)
     return make_error(Code::already_exists, "run " + std::to_string(run_id) + " already has another instance");
+  changed(run_id);
   return {};
 }
 

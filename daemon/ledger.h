@@ -69,7 +69,8 @@ class Ledger {
  public:
   Ledger(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
 
-  // Called with a run's id after each change to it (a new status, a new mark, a new epoch sample). Inside a
+  // Called with a run's id after each change to it (a new status, a new mark, a new epoch sample, its
+  // instance handle). Inside a
   // transaction it may hear of a change before the commit: it should only schedule work (wake watchers),
   // never read the run synchronously.
   void set_observer(std::function<void(int64_t run_id)> on_change) { on_change_ = std::move(on_change); }

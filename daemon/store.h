@@ -61,6 +61,8 @@ class Store {
                                     std::optional<int64_t> schedule_id = std::nullopt,
                                     std::optional<int64_t> search_id = std::nullopt);
   Result<ExperimentRow> experiment(int64_t id);
+  // True inside a transaction not yet committed: what is read now may still be rolled back.
+  bool in_transaction() const { return db_.in_transaction(); }
   Result<std::vector<ExperimentRow>> experiments();
   // Every experiment's id, ascending.
   Result<std::vector<int64_t>> experiment_ids();

@@ -4,7 +4,11 @@
 // t_sum ends to the next billing step.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "daemon/ledger.h"
 #include "daemon/store.h"
@@ -16,6 +20,14 @@ class Views {
   Views(Store& store, Ledger& ledger) : store_(store), ledger_(ledger) {}
 
   Result<nlohmann::json> run(int64_t run_id);
+  // run() as JSON text, with a strong ETag of it. A finished run's text is kept until forget(run_id): the
+  // ledger tells of every change to a run (Ledger::set_observer), and a finished run takes none but a late
+  // instance handle or mark, which forget() drops it for.
+  struct Body {
+    std::string text, etag;
+  };
+  Result<std::shared_ptr<const Body>> run_body(int64_t run_id);
+  void forget(int64_t run_id) { finished_.erase(run_id); }
   Result<nlohmann::json> experiment(int64_t experiment_id);
   Result<nlohmann::json> experiments();
 
@@ -24,6 +36,7 @@ class Views {
 
   Store& store_;
   Ledger& ledger_;
+  std::unordered_map<int64_t, std::shared_ptr<const Body>> finished_;  // at most kMaxFinishedBodies
 };
 
 // Summary over run JSONs (as produced by Views) of one experiment: per config over its done runs, every

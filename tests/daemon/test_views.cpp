@@ -110,3 +110,32 @@ TEST_CASE("aggregation per config: mean, stderr, min and max of every phase, of 
   CHECK(c["cost"]["per_second_60s_min"]["mean"].get<double>() == doctest::Approx(25));
   CHECK(c["mean_cost"]["per_second_60s_min"].get<double>() == doctest::Approx(25));
 }
+
+TEST_CASE("a finished run's body is kept with its ETag until the ledger tells of a change to that run") {
+  DaemonFixture f;
+  finish_run(f, 1, {5, 1, 2, 3, 40, 4, 1, 2.5});
+  Views v(f.store, f.ledger);
+  auto a = v.run_body(1), b = v.run_body(1);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->get() == b->get());  // the same kept body
+  CHECK(json::parse((*a)->text) == *v.run(1));
+  CHECK((*a)->etag.size() == 18);
+  CHECK((*a)->etag.front() == '"');
+  // A live run is built anew each time (equal text and ETag while nothing changes).
+  auto live1 = v.run_body(2), live2 = v.run_body(2);
+  REQUIRE(live1.ok());
+  CHECK(live1->get() != live2->get());
+  CHECK((*live1)->etag == (*live2)->etag);
+  CHECK(v.run_body(77).code() == Code::not_found);
+
+  // A change the ledger reports (here an instance handle recorded late) drops the kept body when the
+  // observer forgets it, as the daemon wires it; without forget() the old body would still be served.
+  f.ledger.set_observer([&](int64_t run) { v.forget(run); });
+  REQUIRE(f.ledger.set_instance(1, json{{"id", "i-late"}}).ok());
+  auto c = v.run_body(1);
+  REQUIRE(c.ok());
+  CHECK(c->get() != a->get());
+  CHECK((*c)->etag != (*a)->etag);
+  CHECK(json::parse((*c)->text)["instance"]["id"] == "i-late");
+}

@@ -127,8 +127,8 @@ class DaemonProcess {
   }
 
   api::HttpResult call(const std::string& method, const std::string& target, const std::string& token,
-                       const std::string& body = "") const {
-    api::Headers h;
+                       const std::string& body = "", const api::Headers& extra = {}) const {
+    api::Headers h = extra;
     if (!token.empty()) h.push_back({"Authorization", "Bearer " + token});
     if (!body.empty()) h.push_back({"Content-Type", "application/json"});
     return api::http_call(host_, port_, method, target, body, h);

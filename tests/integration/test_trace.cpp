@@ -106,6 +106,21 @@ TEST_CASE("trace: an experiment of 2 configs x 3 repetitions replays the CSV row
   }
   // Three repetitions of each config cycled through its three rows: every row was played once.
   CHECK(lines_played == std::set<int>{2, 3, 5, 6, 7, 8});
+
+  // A finished run's GET carries an ETag; sent back, it gets a 304 without a body; a stale one gets the run.
+  const std::string path = "/v1/runs/" + std::to_string(exp["runs"][0]["id"].get<int64_t>());
+  auto first = d.call("GET", path, admin);
+  REQUIRE(first.status == 200);
+  const std::string etag = first.header("ETag");
+  REQUIRE(etag.size() == 18);
+  CHECK(d.call("GET", path, admin).body == first.body);
+  auto same = d.call("GET", path, admin, "", {{"If-None-Match", etag}});
+  CHECK(same.status == 304);
+  CHECK(same.body.empty());
+  auto stale = d.call("GET", path, admin, "", {{"If-None-Match", "\"0000000000000000\""}});
+  CHECK(stale.status == 200);
+  CHECK(stale.json() == first.json());
+  CHECK(d.call("GET", path, "", "", {{"If-None-Match", etag}}).status == 401);  // the ETag is no key
 }
 
 TEST_CASE("trace: a malformed CSV or speed stops tsumd serve with a message naming the problem") {
