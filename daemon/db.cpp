@@ -120,9 +120,10 @@ Status Db::exec(std::string_view sql) {
 }
 
 Result<Stmt> Db::prepare(std::string_view sql) {
-  auto it = pool_->idle.find(sql);
-  if (it == pool_->idle.end() && pool_->idle.size() < kMaxSqlTexts) it = pool_->idle.emplace(sql, std::vector<sqlite3_stmt*>{}).first;
-  std::vector<sqlite3_stmt*>* home = it == pool_->idle.end() ? nullptr : &it->second;
+  auto& idle = pool_->idle;
+  auto it = idle.find(sql);
+  if (it == idle.end() && idle.size() < kMaxSqlTexts) it = idle.emplace(sql, std::vector<sqlite3_stmt*>{}).first;
+  std::vector<sqlite3_stmt*>* home = it == idle.end() ? nullptr : &it->second;
   if (home && !home->empty()) {
     sqlite3_stmt* s = home->back();
     home->pop_back();

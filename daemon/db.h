@@ -44,7 +44,8 @@ struct StmtPool {
 class Stmt {
  public:
   // `home`: the idle list of its SQL text to park in when done (nullptr: finalize).
-  Stmt(sqlite3* db, sqlite3_stmt* s, std::shared_ptr<StmtPool> pool = nullptr, std::vector<sqlite3_stmt*>* home = nullptr)
+  Stmt(sqlite3* db, sqlite3_stmt* s, std::shared_ptr<StmtPool> pool = nullptr,
+       std::vector<sqlite3_stmt*>* home = nullptr)
       : db_(db), s_(s), pool_(std::move(pool)), home_(home) {}
   Stmt(Stmt&& o) noexcept : db_(o.db_), s_(std::exchange(o.s_, nullptr)), pool_(std::move(o.pool_)), home_(o.home_) {}
   Stmt& operator=(Stmt&& o) noexcept {
