@@ -3,9 +3,9 @@
 // measured runtime as its learn phase plus fixed overheads of 165 s, and a probe is a whole run (Scout has no
 // partial runs). A row Scout marks incomplete (a timeout or a failure) makes a probe fail; it is never the
 // optimum. (Taking a timeout as a lower bound on its config's runtime, a censored likelihood in the resource
-// model, was tried: terasort_bigdata's timeouts come with 4 nodes of any size, which cores and memory cannot
-// explain; no more cases came within 5% after 3 probes and that workload's regret grew, e.g. 13.6% -> 45.5%
-// after 3 probes under per-minute billing.)
+// model, was tried: terasort_bigdata times out on 6 of its 9 four-node clusters, small and large, which cores and
+// memory cannot explain; no more cases came within 5% after 3 probes and that workload's regret grew, e.g.
+// 13.6% -> 45.5% after 3 probes under per-minute billing.)
 // For each workload x billing rule, over `seeds` searches that each start from a random completed config
 // already measured (the user's first probe), it prints the regret of the search's pick after k probes, k
 // counting that first one (median / p90), the probes the median needs to come within 5%, random search's
