@@ -163,17 +163,14 @@ Result<json> Views::run(int64_t run_id) {
 Result<std::shared_ptr<const Views::Body>> Views::run_body(int64_t run_id) {
   constexpr size_t kMaxFinishedBodies = 4096;
   if (auto it = finished_.find(run_id); it != finished_.end()) return it->second;
-  auto r = store_.run(run_id);
-  if (!r) return r.error();
-  auto e = store_.experiment(r->experiment_id);
-  if (!e) return e.error();
-  auto j = run_json(*r, *e);
+  auto j = run(run_id);
   if (!j) return j.error();
   auto body = std::make_shared<Body>();
   body->text = j->dump(-1, ' ', false, json::error_handler_t::replace);
   body->etag = etag_of(body->text);
   // Not inside a transaction: what it read may yet be rolled back.
-  if (is_terminal(r->status) && !store_.in_transaction()) {
+  const auto status = parse_status((*j)["status"].get<std::string>());
+  if (status && is_terminal(*status) && !store_.in_transaction()) {
     if (finished_.size() >= kMaxFinishedBodies) finished_.clear();
     finished_.emplace(run_id, body);
   }
