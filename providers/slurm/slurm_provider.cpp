@@ -171,8 +171,7 @@ Task<Status> SlurmProvider::terminate(const InstanceHandle& h) {
   for (;;) {
     auto found = co_await cli_->job(h.id);
     if (found) {
-      bool left = !*found || (!name.empty() && (*found)->name != name) ||
-                  (slurm::ended((*found)->state) && (*found)->state != "COMPLETING");
+      bool left = !*found || (!name.empty() && (*found)->name != name) || slurm::ended((*found)->state);
       if (left) break;
       last = (*found)->state;
     } else {

@@ -161,7 +161,7 @@ Task<Result<std::vector<JobInfo>>> SlurmRest::jobs() {
   std::vector<JobInfo> out;
   for (const auto& j : r->value("jobs", json::array())) {
     JobInfo info = job_from_rest(j);
-    if (!ended(info.state) || info.state == "COMPLETING") out.push_back(std::move(info));
+    if (!ended(info.state)) out.push_back(std::move(info));
   }
   co_return out;
 }

@@ -168,7 +168,7 @@ bool pending(std::string_view state) {
 
 bool ended(std::string_view state) {
   return !pending(state) && state != "RUNNING" && state != "SUSPENDED" && state != "STOPPED" &&
-         state != "RESIZING" && state != "SIGNALING" && state != "STAGE_OUT";
+         state != "RESIZING" && state != "SIGNALING" && state != "STAGE_OUT" && state != "COMPLETING";
 }
 
 std::string batch_script() {

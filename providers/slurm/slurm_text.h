@@ -58,7 +58,8 @@ std::string first_host(std::string_view hostlist);
 // end - start in seconds for two of the controller's time stamps; nullopt when either is not a time.
 std::optional<double> seconds_between(std::string_view start, std::string_view end);
 
-// Whether a job in `state` has ended (left the queue or about to), and whether it ended by running to its end.
+// Whether a job in `state` has reached its final state, and whether it is still waiting to start. COMPLETING is not
+// final: the job's script has ended but its nodes are still held (and billed) until Slurm has cleaned them up.
 bool ended(std::string_view state);
 bool pending(std::string_view state);
 

@@ -212,7 +212,8 @@ TEST_CASE("slurm: a 2-node job runs one agent per node with TSUM_NODE 0 and 1; a
   REQUIRE(run_sync(p.terminate(*h)).ok());
 
   auto second = describe_until(p, *next, has_ended, std::chrono::seconds(60));
-  INFO(second.detail);
+  const std::string raw = lab.cluster->ctl("scontrol show job -o " + next->id);
+  INFO(second.detail << "\nscontrol right after: " << raw);
   CHECK(second.detail.find("COMPLETED") != std::string::npos);
   REQUIRE(second.queue_wait_s.has_value());
   MESSAGE("queue wait of a job behind a 6 s two-node job: " << *second.queue_wait_s << " s");
