@@ -1,15 +1,14 @@
 #include "api/rest_routes.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <fstream>
-#include <cmath>
 
 #include "api/route_helpers.h"
 #include "api/run_stream.h"
 #include "common/etag.h"
 #include "common/json_util.h"
+#include "daemon/agent_event.h"
 #include "daemon/export.h"
 #include "daemon/presets.h"
 #include "daemon/submit.h"
@@ -17,76 +16,10 @@
 namespace tsum::api {
 
 using nlohmann::json;
-using daemon::AgentEvent;
 
 namespace {
 
 using Awaitable = boost::asio::awaitable<Response>;
-
-// {"cpu_pct": {"min": 1, "avg": 2, "max": 3}, ...}: metric names are short identifiers, values finite.
-Result<daemon::PhaseStats> parse_stats(const json& j) {
-  auto bad = [](std::string d) { return make_error(Code::invalid_argument, "'stats': " + std::move(d)); };
-  if (!j.is_object()) return bad("must be an object");
-  if (j.size() > 32) return bad("at most 32 metrics");
-  daemon::PhaseStats out;
-  for (const auto& [metric, v] : j.items()) {
-    bool name_ok = !metric.empty() && metric.size() <= 32 &&
-                   std::all_of(metric.begin(), metric.end(), [](char c) { return std::islower(c) || c == '_'; });
-    if (!name_ok) return bad("metric names are lower_case identifiers, got '" + metric + "'");
-    if (!v.is_object() || v.size() != 3) return bad(metric + " must be {\"min\", \"avg\", \"max\"}");
-    daemon::MinAvgMax m;
-    for (auto [key, field] : {std::pair{"min", &m.min}, {"avg", &m.avg}, {"max", &m.max}}) {
-      if (!v.contains(key) || !v[key].is_number() || !std::isfinite(v[key].get<double>()))
-        return bad(metric + "." + key + " must be a finite number");
-      *field = v[key].get<double>();
-    }
-    out[metric] = m;
-  }
-  return out;
-}
-
-Result<AgentEvent> parse_event(const json& j) {
-  auto bad = [](std::string d) { return make_error(Code::invalid_argument, std::move(d)); };
-  if (!j.is_object()) return bad("the event must be a JSON object");
-  for (const auto& [k, _] : j.items())
-    if (k != "phase" && k != "mark" && k != "mono_s" && k != "attrs" && k != "stats" && k != "node")
-      return bad("unknown field '" + k + "'");
-  if (!j.contains("phase") || !j["phase"].is_string()) return bad("'phase' must be a string");
-  auto phase = daemon::parse_phase(j["phase"].get<std::string>());
-  if (!phase) return bad("unknown phase '" + j["phase"].get<std::string>() + "'");
-  if (!daemon::is_agent_phase(*phase))
-    return bad("phase '" + j["phase"].get<std::string>() + "' is timed by the daemon, not the agent");
-  if (!j.contains("mark") || !j["mark"].is_string()) return bad("'mark' must be a string");
-  static const std::map<std::string, AgentEvent::Kind> kMarks = {{"begin", AgentEvent::Kind::begin},
-                                                                  {"end", AgentEvent::Kind::end},
-                                                                  {"progress", AgentEvent::Kind::progress},
-                                                                  {"error", AgentEvent::Kind::error}};
-  auto mark = kMarks.find(j["mark"].get<std::string>());
-  if (mark == kMarks.end()) return bad("'mark' must be begin, end, progress or error");
-  if (!j.contains("mono_s") || !j["mono_s"].is_number()) return bad("'mono_s' must be a number");
-  double mono = j["mono_s"].get<double>();
-  if (!std::isfinite(mono) || mono < 0) return bad("'mono_s' must be a finite number >= 0");
-  AgentEvent ev{*phase, mark->second, mono, json::object()};
-  if (j.contains("attrs")) {
-    if (!j["attrs"].is_object()) return bad("'attrs' must be an object");
-    ev.attrs = j["attrs"];
-  }
-  if (j.contains("stats")) {
-    auto stats = parse_stats(j["stats"]);
-    if (!stats) return stats.error();
-    if (ev.kind != AgentEvent::Kind::end) return bad("only an end mark carries 'stats'");
-    ev.stats = std::move(*stats);
-  }
-  if (j.contains("node")) {
-    if (!j["node"].is_number_integer() || j["node"].get<int64_t>() < 0 || j["node"].get<int64_t>() >= daemon::kMaxNodes)
-      return bad("'node' must be an integer from 0 to " + std::to_string(daemon::kMaxNodes - 1));
-    ev.node = j["node"].get<int>();
-  }
-  if (ev.kind == AgentEvent::Kind::progress &&
-      (!ev.attrs.contains("epoch") || !ev.attrs["epoch"].is_number_integer()))
-    return bad("a progress event needs an integer attrs.epoch");
-  return ev;
-}
 
 // GET /v1/runs: every run, or one experiment's (?experiment=ID), optionally of one status (?status=S), without
 // their epochs and resource statistics.
@@ -327,7 +260,7 @@ void add_rest_routes(Router& router, RestContext c) {
     if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
     auto body = parse_json_safely(req.body);
     if (!body) co_return error_response(400, "invalid_argument", "malformed JSON body");
-    auto ev = parse_event(*body);
+    auto ev = daemon::parse_agent_event(*body);
     if (!ev) co_return unprocessable(ev.error().detail);
     auto out = c.ledger.apply_agent_event(*id, *ev);
     if (!out) co_return from_error(out.error());

@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "daemon/agent_event.h"
 #include "daemon/db.h"
 #include "daemon/run_status.h"
 
@@ -34,30 +35,12 @@ struct PhaseMark {
   nlohmann::json attrs;
 };
 
-// One resource metric over a phase (e.g. cpu_pct, rss_bytes, read_bps), measured inside the instance.
-struct MinAvgMax {
-  double min = 0, avg = 0, max = 0;
-};
-using PhaseStats = std::map<std::string, MinAvgMax>;
-
 struct PhaseRecord {
   std::optional<PhaseMark> begin;
   std::optional<PhaseMark> end;
   PhaseStats stats;
   // end - begin when both are present on the same clock.
   std::optional<double> seconds() const;
-};
-
-// What an agent reports: a phase's begin or end on its monotonic clock, a learn-progress sample,
-// or an error that ends the run.
-struct AgentEvent {
-  enum class Kind { begin, end, progress, error };
-  Phase phase = Phase::install;
-  Kind kind = Kind::begin;
-  double mono_s = 0;
-  nlohmann::json attrs = nlohmann::json::object();
-  PhaseStats stats;  // end marks only: the phase's resource statistics
-  int node = 0;      // which machine of a multi-node run (0 for a run of one)
 };
 
 struct EventOutcome {

@@ -13,8 +13,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-Error bad(std::string what) { return make_error(Code::invalid_argument, std::move(what)); }
-
 SysSeconds to_sys(double unix_s) { return SysSeconds(std::chrono::seconds(static_cast<int64_t>(std::floor(unix_s)))); }
 double to_unix(SysSeconds t) { return static_cast<double>(t.time_since_epoch().count()); }
 
@@ -31,46 +29,6 @@ json spec_json(const ScheduleSpec& s) {
 }
 
 }  // namespace
-
-Result<ScheduleSpec> parse_schedule(const json& body) {
-  if (!body.is_object()) return bad("the body must be a JSON object");
-  for (const auto& [k, _] : body.items())
-    if (k != "name" && k != "cron" && k != "timezone" && k != "experiment" && k != "budget" && k != "missed" &&
-        k != "enabled")
-      return bad("unknown field '" + k + "'");
-  ScheduleSpec s;
-  if (body.contains("name")) {
-    if (!body["name"].is_string() || body["name"].get<std::string>().size() > 200)
-      return bad("'name' must be a string of at most 200 characters");
-    s.name = body["name"];
-  }
-  if (!body.contains("cron") || !body["cron"].is_string()) return bad("'cron' must be a string, e.g. \"0 2 * * *\"");
-  s.cron = body["cron"];
-  if (body.contains("timezone")) {
-    if (!body["timezone"].is_string()) return bad("'timezone' must be an IANA zone name, e.g. \"Europe/Moscow\"");
-    s.timezone = body["timezone"];
-  }
-  auto cron = CronSchedule::parse(s.cron, s.timezone);
-  if (!cron) return make_error(cron.error().code, "'cron': " + cron.error().detail);
-  if (!body.contains("experiment")) return bad("missing field 'experiment'");
-  auto exp = experiment_spec_from_json(body["experiment"]);
-  if (!exp) return bad("'experiment': " + exp.error().detail);
-  s.experiment = body["experiment"];
-  if (body.contains("budget") && !body["budget"].is_null()) {
-    if (!body["budget"].is_number() || !(body["budget"].get<double>() > 0))
-      return bad("'budget' must be a positive number");
-    s.budget = body["budget"].get<double>();
-  }
-  if (body.contains("missed")) {
-    if (body["missed"] != "skip" && body["missed"] != "catch_up") return bad("'missed' must be \"skip\" or \"catch_up\"");
-    s.missed = body["missed"];
-  }
-  if (body.contains("enabled")) {
-    if (!body["enabled"].is_boolean()) return bad("'enabled' must be true or false");
-    s.enabled = body["enabled"];
-  }
-  return s;
-}
 
 Scheduler::Scheduler(asio::io_context& io, Db& db, Store& store, ProviderRegistry& providers, Datasets& datasets,
                      const Clock& clock, std::function<void()> on_experiment)

@@ -27,23 +27,10 @@
 #include "daemon/db.h"
 #include "daemon/experiment_spec.h"
 #include "daemon/provider_registry.h"
+#include "daemon/schedule_spec.h"
 #include "daemon/store.h"
 
 namespace tsum::daemon {
-
-struct ScheduleSpec {
-  std::string name = "schedule";
-  std::string cron;
-  std::string timezone = "UTC";
-  nlohmann::json experiment;     // an experiment body, as POST /v1/experiments takes it
-  std::optional<double> budget;  // spend cap over all its firings together (daemon/budget.h)
-  std::string missed = "skip";   // or "catch_up"
-  bool enabled = true;
-};
-
-// Parses and validates a schedule body: unknown fields, the cron expression, the zone and the experiment
-// body are all checked. invalid_argument (or not_found for an unknown zone) naming what is wrong.
-Result<ScheduleSpec> parse_schedule(const nlohmann::json& body);
 
 class Scheduler {
  public:

@@ -15,22 +15,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "workload/cifar_batch.h"
 #include "workload/dataset.h"
 
 namespace tsum::workload {
 
-inline constexpr std::int64_t kCifarClasses = 10;
-inline constexpr std::int64_t kCifarSide = 32;
-inline constexpr std::int64_t kCifarPixelBytes = 3 * kCifarSide * kCifarSide;
-inline constexpr std::int64_t kCifarRecordBytes = 1 + kCifarPixelBytes;
-inline constexpr int kCifarTrainFiles = 5;
-
 // The files of one split in `dir`, in reading order.
 std::vector<std::string> cifar_files(const std::string& dir, Split split);
-
-// A whole batch file, validated: its size is a positive multiple of kCifarRecordBytes and every
-// label byte is <= 9.
-Result<std::vector<std::uint8_t>> read_cifar_batch(const std::string& path);
 
 // The split's files concatenated; the first `limit` records (all when limit <= 0), images x/255 as
 // float32 [N, 3, 32, 32].

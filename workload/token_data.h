@@ -19,18 +19,12 @@
 
 #include "common/result.h"
 #include "workload/dataset.h"
+#include "workload/token_rows.h"
 
 namespace tsum::workload {
 
-inline constexpr std::int64_t kSequenceLength = 100;
-inline constexpr std::int64_t kMaxTokenId = (1 << 24) - 1;
-
 // DIR/train.txt or DIR/test.txt.
 std::string token_file(const std::string& dir, Split split);
-
-// Copies `tokens` into `row` (kSequenceLength ids): the last kSequenceLength tokens, left-padded
-// with 0 when there are fewer.
-void fit_sequence(const std::vector<std::int64_t>& tokens, std::int64_t* row);
 
 // The first `limit` examples (all when limit <= 0) of a token file: inputs int64
 // [N, kSequenceLength], labels int64 [N], vocab = largest id + 1.

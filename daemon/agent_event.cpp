@@ -1,0 +1,83 @@
+#include "daemon/agent_event.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+
+#include "daemon/experiment_spec.h"
+
+namespace tsum::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+// {"cpu_pct": {"min": 1, "avg": 2, "max": 3}, ...}: metric names are short identifiers, values finite.
+Result<PhaseStats> parse_stats(const json& j) {
+  auto bad = [](std::string d) { return make_error(Code::invalid_argument, "'stats': " + std::move(d)); };
+  if (!j.is_object()) return bad("must be an object");
+  if (j.size() > 32) return bad("at most 32 metrics");
+  PhaseStats out;
+  for (const auto& [metric, v] : j.items()) {
+    bool name_ok = !metric.empty() && metric.size() <= 32 &&
+                   std::all_of(metric.begin(), metric.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!name_ok) return bad("metric names are lower_case identifiers, got '" + metric + "'");
+    if (!v.is_object() || v.size() != 3) return bad(metric + " must be {\"min\", \"avg\", \"max\"}");
+    MinAvgMax m;
+    for (auto [key, field] : {std::pair{"min", &m.min}, {"avg", &m.avg}, {"max", &m.max}}) {
+      if (!v.contains(key) || !v[key].is_number() || !std::isfinite(v[key].get<double>()))
+        return bad(metric + "." + key + " must be a finite number");
+      *field = v[key].get<double>();
+    }
+    out[metric] = m;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<AgentEvent> parse_agent_event(const json& j) {
+  auto bad = [](std::string d) { return make_error(Code::invalid_argument, std::move(d)); };
+  if (!j.is_object()) return bad("the event must be a JSON object");
+  for (const auto& [k, _] : j.items())
+    if (k != "phase" && k != "mark" && k != "mono_s" && k != "attrs" && k != "stats" && k != "node")
+      return bad("unknown field '" + k + "'");
+  if (!j.contains("phase") || !j["phase"].is_string()) return bad("'phase' must be a string");
+  auto phase = parse_phase(j["phase"].get<std::string>());
+  if (!phase) return bad("unknown phase '" + j["phase"].get<std::string>() + "'");
+  if (!is_agent_phase(*phase))
+    return bad("phase '" + j["phase"].get<std::string>() + "' is timed by the daemon, not the agent");
+  if (!j.contains("mark") || !j["mark"].is_string()) return bad("'mark' must be a string");
+  static const std::map<std::string, AgentEvent::Kind> kMarks = {{"begin", AgentEvent::Kind::begin},
+                                                                  {"end", AgentEvent::Kind::end},
+                                                                  {"progress", AgentEvent::Kind::progress},
+                                                                  {"error", AgentEvent::Kind::error}};
+  auto mark = kMarks.find(j["mark"].get<std::string>());
+  if (mark == kMarks.end()) return bad("'mark' must be begin, end, progress or error");
+  if (!j.contains("mono_s") || !j["mono_s"].is_number()) return bad("'mono_s' must be a number");
+  double mono = j["mono_s"].get<double>();
+  if (!std::isfinite(mono) || mono < 0) return bad("'mono_s' must be a finite number >= 0");
+  AgentEvent ev{*phase, mark->second, mono, json::object()};
+  if (j.contains("attrs")) {
+    if (!j["attrs"].is_object()) return bad("'attrs' must be an object");
+    ev.attrs = j["attrs"];
+  }
+  if (j.contains("stats")) {
+    auto stats = parse_stats(j["stats"]);
+    if (!stats) return stats.error();
+    if (ev.kind != AgentEvent::Kind::end) return bad("only an end mark carries 'stats'");
+    ev.stats = std::move(*stats);
+  }
+  if (j.contains("node")) {
+    if (!j["node"].is_number_integer() || j["node"].get<int64_t>() < 0 || j["node"].get<int64_t>() >= kMaxNodes)
+      return bad("'node' must be an integer from 0 to " + std::to_string(kMaxNodes - 1));
+    ev.node = j["node"].get<int>();
+  }
+  if (ev.kind == AgentEvent::Kind::progress &&
+      (!ev.attrs.contains("epoch") || !ev.attrs["epoch"].is_number_integer()))
+    return bad("a progress event needs an integer attrs.epoch");
+  return ev;
+}
+
+}  // namespace tsum::daemon
