@@ -58,6 +58,9 @@ Result<RgbImage> read_jpeg(const std::string& path) {
     return make_error(Code::invalid_argument,
                       path + ": not a JPEG file: " + tj_error(handle.get()));
   }
+  if (static_cast<std::int64_t>(width) * height > kMaxJpegPixels)
+    return make_error(Code::invalid_argument, path + ": " + std::to_string(width) + "x" + std::to_string(height) +
+                                                  " pixels is over the limit of " + std::to_string(kMaxJpegPixels));
   RgbImage image{width, height, std::vector<std::uint8_t>(static_cast<std::size_t>(width) * height * 3)};
   // TurboJPEG reports a truncated or corrupt stream as an error (TJFLAG_STOPONWARNING), not as a
   // silently grey-filled image.

@@ -21,8 +21,11 @@ struct RgbImage {
 // be written; invalid_argument for an image whose pixel count does not match its size.
 Status write_jpeg(const std::string& path, const RgbImage& image, int quality);
 
+// The most pixels read_jpeg decodes (64 Mpx, 192 MiB of RGB): a header may claim 65535 x 65535 in a few bytes.
+inline constexpr std::int64_t kMaxJpegPixels = std::int64_t{1} << 26;
+
 // Reads and decodes a JPEG file to RGB. not_found for a missing file; invalid_argument, naming the
-// file and the decoder's reason, for one that is not a (complete) JPEG.
+// file and the decoder's reason, for one that is not a (complete) JPEG or is over kMaxJpegPixels.
 Result<RgbImage> read_jpeg(const std::string& path);
 
 }  // namespace tsum::workload
