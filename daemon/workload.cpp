@@ -8,7 +8,6 @@
 
 #include "daemon/artifacts/blob_store.h"
 #include "daemon/artifacts/dataset_format.h"
-#include "daemon/artifacts/datasets.h"
 
 namespace tsum::daemon {
 

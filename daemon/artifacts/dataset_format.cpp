@@ -1,6 +1,7 @@
 #include "daemon/artifacts/dataset_format.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -38,6 +39,13 @@ bool ends_with_any(const std::string& n, std::initializer_list<std::string_view>
 
 bool is_dataset_format(std::string_view f) {
   return std::find(std::begin(kDatasetFormats), std::end(kDatasetFormats), f) != std::end(kDatasetFormats);
+}
+
+bool is_dataset_name(std::string_view n) {
+  if (n.empty() || n.size() > 64 || n[0] == '.' || n[0] == '-') return false;
+  for (char c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  return true;
 }
 
 Result<std::vector<TarEntry>> check_dataset_archive(const std::string& path, std::string_view format) {

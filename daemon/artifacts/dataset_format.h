@@ -20,6 +20,9 @@ namespace tsum::daemon {
 inline constexpr std::string_view kDatasetFormats[] = {"idx", "cifar10-bin", "tokens", "images", "files"};
 bool is_dataset_format(std::string_view f);
 
+// Names: 1..64 of letters, digits, '.', '_' and '-', not starting with '.' or '-'.
+bool is_dataset_name(std::string_view name);
+
 // Reads the archive at `path` and checks it holds a data set of `format`. Returns its file entries.
 // invalid_argument with the reason (naming the file) otherwise.
 Result<std::vector<TarEntry>> check_dataset_archive(const std::string& path, std::string_view format);

@@ -25,13 +25,6 @@ json Dataset::to_json() const {
           {"created_at", created_at}};
 }
 
-bool is_dataset_name(std::string_view n) {
-  if (n.empty() || n.size() > 64 || n[0] == '.' || n[0] == '-') return false;
-  for (char c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
-  return true;
-}
-
 Result<Dataset> Datasets::add(const std::string& name, const std::string& format, const std::string& archive) {
   std::error_code ec;
   auto drop = [&](Error e) {

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "daemon/artifacts/blob_store.h"
+#include "daemon/artifacts/dataset_format.h"
 #include "daemon/db.h"
 
 namespace tsum::daemon {
@@ -24,9 +25,6 @@ struct Dataset {
 
   nlohmann::json to_json() const;
 };
-
-// Names: 1..64 of letters, digits, '.', '_' and '-', not starting with '.' or '-'.
-bool is_dataset_name(std::string_view name);
 
 class Datasets {
  public:

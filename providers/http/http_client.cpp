@@ -102,8 +102,6 @@ bool retryable(const Result<HttpResponse>& r) {
 
 }  // namespace
 
-std::string_view default_user_agent() { return "tsum/" TSUM_VERSION; }
-
 HttpClient::HttpClient(HttpClientOptions opts) : opts_(std::move(opts)), pool_(std::max(1, opts_.threads)) {
   init_curl_once();
 }

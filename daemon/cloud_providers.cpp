@@ -1,0 +1,93 @@
+// The cloud sections' secrets read and their providers made (daemon/cloud_config.h); the parsing is in
+// cloud_config.cpp, which reads nothing.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "daemon/cloud_config.h"
+#include "daemon/config_fields.h"
+
+namespace tsum::daemon {
+
+using namespace config_detail;
+
+namespace {
+
+// The secret's value; nullopt (and no error) for an optional secret that is not named.
+Result<std::optional<std::string>> read_secret(const SecretRef& ref) {
+  if (!ref.env.empty()) {
+    const char* v = std::getenv(ref.env.c_str());
+    if (!v || !*v) return make_error(Code::invalid_argument, ref.field + ": environment variable " + ref.env + " is not set");
+    return std::optional<std::string>(v);
+  }
+  if (ref.file.empty()) return std::optional<std::string>();
+  if (auto s = check_mode(ref.file, S_IRWXG | S_IRWXO, "it holds " + ref.field + " and others may read it; chmod 600 " + ref.file); !s)
+    return make_error(Code::invalid_argument, ref.field + ": " + s.error().detail);
+  std::ifstream in(ref.file);
+  std::string text{std::istreambuf_iterator<char>(in), {}};
+  if (!in.good() && !in.eof()) return make_error(Code::invalid_argument, ref.field + ": " + ref.file + " cannot be read");
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.empty()) return make_error(Code::invalid_argument, ref.field + ": " + ref.file + " is empty");
+  return std::optional<std::string>(std::move(text));
+}
+
+// Reads `ref` into *out (unchanged when an optional secret is not named).
+Status read_into(const SecretRef& ref, std::string* out) {
+  auto v = read_secret(ref);
+  if (!v) return v.error();
+  if (*v) *out = std::move(**v);
+  return {};
+}
+
+// Parses a secret holding a key file's JSON; the parser's message names what is missing, never a value.
+template <class Key, class ParseKey>
+Status read_key(const SecretRef& ref, Key* out, ParseKey parse) {
+  std::string text;
+  if (auto s = read_into(ref, &text); !s) return s;
+  auto key = parse(text);
+  if (!key) return make_error(Code::invalid_argument, ref.field + ": " + key.error().detail);
+  *out = std::move(*key);
+  return {};
+}
+
+template <class P, class Section>
+Status add(const std::optional<Section>& sec, std::string_view name, std::vector<std::unique_ptr<providers::Provider>>* out) {
+  if (!sec) return {};
+  auto p = P::make(sec->options);
+  if (!p) return make_error(Code::invalid_argument, "providers." + std::string(name) + ": " + p.error().detail);
+  out->push_back(std::move(*p));
+  return {};
+}
+
+}  // namespace
+
+Status resolve_cloud_secrets(CloudConfig& c) {
+  if (c.aws) {
+    auto& cr = c.aws->options.credentials;
+    for (auto s : {read_into(c.aws->secret_access_key, &cr.secret_access_key), read_into(c.aws->session_token, &cr.session_token)})
+      if (!s) return s;
+  }
+  if (c.gce)
+    if (auto s = read_key(c.gce->service_account, &c.gce->options.account, providers::gce::parse_service_account); !s)
+      return s;
+  if (c.azure)
+    if (auto s = read_into(c.azure->client_secret, &c.azure->options.credentials.client_secret); !s) return s;
+  if (c.hetzner)
+    if (auto s = read_into(c.hetzner->token, &c.hetzner->options.token); !s) return s;
+  if (c.yandex)
+    if (auto s = read_key(c.yandex->key, &c.yandex->options.key, providers::yandex::parse_authorized_key); !s) return s;
+  return {};
+}
+
+Result<std::vector<std::unique_ptr<providers::Provider>>> make_cloud_providers(const CloudConfig& c) {
+  std::vector<std::unique_ptr<providers::Provider>> out;
+  for (auto s : {add<providers::aws::AwsProvider>(c.aws, "aws", &out), add<providers::gce::GceProvider>(c.gce, "gce", &out),
+                 add<providers::azure::AzureProvider>(c.azure, "azure", &out),
+                 add<providers::hetzner::HetznerProvider>(c.hetzner, "hetzner", &out),
+                 add<providers::yandex::YandexProvider>(c.yandex, "yandex", &out)})
+    if (!s) return s.error();
+  return out;
+}
+
+}  // namespace tsum::daemon
