@@ -14,9 +14,10 @@ build="build-essential cmake ninja-build pkg-config git ca-certificates
 runtime="dataset-fashion-mnist curl ca-certificates gzip procps sqlite3"
 libs="libtorch1.13 libopenblas0-openmp libsqlite3-0 libssl3 libcurl4 libxml2 zlib1g libturbojpeg0 libcctz2 tzdata"
 # Tests: the independent reference implementations and the real peers the tests talk to; Chromium for the
-# dashboard's browser test.
+# dashboard's browser test; clang and its libFuzzer runtime for the fuzz targets (bench/fuzz.sh).
 tests="python3-torch python3-botocore python3-jwt python3-google-auth python3-hcloud python3-azure cloud-init iproute2
-  openssh-server openssh-client openssl chromium docker.io debootstrap docker-registry ccache"
+  openssh-server openssh-client openssl chromium docker.io debootstrap docker-registry ccache
+  clang libclang-rt-14-dev"
 
 if [ "${TSUM_TORCH:-debian}" = external ]; then
   build=$(echo "$build" | sed 's/libtorch-dev//')
