@@ -284,7 +284,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
 boost::asio::awaitable<void> App::shutdown() {
   if (schedules_) schedules_->stop();
   if (searches_) searches_->stop();
-  if (runs_) co_await runs_->shutdown(std::chrono::seconds(60));
+  if (runs_) co_await runs_->shutdown(opts_.shutdown_grace);
   if (watch_) watch_->close();
   if (server_) server_->stop();
 }

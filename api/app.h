@@ -57,6 +57,9 @@ struct AppOptions {
   std::vector<int64_t> trace_experiments;  // with trace_db: only these experiments' runs; empty: all
   double trace_speed = 1;              // its time compression: wall seconds = recorded seconds / speed
   std::string trace_billing = "per_second_60s_min";  // the billing rule its offers name
+  // --grace: on SIGTERM, how long live runs get to terminate their instances before the daemon exits anyway
+  // (what is left, the next start settles). Below Docker's and systemd's stop timeouts (10 s, 90 s) by default.
+  std::chrono::milliseconds shutdown_grace{8000};
 };
 
 // Adds the providers the config file names (ssh and the clouds) to `registry`, keeping their state under state_dir.
@@ -75,7 +78,8 @@ class App {
 
   // Binds the listener, reconciles what a previous daemon left, then starts dispatching runs.
   boost::asio::awaitable<Result<uint16_t>> start();
-  // Cancels live runs (terminating their instances), ends the run streams, then stops the HTTP server.
+  // Cancels live runs (terminating their instances) for at most shutdown_grace, ends the run streams, then stops
+  // the HTTP server.
   boost::asio::awaitable<void> shutdown();
 
   daemon::TokenStore& tokens() { return *tokens_; }

@@ -41,6 +41,8 @@ constexpr const char* kUsage = R"(usage:
               [--max-per-provider P=N,...] [--max-per-type T=N,...] [--web-dir DIR] [--monthly-budget USD]
               [--config FILE] [--trace FILE.csv | --trace-db FILE.db [--trace-experiments ID,ID,...]]
               [--trace-speed N] [--trace-billing RULE]   (replay recorded runs: docs/trace.md)
+              [--grace S]   (on SIGTERM, live runs get S seconds (default 8) to terminate their instances;
+                             a second signal stops at once; what is left, the next start settles)
   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
@@ -99,15 +101,17 @@ bool to_int(const std::string& s, int& out) {
   }
 }
 
-bool to_positive(const std::string& s, double& out) {
+bool to_non_negative(const std::string& s, double& out) {
   try {
     size_t n = 0;
     out = std::stod(s, &n);
-    return n == s.size() && std::isfinite(out) && out > 0;
+    return n == s.size() && std::isfinite(out) && out >= 0;
   } catch (...) {
     return false;
   }
 }
+
+bool to_positive(const std::string& s, double& out) { return to_non_negative(s, out) && out > 0; }
 
 // "1,4,7" → {1, 4, 7}: positive ids, comma-separated.
 bool to_ids(const std::string& s, std::vector<int64_t>& out) {
@@ -175,6 +179,11 @@ int serve(std::map<std::string, std::string> flags) {
   if (flags.count("trace-speed") && !to_positive(flags["trace-speed"], o.trace_speed))
     return usage_error("--trace-speed must be a positive number");
   if (flags.count("trace-billing")) o.trace_billing = flags["trace-billing"];
+  if (flags.count("grace")) {
+    double s = 0;
+    if (!to_non_negative(flags["grace"], s) || s > 3600) return usage_error("--grace must be a number of seconds from 0 to 3600");
+    o.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+  }
   if (o.trace_csv.empty() && o.trace_db.empty() && (flags.count("trace-speed") || flags.count("trace-billing")))
     return usage_error("--trace-speed and --trace-billing need --trace FILE.csv or --trace-db FILE.db");
 
@@ -199,9 +208,16 @@ int serve(std::map<std::string, std::string> flags) {
   }, asio::detached);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
-    std::cerr << "tsumd: signal " << sig << ": cancelling runs and terminating their instances\n";
+    std::cerr << "tsumd: signal " << sig << ": cancelling runs and terminating their instances (grace "
+              << o.shutdown_grace.count() / 1000.0 << " s; a second signal stops at once)\n";
+    signals.async_wait([&](const boost::system::error_code& again, int) {
+      if (again) return;
+      std::cerr << "tsumd: second signal: stopping now; the next start settles the runs left\n";
+      io.stop();
+    });
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
       co_await (*app)->shutdown();
+      signals.cancel();
       io.stop();
     }, asio::detached);
   });
@@ -251,7 +267,7 @@ int main(int argc, char** argv) {
         !only_known(flags, {"db", "listen", "state-dir", "bundle", "data", "max-concurrent", "max-per-provider",
                             "max-per-type", "web-dir", "monthly-budget", "config", "trace", "trace-speed",
                             "trace-billing", "trace-db", "trace-experiments", "public-url", "tls-cert", "tls-key",
-                            "upload-limit"},
+                            "upload-limit", "grace"},
                     err))
       return usage_error(err);
     if (insecure) flags["insecure-agents"] = "1";

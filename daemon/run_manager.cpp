@@ -472,7 +472,7 @@ asio::awaitable<void> RunManager::reconcile() {
   }
 }
 
-asio::awaitable<void> RunManager::shutdown(std::chrono::seconds deadline) {
+asio::awaitable<void> RunManager::shutdown(std::chrono::milliseconds deadline) {
   stopping_ = true;
   dispatch_wake_.cancel();
   for (auto& [id, live] : live_) {
@@ -481,6 +481,13 @@ asio::awaitable<void> RunManager::shutdown(std::chrono::seconds deadline) {
   }
   auto until = std::chrono::steady_clock::now() + deadline;
   while (!live_.empty() && std::chrono::steady_clock::now() < until) co_await sleep_for(milliseconds(20));
+  if (live_.empty()) co_return;
+  // What is left stays as the ledger has it (no status is invented): the next start's reconcile() terminates
+  // those instances and settles the runs.
+  std::string ids;
+  for (const auto& [id, live] : live_) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  log_line("shutdown: grace period over with " + std::to_string(live_.size()) + " run(s) still terminating (" +
+           ids + "); the next start settles them");
 }
 
 }  // namespace tsum::daemon

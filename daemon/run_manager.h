@@ -92,7 +92,7 @@ class RunManager {
   Result<nlohmann::json> rendezvous(int64_t run_id) const;
 
   // Stops dispatching, cancels every live run and waits (up to deadline) until their instances are gone.
-  boost::asio::awaitable<void> shutdown(std::chrono::seconds deadline);
+  boost::asio::awaitable<void> shutdown(std::chrono::milliseconds deadline);
   size_t live() const { return live_.size(); }
 
  private:

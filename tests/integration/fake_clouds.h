@@ -117,8 +117,14 @@ class FakeCloud {
     return {std::istreambuf_iterator<char>(in), {}};
   }
 
+  // A cloud that no longer answers: the process is stopped (SIGSTOP), so connections are accepted by the kernel
+  // and then nothing comes back; resume() lets it go on where it was.
+  void pause() { if (pid_ > 0) kill(pid_, SIGSTOP); }
+  void resume() { if (pid_ > 0) kill(pid_, SIGCONT); }
+
   void stop() {
     if (pid_ <= 0) return;
+    resume();
     kill(pid_, SIGTERM);
     int status = 0;
     for (int i = 0; i < 100 && waitpid(pid_, &status, WNOHANG) == 0; ++i)

@@ -297,6 +297,39 @@ TEST_CASE("leak guard on each fake cloud: a crash between create and its commit;
   }
 }
 
+TEST_CASE("SIGTERM while the cloud no longer answers: tsumd exits within its grace period; the next start settles the "
+          "run and terminates the instance") {
+  CloudRig rig("hetzner", "");
+  const std::string admin = rig.daemon.admin_token();
+  rig.daemon.start({"--grace", "3"});
+  REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, rig.experiment(60000)).status == 201);
+  bool learning = eventually([&] { return rig.run(admin)["status"] == "learning"; }, std::chrono::seconds(90));
+  INFO(rig.daemon.log());
+  REQUIRE(learning);
+  rig.fake.pause();
+  const auto sent = std::chrono::steady_clock::now();
+  auto status = rig.daemon.stop(SIGTERM);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  MESSAGE("tsumd exited " << took << " s after SIGTERM with a dead cloud (grace 3 s)");
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+  CHECK(took < 3 + 3);  // the grace period, plus closing down
+  CHECK(rig.daemon.log().find("grace period over with 1 run(s) still terminating (1)") != std::string::npos);
+  CHECK(rig.guest_processes() > 0);  // the cloud never heard the delete: still running, still paid
+
+  rig.fake.resume();
+  rig.daemon.start();
+  bool clean = eventually([&] { return rig.guest_processes() == 0 && is_terminal(rig.run(admin)); },
+                          std::chrono::seconds(60));
+  auto run = rig.run(admin);
+  INFO(run.dump(2));
+  CHECK(clean);
+  CHECK(run["status"] == "failed");
+  CHECK(run["reason"].get<std::string>().find("daemon restarted while the run was") != std::string::npos);
+  CHECK(run["phases"]["install"].get<double>() >= 0);  // what was measured before is kept
+}
+
 TEST_CASE("leak guard on each fake cloud: kill -9 while learning; the restarted daemon terminates the instance") {
   for (const auto& cloud : kClouds) {
     CAPTURE(cloud);
