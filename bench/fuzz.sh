@@ -14,8 +14,9 @@ build=${FUZZ_BUILD:-$root/build/fuzz}
 command -v clang++ >/dev/null 2>&1 || { echo "bench/fuzz.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 launcher=""
 command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
-cmake -S "$root/tests/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ $launcher >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log" >&2; exit 2; }
+mkdir -p "$build"
+cmake -S "$root/tests/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ $launcher >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log" >&2; exit 2; }
 ninja -C "$build" >"$build/build.log" 2>&1 || { tail -50 "$build/build.log" >&2; exit 2; }
 
 targets=${FUZZ_TARGETS:-$(ls "$root/tests/fuzz/corpus")}

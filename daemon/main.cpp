@@ -181,7 +181,8 @@ int serve(std::map<std::string, std::string> flags) {
   if (flags.count("trace-billing")) o.trace_billing = flags["trace-billing"];
   if (flags.count("grace")) {
     double s = 0;
-    if (!to_non_negative(flags["grace"], s) || s > 3600) return usage_error("--grace must be a number of seconds from 0 to 3600");
+    if (!to_non_negative(flags["grace"], s) || s > 3600)
+      return usage_error("--grace must be a number of seconds from 0 to 3600");
     o.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
   }
   if (o.trace_csv.empty() && o.trace_db.empty() && (flags.count("trace-speed") || flags.count("trace-billing")))

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     case 4: {
       auto image = read_jpeg(path);
-      if (image.ok() && image->pixels.size() != static_cast<std::size_t>(image->width) * image->height * 3) __builtin_trap();
+      if (image.ok() && image->pixels.size() != static_cast<std::size_t>(image->width) * image->height * 3)
+        __builtin_trap();
       break;
     }
   }
