@@ -21,7 +21,8 @@ struct RgbImage {
 // be written; invalid_argument for an image whose pixel count does not match its size.
 Status write_jpeg(const std::string& path, const RgbImage& image, int quality);
 
-// The most pixels read_jpeg decodes (64 Mpx, 192 MiB of RGB): a header may claim 65535 x 65535 in a few bytes.
+// The most pixels read_jpeg decodes (64 Mpx, 192 MiB of RGB): a header may claim 65500 x 65500 (12 GiB) in a
+// few bytes.
 inline constexpr std::int64_t kMaxJpegPixels = std::int64_t{1} << 26;
 
 // Reads and decodes a JPEG file to RGB. not_found for a missing file; invalid_argument, naming the

@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -79,8 +80,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   asio::io_context io;
   asio::ip::tcp::socket sock(io);
   boost::system::error_code ec;
-  sock.connect({asio::ip::make_address("127.0.0.1"), s->port}, ec);
-  if (ec) __builtin_trap();
+  // Each connection from its own loopback source address: the server closes first, so every connection leaves
+  // a TIME_WAIT entry for 60 s, and from one source the ephemeral ports run out after some 28,000 of them.
+  static std::uint32_t n = 0;
+  sock.open(asio::ip::tcp::v4());
+  sock.bind({asio::ip::address_v4(0x7F000002u + n++ % 0xFFFFF0u), 0}, ec);
+  if (!ec) sock.connect({asio::ip::make_address("127.0.0.1"), s->port}, ec);
+  if (ec) {  // the server stopped accepting
+    std::fprintf(stderr, "fuzz_http: connect: %s\n", ec.message().c_str());
+    __builtin_trap();
+  }
   timeval tv{10, 0};
   ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
