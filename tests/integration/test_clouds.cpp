@@ -180,6 +180,20 @@ bool is_terminal(const json& run) {
   return run["status"] == "done" || run["status"] == "failed" || run["status"] == "cancelled";
 }
 
+// Starts the rig's daemon again on the same database and waits until the run left behind is terminal and its
+// machine gone: failed, with what was measured before kept. Returns the run.
+json restart_and_settle(CloudRig& rig, const std::string& admin) {
+  rig.daemon.start();
+  bool clean = eventually([&] { return rig.guest_processes() == 0 && is_terminal(rig.run(admin)); },
+                          std::chrono::seconds(60));
+  auto run = rig.run(admin);
+  INFO(run.dump(2));
+  CHECK(clean);
+  CHECK(run["status"] == "failed");
+  CHECK(run["phases"]["install"].get<double>() >= 0);  // what was measured before is kept
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("an experiment on each fake cloud runs end to end; a lost create answer and a delete refused three times "
@@ -319,15 +333,8 @@ TEST_CASE("SIGTERM while the cloud no longer answers: tsumd exits within its gra
   CHECK(rig.guest_processes() > 0);  // the cloud never heard the delete: still running, still paid
 
   rig.fake.resume();
-  rig.daemon.start();
-  bool clean = eventually([&] { return rig.guest_processes() == 0 && is_terminal(rig.run(admin)); },
-                          std::chrono::seconds(60));
-  auto run = rig.run(admin);
-  INFO(run.dump(2));
-  CHECK(clean);
-  CHECK(run["status"] == "failed");
+  auto run = restart_and_settle(rig, admin);
   CHECK(run["reason"].get<std::string>().find("daemon restarted while the run was") != std::string::npos);
-  CHECK(run["phases"]["install"].get<double>() >= 0);  // what was measured before is kept
 }
 
 TEST_CASE("leak guard on each fake cloud: kill -9 while learning; the restarted daemon terminates the instance") {
@@ -345,15 +352,8 @@ TEST_CASE("leak guard on each fake cloud: kill -9 while learning; the restarted 
     CHECK(WIFSIGNALED(*status));
     CHECK(rig.guest_processes() > 0);  // still running, still paid
 
-    rig.daemon.start();
-    bool clean = eventually([&] { return rig.guest_processes() == 0 && is_terminal(rig.run(admin)); },
-                            std::chrono::seconds(60));
-    auto run = rig.run(admin);
-    INFO(run.dump(2));
-    CHECK(clean);
-    CHECK(run["status"] == "failed");
+    auto run = restart_and_settle(rig, admin);
     CHECK(run["reason"].get<std::string>().find("daemon restarted while the run was learning") != std::string::npos);
     CHECK(run["phases"]["poweroff"].get<double>() >= 0);  // the termination was confirmed and timed
-    CHECK(run["phases"]["install"].get<double>() >= 0);   // what was measured before the crash is kept
   }
 }
