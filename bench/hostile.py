@@ -46,7 +46,7 @@ class Prober(threading.Thread):
 
     def __init__(self, port):
         super().__init__(daemon=True)
-        self.port, self.lat, self.fail, self.stop_at = port, [], 0, None
+        self.port, self.lat, self.fail = port, [], 0
         self.running = True
 
     def run(self):
