@@ -263,7 +263,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, *datasets_, clock_,
                                                    [this] { runs_->notify(); });
   add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *datasets_, *artifacts_, *watch_,
-                            catalogs_});
+                            catalogs_, *db_});
   add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, 0});
   add_join_routes(router_, *byo_);
   searches_ = std::make_unique<daemon::SearchRunner>(

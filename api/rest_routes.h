@@ -50,6 +50,7 @@ struct RestContext {
   daemon::RunArtifacts& artifacts;  // what runs uploaded in save
   daemon::RunWatch& watch;
   const std::vector<billing::Catalog>& catalogs;  // the providers' price catalogs, for their metadata
+  const daemon::Db& db;                            // /healthz reports a database that cannot be written
 };
 
 void add_rest_routes(Router& router, RestContext ctx);

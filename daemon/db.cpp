@@ -5,12 +5,21 @@
 namespace tsum::daemon {
 
 namespace {
-Error sqlite_error(sqlite3* db, std::string_view what) {
+bool out_of_space(int rc) { return (rc & 0xff) == SQLITE_FULL || rc == SQLITE_IOERR_WRITE || rc == SQLITE_IOERR_FSYNC; }
+
+// msg: sqlite3_exec's message, else the connection's last one.
+Error sqlite_error(sqlite3* db, std::string_view what, const char* msg = nullptr) {
   int rc = sqlite3_extended_errcode(db);
+  if (!msg) msg = sqlite3_errmsg(db);
   Code code = Code::internal;
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) code = Code::unavailable;
   if ((rc & 0xff) == SQLITE_CONSTRAINT) code = Code::already_exists;
-  return make_error(code, std::string(what) + ": " + sqlite3_errmsg(db));
+  // Out of space (the disk or SQLite's own limit): nothing was written, and the same write succeeds once space
+  // returns. unavailable (503) tells a client, and an agent's spool, to try again later.
+  if (out_of_space(rc))
+    return make_error(Code::unavailable, std::string(what) + ": the database's disk is full or failing (" + msg +
+                                             "); nothing was written, retry when space returns");
+  return make_error(code, std::string(what) + ": " + msg);
 }
 
 Result<int> migration_number(const EmbeddedFile& m) {
@@ -57,8 +66,13 @@ std::string Stmt::text(int col) const {
 Result<bool> Stmt::step() {
   int rc = sqlite3_step(s_);
   if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  return sqlite_error(db_, "sqlite step");
+  if (rc == SQLITE_DONE) {
+    if (pool_ && !pool_->full.empty() && !sqlite3_stmt_readonly(s_) && sqlite3_get_autocommit(db_)) pool_->full.clear();
+    return false;
+  }
+  auto e = sqlite_error(db_, "sqlite step");
+  if (pool_ && out_of_space(sqlite3_extended_errcode(db_))) pool_->full = e.detail;
+  return e;
 }
 
 Status Stmt::run() {
@@ -110,12 +124,13 @@ Status Db::exec(std::string_view sql) {
   char* err = nullptr;
   std::string s(sql);
   if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
+    Error e = sqlite_error(db_, "sqlite exec", err ? err : "unknown error");
     sqlite3_free(err);
-    Error e = sqlite_error(db_, "sqlite exec");
-    e.detail = "sqlite exec: " + msg;
+    if (out_of_space(sqlite3_extended_errcode(db_))) pool_->full = e.detail;
     return e;
   }
+  // A COMMIT that went through: writes work again (not a ROLLBACK, which also ends in autocommit).
+  if (!pool_->full.empty() && sqlite3_get_autocommit(db_) && s.starts_with("COMMIT")) pool_->full.clear();
   return {};
 }
 

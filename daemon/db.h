@@ -39,6 +39,7 @@ struct StmtPool {
   };
   std::unordered_map<std::string, std::vector<sqlite3_stmt*>, Hash, std::equal_to<>> idle;  // nodes never erased
   bool closed = false;
+  std::string full;  // why the last write failed for want of space; empty once a write succeeds again
 };
 
 class Stmt {
@@ -134,6 +135,10 @@ class Db {
   // is refused with failed_precondition-like invalid_argument, never downgraded.
   Result<int> migrate(std::span<const EmbeddedFile> migrations);
   Result<int> schema_version();
+
+  // Empty while writes succeed. After a write failed for want of space (SQLITE_FULL and the like): why, until a
+  // write succeeds again. /healthz reports it; reads go on meanwhile.
+  const std::string& storage_problem() const { return pool_->full; }
 
  private:
   explicit Db(sqlite3* db) : db_(db) {}

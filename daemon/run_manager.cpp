@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <set>
+#include <utility>
 
 #include "common/embedded.h"
 #include "daemon/startup_deadline.h"
@@ -137,7 +138,30 @@ asio::awaitable<void> RunManager::run_one(std::shared_ptr<LiveRun> live) {
     if (!st) outcome = {RunStatus::failed, outcome.second + (outcome.second.empty() ? "" : "; ") +
                                                "terminate failed: " + st.error().detail};
   }
-  if (row && !is_terminal(row->status)) finish(live->id, outcome.first, outcome.second);
+  if (outcome.first == RunStatus::queued) {  // never left the queue: the dispatcher tries it again
+    if (outcome.second != last_dispatch_error_)
+      log_line("run " + std::to_string(live->id) + " stays queued: " + outcome.second);
+    last_dispatch_error_ = outcome.second;
+    live_.erase(live->id);
+    co_return;  // no notify(): the next dispatch is the regular one, half a second on
+  }
+  last_dispatch_error_.clear();
+  // The end must reach the ledger: while the database cannot be written (its disk is full), the run stays live
+  // and the write is retried each second, until it commits or the daemon stops (the next start settles it then).
+  if (row && !is_terminal(row->status)) {
+    for (bool logged = false;;) {
+      auto st = s_.ledger.advance(live->id, outcome.first, outcome.second);
+      if (st || st.error().code != Code::unavailable || stopping_) {
+        if (!st) log_line("run " + std::to_string(live->id) + ": " + st.error().detail);
+        break;
+      }
+      if (!std::exchange(logged, true))
+        log_line("run " + std::to_string(live->id) + ": its end waits for the database: " + st.error().detail);
+      const milliseconds retry{1000};  // named: GCC 12 mishandles temporaries inside co_await expressions
+      co_await sleep_for(retry);
+    }
+    (void)s_.tokens.revoke_run(live->id);
+  }
   live_.erase(live->id);
   notify();
 }
@@ -150,8 +174,9 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   if (!provider) co_return Result{RunStatus::failed, "provider '" + row->provider + "' is not configured"};
   auto exp = s_.store.experiment(row->experiment_id);
   if (!exp) co_return Result{RunStatus::failed, exp.error().detail};
-  if (auto st = s_.ledger.advance(live.id, RunStatus::provisioning, "dispatched"); !st)
-    co_return Result{RunStatus::failed, st.error().detail};
+  if (auto st = s_.ledger.advance(live.id, RunStatus::provisioning, "dispatched"); !st)  // e.g. the disk is full:
+    co_return Result{st.error().code == Code::unavailable ? RunStatus::queued : RunStatus::failed,  // try later
+                     st.error().detail};
 
   // Named, not a temporary: GCC 12 mishandles temporaries inside co_await expressions.
   const providers::Requirements wanted{.instance_type = row->instance_type};
@@ -215,7 +240,14 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     created.push_back(*handle);
     auto st = gang || nodes == 1 ? s_.ledger.set_instance(live.id, handle->to_json())
                                  : s_.ledger.extend_instance(live.id, providers::make_node_group(row->provider, created).to_json());
-    if (!st) co_return Result{RunStatus::failed, st.error().detail};
+    if (!st) {
+      // Not in the ledger, so run_one would not terminate it: terminate it here (a failure leaves it to the next
+      // start's sweep of tagged instances).
+      auto t = co_await provider->terminate(*handle);
+      std::string reason = "could not record instance " + handle->id + ": " + st.error().detail;
+      reason += t ? "; it was terminated" : "; terminating it failed: " + t.error().detail;
+      co_return Result{RunStatus::failed, reason};
+    }
   }
   const InstanceHandle instance =
       gang || nodes == 1 ? created.front() : providers::make_node_group(row->provider, created);

@@ -122,6 +122,7 @@ class RunManager {
   boost::asio::steady_timer dispatch_wake_;
   bool stopping_ = false;
   bool dispatching_ = false;
+  std::string last_dispatch_error_;  // why the last run could not leave the queue, logged once per cause
 };
 
 }  // namespace tsum::daemon

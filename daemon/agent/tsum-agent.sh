@@ -147,7 +147,13 @@ emit() {
   esac
   printf '{"phase":"%s","mark":"%s","mono_s":%s,"attrs":%s%s%s}\n' "$1" "$2" "$3" "${4:-{\}}" "$extra" "$NODE_FIELD" > "$f.tmp" &&
     mv "$f.tmp" "$f.json"
-  flush || log "daemon unreachable; $(ls "$SPOOL" | grep -c '\.json$') event(s) spooled"
+  # After a failed flush the next tries wait FLUSH_AFTER (5 s on): an unreachable daemon (up to 15 s a try) must
+  # not hold up the trainer's events behind it. drain() at the end sends whatever is left.
+  [ "$(date +%s)" -ge "${FLUSH_AFTER:-0}" ] || return 0
+  if ! flush; then
+    FLUSH_AFTER=$(( $(date +%s) + 5 ))
+    log "daemon unreachable; $(ls "$SPOOL" | grep -c '\.json$') event(s) spooled"
+  fi
 }
 
 drain() {
@@ -196,9 +202,11 @@ fetch() {
 }
 
 # upload FILE NAME: PUT the file as the run's artifact NAME, in one piece from wherever the daemon's copy ends,
-# retried with backoff. Returns once the daemon holds every byte (201), or fails with the reason.
+# retried with backoff for as long as the spool waits (TSUM_DRAIN_S, default 600 s: a daemon that is away for
+# minutes gets the file when it is back). Returns once the daemon holds every byte (201), or fails with the reason.
 upload() {
   f=$1; name=$2; size=$(wc -c < "$f" | tr -d ' '); sha=$(sha256_of "$f"); tries=0
+  deadline=$(( $(date +%s) + ${TSUM_DRAIN_S:-600} ))
   url="$TSUM_URL/v1/runs/$TSUM_RUN_ID/artifacts/$name"
   while :; do
     off=$(dcurl -fsS --max-time 30 "$TSUM_URL/v1/runs/$TSUM_RUN_ID/uploads/$name" 2>/dev/null |
@@ -219,8 +227,8 @@ upload() {
       4??) echo "upload $name refused, HTTP $code: $(cat "$WORK/last_response")"; return 1 ;;
     esac
     tries=$((tries + 1))
-    if [ "$tries" -ge 10 ]; then echo "upload $name failed (HTTP $code)"; return 1; fi
-    sleep "$tries"
+    if [ "$(date +%s)" -ge "$deadline" ]; then echo "upload $name failed (HTTP $code, $tries tries)"; return 1; fi
+    sleep "$(( tries < 10 ? tries : 10 ))"
   done
 }
 

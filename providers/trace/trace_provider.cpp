@@ -52,10 +52,12 @@ Result<std::unique_ptr<TraceProvider>> TraceProvider::create(asio::any_io_execut
 
 TraceProvider::TraceProvider(asio::any_io_executor ex, TraceOptions opts)
     : ex_(std::move(ex)), opts_(std::move(opts)),
+      // A mark the daemon cannot take now (unreachable, 5xx: e.g. its disk is full) is retried for 10 minutes,
+      // as the real agent's spool does (TSUM_DRAIN_S); a 4xx is final.
       http_(http::HttpClientOptions{.threads = 4,
-                                    .retry = {.max_attempts = 8, .base_delay = std::chrono::milliseconds(50),
+                                    .retry = {.max_attempts = 100000, .base_delay = std::chrono::milliseconds(50),
                                               .max_delay = std::chrono::milliseconds(2000),
-                                              .deadline = std::chrono::milliseconds(30000)}}) {
+                                              .deadline = std::chrono::milliseconds(600000)}}) {
   for (const auto& r : opts_.runs) rows_by_type_[r.run.cfg.instance_type].push_back(&r);
 }
 

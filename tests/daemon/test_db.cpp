@@ -149,3 +149,51 @@ TEST_CASE("a kept statement survives a schema change, and one outliving its data
   db->reset();  // the Db goes first; `late` and `st` then finalize themselves instead of parking (clean under
                 // valgrind --leak-check=full)
 }
+
+TEST_CASE("a write that finds no space is unavailable (retry later), says so, and storage_problem() holds until a "
+          "write succeeds again") {
+  testing::TempDir dir;
+  auto db = Db::open(dir.file("t.db"));
+  REQUIRE(db.ok());
+  Db& d = **db;
+  REQUIRE(d.exec("CREATE TABLE t (v BLOB)").ok());
+  REQUIRE(d.exec("INSERT INTO t VALUES (zeroblob(10000))").ok());
+  CHECK(d.storage_problem().empty());
+  // SQLite's own page limit fails a write with SQLITE_FULL exactly as a full disk does.
+  int64_t limit = 0;
+  {
+    auto pages = d.prepare("PRAGMA page_count");
+    REQUIRE(*pages->step());
+    limit = pages->int64(0);
+  }
+  REQUIRE(d.exec("PRAGMA max_page_count = " + std::to_string(limit)).ok());
+  Status full;
+  {
+    Transaction tx(d);
+    REQUIRE(tx.begun().ok());
+    auto ins = d.prepare("INSERT INTO t VALUES (zeroblob(100000))");
+    REQUIRE(ins.ok());
+    full = ins->run();
+  }
+  REQUIRE_FALSE(full.ok());
+  CHECK(full.error().code == Code::unavailable);
+  CHECK(full.error().detail.find("disk is full") != std::string::npos);
+  CHECK(d.storage_problem().find("disk is full") != std::string::npos);
+  // Reads go on, and what was committed is all there.
+  {
+    auto count = d.prepare("SELECT count(*) FROM t");
+    REQUIRE(*count->step());
+    CHECK(count->int64(0) == 1);
+  }
+  CHECK(d.storage_problem().find("disk is full") != std::string::npos);  // a read does not clear it
+  // Space returns: the same write goes through and the problem is gone.
+  REQUIRE(d.exec("PRAGMA max_page_count = 1000000").ok());
+  {
+    Transaction tx(d);
+    auto ins = d.prepare("INSERT INTO t VALUES (zeroblob(100000))");
+    REQUIRE(ins->run().ok());
+    CHECK_FALSE(d.storage_problem().empty());  // not committed yet
+    REQUIRE(tx.commit().ok());
+  }
+  CHECK(d.storage_problem().empty());
+}
