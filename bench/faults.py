@@ -23,7 +23,6 @@ Prints each part's figures and PASS/FAIL per goal; exits 1 if any goal failed.
 """
 import json
 import os
-import platform
 import random
 import shutil
 import signal
@@ -32,8 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
+
+from tsumd_proc import Daemon, cpu_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 args = sys.argv[1:]
@@ -50,67 +49,10 @@ PHASES = ["startup", "install", "load_data", "start", "learn", "verify", "save",
 failures = []
 
 
-def cpu_model():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
 def goal(ok, what):
     print(f"  {'PASS' if ok else 'FAIL'}  {what}", flush=True)
     if not ok:
         failures.append(what)
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Daemon:
-    """One tsumd serve on a database; start() again after kill() reuses it (a new port each time)."""
-
-    def __init__(self, work, db, extra):
-        self.work, self.db, self.extra, self.proc = work, db, extra, None
-        self.token = subprocess.check_output([TSUMD, "token", "create", "--db", db], text=True).strip()
-
-    def start(self, wait_s=30):
-        self.port = free_port()
-        log = open(os.path.join(self.work, "tsumd.log"), "a")
-        self.proc = subprocess.Popen([TSUMD, "serve", "--db", self.db, "--listen", f"127.0.0.1:{self.port}"] +
-                                     self.extra, stdout=log, stderr=log)
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"tsumd exited with {self.proc.returncode}; see {log.name}")
-            if self.call("GET", "/healthz", timeout=1)[0] in (200, 503):
-                return
-            time.sleep(0.05)
-        raise SystemExit("tsumd did not answer /healthz within 30 s")
-
-    def kill(self, sig=signal.SIGKILL, wait_s=60):
-        self.proc.send_signal(sig)
-        self.proc.wait(wait_s)
-
-    def call(self, method, path, body=None, timeout=10):
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {self.token}",
-                                              "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                return e.code, json.loads(raw)
-            except ValueError:
-                return e.code, raw.decode(errors="replace")
-        except (OSError, ValueError) as e:
-            return 0, str(e)
 
 
 def read_db(path):
@@ -187,8 +129,8 @@ def part_kill9(root):
     state = os.path.join(work, "state")
     open(os.path.join(work, "trace.csv"), "w").write(TRACE_CSV)
     db = os.path.join(work, "t.db")
-    d = Daemon(work, db, ["--state-dir", state, "--trace", os.path.join(work, "trace.csv"), "--trace-speed", "4",
-                          "--max-concurrent", "8", "--grace", "3"])
+    d = Daemon(TSUMD, work, db, ["--state-dir", state, "--trace", os.path.join(work, "trace.csv"),
+                                 "--trace-speed", "4", "--max-concurrent", "8", "--grace", "3"])
     d.start()
     at_kill = {s: 0 for s in LIVE}
     stuck = orphans_p = orphans_s = lost = changed = idle_kills = 0
@@ -200,7 +142,7 @@ def part_kill9(root):
             d.call("POST", "/v1/experiments", trace_experiment(6.0))
             d.call("POST", "/v1/experiments", local_experiment())
         time.sleep(rng.uniform(0.05, 5.0))
-        d.kill()
+        d.kill(signal.SIGKILL)
         runs, marks, epochs, _ = read_db(db)
         live_at_kill = [rid for rid, r in runs.items() if r[0] in LIVE]
         for rid in live_at_kill:
@@ -307,7 +249,7 @@ def part_diskfull(root):
     d = None
     try:
         open(os.path.join(work, "trace.csv"), "w").write(TRACE_CSV.replace(",6,1,1,1\n", ",20,1,1,1\n"))
-        d = Daemon(work, os.path.join(fs, "t.db"), ["--state-dir", os.path.join(work, "state"), "--trace",
+        d = Daemon(TSUMD, work, os.path.join(fs, "t.db"), ["--state-dir", os.path.join(work, "state"), "--trace",
                                                     os.path.join(work, "trace.csv"), "--trace-speed", "4",
                                                     "--max-concurrent", "2"])  # two runs wait in the queue
         d.start()
@@ -375,7 +317,7 @@ def part_offline(root):
     print(f"\n== the agent's daemon unreachable for {OFFLINE_S:.0f} s mid-run ==", flush=True)
     work = os.path.join(root, "offline")
     os.makedirs(work)
-    d = Daemon(work, os.path.join(work, "t.db"), ["--state-dir", os.path.join(work, "state")])
+    d = Daemon(TSUMD, work, os.path.join(work, "t.db"), ["--state-dir", os.path.join(work, "state")])
     d.start()
     try:
         code, exp = d.call("POST", "/v1/experiments", local_experiment(limit=6000, test_limit=1000, epochs=4, reps=1))

@@ -56,8 +56,8 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
   }
   // How install got the trainer (bundle download, image pull, image present) and what load_data fetched.
   // A job's marks: which the agent derived because the program did not write them, and the lines it could not use.
-  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image"}},
-                                    {Phase::load_data, "data", {"name", "format", "bytes", "sha256"}},
+  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image", "sha256"}},
+                                    {Phase::load_data, "data", {"name", "format", "method", "bytes", "sha256"}},
                                     {Phase::save, "marks", {"derived", "malformed", "exit_status"}}}) {
     auto it = phases->find(phase);
     if (it == phases->end() || !it->second.end) continue;

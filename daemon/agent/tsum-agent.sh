@@ -39,6 +39,7 @@
 #                                       directory at the end and powers nothing off
 #   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
 #   TSUM_SAMPLE_S                       resource sampling interval in seconds (default 1)
+#   TSUM_CACHE_DIR                      the machine's cache of unpacked bundles and data sets (below); none if unset
 #   TSUM_NODES, TSUM_NODE               a multi-node run: this machine is node TSUM_NODE (0-based) of TSUM_NODES;
 #                                       every event carries "node", and in start the nodes meet (below)
 #   TSUM_DIST                           ring (default), ps or ps-async: how the nodes train together
@@ -201,6 +202,46 @@ fetch() {
   mv "$out.part" "$out"
 }
 
+# upload_all LIST: LIST's lines are "NAME<tab>FILE". PUTs each file whole, all in one curl (one process, one
+# connection: --next starts each file's own options); prints the lines whose PUT did not end in 201.
+TAB=$(printf '\t')
+upload_all() {
+  list=$1
+  set --
+  while IFS="$TAB" read -r name f; do
+    [ $# -eq 0 ] || set -- "$@" --next
+    set -- "$@" ${CACERT:+--cacert "$CACERT"} ${TSUM_UNIX_SOCKET:+--unix-socket "$TSUM_UNIX_SOCKET"} \
+      -H "Authorization: Bearer $TSUM_TOKEN" -H 'Expect:' -H "X-Tsum-Sha256: $(sha256_of "$f")" \
+      -sS -o /dev/null -w '%{http_code}\n' --max-time 600 -T "$f" "$TSUM_URL/v1/runs/$TSUM_RUN_ID/artifacts/$name"
+  done < "$list"
+  [ $# -gt 0 ] || return 0
+  curl "$@" > "$WORK/upload.codes" 2>>"$WORK/curl.err"
+  n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    [ "$(sed -n "${n}p" "$WORK/upload.codes")" = 201 ] || printf '%s\n' "$line"
+  done < "$list"
+}
+
+# The machine's cache (TSUM_CACHE_DIR, given by a provider whose machine runs one run after another: the local
+# host): install and load_data keep what they unpacked there, by kind and sha256, and a later run links it from
+# there (cp -al) instead of downloading and unpacking it again; its mark says "method":"cached". An entry is made
+# only after its download matched its sha256 (and, the trainer, after it ran here), appears whole (a rename), and
+# only the newest 2 of a kind are kept. Files are hard links: the trainer only reads the bundle and the data.
+CACHE=${TSUM_CACHE_DIR:-}
+cache_link() {  # KIND SHA DEST: DEST gets the entry's files; fails when there is none
+  [ -n "$CACHE" ] && [ -d "$CACHE/$1-$2" ] && cp -al "$CACHE/$1-$2/." "$3/" 2>/dev/null
+}
+cache_keep() {  # KIND SHA SRC: SRC's files become the entry, unless there is one already
+  [ -n "$CACHE" ] && [ ! -d "$CACHE/$1-$2" ] || return 0
+  mkdir -p "$CACHE" 2>/dev/null && tmp=$(mktemp -d "$CACHE/.new.XXXXXX" 2>/dev/null) || return 0
+  if cp -al "$3/." "$tmp/" 2>/dev/null && mv -T "$tmp" "$CACHE/$1-$2" 2>/dev/null; then
+    ls -dt "$CACHE/$1-"* 2>/dev/null | tail -n +3 | while read -r old; do rm -rf "$old"; done
+  else
+    rm -rf "$tmp"
+  fi
+}
+
 # upload FILE NAME: PUT the file as the run's artifact NAME, in one piece from wherever the daemon's copy ends,
 # retried with backoff for as long as the spool waits (TSUM_DRAIN_S, default 600 s: a daemon that is away for
 # minutes gets the file when it is back). Returns once the daemon holds every byte (201), or fails with the reason.
@@ -284,15 +325,23 @@ if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   install_attrs="{\"method\":\"$method\",\"image\":$(json_str "$TSUM_IMAGE"),\"bytes\":${bytes:-0}}"
 else
   : "${TSUM_TRAINER_URL:?}" "${TSUM_TRAINER_SHA256:?}"
-  err=$(fetch "$TSUM_TRAINER_URL" "$TSUM_TRAINER_SHA256" "$WORK/tsum-bundle.tar.gz") || fail install "trainer bundle: $err"
-  bytes=$(wc -c < "$WORK/tsum-bundle.tar.gz" | tr -d ' ')
-  tar -xzf "$WORK/tsum-bundle.tar.gz" -C "$WORK" 2>"$WORK/install.err" || fail install "unpack the trainer bundle: $(tail -n 1 "$WORK/install.err")"
-  rm -f "$WORK/tsum-bundle.tar.gz"
-  install_attrs="{\"method\":\"bundle\",\"bytes\":$bytes,\"sha256\":\"$TSUM_TRAINER_SHA256\"}"
+  if mkdir -p "$WORK/tsum" && cache_link trainer "$TSUM_TRAINER_SHA256" "$WORK/tsum"; then
+    method=cached; bytes=0
+  else
+    rm -rf "$WORK/tsum"
+    err=$(fetch "$TSUM_TRAINER_URL" "$TSUM_TRAINER_SHA256" "$WORK/tsum-bundle.tar.gz") || fail install "trainer bundle: $err"
+    bytes=$(wc -c < "$WORK/tsum-bundle.tar.gz" | tr -d ' ')
+    tar -xzf "$WORK/tsum-bundle.tar.gz" -C "$WORK" 2>"$WORK/install.err" || fail install "unpack the trainer bundle: $(tail -n 1 "$WORK/install.err")"
+    rm -f "$WORK/tsum-bundle.tar.gz"
+    method=bundle
+  fi
+  install_attrs="{\"method\":\"$method\",\"bytes\":$bytes,\"sha256\":\"$TSUM_TRAINER_SHA256\"}"
 fi
 [ -x "$GPUSTAT" ] && "$GPUSTAT" --line >/dev/null 2>&1 && : > "$WORK/have_gpu"
-if [ "${TSUM_KIND:-train}" != job ]; then  # a job's image need not have tsum-train
+# Does tsum-train run here? A cached bundle did, on this machine, before it was kept.
+if [ "${TSUM_KIND:-train}" != job ] && [ "${method:-}" != cached ]; then  # a job's image need not have tsum-train
   run_trainer --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
+  [ "${method:-}" = bundle ] && cache_keep trainer "$TSUM_TRAINER_SHA256" "$WORK/tsum"
 fi
 emit install end "$(now)" "$install_attrs"
 
@@ -301,12 +350,19 @@ emit install end "$(now)" "$install_attrs"
 emit load_data begin "$(now)"
 if [ -n "${TSUM_DATA_URL:-}" ]; then
   : "${TSUM_DATA_SHA256:?}"
-  err=$(fetch "$TSUM_DATA_URL" "$TSUM_DATA_SHA256" "$WORK/dataset.tar") || fail load_data "data set ${TSUM_DATA_NAME:-}: $err"
-  bytes=$(wc -c < "$WORK/dataset.tar" | tr -d ' ')
-  tar -xf "$WORK/dataset.tar" -C "$WORK/data" 2>"$WORK/data.err" ||
-    fail load_data "unpack data set ${TSUM_DATA_NAME:-}: $(tail -n 1 "$WORK/data.err")"
-  rm -f "$WORK/dataset.tar"
-  data_attrs="{\"name\":$(json_str "${TSUM_DATA_NAME:-}"),\"format\":$(json_str "${TSUM_DATA_FORMAT:-}"),\"bytes\":$bytes,\"sha256\":\"$TSUM_DATA_SHA256\"}"
+  if cache_link data "$TSUM_DATA_SHA256" "$WORK/data"; then
+    method=cached; bytes=0
+  else
+    rm -rf "$WORK/data"; mkdir -p "$WORK/data"
+    err=$(fetch "$TSUM_DATA_URL" "$TSUM_DATA_SHA256" "$WORK/dataset.tar") || fail load_data "data set ${TSUM_DATA_NAME:-}: $err"
+    bytes=$(wc -c < "$WORK/dataset.tar" | tr -d ' ')
+    tar -xf "$WORK/dataset.tar" -C "$WORK/data" 2>"$WORK/data.err" ||
+      fail load_data "unpack data set ${TSUM_DATA_NAME:-}: $(tail -n 1 "$WORK/data.err")"
+    rm -f "$WORK/dataset.tar"
+    method=download
+    cache_keep data "$TSUM_DATA_SHA256" "$WORK/data"
+  fi
+  data_attrs="{\"name\":$(json_str "${TSUM_DATA_NAME:-}"),\"format\":$(json_str "${TSUM_DATA_FORMAT:-}"),\"method\":\"$method\",\"bytes\":$bytes,\"sha256\":\"$TSUM_DATA_SHA256\"}"
 elif [ -n "${TSUM_GEN_IMAGES:-}" ]; then
   # shellcheck disable=SC2086  # TSUM_GEN_IMAGES is a list of flags
   DATA_MODE=rw run_trainer gen-images "$WORK/data" $TSUM_GEN_IMAGES >/dev/null 2>"$WORK/data.err" ||
@@ -470,19 +526,24 @@ else
   [ -n "$saved" ] || fail save "tsum-train finished without saving a checkpoint"
 fi
 
-# save: the checkpoint, the event log and the samples go to the daemon; save ends once it holds every byte.
+# save: the checkpoint, the event log and the samples go to the daemon; save ends once it holds every byte. They
+# go all in one curl first (upload_all); whatever did not arrive whole then resumes file by file (upload).
 samples_csv > "$WORK/samples.csv"
 prefix=""; [ "$NODE" -gt 0 ] && prefix="node$NODE%2F"
+: > "$WORK/uploads"
 for f in "$WORK/events.jsonl" "$WORK/samples.csv"; do
-  [ -e "$f" ] || continue
-  err=$(upload "$f" "$prefix$(basename "$f")") || fail save "$err"
+  [ -e "$f" ] && printf '%s\t%s\n' "$prefix$(basename "$f")" "$f" >> "$WORK/uploads"
 done
 # Everything under out/: tsum-train's checkpoint (an inference sweep has none), or every file a job wrote, named
 # by its path there ('/' is %2F in the URL).
-(cd "$WORK/out" && find . -type f | sed 's#^\./##' | sort) > "$WORK/out.list"
-while IFS= read -r rel; do
-  err=$(upload "$WORK/out/$rel" "$prefix$(printf '%s' "$rel" | sed 's#/#%2F#g')") || fail save "$err"
-done < "$WORK/out.list"
+(cd "$WORK/out" && find . -type f | sed 's#^\./##' | sort) |
+  while IFS= read -r rel; do
+    printf '%s\t%s\n' "$prefix$(printf '%s' "$rel" | sed 's#/#%2F#g')" "$WORK/out/$rel"
+  done >> "$WORK/uploads"
+upload_all "$WORK/uploads" > "$WORK/uploads.left"
+while IFS="$TAB" read -r name f; do
+  err=$(upload "$f" "$name") || fail save "$err"
+done < "$WORK/uploads.left"
 emit save end "$(now)" "$saved"
 drain || exit 1
 log "done"

@@ -163,6 +163,9 @@ Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const Lau
   for (const char* k : {"PATH", "LANG", "HOME", "TMPDIR", "DOCKER_HOST", "DOCKER_CONFIG"})
     if (const char* v = getenv(k); v && !ss.env.count(k)) ss.env[k] = v;
   ss.env["TSUM_SANDBOX"] = sandbox.string();
+  // This host runs one run after another: the agent keeps the unpacked trainer bundle and data sets here, by
+  // sha256, and the next run links them instead of downloading and unpacking them again (tsum-agent.sh).
+  if (!ss.env.count("TSUM_CACHE_DIR")) ss.env["TSUM_CACHE_DIR"] = (fs::path(opts_.state_dir) / "cache").string();
   ss.cwd = sandbox.string();
   ss.log_path = (sandbox / "agent.log").string();
   ss.cpus = cpus;

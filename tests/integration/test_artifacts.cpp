@@ -79,6 +79,41 @@ TEST_CASE("a local run downloads trainer and data by hash and uploads its result
   CHECK(d.log().find("TSUM_TRAIN_SRC") == std::string::npos);
 }
 
+TEST_CASE("the next local run links the trainer bundle and the data set from the machine's cache") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  const std::string admin = d.admin_token();
+  d.start();
+  std::vector<json> runs;
+  for (int i = 0; i < 2; ++i) {  // one after the other: the first fills the cache
+    auto created = d.call("POST", "/v1/experiments", admin, tiny_experiment(300, 200));
+    REQUIRE(created.status == 201);
+    json exp = wait_experiment(d, admin, created.json()["id"].get<int64_t>(), std::chrono::seconds(240));
+    INFO(exp.dump(2));
+    REQUIRE(exp["status"] == "done");
+    runs.push_back(exp["runs"][0]);
+  }
+  CHECK(runs[0]["metrics"]["install"]["method"] == "bundle");
+  CHECK(runs[0]["metrics"]["data"]["method"] == "download");
+  CHECK(runs[1]["metrics"]["install"]["method"] == "cached");
+  CHECK(runs[1]["metrics"]["install"]["sha256"] == runs[0]["metrics"]["install"]["sha256"]);
+  CHECK(runs[1]["metrics"]["data"]["method"] == "cached");
+  CHECK(runs[1]["metrics"]["data"]["sha256"] == runs[0]["metrics"]["data"]["sha256"]);
+  // The cached run trained and saved as the first did, and linking beat downloading and unpacking.
+  CHECK(runs[1]["metrics"]["test_accuracy"].get<double>() > 0.1);
+  CHECK(runs[1]["phases"]["install"].get<double>() < runs[0]["phases"]["install"].get<double>());
+  CHECK(d.call("GET", "/v1/runs/" + std::to_string(runs[1]["id"].get<int64_t>()) + "/artifacts/model.pt", admin)
+            .status == 200);
+  // One entry of each kind, outside every sandbox (those are gone with their runs).
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("t.db") + ".state/cache")) {
+    const auto name = e.path().filename().string();
+    CHECK((name.starts_with("trainer-") || name.starts_with("data-")));
+    ++entries;
+  }
+  CHECK(entries == 2);
+}
+
 TEST_CASE("data sets: upload streamed to disk, fetched by hash with Range, refused when bad, big or in use") {
   TempDir dir;
   DaemonProcess d(dir.file("t.db"), {"--upload-limit", "0.0002"});  // about 210 KB
