@@ -3,13 +3,16 @@
 # loopback, measured with wrk (-t1 -c32 -d5s by default). tsumd runs the trace provider at high speed, so an
 # experiment of RUNS (100) runs finishes in seconds; then, for each path, nginx gets a file with tsumd's body.
 #   bench/rest.sh [BUILD_DIR]          (needs wrk and nginx: apt-get install wrk nginx-light; make build first)
-# Environment: RUNS (100), DURATION (5s), CONNECTIONS (32).
+# Environment: RUNS (100), DURATION (5s), CONNECTIONS (32), LIVE (1000).
 # Prints requests/s of both and the ratio tsumd/nginx for GET /healthz, GET /v1/runs/{id} of a finished run,
-# GET /v1/experiments/{id} with RUNS runs. Goals (issue 17): healthz >= 0.9, a finished run >= 0.5.
+# GET /v1/experiments/{id} with RUNS runs; then, with LIVE runs live (trace runs learning for years), GET of a live
+# run and POST /v1/runs/{id}/events, each request a distinct mark (the next epoch's progress mark, the runs in
+# turn) with wrk's latency percentiles; nginx answers those POSTs with tsumd's bytes (`return 200`).
+# Goals (issue 17): healthz >= 0.9, a finished run >= 0.5, events >= 20,000/s with p99 < 20 ms.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
-runs=${RUNS:-100}; duration=${DURATION:-5s}; conns=${CONNECTIONS:-32}
+runs=${RUNS:-100}; duration=${DURATION:-5s}; conns=${CONNECTIONS:-32}; live=${LIVE:-1000}
 for tool in wrk nginx curl; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || { echo "bench/rest.sh: needs $tool (apt-get install wrk nginx-light curl)" >&2; exit 2; }
 done
@@ -27,10 +30,11 @@ cat > "$work/trace.csv" <<'EOF'
 config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,poweroff
 t-2c,trace,t-2c,2,0,0.10,10,20,10,5,800,5,5,10
 t-4c,trace,t-4c,4,0,0.12,10,20,10,5,400,5,5,10
+t-live,trace,t-live,8,0,0.40,10,20,10,5,100000000,5,5,10
 EOF
 token=$("$build/bin/tsumd" token create --db "$work/t.db")
 "$build/bin/tsumd" serve --db "$work/t.db" --listen "127.0.0.1:$port" --trace "$work/trace.csv" --trace-speed 100000 \
-  --max-concurrent 64 2>"$work/tsumd.log" &
+  --max-concurrent $((live + 100)) 2>"$work/tsumd.log" &
 daemon=$!
 base=http://127.0.0.1:$port
 api() { curl -fsS -H "Authorization: Bearer $token" "$@"; }
@@ -87,4 +91,45 @@ for row in "healthz /healthz" "run /v1/runs/$run" "experiment /v1/experiments/$e
   printf '%-34s %8s %12s %12s %7s\n' "GET $path" "$(wc -c < "$work/www/$file")" "$t" "$n" \
     "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')"
 done
-echo "goals: healthz >= 0.9 of nginx; a finished run >= 0.5"
+
+# LIVE runs live: a trace config whose learn lasts 10^8 recorded s.
+lexp=$(api -X POST -H 'Content-Type: application/json' "$base/v1/experiments" -d "{\"name\":\"rest bench live\",
+  \"workload\":{\"epochs\":1},\"configs\":[{\"provider\":\"trace\",\"instance_type\":\"t-live\"}],\"repetitions\":$live}" |
+  field id)
+learning() { api "$base/v1/runs?experiment=$lexp&status=learning"; }
+i=0; until [ "$(learning | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)["runs"]))')" -ge "$live" ]; do
+  i=$((i + 1)); [ $i -gt 240 ] && { echo "$live runs did not all start learning" >&2; exit 1; }; sleep 0.5
+done
+first=$(learning | /usr/bin/python3 -c 'import json, sys; print(min(r["id"] for r in json.load(sys.stdin)["runs"]))')
+api "$base/v1/runs/$first" > "$work/www/live"
+cat > "$work/events.lua" <<LUA
+-- Each request a distinct mark: run FIRST + n % LIVE (ids are consecutive), the next epoch of that run.
+local n = 0
+request = function()
+  local run = $first + n % $live
+  local epoch = math.floor(n / $live) + 1
+  n = n + 1
+  local body = string.format('{"phase":"learn","mark":"progress","mono_s":%d,"attrs":{"event":"epoch","epoch":%d,"loss":0.5}}', 100 + epoch, epoch)
+  return wrk.format("POST", "/v1/runs/" .. run .. "/events", nil, body)
+end
+LUA
+# nginx: the live run's bytes, and the events answer for every POST.
+awk -v first="$first" -v www="$work/www" '/location = \/healthz/ {
+  print "    location = /v1/runs/" first " { alias " www "/live; }"
+  print "    location ~ ^/v1/runs/[0-9]+/events$ { return 200 \x27{\"recorded\":true,\"duplicate\":false}\x27; }" } { print }' \
+  "$work/nginx.conf" > "$work/nginx.conf.new" && mv "$work/nginx.conf.new" "$work/nginx.conf"
+"$nginx_bin" -c "$work/nginx.conf" -e "$work/nginx.err" -s reload; sleep 0.5
+t=$(rate "$base/v1/runs/$first"); n=$(rate "http://127.0.0.1:$nport/v1/runs/$first")
+printf '%-34s %8s %12s %12s %7s\n' "GET /v1/runs/{id} live" "$(wc -c < "$work/www/live")" "$t" "$n" \
+  "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')"
+events() {  # URL: "requests/s p50 p99" of wrk posting distinct marks
+  wrk -t1 -c"$conns" -d"$duration" --latency -s "$work/events.lua" -H "Authorization: Bearer $token" \
+    -H 'Content-Type: application/json' "$1" |
+    awk '/Requests\/sec/ {r = $2} $1 == "50%" {p50 = $2} $1 == "99%" {p99 = $2} END {print r, p50, p99}'
+}
+te=$(events "$base"); ne=$(events "http://127.0.0.1:$nport")
+set -- $te
+printf '%-34s %8s %12s %12s %7s   tsumd p50 %s p99 %s\n' "POST /v1/runs/{id}/events" 36 "$1" "${ne%% *}" \
+  "$(awk -v t="$1" -v n="${ne%% *}" 'BEGIN { printf "%.2f", t / n }')" "$2" "$3"
+echo "($live runs live; epochs stored: $(api "$base/v1/runs/$first" | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)["epochs"]))') on the first of them)"
+echo "goals: healthz >= 0.9 of nginx; a finished run >= 0.5; events >= 20000/s with p99 < 20 ms while $live runs are live"
