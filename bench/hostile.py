@@ -14,7 +14,6 @@ Goal (issue 17): /healthz answers within 100 ms throughout (p99 and max printed)
 by a deadline and a size. Python's standard library only (any python3).
 """
 import os
-import platform
 import resource
 import selectors
 import signal
@@ -25,20 +24,12 @@ import tempfile
 import threading
 import time
 
+from tsumd_proc import cpu_model
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build"))
 SLOW = int(os.environ.get("SLOW", "10000"))
 HOLD_S = float(os.environ.get("HOLD_S", "40"))
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 class Prober(threading.Thread):

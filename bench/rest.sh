@@ -92,11 +92,15 @@ for row in "healthz /healthz" "run /v1/runs/$run" "experiment /v1/experiments/$e
     "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')"
 done
 
-# LIVE runs live: a trace config whose learn lasts 10^8 recorded s.
-lexp=$(api -X POST -H 'Content-Type: application/json' "$base/v1/experiments" -d "{\"name\":\"rest bench live\",
-  \"workload\":{\"epochs\":1},\"configs\":[{\"provider\":\"trace\",\"instance_type\":\"t-live\"}],\"repetitions\":$live}" |
-  field id)
-learning() { api "$base/v1/runs?experiment=$lexp&status=learning"; }
+# LIVE runs live: a trace config whose learn lasts 10^8 recorded s, in experiments of up to 100 runs (their ids
+# consecutive, after the finished experiment's).
+left=$live
+while [ "$left" -gt 0 ]; do
+  n=$((left < 100 ? left : 100)); left=$((left - n))
+  api -X POST -H 'Content-Type: application/json' "$base/v1/experiments" -d "{\"name\":\"rest bench live\",
+    \"workload\":{\"epochs\":1},\"configs\":[{\"provider\":\"trace\",\"instance_type\":\"t-live\"}],\"repetitions\":$n}" >/dev/null
+done
+learning() { api "$base/v1/runs?status=learning"; }
 i=0; until [ "$(learning | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)["runs"]))')" -ge "$live" ]; do
   i=$((i + 1)); [ $i -gt 240 ] && { echo "$live runs did not all start learning" >&2; exit 1; }; sleep 0.5
 done

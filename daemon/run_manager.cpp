@@ -35,6 +35,7 @@ struct RunManager::LiveRun {
   std::vector<std::pair<int, Result<providers::InstanceStatus>>> polled;
   std::optional<nlohmann::json> rendezvous;  // a multi-node run's meeting point, once node 0 has posted it
   bool saved = false;
+  bool alive = false;  // the agent's first event has arrived (startup has ended): the startup deadline is over
   asio::steady_timer wake;
   void poke() { wake.cancel(); }
 };
@@ -284,9 +285,11 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     if (live.agent_error) co_return Result{RunStatus::failed, *live.agent_error};
     if (live.saved) co_return Result{RunStatus::done, ""};
     auto now = std::chrono::steady_clock::now();
-    auto phases = s_.ledger.phases(live.id);
-    bool alive_signal = phases && phases->count(Phase::startup) && (*phases)[Phase::startup].end;
-    if (!alive_signal && now - t0 > startup_limit)
+    if (!live.alive) {  // read until seen: it never goes back
+      auto phases = s_.ledger.phases(live.id);
+      live.alive = phases && phases->count(Phase::startup) && (*phases)[Phase::startup].end;
+    }
+    if (!live.alive && now - t0 > startup_limit)
       co_return Result{RunStatus::failed, "no sign of life from the agent within " +
                                               std::to_string(startup_limit.count()) + " s (" + row->provider +
                                               "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")"};
@@ -432,7 +435,9 @@ void RunManager::on_agent_event(int64_t run_id, const AgentEvent& ev) {
     auto phases = s_.ledger.phases(run_id);
     it->second->saved = phases && phases->count(Phase::save) && (*phases)[Phase::save].end;
   }
-  it->second->poke();
+  // The run's loop looks at the agent's first event (startup ends), an error and save's end; progress and the
+  // other marks change nothing it decides (a thousand live runs post many of those).
+  if (!it->second->alive || it->second->agent_error || it->second->saved) it->second->poke();
 }
 
 Status RunManager::set_rendezvous(int64_t run_id, nlohmann::json meeting) {
