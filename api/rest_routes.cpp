@@ -56,6 +56,19 @@ Result<json> list_runs(const RestContext& c, const std::map<std::string, std::st
   return out;
 }
 
+// A JSON body with its ETag: 304 when If-None-Match names it.
+Response body_response(const Request& req, const Result<std::shared_ptr<const daemon::Views::Body>>& body) {
+  if (!body) return error_response(body.error());
+  Response res;
+  res.headers = {{"ETag", (*body)->etag}, {"Cache-Control", "no-cache"}};
+  if (etag_matches(req.header("If-None-Match"), (*body)->etag)) {
+    res.status = 304;
+    return res;
+  }
+  res.body = (*body)->text;
+  return res;
+}
+
 }  // namespace
 
 void add_rest_routes(Router& router, RestContext c) {
@@ -163,9 +176,8 @@ void add_rest_routes(Router& router, RestContext c) {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
     auto id = id_param(req);
     if (!id) co_return error_response(404, "not_found", "no experiment '" + req.params["id"] + "'");
-    auto e = c.views.experiment(*id);
-    if (!e) co_return error_response(e.error());
-    co_return json_response(200, *e);
+    // A finished experiment's body is kept (Views::experiment_body), with an ETag as a run's.
+    co_return body_response(req, c.views.experiment_body(*id));
   });
 
   router.add("GET", "/v1/experiments/{id}/export", [c](Request& req) -> Awaitable {
@@ -225,16 +237,7 @@ void add_rest_routes(Router& router, RestContext c) {
     auto id = id_param(req);
     if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
     // A finished run's body is kept (Views::run_body); a poller that sends back its ETag gets a 304.
-    auto body = c.views.run_body(*id);
-    if (!body) co_return error_response(body.error());
-    Response res;
-    res.headers = {{"ETag", (*body)->etag}, {"Cache-Control", "no-cache"}};
-    if (etag_matches(req.header("If-None-Match"), (*body)->etag)) {
-      res.status = 304;
-      co_return res;
-    }
-    res.body = (*body)->text;
-    co_return res;
+    co_return body_response(req, c.views.run_body(*id));
   });
 
   router.add("GET", "/v1/runs/{id}/stream", [c](Request& req) -> Awaitable {

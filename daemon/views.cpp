@@ -177,6 +177,34 @@ Result<std::shared_ptr<const Views::Body>> Views::run_body(int64_t run_id) {
   return std::shared_ptr<const Body>(std::move(body));
 }
 
+void Views::forget(int64_t run_id) {
+  finished_.erase(run_id);
+  if (auto it = experiment_of_.find(run_id); it != experiment_of_.end()) {
+    finished_experiments_.erase(it->second);
+    experiment_of_.erase(it);
+  }
+}
+
+Result<std::shared_ptr<const Views::Body>> Views::experiment_body(int64_t experiment_id) {
+  constexpr size_t kMaxFinishedExperiments = 256;  // a body of 100 runs is some 110 kB
+  if (auto it = finished_experiments_.find(experiment_id); it != finished_experiments_.end()) return it->second;
+  auto j = experiment(experiment_id);
+  if (!j) return j.error();
+  auto body = std::make_shared<Body>();
+  body->text = j->dump(-1, ' ', false, json::error_handler_t::replace);
+  body->etag = etag_of(body->text);
+  const auto& progress = (*j)["progress"];
+  if (progress["finished"] == progress["runs"] && !store_.in_transaction()) {
+    if (finished_experiments_.size() >= kMaxFinishedExperiments) {
+      finished_experiments_.clear();
+      experiment_of_.clear();
+    }
+    finished_experiments_.emplace(experiment_id, body);
+    for (const auto& r : (*j)["runs"]) experiment_of_[r["id"].get<int64_t>()] = experiment_id;
+  }
+  return std::shared_ptr<const Body>(std::move(body));
+}
+
 Result<json> Views::experiment(int64_t experiment_id) {
   auto e = store_.experiment(experiment_id);
   if (!e) return e.error();

@@ -27,8 +27,12 @@ class Views {
     std::string text, etag;
   };
   Result<std::shared_ptr<const Body>> run_body(int64_t run_id);
-  void forget(int64_t run_id) { finished_.erase(run_id); }
+  // A run changed: its body, and its finished experiment's, are built again when next asked for.
+  void forget(int64_t run_id);
   Result<nlohmann::json> experiment(int64_t experiment_id);
+  // experiment() as JSON text with its ETag, kept like a run's once every run of it has finished (an
+  // experiment's runs are all made with it; forget() of any of them drops it).
+  Result<std::shared_ptr<const Body>> experiment_body(int64_t experiment_id);
   Result<nlohmann::json> experiments();
 
  private:
@@ -37,6 +41,8 @@ class Views {
   Store& store_;
   Ledger& ledger_;
   std::unordered_map<int64_t, std::shared_ptr<const Body>> finished_;  // at most kMaxFinishedBodies
+  std::unordered_map<int64_t, std::shared_ptr<const Body>> finished_experiments_;  // by experiment id
+  std::unordered_map<int64_t, int64_t> experiment_of_;  // run id -> experiment id, for finished_experiments_
 };
 
 // Summary over run JSONs (as produced by Views) of one experiment: per config over its done runs, every

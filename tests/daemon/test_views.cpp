@@ -139,3 +139,29 @@ TEST_CASE("a finished run's body is kept with its ETag until the ledger tells of
   CHECK((*c)->etag != (*a)->etag);
   CHECK(json::parse((*c)->text)["instance"]["id"] == "i-late");
 }
+
+TEST_CASE("an experiment's body is kept once all its runs have finished, until the ledger tells of a change") {
+  DaemonFixture f;  // runs 1 and 2
+  Views v(f.store, f.ledger);
+  f.ledger.set_observer([&](int64_t run) { v.forget(run); });
+  finish_run(f, 1, {5, 1, 2, 3, 40, 4, 1, 2.5});
+  // Run 2 still queued: built anew each time.
+  auto live1 = v.experiment_body(f.experiment_id), live2 = v.experiment_body(f.experiment_id);
+  REQUIRE(live1.ok());
+  CHECK(live1->get() != live2->get());
+  CHECK((*live1)->etag == (*live2)->etag);
+  finish_run(f, 2, {6, 1, 2, 3, 20, 4, 1, 2.5});
+  auto a = v.experiment_body(f.experiment_id), b = v.experiment_body(f.experiment_id);
+  REQUIRE(a.ok());
+  CHECK(a->get() == b->get());  // kept
+  CHECK(json::parse((*a)->text) == *v.experiment(f.experiment_id));
+  CHECK((*a)->etag != (*live1)->etag);
+  // A late change to either run drops it.
+  REQUIRE(f.ledger.set_instance(2, json{{"id", "i-late"}}).ok());
+  auto c = v.experiment_body(f.experiment_id);
+  REQUIRE(c.ok());
+  CHECK(c->get() != a->get());
+  CHECK(json::parse((*c)->text)["runs"][1]["instance"]["id"] == "i-late");
+  CHECK(v.experiment_body(f.experiment_id)->get() == c->get());  // kept again
+  CHECK(v.experiment_body(999).code() == Code::not_found);
+}
