@@ -160,21 +160,28 @@ Result<json> Views::run(int64_t run_id) {
   return run_json(*r, *e);
 }
 
+namespace {
+std::shared_ptr<const Views::Body> body_of(const json& j) {
+  auto body = std::make_shared<Views::Body>();
+  body->text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  body->etag = etag_of(body->text);
+  return body;
+}
+}  // namespace
+
 Result<std::shared_ptr<const Views::Body>> Views::run_body(int64_t run_id) {
   constexpr size_t kMaxFinishedBodies = 4096;
   if (auto it = finished_.find(run_id); it != finished_.end()) return it->second;
   auto j = run(run_id);
   if (!j) return j.error();
-  auto body = std::make_shared<Body>();
-  body->text = j->dump(-1, ' ', false, json::error_handler_t::replace);
-  body->etag = etag_of(body->text);
+  auto body = body_of(*j);
   // Not inside a transaction: what it read may yet be rolled back.
   const auto status = parse_status((*j)["status"].get<std::string>());
   if (status && is_terminal(*status) && !store_.in_transaction()) {
     if (finished_.size() >= kMaxFinishedBodies) finished_.clear();
     finished_.emplace(run_id, body);
   }
-  return std::shared_ptr<const Body>(std::move(body));
+  return body;
 }
 
 void Views::forget(int64_t run_id) {
@@ -190,9 +197,7 @@ Result<std::shared_ptr<const Views::Body>> Views::experiment_body(int64_t experi
   if (auto it = finished_experiments_.find(experiment_id); it != finished_experiments_.end()) return it->second;
   auto j = experiment(experiment_id);
   if (!j) return j.error();
-  auto body = std::make_shared<Body>();
-  body->text = j->dump(-1, ' ', false, json::error_handler_t::replace);
-  body->etag = etag_of(body->text);
+  auto body = body_of(*j);
   const auto& progress = (*j)["progress"];
   if (progress["finished"] == progress["runs"] && !store_.in_transaction()) {
     if (finished_experiments_.size() >= kMaxFinishedExperiments) {
@@ -202,7 +207,7 @@ Result<std::shared_ptr<const Views::Body>> Views::experiment_body(int64_t experi
     finished_experiments_.emplace(experiment_id, body);
     for (const auto& r : (*j)["runs"]) experiment_of_[r["id"].get<int64_t>()] = experiment_id;
   }
-  return std::shared_ptr<const Body>(std::move(body));
+  return body;
 }
 
 Result<json> Views::experiment(int64_t experiment_id) {
