@@ -12,7 +12,8 @@ python3 "$here/bench/faults.py" "$build" || rc=1
 echo
 echo "== SIGTERM while the cloud no longer answers =="
 ninja -C "$build" test_integration_clouds >/dev/null || exit 1
-out=$("$build/tests/integration/test_integration_clouds" -tc='SIGTERM while the cloud no longer answers*' -s 2>&1)
+# From the build directory, as CTest runs it (the guest image is under cache/ there).
+out=$(cd "$build" && tests/integration/test_integration_clouds -tc='SIGTERM while the cloud no longer answers*' 2>&1)
 case $out in *"Status: SUCCESS"*) ok=PASS ;; *) ok=FAIL; rc=1; printf '%s\n' "$out" | tail -n 30 ;; esac
 took=$(printf '%s\n' "$out" | sed -n 's/.*tsumd exited \([0-9.]*\) s after SIGTERM.*/\1/p' | head -n 1)
 echo "  $ok  tsumd exited ${took:-?} s after SIGTERM (grace 3 s); the restart terminated the instance and settled the run"
