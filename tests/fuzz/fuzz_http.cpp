@@ -82,10 +82,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   boost::system::error_code ec;
   // Each connection from its own loopback source address: the server closes first, so every connection leaves
   // a TIME_WAIT entry for 60 s, and from one source the ephemeral ports run out after some 28,000 of them.
+  // A blocking connect that libFuzzer's own timer signal interrupts (EINTR; once in some 40,000 connections
+  // here) goes on with a fresh socket.
   static std::uint32_t n = 0;
-  sock.open(asio::ip::tcp::v4());
-  sock.bind({asio::ip::address_v4(0x7F000002u + n++ % 0xFFFFF0u), 0}, ec);
-  if (!ec) sock.connect({asio::ip::make_address("127.0.0.1"), s->port}, ec);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (sock.is_open()) sock.close(ec);
+    sock.open(asio::ip::tcp::v4());
+    sock.bind({asio::ip::address_v4(0x7F000002u + n++ % 0xFFFFF0u), 0}, ec);
+    if (!ec) sock.connect({asio::ip::make_address("127.0.0.1"), s->port}, ec);
+    if (ec != asio::error::interrupted) break;
+  }
   if (ec) {  // the server stopped accepting
     std::fprintf(stderr, "fuzz_http: connect: %s\n", ec.message().c_str());
     __builtin_trap();
