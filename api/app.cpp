@@ -157,6 +157,7 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
     if (auto st = app->add_trace_provider(); !st) return st.error();
 
   app->ledger_ = std::make_unique<daemon::Ledger>(*app->db_, app->clock_);
+  app->commits_ = std::make_unique<daemon::GroupCommit>(*app->db_, io.get_executor());
   app->store_ = std::make_unique<daemon::Store>(*app->db_, app->clock_);
   app->tokens_ = std::make_unique<daemon::TokenStore>(*app->db_, app->clock_);
   app->views_ = std::make_unique<daemon::Views>(*app->store_, *app->ledger_);
@@ -263,7 +264,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, *datasets_, clock_,
                                                    [this] { runs_->notify(); });
   add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *datasets_, *artifacts_, *watch_,
-                            catalogs_, *db_});
+                            catalogs_, *db_, *commits_});
   add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, 0});
   add_join_routes(router_, *byo_);
   searches_ = std::make_unique<daemon::SearchRunner>(

@@ -21,6 +21,7 @@
 #include "daemon/budget.h"
 #include "daemon/config.h"
 #include "daemon/db.h"
+#include "daemon/group_commit.h"
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
@@ -100,6 +101,7 @@ class App {
   AppOptions opts_;
   SystemClock clock_;
   std::unique_ptr<daemon::Db> db_;
+  std::unique_ptr<daemon::GroupCommit> commits_;  // agents' events share transactions
   std::unique_ptr<daemon::Ledger> ledger_;
   std::unique_ptr<daemon::Store> store_;
   std::unique_ptr<daemon::TokenStore> tokens_;

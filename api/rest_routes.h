@@ -28,6 +28,7 @@
 #include "billing/catalog.h"
 #include "daemon/artifacts/run_artifacts.h"
 #include "daemon/budget.h"
+#include "daemon/group_commit.h"
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
@@ -51,6 +52,7 @@ struct RestContext {
   daemon::RunWatch& watch;
   const std::vector<billing::Catalog>& catalogs;  // the providers' price catalogs, for their metadata
   const daemon::Db& db;                            // /healthz reports a database that cannot be written
+  daemon::GroupCommit& commits;                    // agents' events, many to a transaction
 };
 
 void add_rest_routes(Router& router, RestContext ctx);

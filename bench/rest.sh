@@ -3,7 +3,8 @@
 # loopback, measured with wrk (-t1 -c32 -d5s by default). tsumd runs the trace provider at high speed, so an
 # experiment of RUNS (100) runs finishes in seconds; then, for each path, nginx gets a file with tsumd's body.
 #   bench/rest.sh [BUILD_DIR]          (needs wrk and nginx: apt-get install wrk nginx-light; make build first)
-# Environment: RUNS (100), DURATION (5s), CONNECTIONS (32), LIVE (1000).
+# Environment: RUNS (100), DURATION (5s), CONNECTIONS (32), LIVE (1000); PERF_DIR=DIR records a perf profile of
+# tsumd (perf record --call-graph dwarf) during each of its measurements into DIR/<what>.data.
 # Prints requests/s of both and the ratio tsumd/nginx for GET /healthz, GET /v1/runs/{id} of a finished run,
 # GET /v1/experiments/{id} with RUNS runs; then, with LIVE runs live (trace runs learning for years), GET of a live
 # run and POST /v1/runs/{id}/events, each request a distinct mark (the next epoch's progress mark, the runs in
@@ -79,17 +80,34 @@ EOF
 "$nginx_bin" -c "$work/nginx.conf" -e "$work/nginx.err"
 sleep 0.3
 
+profile() {  # NAME: with PERF_DIR, perf records tsumd for the next measurement
+  [ -n "${PERF_DIR:-}" ] || return 0
+  mkdir -p "$PERF_DIR"
+  perf record -q --call-graph dwarf -F 499 -p "$daemon" -o "$PERF_DIR/$1.data" -- sleep "${duration%s}" 2>/dev/null &
+  perf_pid=$!
+}
+profiled() { [ -z "${perf_pid:-}" ] || wait "$perf_pid"; perf_pid=; }
+# CPU while wrk runs against tsumd: tsumd's share of one core and the machine's idle share of its cores.
+hz=$(getconf CLK_TCK)
+usage() { echo "$(awk '{print $14 + $15}' "/proc/$daemon/stat") $(awk '/^cpu / {print $5 + $6}' /proc/stat) $(date +%s.%N)"; }
+cpu_since() {  # USAGE-BEFORE -> "tsumd N% idle M%" into $work/cpu
+  set -- $1 $(usage)
+  awk -v a="$1" -v b="$4" -v i="$2" -v j="$5" -v s="$3" -v e="$6" -v hz="$hz" -v n="$(nproc)" \
+    'BEGIN { printf "tsumd %.0f%% idle %.0f%%", 100 * (b - a) / hz / (e - s), 100 * (j - i) / hz / (e - s) / n }' > "$work/cpu"
+}
 rate() {  # requests/s of wrk against URL
+  before=$(usage)
   wrk -t1 -c"$conns" -d"$duration" -H "Authorization: Bearer $token" "$1" | awk '/Requests\/sec/ {print $2}'
+  cpu_since "$before"
 }
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 echo "bench/rest.sh on $cpu, $(nproc) cores; wrk -t1 -c$conns -d$duration; nginx $("$nginx_bin" -v 2>&1 | cut -d/ -f2), 2 workers"
-printf '%-34s %8s %12s %12s %7s\n' path bytes tsumd_req/s nginx_req/s ratio
+printf '%-34s %8s %12s %12s %7s   %s\n' path bytes tsumd_req/s nginx_req/s ratio "CPU during tsumd's (of one core; idle: of all)"
 for row in "healthz /healthz" "run /v1/runs/$run" "experiment /v1/experiments/$exp"; do
   file=${row%% *}; path=${row#* }
-  t=$(rate "$base$path"); n=$(rate "http://127.0.0.1:$nport$path")
-  printf '%-34s %8s %12s %12s %7s\n' "GET $path" "$(wc -c < "$work/www/$file")" "$t" "$n" \
-    "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')"
+  profile "$file"; t=$(rate "$base$path"); profiled; c=$(cat "$work/cpu"); n=$(rate "http://127.0.0.1:$nport$path")
+  printf '%-34s %8s %12s %12s %7s   %s\n' "GET $path" "$(wc -c < "$work/www/$file")" "$t" "$n" \
+    "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')" "$c"
 done
 
 # LIVE runs live: a trace config whose learn lasts 10^8 recorded s, in experiments of up to 100 runs (their ids
@@ -123,17 +141,19 @@ awk -v first="$first" -v www="$work/www" '/location = \/healthz/ {
   print "    location ~ ^/v1/runs/[0-9]+/events$ { return 200 \x27{\"recorded\":true,\"duplicate\":false}\x27; }" } { print }' \
   "$work/nginx.conf" > "$work/nginx.conf.new" && mv "$work/nginx.conf.new" "$work/nginx.conf"
 "$nginx_bin" -c "$work/nginx.conf" -e "$work/nginx.err" -s reload; sleep 0.5
-t=$(rate "$base/v1/runs/$first"); n=$(rate "http://127.0.0.1:$nport/v1/runs/$first")
-printf '%-34s %8s %12s %12s %7s\n' "GET /v1/runs/{id} live" "$(wc -c < "$work/www/live")" "$t" "$n" \
-  "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')"
+profile live; t=$(rate "$base/v1/runs/$first"); profiled; c=$(cat "$work/cpu"); n=$(rate "http://127.0.0.1:$nport/v1/runs/$first")
+printf '%-34s %8s %12s %12s %7s   %s\n' "GET /v1/runs/{id} live" "$(wc -c < "$work/www/live")" "$t" "$n" \
+  "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')" "$c"
 events() {  # URL: "requests/s p50 p99" of wrk posting distinct marks
+  before=$(usage)
   wrk -t1 -c"$conns" -d"$duration" --latency -s "$work/events.lua" -H "Authorization: Bearer $token" \
     -H 'Content-Type: application/json' "$1" |
     awk '/Requests\/sec/ {r = $2} $1 == "50%" {p50 = $2} $1 == "99%" {p99 = $2} END {print r, p50, p99}'
+  cpu_since "$before"
 }
-te=$(events "$base"); ne=$(events "http://127.0.0.1:$nport")
+profile events; te=$(events "$base"); profiled; c=$(cat "$work/cpu"); ne=$(events "http://127.0.0.1:$nport")
 set -- $te
-printf '%-34s %8s %12s %12s %7s   tsumd p50 %s p99 %s\n' "POST /v1/runs/{id}/events" 36 "$1" "${ne%% *}" \
-  "$(awk -v t="$1" -v n="${ne%% *}" 'BEGIN { printf "%.2f", t / n }')" "$2" "$3"
+printf '%-34s %8s %12s %12s %7s   %s; tsumd p50 %s p99 %s\n' "POST /v1/runs/{id}/events" 36 "$1" "${ne%% *}" \
+  "$(awk -v t="$1" -v n="${ne%% *}" 'BEGIN { printf "%.2f", t / n }')" "$c" "$2" "$3"
 echo "($live runs live; epochs stored: $(api "$base/v1/runs/$first" | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)["epochs"]))') on the first of them)"
 echo "goals: healthz >= 0.9 of nginx; a finished run >= 0.5; events >= 20000/s with p99 < 20 ms while $live runs are live"
