@@ -134,6 +134,15 @@ Status Db::exec(std::string_view sql) {
   return {};
 }
 
+Status Db::control(std::string_view sql) {
+  auto st = prepare(sql);
+  if (!st) return st.error();
+  if (auto s = st->run(); !s) return s;  // a write that found no space set `full` in step()
+  // A COMMIT that went through: writes work again.
+  if (!pool_->full.empty() && sql == "COMMIT" && sqlite3_get_autocommit(db_)) pool_->full.clear();
+  return {};
+}
+
 Result<Stmt> Db::prepare(std::string_view sql) {
   auto& idle = pool_->idle;
   auto it = idle.find(sql);
@@ -185,14 +194,19 @@ Result<int> Db::migrate(std::span<const EmbeddedFile> migrations) {
 }
 
 Transaction::Transaction(Db& db)
-    : db_(db), nested_(db.in_transaction()), begun_(db.exec(nested_ ? "SAVEPOINT tx" : "BEGIN IMMEDIATE")) {}
+    : db_(db), nested_(db.in_transaction()), begun_(db.control(nested_ ? "SAVEPOINT tx" : "BEGIN IMMEDIATE")) {}
 
 Transaction::~Transaction() {
-  if (begun_ && !done_) (void)db_.exec(nested_ ? "ROLLBACK TO tx; RELEASE tx" : "ROLLBACK");
+  if (!begun_ || done_) return;
+  if (!nested_) {
+    (void)db_.control("ROLLBACK");
+  } else if (db_.control("ROLLBACK TO tx")) {
+    (void)db_.control("RELEASE tx");
+  }
 }
 
 Status Transaction::commit() {
-  auto s = db_.exec(nested_ ? "RELEASE tx" : "COMMIT");
+  auto s = db_.control(nested_ ? "RELEASE tx" : "COMMIT");
   if (s) done_ = true;
   return s;
 }
