@@ -239,7 +239,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   so.upload_limit = opts_.upload_limit;
   so.tls_cert_file = opts_.tls_cert;
   so.tls_key_file = opts_.tls_key;
-  server_ = std::make_unique<HttpServer>(io_, router_, so);
+  server_ = std::make_unique<HttpServer>(io_, router_, so, opts_.network);
   // The run manager needs the bound port for the agents' URL, and the routes need the run manager.
   auto port = server_->listen(opts_.listen_host, opts_.listen_port);
   if (!port) co_return port.error();
@@ -276,6 +276,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   add_openapi_route(router_);
   add_metrics_route(router_, {*db_, *views_, *tokens_, provider_calls_, *budget_});
   add_web_routes(router_, {web::assets(), opts_.web_dir});
+  server_->accept();  // every route is in place
   co_await runs_->reconcile();
   runs_->start();
   boost::asio::co_spawn(io_, schedules_->run(), boost::asio::detached);

@@ -9,6 +9,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -32,10 +33,21 @@ constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
 }  // namespace
 
-// Shared by the HttpServer and its coroutines; touched only on the io_context thread (or before run()).
+// Shared by the HttpServer and its coroutines; touched only on the network thread (`net`: `io` unless the
+// server was given one), or before it runs.
 struct HttpServer::State {
-  State(asio::io_context& io, const Router& router, ServerOptions opts)
-      : io(io), router(router), opts(std::move(opts)), acceptor(io), backoff(io) {}
+  State(asio::io_context& io, const Router& router, ServerOptions opts, asio::io_context* network)
+      : io(io),
+        net(network && opts.tls_cert_file.empty() && opts.tls_key_file.empty() ? *network : io),
+        router(router),
+        opts(std::move(opts)),
+        acceptor(net),
+        backoff(net) {}
+
+  // The executor the routes run on when connections live on another thread; empty otherwise.
+  asio::any_io_executor handlers() const {
+    return &net == &io ? asio::any_io_executor() : asio::any_io_executor(io.get_executor());
+  }
 
   void stop() {
     if (stopped) return;
@@ -57,6 +69,7 @@ struct HttpServer::State {
   static awaitable<void> run_session(std::shared_ptr<State> state, std::shared_ptr<Session> session);
 
   asio::io_context& io;
+  asio::io_context& net;
   const Router& router;
   ServerOptions opts;
   tcp::acceptor acceptor;
@@ -64,7 +77,9 @@ struct HttpServer::State {
   std::optional<ssl::context> tls;  // set by listen() when ServerOptions names a certificate and key
   std::unordered_map<std::uint64_t, std::function<void()>> sessions;  // id -> close() of the open session
   std::uint64_t next_session_id = 0;
+  std::atomic<std::size_t> open_sessions{0};
   bool stopped = false;
+  bool accepting = false;
 };
 
 awaitable<void> HttpServer::State::accept_loop(std::shared_ptr<State> state) {
@@ -77,7 +92,7 @@ awaitable<void> HttpServer::State::accept_loop(std::shared_ptr<State> state) {
       co_await state->backoff.async_wait(kUseTuple);
       continue;
     }
-    asio::co_spawn(state->io, serve_session(state, std::move(socket)), asio::detached);
+    asio::co_spawn(state->net, serve_session(state, std::move(socket)), asio::detached);
   }
 }
 
@@ -85,10 +100,10 @@ awaitable<void> HttpServer::State::serve_session(std::shared_ptr<State> state, t
   if (state->stopped) co_return;  // `socket` closes as the frame ends
   if (state->tls) {
     beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *state->tls);
-    co_await run_session(state, std::make_shared<TlsHttpSession>(std::move(stream), state->router, state->opts));
+    co_await run_session(state, std::make_shared<TlsHttpSession>(std::move(stream), state->router, state->opts, state->handlers()));
   } else {
     beast::tcp_stream stream(std::move(socket));
-    co_await run_session(state, std::make_shared<PlainHttpSession>(std::move(stream), state->router, state->opts));
+    co_await run_session(state, std::make_shared<PlainHttpSession>(std::move(stream), state->router, state->opts, state->handlers()));
   }
 }
 
@@ -96,6 +111,7 @@ template <class Session>
 awaitable<void> HttpServer::State::run_session(std::shared_ptr<State> state, std::shared_ptr<Session> session) {
   const std::uint64_t id = state->next_session_id++;
   state->sessions.emplace(id, [session] { session->close(); });
+  ++state->open_sessions;
   try {
     co_await session->run();
   } catch (...) {
@@ -103,6 +119,7 @@ awaitable<void> HttpServer::State::run_session(std::shared_ptr<State> state, std
   }
   session->close();
   state->sessions.erase(id);
+  --state->open_sessions;
 }
 
 Status HttpServer::State::load_tls() {
@@ -132,8 +149,8 @@ Status HttpServer::State::load_tls() {
   return {};
 }
 
-HttpServer::HttpServer(asio::io_context& io, const Router& router, ServerOptions opts)
-    : state_(std::make_shared<State>(io, router, std::move(opts))) {}
+HttpServer::HttpServer(asio::io_context& io, const Router& router, ServerOptions opts, asio::io_context* network)
+    : state_(std::make_shared<State>(io, router, std::move(opts), network)) {}
 
 HttpServer::~HttpServer() { state_->stop(); }
 
@@ -168,14 +185,20 @@ Result<std::uint16_t> HttpServer::listen(const std::string& host, std::uint16_t 
   const tcp::endpoint bound = acceptor.local_endpoint(ec);
   if (ec) return fail("get local endpoint of");
 
-  asio::co_spawn(state_->io, State::accept_loop(state_), asio::detached);
+  if (!state_->handlers()) accept();
   return bound.port();
 }
 
-void HttpServer::stop() {
-  asio::dispatch(state_->io, [state = state_] { state->stop(); });
+void HttpServer::accept() {
+  if (state_->accepting || !state_->acceptor.is_open()) return;
+  state_->accepting = true;
+  asio::co_spawn(state_->net, State::accept_loop(state_), asio::detached);
 }
 
-std::size_t HttpServer::connection_count() const { return state_->sessions.size(); }
+void HttpServer::stop() {
+  asio::dispatch(state_->net, [state = state_] { state->stop(); });
+}
+
+std::size_t HttpServer::connection_count() const { return state_->open_sessions; }
 
 }  // namespace tsum::api

@@ -4,9 +4,14 @@
 // TLS: when ServerOptions names tls_cert_file and tls_key_file, the server speaks HTTPS only (TLS 1.2 or
 // newer); a client that does not complete a TLS handshake within read_timeout is disconnected without an answer.
 //
-// Threading: everything runs on the given io_context; the server starts no threads. The daemon runs the
-// io_context on one thread. listen() must be called before run() or on the io_context thread; stop() may be
-// called from any thread; the destructor must run on the io_context thread or after run() has returned.
+// Threading: the server starts no threads. Without `network`, everything runs on `io`. With `network` (an
+// io_context that another thread runs; ignored for TLS), connections are accepted, read, parsed and written
+// there, and only the routes run on `io` (HttpSession): the daemon's event loop, which owns the database, then
+// spends none of its time in socket calls and HTTP parsing, a third to a half of a request's CPU (perf,
+// bench/rest.sh). listen() must be called before run() or on the io_context thread; stop() may be called from
+// any thread; the destructor must run on the io_context thread or after run() has returned, and, with
+// `network`, after the network thread has been joined (`network` must outlive `io`'s pending work, since a
+// route that finishes late hands its response back there).
 //
 // Lifetime: `router` must outlive the io_context's work (handlers may still be running after stop()). The
 // server's internal state is shared with its coroutines, so destroying the HttpServer while they are pending
@@ -35,7 +40,8 @@ namespace tsum::api {
 
 class HttpServer {
  public:
-  HttpServer(boost::asio::io_context& io, const Router& router, ServerOptions opts = {});
+  HttpServer(boost::asio::io_context& io, const Router& router, ServerOptions opts = {},
+             boost::asio::io_context* network = nullptr);
   ~HttpServer();
 
   HttpServer(const HttpServer&) = delete;
@@ -46,14 +52,17 @@ class HttpServer {
   // Errors: invalid_argument (host does not resolve; TLS certificate or key missing, unreadable or not
   // matching, naming the file), unavailable (bind/listen failed, e.g. port in use),
   // already_exists (already listening), cancelled (stop() was called).
+  // With `network`, nothing is accepted until accept(): the routes may still be added on `io` meanwhile.
   Result<std::uint16_t> listen(const std::string& host, std::uint16_t port);
+  // With `network`: starts accepting, once every route is in place. Without it, listen() already did.
+  void accept();
 
   // Stops accepting and closes every open connection (their pending reads/writes fail). Handlers already
   // running finish, but their responses are not sent. Safe to call twice and from any thread (the work is
   // dispatched to the io_context).
   void stop();
 
-  // Number of open connections (io_context thread only). For tests and metrics.
+  // Number of open connections. For tests and metrics.
   std::size_t connection_count() const;
 
  private:

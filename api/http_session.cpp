@@ -1,6 +1,8 @@
 #include "api/http_session.h"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/file.hpp>
@@ -18,6 +20,8 @@
 #include <exception>
 #include <filesystem>
 #include <type_traits>
+
+#include <unistd.h>
 
 #include "api/session_support.h"
 #include "api/socket_writer.h"
@@ -65,8 +69,9 @@ Request request_from_head(const http::request_header<>& head, const std::string&
 }  // namespace
 
 template <class Stream>
-HttpSession<Stream>::HttpSession(Stream stream, const Router& router, ServerOptions opts)
-    : stream_(std::move(stream)), router_(router), opts_(std::move(opts)) {
+HttpSession<Stream>::HttpSession(Stream stream, const Router& router, ServerOptions opts,
+                                 asio::any_io_executor handlers)
+    : stream_(std::move(stream)), router_(router), opts_(std::move(opts)), handlers_(std::move(handlers)) {
   tcp::socket& socket = beast::get_lowest_layer(stream_).socket();
   beast::error_code ec;
   tcp::endpoint peer = socket.remote_endpoint(ec);
@@ -105,9 +110,15 @@ awaitable<void> HttpSession<Stream>::run() {
     UploadCleanup cleanup{upload};
     std::optional<Incoming> in = co_await read_request(upload);
     if (!in) break;
-    Response res = co_await handle(in->req);
+    Response res = co_await handle(in->req, in->route);
     if (closed_) break;
     if (res.streamer) {
+      if constexpr (!kIsTls<Stream>) {
+        if (handlers_) {
+          move_stream_to_handlers(std::move(res), in->version);
+          co_return;
+        }
+      }
       co_await write_stream(std::move(res), in->version);
       break;
     }
@@ -151,6 +162,7 @@ awaitable<std::optional<typename HttpSession<Stream>::Incoming>> HttpSession<Str
   in.version = head.version();
   in.keep_alive = head.keep_alive();
   const RouteOptions* route = router_.options_for(in.req.method, in.req.target);
+  in.route = route;
   const bool to_file = route != nullptr && route->body_to_file;
   const std::uint64_t limit = route != nullptr && route->body_limit != 0 ? route->body_limit
                               : to_file                                  ? opts_.upload_limit
@@ -229,7 +241,37 @@ awaitable<void> HttpSession<Stream>::reject(int status, std::string code, std::s
 }
 
 template <class Stream>
-awaitable<Response> HttpSession<Stream>::handle(Request& req) {
+awaitable<Response> HttpSession<Stream>::handle(Request& req, const RouteOptions* options) {
+  // Here: without a handlers' thread, for a route that may run anywhere, and for the router's own 404 and 405.
+  if (!handlers_ || !options || options->any_thread) co_return co_await route(req);
+  // The session waits here, suspended, while the route runs on the handlers' thread: `req` stays put.
+  co_return co_await asio::co_spawn(handlers_, route(req), asio::use_awaitable);
+}
+
+template <class Stream>
+void HttpSession<Stream>::move_stream_to_handlers(Response res, unsigned version) {
+  if constexpr (!kIsTls<Stream>) {
+    closed_ = true;
+    beast::error_code ec;
+    tcp::socket& socket = beast::get_lowest_layer(stream_).socket();
+    const auto protocol = socket.local_endpoint(ec).protocol();
+    const int fd = ec ? -1 : socket.release(ec);
+    if (ec || fd < 0) return;  // the peer is gone; nothing to stream to
+    tcp::socket moved(handlers_);
+    moved.assign(protocol, fd, ec);
+    if (ec) {
+      ::close(fd);
+      return;
+    }
+    auto session = std::make_shared<HttpSession>(beast::tcp_stream(std::move(moved)), router_, opts_);
+    asio::co_spawn(handlers_, [session, res = std::move(res), version]() mutable -> awaitable<void> {
+      co_await session->stream(std::move(res), version);
+    }, asio::detached);
+  }
+}
+
+template <class Stream>
+awaitable<Response> HttpSession<Stream>::route(Request& req) {
   auto parsed = parse_target(req.target);
   if (!parsed) co_return error_response(parsed.error());
   req.path = std::move(parsed->path);

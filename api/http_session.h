@@ -27,9 +27,15 @@
 //  - connections closed by us are closed gracefully: (TLS: close_notify,) send FIN, drain what the peer still
 //    sends for a short while, then close (so a peer that is still uploading reads our 4xx instead of a reset).
 //
-// Single-threaded: run() and close() must be called on the io_context thread that owns the socket.
+// Threading: run() and close() must be called on the thread of the socket's executor. With `handlers` (an
+// executor of another thread: the daemon's event loop, which owns the database), the session reads, parses and
+// writes on its own thread and runs each route there: the route's handler, and a streaming response's streamer,
+// never run on the session's thread. A streaming response moves the connection itself to `handlers` (the socket
+// is re-opened there), so the streamer writes on the thread it reads from. Without `handlers`, everything runs
+// on the socket's thread.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -51,7 +57,7 @@ template <class Stream>
 class HttpSession {
  public:
   // `stream` is the accepted connection (for TLS, not yet handshaken). `router` must outlive run().
-  HttpSession(Stream stream, const Router& router, ServerOptions opts);
+  HttpSession(Stream stream, const Router& router, ServerOptions opts, boost::asio::any_io_executor handlers = {});
 
   HttpSession(const HttpSession&) = delete;
   HttpSession& operator=(const HttpSession&) = delete;
@@ -66,12 +72,17 @@ class HttpSession {
   // Peer "ip:port", "" if unknown.
   const std::string& remote() const { return remote_; }
 
+  // Writes the head of a streaming response, runs its streamer, then closes: the part of run() that a session
+  // moved to the handlers' thread does there.
+  boost::asio::awaitable<void> stream(Response res, unsigned version) { return write_stream(std::move(res), version); }
+
  private:
   // A request read off the wire, before routing.
   struct Incoming {
     Request req;
     unsigned version = 11;
     bool keep_alive = true;
+    const RouteOptions* route = nullptr;  // of the route that will answer; nullptr: the router's 404 or 405
   };
 
   // Waits up to idle_timeout for the first bytes of the next request. False: close the connection.
@@ -86,8 +97,11 @@ class HttpSession {
   boost::asio::awaitable<void> on_read_error(boost::beast::error_code ec, std::uint64_t body_limit);
   // Writes an error response and closes gracefully.
   boost::asio::awaitable<void> reject(int status, std::string code, std::string detail);
-  // Parses the target and runs the router; never throws.
-  boost::asio::awaitable<Response> handle(Request& req);
+  // Parses the target and runs the router (on the handlers' thread when there is one); never throws.
+  boost::asio::awaitable<Response> handle(Request& req, const RouteOptions* options);
+  boost::asio::awaitable<Response> route(Request& req);
+  // A streaming response with `handlers`: the connection goes on there, in a new session.
+  void move_stream_to_handlers(Response res, unsigned version);
   // Writes `res` (string or file body); false on a write error or an unsendable file.
   boost::asio::awaitable<bool> write_response(Response res, unsigned version, bool keep_alive);
   boost::asio::awaitable<bool> write_file(Response& res, boost::beast::http::response_header<>& head,
@@ -104,6 +118,7 @@ class HttpSession {
   boost::beast::flat_buffer buffer_;
   const Router& router_;
   ServerOptions opts_;
+  boost::asio::any_io_executor handlers_;  // empty: routes run on the session's own thread
   std::string remote_;
   bool closed_ = false;
 };

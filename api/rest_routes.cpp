@@ -89,10 +89,10 @@ Response record_agent_event(const RestContext& c, Request& req) {
 void add_rest_routes(Router& router, RestContext c) {
   // 503 while the database cannot be written (its disk is full): reads still work, new work is refused.
   router.add("GET", "/healthz", [c](Request&) -> Awaitable {
-    if (const auto& why = c.db.storage_problem(); !why.empty())
+    if (const auto why = c.db.storage_problem(); !why.empty())
       co_return json_response(503, {{"status", "degraded"}, {"detail", why}});
     co_return json_response(200, {{"status", "ok"}});
-  });
+  }, {.any_thread = true});
 
   router.add("GET", "/v1/offers", [c](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;

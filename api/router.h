@@ -36,6 +36,10 @@ struct RouteOptions {
   // Largest body this route accepts; 0: ServerOptions::body_limit (in memory) or upload_limit (to a file).
   // Past it: 413 and the connection is closed.
   std::uint64_t body_limit = 0;
+  // The handler touches nothing that belongs to the daemon's event loop (no database connection, no run state;
+  // only what is safe from any thread): it runs on the connection's own thread (HttpServer with a network
+  // io_context) instead of hopping to the event loop and back. GET /healthz.
+  bool any_thread = false;
 };
 
 class Router {

@@ -19,7 +19,7 @@ for tool in wrk nginx curl; do
 done
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 work=$(mktemp -d /tmp/tsum-bench-rest.XXXXXX)
-port=$((20000 + $$ % 20000)); nport=$((port + 1))
+port=$((20000 + $$ % 6000 * 2)); nport=$((port + 1))  # below the ephemeral range (32768-)
 cleanup() {
   [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
   [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null

@@ -67,11 +67,11 @@ Result<bool> Stmt::step() {
   int rc = sqlite3_step(s_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) {
-    if (pool_ && !pool_->full.empty() && !sqlite3_stmt_readonly(s_) && sqlite3_get_autocommit(db_)) pool_->full.clear();
+    if (pool_ && pool_->has_full && !sqlite3_stmt_readonly(s_) && sqlite3_get_autocommit(db_)) pool_->clear_full();
     return false;
   }
   auto e = sqlite_error(db_, "sqlite step");
-  if (pool_ && out_of_space(sqlite3_extended_errcode(db_))) pool_->full = e.detail;
+  if (pool_ && out_of_space(sqlite3_extended_errcode(db_))) pool_->set_full(e.detail);
   return e;
 }
 
@@ -126,11 +126,11 @@ Status Db::exec(std::string_view sql) {
   if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     Error e = sqlite_error(db_, "sqlite exec", err ? err : "unknown error");
     sqlite3_free(err);
-    if (out_of_space(sqlite3_extended_errcode(db_))) pool_->full = e.detail;
+    if (out_of_space(sqlite3_extended_errcode(db_))) pool_->set_full(e.detail);
     return e;
   }
   // A COMMIT that went through: writes work again (not a ROLLBACK, which also ends in autocommit).
-  if (!pool_->full.empty() && sqlite3_get_autocommit(db_) && s.starts_with("COMMIT")) pool_->full.clear();
+  if (pool_->has_full && sqlite3_get_autocommit(db_) && s.starts_with("COMMIT")) pool_->clear_full();
   return {};
 }
 
@@ -139,7 +139,7 @@ Status Db::control(std::string_view sql) {
   if (!st) return st.error();
   if (auto s = st->run(); !s) return s;  // a write that found no space set `full` in step()
   // A COMMIT that went through: writes work again.
-  if (!pool_->full.empty() && sql == "COMMIT" && sqlite3_get_autocommit(db_)) pool_->full.clear();
+  if (pool_->has_full && sql == "COMMIT" && sqlite3_get_autocommit(db_)) pool_->clear_full();
   return {};
 }
 

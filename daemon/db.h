@@ -11,6 +11,9 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
+#include <mutex>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,7 +42,30 @@ struct StmtPool {
   };
   std::unordered_map<std::string, std::vector<sqlite3_stmt*>, Hash, std::equal_to<>> idle;  // nodes never erased
   bool closed = false;
-  std::string full;  // why the last write failed for want of space; empty once a write succeeds again
+
+  // Why the last write failed for want of space; empty once a write succeeds again. Set and cleared on the
+  // connection's thread; problem() may be read from any (GET /healthz runs on the network thread).
+  void set_full(std::string why) {
+    std::lock_guard lock(full_mutex);
+    full = std::move(why);
+    has_full = true;
+  }
+  void clear_full() {
+    if (!has_full) return;
+    std::lock_guard lock(full_mutex);
+    full.clear();
+    has_full = false;
+  }
+  std::string problem() const {
+    if (!has_full) return {};
+    std::lock_guard lock(full_mutex);
+    return full;
+  }
+  std::atomic<bool> has_full{false};
+
+ private:
+  mutable std::mutex full_mutex;
+  std::string full;
 };
 
 class Stmt {
@@ -140,8 +166,8 @@ class Db {
   Result<int> schema_version();
 
   // Empty while writes succeed. After a write failed for want of space (SQLITE_FULL and the like): why, until a
-  // write succeeds again. /healthz reports it; reads go on meanwhile.
-  const std::string& storage_problem() const { return pool_->full; }
+  // write succeeds again. /healthz reports it; reads go on meanwhile. Safe to call from any thread.
+  std::string storage_problem() const { return pool_->problem(); }
 
  private:
   explicit Db(sqlite3* db) : db_(db) {}

@@ -12,6 +12,7 @@
 //   tsumd experiment|runs|plan|schedule|token ...   client commands against a running daemon (api/cli_client.h)
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/app.h"
@@ -34,6 +36,21 @@ namespace asio = boost::asio;
 using namespace tsum;
 
 namespace {
+
+// An io_context run by a thread of its own until stop() (or destruction).
+struct NetworkThread {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::thread thread{[this] { io.run(); }};
+
+  void stop() {
+    if (!thread.joinable()) return;
+    work.reset();
+    io.stop();
+    thread.join();
+  }
+  ~NetworkThread() { stop(); }
+};
 
 constexpr const char* kUsage = R"(usage:
   tsumd serve --db PATH [--listen HOST:PORT] [--state-dir DIR] [--bundle FILE] [--data DIR] [--max-concurrent N]
@@ -188,6 +205,10 @@ int serve(std::map<std::string, std::string> flags) {
   if (o.trace_csv.empty() && o.trace_db.empty() && (flags.count("trace-speed") || flags.count("trace-billing")))
     return usage_error("--trace-speed and --trace-billing need --trace FILE.csv or --trace-db FILE.db");
 
+  // Connections are read, parsed and written on a thread of their own; the routes run on `io`, this thread
+  // (api/http_server.h). Declared before `io`, so it outlives the routes still pending there.
+  NetworkThread network;
+  o.network = &network.io;
   asio::io_context io;
   auto app = api::App::create(io, o);
   if (!app) {
@@ -223,6 +244,7 @@ int serve(std::map<std::string, std::string> flags) {
     }, asio::detached);
   });
   io.run();
+  network.stop();  // before the App goes: its sessions refer to the App's routes
   std::cerr << "tsumd: stopped\n";
   return rc;
 }

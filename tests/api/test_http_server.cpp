@@ -145,3 +145,31 @@ TEST_CASE("server: a streaming response writes its head, then the streamer's byt
   CHECK_FALSE(contains(raw.data, "Content-Length"));
   CHECK(contains(raw.data, "\r\n\r\ndata: 1\n\ndata: 2\n\n"));
 }
+
+TEST_CASE("server: routes run on the handlers' loop, any_thread routes and the connection itself on the network "
+          "thread when there is one; a stream is written from the handlers' loop") {
+  TestServer s;
+  const auto id = [](const std::thread& t) { return std::hash<std::thread::id>{}(t.get_id()); };
+  const auto handlers = id(s.thread);
+  auto routed = http_call(kHost, s.port, "GET", "/thread");
+  auto any = http_call(kHost, s.port, "GET", "/thread-any");
+  REQUIRE(routed.status == 200);
+  REQUIRE(any.status == 200);
+  CHECK(routed.json()["thread"] == handlers);
+  auto streamed = http_call(kHost, s.port, "GET", "/stream-thread");
+  REQUIRE(streamed.status == 200);
+  CHECK(streamed.body == "data: " + std::to_string(handlers) + "\n\n");
+  if (network_thread_mode()) {
+    CHECK(any.json()["thread"] == id(s.net_thread));
+  } else {
+    CHECK(any.json()["thread"] == handlers);
+  }
+  // Keep-alive across the hop: several requests on one connection, each answered in order.
+  HttpConnection conn;
+  REQUIRE(conn.connect(kHost, s.port));
+  for (int i = 0; i < 5; ++i) {
+    auto r = conn.call("GET", i % 2 ? "/thread-any" : "/v1/runs/" + std::to_string(i));
+    REQUIRE(r.status == 200);
+    if (i % 2 == 0) CHECK(r.json()["id"] == std::to_string(i));
+  }
+}

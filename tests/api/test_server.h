@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -12,6 +13,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +82,21 @@ inline void add_test_routes(Router& router) {
     co_await timer.async_wait(asio::use_awaitable);
     co_return json_response(200, {{"slow", true}});
   });
+  // Which thread ran the handler: a route as usual, and one that may run on any thread.
+  const auto thread_route = [](Request&) -> asio::awaitable<Response> {
+    co_return json_response(200, {{"thread", std::hash<std::thread::id>{}(std::this_thread::get_id())}});
+  };
+  router.add("GET", "/thread", thread_route);
+  router.add("GET", "/thread-any", thread_route, {.any_thread = true});
+  router.add("GET", "/stream-thread", [](Request&) -> asio::awaitable<Response> {
+    Response res;
+    res.content_type = "text/event-stream";
+    res.streamer = [](StreamWriter& out) -> asio::awaitable<void> {
+      const auto id = std::hash<std::thread::id>{}(std::this_thread::get_id());
+      (void)co_await out.write("data: " + std::to_string(id) + "\n\n", 5s);
+    };
+    co_return res;
+  });
   router.add("GET", "/stream", [](Request&) -> asio::awaitable<Response> {
     Response res;
     res.content_type = "text/event-stream";
@@ -137,7 +156,16 @@ inline ServerOptions test_options() {
   return opts;
 }
 
-// A server on 127.0.0.1:<ephemeral>, its io_context running on a background thread.
+// Whether this run of the suite puts the servers' connections on a network thread of their own, the routes on
+// the handlers' io_context (HttpServer's `network`, as tsumd serve does): TSUM_TEST_NETWORK_THREAD=1. CTest runs
+// the suite both ways (api and api_network).
+inline bool network_thread_mode() {
+  const char* v = std::getenv("TSUM_TEST_NETWORK_THREAD");
+  return v && std::string_view(v) == "1";
+}
+
+// A server on 127.0.0.1:<ephemeral>, its io_context running on a background thread (and, in network-thread
+// mode, its connections on a second one).
 struct TestServer {
   explicit TestServer(ServerOptions opts = test_options()) {
     if (opts.upload_dir.empty()) opts.upload_dir = files.file("uploads");
@@ -146,26 +174,42 @@ struct TestServer {
     std::filesystem::create_directories(kept_dir);
     add_test_routes(router);
     add_file_routes(router, kept_dir, upload_dir);
-    server = std::make_unique<HttpServer>(io, router, std::move(opts));
+    const bool network = network_thread_mode();
+    server = std::make_unique<HttpServer>(io, router, std::move(opts), network ? &net : nullptr);
     auto bound = server->listen(kHost, 0);
     REQUIRE(bound.ok());
+    server->accept();
     port = *bound;
     finished = ran.get_future();
+    if (network) {
+      io_work.emplace(io.get_executor());  // the handlers' loop waits for routes to run
+      net_thread = std::thread([this] { net.run(); });
+    }
     thread = std::thread([this] {
       io.run();
       ran.set_value();
     });
   }
 
-  // Calls stop() and reports whether io_context::run() returned within `timeout`.
+  // Calls stop() and reports whether the server wound down within `timeout`: io_context::run() returned or, in
+  // network-thread mode, every connection closed (so no route is left running).
   bool stop_and_wait(std::chrono::seconds timeout = 10s) {
     server->stop();
+    if (!io_work) return finished.wait_for(timeout) == std::future_status::ready;
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (server->connection_count() != 0 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
+    if (server->connection_count() != 0) return false;
+    io_work.reset();
     return finished.wait_for(timeout) == std::future_status::ready;
   }
 
   ~TestServer() {
     if (!stop_and_wait()) io.stop();
     thread.join();
+    if (net_thread.joinable()) {
+      net.stop();
+      net_thread.join();
+    }
     server.reset();
   }
 
@@ -188,12 +232,15 @@ struct TestServer {
   std::string upload_dir;
   std::string kept_dir;
   Router router;
+  asio::io_context net;  // network-thread mode: the connections' loop; outlives `io`, as HttpServer requires
   asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> io_work;
   std::unique_ptr<HttpServer> server;
   std::uint16_t port = 0;
   std::promise<void> ran;
   std::future<void> finished;
   std::thread thread;
+  std::thread net_thread;
 };
 
 inline bool contains(const std::string& haystack, std::string_view needle) {
