@@ -69,21 +69,6 @@ Response body_response(const Request& req, const Result<std::shared_ptr<const da
   return res;
 }
 
-// POST /v1/runs/{id}/events inside its group commit: checks, then the ledger's one door for an agent's event.
-Response record_agent_event(const RestContext& c, Request& req) {
-  auto id = id_param(req);
-  if (auto denied = check_auth(req, c.tokens, id.value_or(-1))) return *denied;
-  if (!id) return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
-  auto body = parse_json_safely(req.body);
-  if (!body) return error_response(400, "invalid_argument", "malformed JSON body");
-  auto ev = daemon::parse_agent_event(*body);
-  if (!ev) return unprocessable(ev.error().detail);
-  auto out = c.ledger.apply_agent_event(*id, *ev);
-  if (!out) return from_error(out.error());
-  c.runs.on_agent_event(*id, *ev);
-  return json_response(200, {{"recorded", out->recorded}, {"duplicate", !out->recorded}});
-}
-
 }  // namespace
 
 void add_rest_routes(Router& router, RestContext c) {
@@ -277,14 +262,37 @@ void add_rest_routes(Router& router, RestContext c) {
     co_return json_response(202, *r);
   });
 
-  // An agent's event: its token check and its marks are one job of a group commit (daemon/group_commit.h), so
-  // the events that arrive together share one transaction; the answer waits for that transaction's commit.
+  // An agent's event. The body is parsed where the connection lives (any_thread: the network thread); the token
+  // check and the marks are one job of a group commit (daemon/group_commit.h) on the event loop, so the events
+  // that arrive together share one transaction and one hand-over each way; the answer waits for the commit.
   router.add("POST", "/v1/runs/{id}/events", [c](Request& req) -> Awaitable {
+    auto id = id_param(req);
+    Result<daemon::AgentEvent> ev = make_error(Code::invalid_argument, "malformed JSON body");
+    bool malformed = true;
+    if (auto body = parse_json_safely(req.body)) {
+      malformed = false;
+      ev = daemon::parse_agent_event(*body);
+    }
     Response res;
-    auto committed = co_await c.commits.run([&] { res = record_agent_event(c, req); });
+    auto committed = co_await c.commits.run([&] {
+      if (auto denied = check_auth(req, c.tokens, id.value_or(-1))) {
+        res = *denied;
+      } else if (!id) {
+        res = error_response(404, "not_found", "no run '" + req.params["id"] + "'");
+      } else if (malformed) {
+        res = error_response(400, "invalid_argument", "malformed JSON body");
+      } else if (!ev) {
+        res = unprocessable(ev.error().detail);
+      } else if (auto out = c.ledger.apply_agent_event(*id, *ev); !out) {
+        res = from_error(out.error());
+      } else {
+        c.runs.on_agent_event(*id, *ev);
+        res = json_response(200, {{"recorded", out->recorded}, {"duplicate", !out->recorded}});
+      }
+    });
     if (!committed) co_return from_error(committed.error());
     co_return res;
-  });
+  }, {.any_thread = true});
 
   // A multi-node run's meeting point: node 0's agent posts where its rank 0 listens, the others poll for it.
   router.add("POST", "/v1/runs/{id}/rendezvous", [c](Request& req) -> Awaitable {

@@ -4,10 +4,12 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "daemon/db.h"
@@ -156,4 +158,49 @@ TEST_CASE("group commit: a batch that cannot begin (the database locked by anoth
   REQUIRE(later.has_value());
   CHECK(later->ok());
   CHECK(committed_rows(path) == std::vector<int64_t>{7});
+}
+
+TEST_CASE("group commit: callers on another thread hand their jobs to the database's thread and resume on their "
+          "own, once the batch is committed") {
+  testing::TempDir dir;
+  const std::string path = dir.file("t.db");
+  auto db = Db::open(path);
+  REQUIRE(db.ok());
+  Db& d = **db;
+  REQUIRE(d.exec("CREATE TABLE t (x INTEGER UNIQUE)").ok());
+  asio::io_context io, net;  // the database's loop, the callers' loop
+  auto io_work = asio::make_work_guard(io);
+  GroupCommit commits(d, io.get_executor());
+  std::thread db_thread([&] { io.run(); });
+  const auto db_id = db_thread.get_id();
+
+  const int n = 40;
+  std::vector<std::thread::id> job_threads(n), resumed_on(n);
+  std::vector<int> ok(n, 0);
+  std::vector<size_t> committed_at_resume(n, 0);
+  for (int k = 0; k < n; ++k)
+    asio::co_spawn(net, [&, k]() -> asio::awaitable<void> {
+      auto s = co_await commits.run([&, k] {
+        job_threads[k] = std::this_thread::get_id();
+        CHECK(insert(d, k).ok());
+      });
+      resumed_on[k] = std::this_thread::get_id();
+      ok[k] = s.ok();
+      committed_at_resume[k] = committed_rows(path).size();
+    }, asio::detached);
+  std::thread caller_thread([&] { net.run(); });
+  const auto caller_id = caller_thread.get_id();
+  caller_thread.join();  // net.run() returns once every caller has resumed and finished
+  io_work.reset();
+  db_thread.join();
+
+  for (int k = 0; k < n; ++k) {
+    CHECK(ok[k] == 1);
+    CHECK(job_threads[k] == db_id);
+    CHECK(resumed_on[k] == caller_id);
+    CHECK(committed_at_resume[k] >= static_cast<size_t>(k + 1));  // its own row, at least, was committed
+  }
+  CHECK(committed_rows(path).size() == static_cast<size_t>(n));
+  CHECK(commits.stats().jobs == static_cast<uint64_t>(n));
+  CHECK(commits.stats().batches < static_cast<uint64_t>(n));  // they were queued together
 }
