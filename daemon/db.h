@@ -6,7 +6,8 @@
 // compiling the SQL again (compiling was a quarter of a GET /v1/runs/{id}). At most kIdlePerSql statements per
 // text and kMaxSqlTexts texts are kept; beyond, statements are finalized as before.
 //
-// Not thread-safe: the daemon uses one connection from its single io_context thread.
+// Not thread-safe: the daemon uses one connection from its event loop's thread (the network thread only reads
+// storage_problem(), which is safe from any thread).
 #pragma once
 
 #include <sqlite3.h>
