@@ -33,6 +33,19 @@ std::vector<int64_t> committed_rows(const std::string& path) {
   return out;
 }
 
+// A database with a table t (x INTEGER UNIQUE); other connections open `path` to see what is committed.
+struct TableDb {
+  testing::TempDir dir;
+  std::string path = dir.file("t.db");
+  std::unique_ptr<Db> db;
+  TableDb() {
+    auto opened = Db::open(path);
+    REQUIRE(opened.ok());
+    db = std::move(*opened);
+    REQUIRE(db->exec("CREATE TABLE t (x INTEGER UNIQUE)").ok());
+  }
+};
+
 Status insert(Db& db, int64_t x) {
   auto st = db.prepare("INSERT INTO t VALUES (?)");
   if (!st) return st.error();
@@ -43,12 +56,9 @@ Status insert(Db& db, int64_t x) {
 
 TEST_CASE("group commit: one transaction for the jobs of a turn, callers resume once committed, a failed job rolls "
           "back alone") {
-  testing::TempDir dir;
-  const std::string path = dir.file("t.db");
-  auto db = Db::open(path);
-  REQUIRE(db.ok());
-  Db& d = **db;
-  REQUIRE(d.exec("CREATE TABLE t (x INTEGER UNIQUE)").ok());
+  TableDb table;
+  Db& d = *table.db;
+  const std::string& path = table.path;
   asio::io_context io;
   GroupCommit commits(d, io.get_executor());
 
@@ -93,12 +103,9 @@ TEST_CASE("group commit: one transaction for the jobs of a turn, callers resume 
 }
 
 TEST_CASE("group commit: more jobs than a batch holds go in several transactions, in order") {
-  testing::TempDir dir;
-  const std::string path = dir.file("t.db");
-  auto db = Db::open(path);
-  REQUIRE(db.ok());
-  Db& d = **db;
-  REQUIRE(d.exec("CREATE TABLE t (x INTEGER UNIQUE)").ok());
+  TableDb table;
+  Db& d = *table.db;
+  const std::string& path = table.path;
   asio::io_context io;
   GroupCommit commits(d, io.get_executor());
   const int n = static_cast<int>(2 * GroupCommit::kMaxBatch + 3);
@@ -121,12 +128,10 @@ TEST_CASE("group commit: more jobs than a batch holds go in several transactions
 
 TEST_CASE("group commit: a batch that cannot begin (the database locked by another writer) fails each of its "
           "callers and runs none of their jobs") {
-  testing::TempDir dir;
-  const std::string path = dir.file("t.db");
-  auto db = Db::open(path);
-  REQUIRE(db.ok());
-  Db& d = **db;
-  REQUIRE(d.exec("CREATE TABLE t (x INTEGER UNIQUE); PRAGMA busy_timeout = 20").ok());
+  TableDb table;
+  Db& d = *table.db;
+  const std::string& path = table.path;
+  REQUIRE(d.exec("PRAGMA busy_timeout = 20").ok());
   auto other = Db::open(path);
   REQUIRE(other.ok());
   REQUIRE((*other)->exec("BEGIN IMMEDIATE").ok());  // holds the write lock
@@ -162,12 +167,9 @@ TEST_CASE("group commit: a batch that cannot begin (the database locked by anoth
 
 TEST_CASE("group commit: callers on another thread hand their jobs to the database's thread and resume on their "
           "own, once the batch is committed") {
-  testing::TempDir dir;
-  const std::string path = dir.file("t.db");
-  auto db = Db::open(path);
-  REQUIRE(db.ok());
-  Db& d = **db;
-  REQUIRE(d.exec("CREATE TABLE t (x INTEGER UNIQUE)").ok());
+  TableDb table;
+  Db& d = *table.db;
+  const std::string& path = table.path;
   asio::io_context io, net;  // the database's loop, the callers' loop
   auto io_work = asio::make_work_guard(io);
   GroupCommit commits(d, io.get_executor());
