@@ -61,9 +61,9 @@ struct AppOptions {
   // --grace: on SIGTERM, how long live runs get to terminate their instances before the daemon exits anyway
   // (what is left, the next start settles). Below Docker's and systemd's stop timeouts (10 s, 90 s) by default.
   std::chrono::milliseconds shutdown_grace{8000};
-  // Where connections are read, parsed and written when not on the daemon's own io_context: an io_context that
-  // another thread runs (api/http_server.h); nullptr: all on one thread. tsumd serve gives one.
-  boost::asio::io_context* network = nullptr;
+  // Where connections are read, parsed and written when not on the daemon's own io_context: io_contexts that
+  // other threads run, one each (api/http_server.h); empty: all on one thread. tsumd serve gives one per core.
+  std::vector<boost::asio::io_context*> network;
 };
 
 // Adds the providers the config file names (ssh and the clouds) to `registry`, keeping their state under state_dir.

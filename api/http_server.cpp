@@ -6,12 +6,18 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
+#include <vector>
+
+#include <unistd.h>
 #include <optional>
 #include <unordered_map>
 
@@ -33,29 +39,33 @@ constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
 }  // namespace
 
-// Shared by the HttpServer and its coroutines; touched only on the network thread (`net`: `io` unless the
-// server was given one), or before it runs.
+// Shared by the HttpServer and its coroutines. Connections live on `nets` (just `io` unless the server was given
+// network io_contexts, each run by one thread): the acceptor on the first, each connection on one of them in
+// turn. `sessions` is shared across them under `mutex`.
 struct HttpServer::State {
-  State(asio::io_context& io, const Router& router, ServerOptions opts, asio::io_context* network)
+  State(asio::io_context& io, const Router& router, ServerOptions opts, std::vector<asio::io_context*> network)
       : io(io),
-        net(network && opts.tls_cert_file.empty() && opts.tls_key_file.empty() ? *network : io),
+        nets(network.empty() || !opts.tls_cert_file.empty() || !opts.tls_key_file.empty()
+                 ? std::vector<asio::io_context*>{&io}
+                 : std::move(network)),
         router(router),
         opts(std::move(opts)),
-        acceptor(net),
-        backoff(net) {}
+        acceptor(*nets.front()),
+        backoff(*nets.front()) {}
 
-  // The executor the routes run on when connections live on another thread; empty otherwise.
+  // The executor the routes run on when connections live on other threads; empty otherwise.
   asio::any_io_executor handlers() const {
-    return &net == &io ? asio::any_io_executor() : asio::any_io_executor(io.get_executor());
+    return nets.front() == &io ? asio::any_io_executor() : asio::any_io_executor(io.get_executor());
   }
 
+  // On the acceptor's io_context.
   void stop() {
-    if (stopped) return;
-    stopped = true;
+    if (stopped.exchange(true)) return;
     boost::system::error_code ec;
     acceptor.close(ec);
     backoff.cancel();
-    for (auto& [id, close] : sessions) close();  // sessions unregister themselves later
+    std::lock_guard lock(mutex);
+    for (auto& [id, open] : sessions) asio::post(open.executor, open.close);  // they unregister themselves later
   }
 
   // Loads the certificate chain and key of ServerOptions into `tls`; invalid_argument naming the file.
@@ -69,16 +79,22 @@ struct HttpServer::State {
   static awaitable<void> run_session(std::shared_ptr<State> state, std::shared_ptr<Session> session);
 
   asio::io_context& io;
-  asio::io_context& net;
+  std::vector<asio::io_context*> nets;
+  std::size_t next_net = 0;  // the acceptor's
   const Router& router;
   ServerOptions opts;
   tcp::acceptor acceptor;
   asio::steady_timer backoff;
   std::optional<ssl::context> tls;  // set by listen() when ServerOptions names a certificate and key
-  std::unordered_map<std::uint64_t, std::function<void()>> sessions;  // id -> close() of the open session
+  struct Open {
+    asio::any_io_executor executor;  // the session's io_context
+    std::function<void()> close;     // to run there
+  };
+  std::mutex mutex;  // guards sessions and next_session_id
+  std::unordered_map<std::uint64_t, Open> sessions;
   std::uint64_t next_session_id = 0;
   std::atomic<std::size_t> open_sessions{0};
-  bool stopped = false;
+  std::atomic<bool> stopped{false};
   bool accepting = false;
 };
 
@@ -92,7 +108,22 @@ awaitable<void> HttpServer::State::accept_loop(std::shared_ptr<State> state) {
       co_await state->backoff.async_wait(kUseTuple);
       continue;
     }
-    asio::co_spawn(state->net, serve_session(state, std::move(socket)), asio::detached);
+    // The next network io_context in turn takes the connection (re-opened there when it is not the acceptor's).
+    asio::io_context& home = *state->nets[state->next_net++ % state->nets.size()];
+    if (&home != state->nets.front()) {
+      boost::system::error_code moved_ec;
+      const auto protocol = socket.local_endpoint(moved_ec).protocol();
+      const int fd = moved_ec ? -1 : socket.release(moved_ec);
+      if (moved_ec || fd < 0) continue;  // the peer is gone
+      tcp::socket moved(home);
+      moved.assign(protocol, fd, moved_ec);
+      if (moved_ec) {
+        ::close(fd);
+        continue;
+      }
+      socket = std::move(moved);
+    }
+    asio::co_spawn(home, serve_session(state, std::move(socket)), asio::detached);
   }
 }
 
@@ -109,16 +140,25 @@ awaitable<void> HttpServer::State::serve_session(std::shared_ptr<State> state, t
 
 template <class Session>
 awaitable<void> HttpServer::State::run_session(std::shared_ptr<State> state, std::shared_ptr<Session> session) {
-  const std::uint64_t id = state->next_session_id++;
-  state->sessions.emplace(id, [session] { session->close(); });
+  std::uint64_t id = 0;
+  {
+    const auto executor = co_await asio::this_coro::executor;
+    std::lock_guard lock(state->mutex);
+    id = state->next_session_id++;
+    state->sessions.emplace(id, Open{executor, [session] { session->close(); }});
+  }
   ++state->open_sessions;
+  if (state->stopped) session->close();  // stop() ran between accept and here
   try {
     co_await session->run();
   } catch (...) {
     // run() does not throw; this guards the registry below against a future change.
   }
   session->close();
-  state->sessions.erase(id);
+  {
+    std::lock_guard lock(state->mutex);
+    state->sessions.erase(id);
+  }
   --state->open_sessions;
 }
 
@@ -149,8 +189,9 @@ Status HttpServer::State::load_tls() {
   return {};
 }
 
-HttpServer::HttpServer(asio::io_context& io, const Router& router, ServerOptions opts, asio::io_context* network)
-    : state_(std::make_shared<State>(io, router, std::move(opts), network)) {}
+HttpServer::HttpServer(asio::io_context& io, const Router& router, ServerOptions opts,
+                       std::vector<asio::io_context*> network)
+    : state_(std::make_shared<State>(io, router, std::move(opts), std::move(network))) {}
 
 HttpServer::~HttpServer() { state_->stop(); }
 
@@ -192,11 +233,11 @@ Result<std::uint16_t> HttpServer::listen(const std::string& host, std::uint16_t 
 void HttpServer::accept() {
   if (state_->accepting || !state_->acceptor.is_open()) return;
   state_->accepting = true;
-  asio::co_spawn(state_->net, State::accept_loop(state_), asio::detached);
+  asio::co_spawn(*state_->nets.front(), State::accept_loop(state_), asio::detached);
 }
 
 void HttpServer::stop() {
-  asio::dispatch(state_->net, [state = state_] { state->stop(); });
+  asio::dispatch(*state_->nets.front(), [state = state_] { state->stop(); });
 }
 
 std::size_t HttpServer::connection_count() const { return state_->open_sessions; }

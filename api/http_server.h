@@ -4,14 +4,14 @@
 // TLS: when ServerOptions names tls_cert_file and tls_key_file, the server speaks HTTPS only (TLS 1.2 or
 // newer); a client that does not complete a TLS handshake within read_timeout is disconnected without an answer.
 //
-// Threading: the server starts no threads. Without `network`, everything runs on `io`. With `network` (an
-// io_context that another thread runs; ignored for TLS), connections are accepted, read, parsed and written
-// there, and only the routes run on `io` (HttpSession): the daemon's event loop, which owns the database, then
-// spends none of its time in socket calls and HTTP parsing, a third to a half of a request's CPU (perf,
-// bench/rest.sh). listen() must be called before run() or on the io_context thread; stop() may be called from
-// any thread; the destructor must run on the io_context thread or after run() has returned, and, with
-// `network`, after the network thread has been joined (`network` must outlive `io`'s pending work, since a
-// route that finishes late hands its response back there).
+// Threading: the server starts no threads. Without `network`, everything runs on `io`. With `network` (io_contexts
+// that other threads run, one thread each; ignored for TLS), connections are accepted on the first and read,
+// parsed and written on each in turn, and only the routes run on `io` (HttpSession): the daemon's event loop,
+// which owns the database, then spends none of its time in socket calls and HTTP parsing, a third to a half of a
+// request's CPU (perf, bench/rest.sh). listen() must be called before run() or on the io_context thread; stop()
+// may be called from any thread; the destructor must run on the io_context thread or after run() has returned,
+// and, with `network`, after the network threads have been joined (each `network` io_context must outlive `io`'s
+// pending work, since a route that finishes late hands its response back there).
 //
 // Lifetime: `router` must outlive the io_context's work (handlers may still be running after stop()). The
 // server's internal state is shared with its coroutines, so destroying the HttpServer while they are pending
@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "api/router.h"
 #include "api/server_options.h"
@@ -41,7 +42,7 @@ namespace tsum::api {
 class HttpServer {
  public:
   HttpServer(boost::asio::io_context& io, const Router& router, ServerOptions opts = {},
-             boost::asio::io_context* network = nullptr);
+             std::vector<boost::asio::io_context*> network = {});
   ~HttpServer();
 
   HttpServer(const HttpServer&) = delete;

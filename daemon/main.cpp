@@ -16,10 +16,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <unistd.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,19 +39,33 @@ using namespace tsum;
 
 namespace {
 
-// An io_context run by a thread of its own until stop() (or destruction).
-struct NetworkThread {
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  std::thread thread{[this] { io.run(); }};
+// io_contexts each run by a thread of its own (one per core, 1 to 4) until stop() (or destruction).
+struct NetworkThreads {
+  using Work = asio::executor_work_guard<asio::io_context::executor_type>;
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  std::vector<Work> work;
+  std::vector<std::thread> threads;
 
-  void stop() {
-    if (!thread.joinable()) return;
-    work.reset();
-    io.stop();
-    thread.join();
+  NetworkThreads() {
+    const unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    for (unsigned i = 0; i < n; ++i) {
+      contexts.push_back(std::make_unique<asio::io_context>());
+      work.emplace_back(contexts.back()->get_executor());
+    }
+    for (auto& c : contexts) threads.emplace_back([io = c.get()] { io->run(); });
   }
-  ~NetworkThread() { stop(); }
+  std::vector<asio::io_context*> all() const {
+    std::vector<asio::io_context*> out;
+    for (const auto& c : contexts) out.push_back(c.get());
+    return out;
+  }
+  void stop() {
+    work.clear();
+    for (auto& c : contexts) c->stop();
+    for (auto& t : threads)
+      if (t.joinable()) t.join();
+  }
+  ~NetworkThreads() { stop(); }
 };
 
 constexpr const char* kUsage = R"(usage:
@@ -205,10 +221,10 @@ int serve(std::map<std::string, std::string> flags) {
   if (o.trace_csv.empty() && o.trace_db.empty() && (flags.count("trace-speed") || flags.count("trace-billing")))
     return usage_error("--trace-speed and --trace-billing need --trace FILE.csv or --trace-db FILE.db");
 
-  // Connections are read, parsed and written on a thread of their own; the routes run on `io`, this thread
+  // Connections are read, parsed and written on threads of their own; the routes run on `io`, this thread
   // (api/http_server.h). Declared before `io`, so it outlives the routes still pending there.
-  NetworkThread network;
-  o.network = &network.io;
+  NetworkThreads network;
+  o.network = network.all();
   asio::io_context io;
   auto app = api::App::create(io, o);
   if (!app) {

@@ -165,7 +165,7 @@ inline bool network_thread_mode() {
 }
 
 // A server on 127.0.0.1:<ephemeral>, its io_context running on a background thread (and, in network-thread
-// mode, its connections on a second one).
+// mode, its connections on two more).
 struct TestServer {
   explicit TestServer(ServerOptions opts = test_options()) {
     if (opts.upload_dir.empty()) opts.upload_dir = files.file("uploads");
@@ -175,7 +175,9 @@ struct TestServer {
     add_test_routes(router);
     add_file_routes(router, kept_dir, upload_dir);
     const bool network = network_thread_mode();
-    server = std::make_unique<HttpServer>(io, router, std::move(opts), network ? &net : nullptr);
+    server = std::make_unique<HttpServer>(io, router, std::move(opts),
+                                          network ? std::vector<asio::io_context*>{&nets[0], &nets[1]}
+                                                  : std::vector<asio::io_context*>{});
     auto bound = server->listen(kHost, 0);
     REQUIRE(bound.ok());
     server->accept();
@@ -183,7 +185,10 @@ struct TestServer {
     finished = ran.get_future();
     if (network) {
       io_work.emplace(io.get_executor());  // the handlers' loop waits for routes to run
-      net_thread = std::thread([this] { net.run(); });
+      for (int i = 0; i < 2; ++i) {  // two, as on a 2-core machine; connections alternate between them
+        net_work[i].emplace(nets[i].get_executor());
+        net_threads[i] = std::thread([this, i] { nets[i].run(); });
+      }
     }
     thread = std::thread([this] {
       io.run();
@@ -206,9 +211,10 @@ struct TestServer {
   ~TestServer() {
     if (!stop_and_wait()) io.stop();
     thread.join();
-    if (net_thread.joinable()) {
-      net.stop();
-      net_thread.join();
+    for (int i = 0; i < 2; ++i) {
+      net_work[i].reset();
+      nets[i].stop();
+      if (net_threads[i].joinable()) net_threads[i].join();
     }
     server.reset();
   }
@@ -232,7 +238,8 @@ struct TestServer {
   std::string upload_dir;
   std::string kept_dir;
   Router router;
-  asio::io_context net;  // network-thread mode: the connections' loop; outlives `io`, as HttpServer requires
+  asio::io_context nets[2];  // network-thread mode: the connections' loops; outlive `io`, as HttpServer requires
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> net_work[2];
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> io_work;
   std::unique_ptr<HttpServer> server;
@@ -240,7 +247,7 @@ struct TestServer {
   std::promise<void> ran;
   std::future<void> finished;
   std::thread thread;
-  std::thread net_thread;
+  std::thread net_threads[2];
 };
 
 inline bool contains(const std::string& haystack, std::string_view needle) {
