@@ -5,21 +5,20 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
-#include <vector>
-
-#include <unistd.h>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include <openssl/ssl.h>
 
@@ -131,10 +130,12 @@ awaitable<void> HttpServer::State::serve_session(std::shared_ptr<State> state, t
   if (state->stopped) co_return;  // `socket` closes as the frame ends
   if (state->tls) {
     beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *state->tls);
-    co_await run_session(state, std::make_shared<TlsHttpSession>(std::move(stream), state->router, state->opts, state->handlers()));
+    co_await run_session(state, std::make_shared<TlsHttpSession>(std::move(stream), state->router, state->opts,
+                                                                 state->handlers()));
   } else {
     beast::tcp_stream stream(std::move(socket));
-    co_await run_session(state, std::make_shared<PlainHttpSession>(std::move(stream), state->router, state->opts, state->handlers()));
+    co_await run_session(state, std::make_shared<PlainHttpSession>(std::move(stream), state->router, state->opts,
+                                                                   state->handlers()));
   }
 }
 
