@@ -10,7 +10,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +22,7 @@
 #include <openssl/ssl.h>
 
 #include "api/http_session.h"
+#include "api/session_support.h"
 
 namespace tsum::api {
 
@@ -110,17 +110,9 @@ awaitable<void> HttpServer::State::accept_loop(std::shared_ptr<State> state) {
     // The next network io_context in turn takes the connection (re-opened there when it is not the acceptor's).
     asio::io_context& home = *state->nets[state->next_net++ % state->nets.size()];
     if (&home != state->nets.front()) {
-      boost::system::error_code moved_ec;
-      const auto protocol = socket.local_endpoint(moved_ec).protocol();
-      const int fd = moved_ec ? -1 : socket.release(moved_ec);
-      if (moved_ec || fd < 0) continue;  // the peer is gone
-      tcp::socket moved(home);
-      moved.assign(protocol, fd, moved_ec);
-      if (moved_ec) {
-        ::close(fd);
-        continue;
-      }
-      socket = std::move(moved);
+      auto moved = move_socket(socket, home.get_executor());
+      if (!moved) continue;  // the peer is gone
+      socket = std::move(*moved);
     }
     asio::co_spawn(home, serve_session(state, std::move(socket)), asio::detached);
   }

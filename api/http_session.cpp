@@ -21,8 +21,6 @@
 #include <filesystem>
 #include <type_traits>
 
-#include <unistd.h>
-
 #include "api/session_support.h"
 #include "api/socket_writer.h"
 
@@ -252,18 +250,9 @@ template <class Stream>
 void HttpSession<Stream>::move_stream_to_handlers(Response res, unsigned version) {
   if constexpr (!kIsTls<Stream>) {
     closed_ = true;
-    beast::error_code ec;
-    tcp::socket& socket = beast::get_lowest_layer(stream_).socket();
-    const auto protocol = socket.local_endpoint(ec).protocol();
-    const int fd = ec ? -1 : socket.release(ec);
-    if (ec || fd < 0) return;  // the peer is gone; nothing to stream to
-    tcp::socket moved(handlers_);
-    moved.assign(protocol, fd, ec);
-    if (ec) {
-      ::close(fd);
-      return;
-    }
-    auto session = std::make_shared<HttpSession>(beast::tcp_stream(std::move(moved)), router_, opts_);
+    auto moved = move_socket(beast::get_lowest_layer(stream_).socket(), handlers_);
+    if (!moved) return;  // the peer is gone; nothing to stream to
+    auto session = std::make_shared<HttpSession>(beast::tcp_stream(std::move(*moved)), router_, opts_);
     asio::co_spawn(handlers_, [session, res = std::move(res), version]() mutable -> awaitable<void> {
       co_await session->stream(std::move(res), version);
     }, asio::detached);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <optional>
 
 #include "api/route_helpers.h"
 #include "api/run_stream.h"
@@ -267,26 +268,22 @@ void add_rest_routes(Router& router, RestContext c) {
   // that arrive together share one transaction and one hand-over each way; the answer waits for the commit.
   router.add("POST", "/v1/runs/{id}/events", [c](Request& req) -> Awaitable {
     auto id = id_param(req);
-    Result<daemon::AgentEvent> ev = make_error(Code::invalid_argument, "malformed JSON body");
-    bool malformed = true;
-    if (auto body = parse_json_safely(req.body)) {
-      malformed = false;
-      ev = daemon::parse_agent_event(*body);
-    }
+    std::optional<Result<daemon::AgentEvent>> ev;  // nullopt: the body is not JSON
+    if (auto body = parse_json_safely(req.body)) ev = daemon::parse_agent_event(*body);
     Response res;
     auto committed = co_await c.commits.run([&] {
       if (auto denied = check_auth(req, c.tokens, id.value_or(-1))) {
         res = *denied;
       } else if (!id) {
         res = error_response(404, "not_found", "no run '" + req.params["id"] + "'");
-      } else if (malformed) {
-        res = error_response(400, "invalid_argument", "malformed JSON body");
       } else if (!ev) {
-        res = unprocessable(ev.error().detail);
-      } else if (auto out = c.ledger.apply_agent_event(*id, *ev); !out) {
+        res = error_response(400, "invalid_argument", "malformed JSON body");
+      } else if (!*ev) {
+        res = unprocessable(ev->error().detail);
+      } else if (auto out = c.ledger.apply_agent_event(*id, **ev); !out) {
         res = from_error(out.error());
       } else {
-        c.runs.on_agent_event(*id, *ev);
+        c.runs.on_agent_event(*id, **ev);
         res = json_response(200, {{"recorded", out->recorded}, {"duplicate", !out->recorded}});
       }
     });

@@ -103,6 +103,21 @@ boost::asio::awaitable<bool> send_file_body(StreamWriter& out, beast::file& file
   co_return true;
 }
 
+std::optional<boost::asio::ip::tcp::socket> move_socket(boost::asio::ip::tcp::socket& socket,
+                                                        const boost::asio::any_io_executor& executor) {
+  boost::system::error_code ec;
+  const auto protocol = socket.local_endpoint(ec).protocol();
+  const int fd = ec ? -1 : socket.release(ec);
+  if (ec || fd < 0) return std::nullopt;
+  boost::asio::ip::tcp::socket moved(executor);
+  moved.assign(protocol, fd, ec);
+  if (ec) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  return moved;
+}
+
 Result<std::string> new_upload_path(const std::string& dir) {
   if (dir.empty()) return make_error(Code::invalid_argument, "no upload directory configured (ServerOptions::upload_dir)");
   std::error_code ec;

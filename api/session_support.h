@@ -1,13 +1,16 @@
 // Helpers of HttpSession that do not depend on the stream type: response heads, file bodies, upload files.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/file.hpp>
 #include <boost/beast/http/message.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "api/http_types.h"
@@ -34,6 +37,11 @@ bool open_file_body(const FileBody& body, boost::beast::file& file);
 // within `timeout`. False on a read error, a short file or a failed write.
 boost::asio::awaitable<bool> send_file_body(StreamWriter& out, boost::beast::file& file, std::uint64_t length,
                                             std::chrono::milliseconds timeout);
+
+// The same connection as `socket`, re-opened on `executor` (another thread's io_context); `socket` is left
+// closed. nullopt when the peer is already gone (the descriptor is then closed).
+std::optional<boost::asio::ip::tcp::socket> move_socket(boost::asio::ip::tcp::socket& socket,
+                                                        const boost::asio::any_io_executor& executor);
 
 // Creates `dir` if missing and returns a fresh path inside it that no other upload uses (the file itself is
 // not created). invalid_argument when `dir` is empty, internal when it cannot be created.

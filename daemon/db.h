@@ -13,10 +13,9 @@
 #include <sqlite3.h>
 
 #include <atomic>
-#include <mutex>
-
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>

@@ -13,15 +13,15 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <optional>
-#include <string_view>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "api/http_client.h"
