@@ -11,6 +11,7 @@ expected cost (probed ones at their measured cost). Prints the share of cases wi
     /usr/bin/python3 bench/scout_bounds.py [RUNS_CSV]
 """
 import csv
+import itertools
 import math
 import os
 import random
@@ -93,6 +94,7 @@ def main():
     near_counts = {}
     rng = random.Random(1)
     cases = 0
+    firsts = []
     print(f"{'workload':28s}{'rule':7s}{'within 5%':>10s}   transfer search regret % after k=1..{k_max} (median)")
     for w in table:
         for rule in RULES:
@@ -102,8 +104,9 @@ def main():
             near_counts[min(near, 4)] = near_counts.get(min(near, 4), 0) + 1
             completed = [c for c in table[w] if table[w][c][1]]
             regrets = {k: [] for k in range(1, k_max + 1)}
-            for _ in range(20):
-                picks = transfer_search(table, w, rule, rng.choice(completed), k_max)
+            firsts.append([rng.choice(completed) for _ in range(20)])
+            for first in firsts[-1]:
+                picks = transfer_search(table, w, rule, first, k_max)
                 for k, p in enumerate(picks, 1):
                     regrets[k].append(cost(table, w, p, rule) / best - 1)
             med = [statistics.median(regrets[k]) for k in range(1, k_max + 1)]
@@ -114,6 +117,27 @@ def main():
           ", ".join(f"{'4 or more' if n == 4 else n}: {near_counts.get(n, 0)} cases" for n in range(1, 5)))
     print("transfer search within 5% after k probes: " +
           " ".join(f"k={k} {within[k]}/{cases}" for k in range(1, k_max + 1)))
+    hindsight(table, firsts)
+
+
+def hindsight(table, firsts):
+    """The best fixed designs chosen knowing every table: after the same first probes, a pair; from nothing, three."""
+    regret = []
+    for w in table:
+        for rule in RULES:
+            best = min(cost(table, w, c, rule) for c in table[w])
+            regret.append({c: cost(table, w, c, rule) / best - 1 for c in table[w]})
+    configs = sorted(regret[0])
+
+    def pair_score(a, b):
+        return sum(statistics.median(min(r[f], r[a], r[b]) for f in fs) <= 0.05 for r, fs in zip(regret, firsts))
+
+    n, a, b = max((pair_score(a, b), a, b) for a, b in itertools.combinations(configs, 2))
+    print(f"hindsight: the best fixed pair after the same first probes ({a}, {b}): within 5% after 3 probes in "
+          f"{n}/{len(regret)}")
+    n, a, b, c = max((sum(min(r[a], r[b], r[c]) <= 0.05 for r in regret), a, b, c)
+                     for a, b, c in itertools.combinations(configs, 3))
+    print(f"hindsight: the best fixed three configs ({a}, {b}, {c}): within 5% in {n}/{len(regret)}")
 
 
 if __name__ == "__main__":
