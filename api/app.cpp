@@ -128,6 +128,9 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   if (!db) return db.error();
   app->db_ = std::move(*db);
   if (auto v = app->db_->migrate(sql::migrations()); !v) return v.error();
+  auto checkpointer = daemon::WalCheckpointer::start(o.db_path);
+  if (!checkpointer) return checkpointer.error();
+  app->checkpointer_ = std::move(*checkpointer);
   auto tag = instance_tag(*app->db_);
   if (!tag) return tag.error();
   app->tag_ = *tag;

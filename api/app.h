@@ -34,6 +34,7 @@
 #include "daemon/store.h"
 #include "daemon/token_store.h"
 #include "daemon/views.h"
+#include "daemon/wal_checkpointer.h"
 #include "providers/byo/byo_provider.h"
 
 namespace tsum::api {
@@ -104,6 +105,7 @@ class App {
   AppOptions opts_;
   SystemClock clock_;
   std::unique_ptr<daemon::Db> db_;
+  std::unique_ptr<daemon::WalCheckpointer> checkpointer_;  // copies db_'s log into the file off the event loop
   std::unique_ptr<daemon::GroupCommit> commits_;  // agents' events share transactions
   std::unique_ptr<daemon::Ledger> ledger_;
   std::unique_ptr<daemon::Store> store_;
