@@ -14,10 +14,11 @@
 
 #include "daemon/db.h"
 #include "daemon/group_commit.h"
-#include "support/temp_dir.h"
+#include "support/table_db.h"
 
 using namespace tsum;
 using namespace tsum::daemon;
+using tsum::testing::TableDb;
 namespace asio = boost::asio;
 
 namespace {
@@ -32,19 +33,6 @@ std::vector<int64_t> committed_rows(const std::string& path) {
   while (*st->step()) out.push_back(st->int64(0));
   return out;
 }
-
-// A database with a table t (x INTEGER UNIQUE); other connections open `path` to see what is committed.
-struct TableDb {
-  testing::TempDir dir;
-  std::string path = dir.file("t.db");
-  std::unique_ptr<Db> db;
-  TableDb() {
-    auto opened = Db::open(path);
-    REQUIRE(opened.ok());
-    db = std::move(*opened);
-    REQUIRE(db->exec("CREATE TABLE t (x INTEGER UNIQUE)").ok());
-  }
-};
 
 Status insert(Db& db, int64_t x) {
   auto st = db.prepare("INSERT INTO t VALUES (?)");

@@ -8,10 +8,12 @@
 
 #include "daemon/db.h"
 #include "daemon/wal_checkpointer.h"
+#include "support/table_db.h"
 #include "support/temp_dir.h"
 
 using namespace tsum;
 using namespace tsum::daemon;
+using tsum::testing::TableDb;
 using namespace std::chrono_literals;
 
 namespace {
@@ -32,22 +34,10 @@ void write_some(Db& db) {
   for (int i = 0; i < 100; ++i) REQUIRE(db.exec("INSERT INTO t VALUES (randomblob(8000))").ok());
 }
 
-struct TableDb {
-  testing::TempDir dir;
-  std::string path = dir.file("t.db");
-  std::unique_ptr<Db> db;
-  TableDb() {
-    auto d = Db::open(path);
-    REQUIRE(d.ok());
-    db = std::move(*d);
-    REQUIRE(db->exec("CREATE TABLE t (x BLOB)").ok());
-  }
-};
-
 }  // namespace
 
 TEST_CASE("the thread copies the log into the database before the writer's automatic checkpoint would") {
-  TableDb t;
+  TableDb t("CREATE TABLE t (x BLOB)");
   SUBCASE("without it, the rows stay in the log") {
     write_some(*t.db);
     CHECK(pages(*t.db, t.path) < 10);
@@ -78,7 +68,7 @@ TEST_CASE("the thread copies the log into the database before the writer's autom
 }
 
 TEST_CASE("under writes that never pause, the log stays bounded") {
-  TableDb t;
+  TableDb t("CREATE TABLE t (x BLOB)");
   auto cp = WalCheckpointer::start(t.path, 1ms);
   REQUIRE(cp.ok());
   for (int i = 0; i < 3000; ++i) REQUIRE(t.db->exec("INSERT INTO t VALUES (randomblob(8000))").ok());  // ~9,000 pages
@@ -87,7 +77,7 @@ TEST_CASE("under writes that never pause, the log stays bounded") {
 }
 
 TEST_CASE("stopping the checkpointer does not wait for its next tick") {
-  TableDb t;
+  TableDb t("CREATE TABLE t (x BLOB)");
   auto cp = WalCheckpointer::start(t.path, std::chrono::hours(1));
   REQUIRE(cp.ok());
   cp->reset();  // a join that waited for the tick would hold this test for an hour (ctest's timeout fails it)
