@@ -277,7 +277,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   add_plan_route(router_, *store_, *views_, *tokens_, providers_);
   add_token_routes(router_, *tokens_);
   add_openapi_route(router_);
-  add_metrics_route(router_, {*db_, *views_, *tokens_, provider_calls_, *budget_});
+  add_metrics_route(router_, {*db_, *views_, *tokens_, provider_calls_, *budget_, checkpointer_.get()});
   add_web_routes(router_, {web::assets(), opts_.web_dir});
   server_->accept();  // every route is in place
   co_await runs_->reconcile();

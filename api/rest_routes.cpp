@@ -322,7 +322,7 @@ void add_metrics_route(Router& router, MetricsContext m) {
     auto info = bearer(req, m.tokens);
     if (!info || !(info->admin || info->metrics))
       co_return error_response(401, "unauthenticated", "GET /metrics needs an admin or a metrics token");
-    auto body = daemon::render_metrics(m.db, m.views, m.calls, m.budget);
+    auto body = daemon::render_metrics(m.db, m.views, m.calls, m.budget, m.wal);
     if (!body) co_return error_response(body.error());
     Response r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";

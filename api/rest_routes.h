@@ -64,6 +64,7 @@ struct MetricsContext {
   daemon::TokenStore& tokens;
   const daemon::ProviderCallMetrics& calls;
   daemon::Budget& budget;
+  const daemon::WalCheckpointer* wal = nullptr;
 };
 void add_metrics_route(Router& router, MetricsContext ctx);
 

@@ -148,7 +148,8 @@ Status render_billed(std::string& out, Budget& budget) {
 
 }  // namespace
 
-Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls, Budget& budget) {
+Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls, Budget& budget,
+                                   const WalCheckpointer* wal) {
   std::string out;
   std::map<std::string, int64_t> by_status;
   for (auto s : kStatusNames) by_status[std::string(s)] = 0;
@@ -197,6 +198,13 @@ Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetri
   for (const auto& [key, v] : spend)
     out += "tsum_spend_total{rule=\"" + esc(key.first) + "\",currency=\"" + esc(key.second) + "\"} " + num(v) + "\n";
   if (auto s = render_billed(out, budget); !s) return s.error();
+  if (wal) {
+    const auto st = wal->stats();
+    help(out, "tsum_wal_checkpoints_total", "counter", "Checkpoints of SQLite's write-ahead log by its own thread.");
+    out += "tsum_wal_checkpoints_total " + std::to_string(st.checkpoints) + "\n";
+    help(out, "tsum_wal_checkpoint_failures_total", "counter", "Of those, the ones that failed (e.g. a full disk).");
+    out += "tsum_wal_checkpoint_failures_total " + std::to_string(st.failures) + "\n";
+  }
   return out;
 }
 

@@ -9,6 +9,8 @@
 //                                             failed runs included (daemon/budget.h prices them)
 //   tsum_month_billed                         the same over this calendar month (UTC), the monthly budget's base
 //   tsum_monthly_budget                       the --monthly-budget cap, when set
+//   tsum_wal_checkpoints_total, tsum_wal_checkpoint_failures_total
+//                                             the WAL checkpointer thread's (daemon/wal_checkpointer.h), when given
 // Run, phase and spend figures come from SQLite, so they survive restarts; provider call figures are
 // counted in memory by MeteredProvider and start from zero with the daemon.
 #pragma once
@@ -21,6 +23,7 @@
 #include "daemon/budget.h"
 #include "daemon/db.h"
 #include "daemon/views.h"
+#include "daemon/wal_checkpointer.h"
 #include "providers/provider.h"
 
 namespace tsum::daemon {
@@ -71,6 +74,7 @@ class MeteredProvider final : public providers::Provider {
 };
 
 // The whole /metrics body.
-Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls, Budget& budget);
+Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls, Budget& budget,
+                                   const WalCheckpointer* wal = nullptr);
 
 }  // namespace tsum::daemon

@@ -151,6 +151,9 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
   CHECK(metrics.body.find("tsum_provider_call_seconds_count{provider=\"local\",op=\"create\"} 2\n") !=
         std::string::npos);
   CHECK(metrics.body.find("tsum_spend_total{rule=\"per_hour\",currency=\"USD\"} ") != std::string::npos);
+  CHECK(metrics.body.find("\ntsum_wal_checkpoints_total ") != std::string::npos);
+  CHECK(metrics.body.find("\ntsum_wal_checkpoints_total 0\n") == std::string::npos);  // it ran while the runs did
+  CHECK(metrics.body.find("\ntsum_wal_checkpoint_failures_total 0\n") != std::string::npos);
   CHECK(d.call("GET", "/metrics", "").status == 401);
 
   // Export: the same runs as CSV and JSON, and each run's resource samples over time.
