@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "providers/slurm/slurm_rest.h"
 
@@ -146,21 +147,44 @@ Task<Result<InstanceStatus>> SlurmProvider::describe(const InstanceHandle& h) {
   if (!*found || (!name.empty() && (*found)->name != name))
     co_return InstanceStatus{InstanceState::gone, "slurm job " + h.id + " is no longer known to the controller", ""};
   const JobInfo& j = **found;
-  if (slurm::pending(j.state)) {
-    std::string why = j.reason.empty() || j.reason == "None" ? j.state : j.reason;
-    co_return InstanceStatus{InstanceState::pending, "queued: " + why, ""};
-  }
-  InstanceStatus st;
-  st.address = j.batch_host.empty() ? slurm::first_host(j.node_list) : j.batch_host;
-  if (!j.node_list.empty()) st.queue_wait_s = slurm::seconds_between(j.submit_time, j.start_time);
-  if (!slurm::ended(j.state)) {
-    st.state = InstanceState::running;
-    st.detail = "slurm job " + j.id + " " + j.state + " on " + j.node_list;
-    co_return st;
-  }
+  if (!slurm::ended(j.state)) co_return live_status(j);
+  InstanceStatus st = live_status(j);
   st.state = InstanceState::exited;
   st.detail = co_await ended_detail(j);
   co_return st;
+}
+
+InstanceStatus SlurmProvider::live_status(const JobInfo& j) {
+  if (slurm::pending(j.state)) {
+    std::string why = j.reason.empty() || j.reason == "None" ? j.state : j.reason;
+    return InstanceStatus{InstanceState::pending, "queued: " + why, ""};
+  }
+  InstanceStatus st;
+  st.state = InstanceState::running;
+  st.detail = "slurm job " + j.id + " " + j.state + " on " + j.node_list;
+  st.address = j.batch_host.empty() ? slurm::first_host(j.node_list) : j.batch_host;
+  if (!j.node_list.empty()) st.queue_wait_s = slurm::seconds_between(j.submit_time, j.start_time);
+  return st;
+}
+
+Task<std::vector<Result<InstanceStatus>>> SlurmProvider::describe_many(const std::vector<InstanceHandle>& handles) {
+  std::vector<Result<InstanceStatus>> out;
+  out.reserve(handles.size());
+  auto queued = co_await cli_->jobs();  // when it fails, each job is asked about alone (and says why)
+  std::map<std::string, const JobInfo*> by_id;
+  if (queued)
+    for (const auto& j : *queued) by_id[j.id] = &j;
+  for (const auto& h : handles) {
+    const auto it = by_id.find(h.id);
+    const std::string name = h.data.value("name", "");
+    std::error_code ec;
+    if (it != by_id.end() && (name.empty() || it->second->name == name) && !slurm::ended(it->second->state) &&
+        !fs::exists(left_marker(h.id), ec))
+      out.push_back(live_status(*it->second));
+    else
+      out.push_back(co_await describe(h));
+  }
+  co_return out;
 }
 
 Task<Status> SlurmProvider::terminate(const InstanceHandle& h) {

@@ -20,6 +20,8 @@
 //              cancelled, NODE_FAIL...; a node that is down or not responding is named in the detail); gone once
 //              the controller forgot it. queue_wait_s = StartTime - SubmitTime on the controller's clock, once
 //              the job has started.
+//   describe_many: one squeue (or GET jobs) for every job in the queue, each pending or running one answered as
+//              describe would; a job no longer there (ended, or forgotten) is asked about alone, as describe.
 //   terminate: scancel, then scontrol until the job has left the queue (cancel_timeout). Gone already is
 //              success. From then on describe says gone (a marker under <state_dir>/slurm/left): the
 //              controller remembers an ended job for MinJobAge, but its nodes are free.
@@ -46,6 +48,7 @@ class SlurmProvider final : public Provider {
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
 
@@ -57,6 +60,7 @@ class SlurmProvider final : public Provider {
   std::string record_path(const std::string& token) const;
   std::string left_marker(const std::string& job_id) const;  // written once terminate saw the job leave the queue
   Task<std::string> ended_detail(const slurm::JobInfo& j);
+  static InstanceStatus live_status(const slurm::JobInfo& j);  // of a job pending or running
 
   SlurmOptions opts_;
   std::unique_ptr<slurm::SlurmApi> cli_;  // the REST API where slurmrestd is configured, else the CLI

@@ -129,7 +129,12 @@ std::vector<JobInfo> parse_squeue(std::string_view text) {
     j.name = f[1];
     j.comment = f[2] == "(null)" ? "" : f[2];
     j.state = f[3];
-    if (f.size() > 4) j.node_list = f[4];
+    const auto field = [&](size_t k) { return k < f.size() && f[k] != "(null)" && f[k] != "N/A" ? f[k] : ""; };
+    j.node_list = field(4);
+    j.reason = field(5);
+    j.batch_host = field(6);
+    j.submit_time = field(7);
+    j.start_time = field(8);
     out.push_back(std::move(j));
   }
   return out;

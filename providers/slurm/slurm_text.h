@@ -48,8 +48,9 @@ int gres_gpus(std::string_view gres, std::string* type = nullptr);
 // The job of `scontrol show job -o ID` (one line of Key=Value fields); nullopt when the text has no JobId.
 std::optional<JobInfo> parse_scontrol_job(std::string_view text);
 
-// The squeue format list_tagged and the idempotency lookup ask for, and its parser.
-inline constexpr std::string_view kSqueueFormat = "J|%i|%j|%k|%T|%N";
+// The squeue format list_tagged, describe_many and the idempotency lookup ask for, and its parser: id, name,
+// comment, state, nodes, reason, batch host, submit and start time.
+inline constexpr std::string_view kSqueueFormat = "J|%i|%j|%k|%T|%N|%r|%B|%V|%S";
 std::vector<JobInfo> parse_squeue(std::string_view text);
 
 // The first host of a hostlist expression: "c[3-5,7],d1" → "c3"; "" for "" or "(null)".

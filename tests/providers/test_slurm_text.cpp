@@ -54,6 +54,16 @@ TEST_CASE("squeue lines, hostlists and job states") {
   CHECK(jobs[0].comment == "tok");
   CHECK(jobs[1].comment.empty());
   CHECK(jobs[1].state == "PENDING");
+  CHECK(jobs[1].node_list.empty());
+  CHECK(jobs[1].reason.empty());
+  auto full = parse_squeue("J|7|tsum-a-7|tok|RUNNING|c[1-2]|None|c1|2026-11-26T06:00:00|2026-11-26T06:01:05\n"
+                           "J|8|tsum-a-8|tok|PENDING|(null)|Resources|(null)|2026-11-26T06:02:00|N/A\n");
+  REQUIRE(full.size() == 2);
+  CHECK(full[0].batch_host == "c1");
+  CHECK(seconds_between(full[0].submit_time, full[0].start_time) == doctest::Approx(65));
+  CHECK(full[1].reason == "Resources");
+  CHECK(full[1].batch_host.empty());
+  CHECK(full[1].start_time.empty());
   CHECK(first_host("c[3-5,7],d1") == "c3");
   CHECK(first_host("gpu-node12") == "gpu-node12");
   CHECK(first_host("(null)").empty());

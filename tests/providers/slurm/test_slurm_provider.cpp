@@ -203,11 +203,30 @@ TEST_CASE("slurm: a 2-node job runs one agent per node with TSUM_NODE 0 and 1; a
   CHECK(queued->state == InstanceState::pending);
   CHECK(queued->detail.starts_with("queued: "));
   CHECK_FALSE(queued->queue_wait_s.has_value());
+  // describe_many: one squeue for both, the answers describe gives one job at a time.
+  auto both = run_sync(p.describe_many({*h, *next}));
+  REQUIRE(both.size() == 2);
+  REQUIRE_MESSAGE(both[0].ok(), both[0].error().detail);
+  REQUIRE_MESSAGE(both[1].ok(), both[1].error().detail);
+  CHECK(both[0]->state == InstanceState::running);
+  CHECK(both[0]->detail == running.detail);
+  CHECK(both[0]->address == running.address);
+  REQUIRE(both[0]->queue_wait_s.has_value());
+  REQUIRE(running.queue_wait_s.has_value());
+  CHECK(*both[0]->queue_wait_s == doctest::Approx(*running.queue_wait_s));
+  CHECK(both[1]->state == InstanceState::pending);
+  CHECK(both[1]->detail.starts_with("queued: "));
+  CHECK_FALSE(both[1]->queue_wait_s.has_value());
 
   auto done = describe_until(p, *h, has_ended, std::chrono::seconds(60));
   INFO(done.detail << "\n" << lab.cluster->logs());
   REQUIRE(done.state == InstanceState::exited);
   CHECK(done.detail.find("COMPLETED") != std::string::npos);
+  auto ended = run_sync(p.describe_many({*h}));  // no longer in squeue: asked about alone
+  REQUIRE(ended.size() == 1);
+  REQUIRE(ended[0].ok());
+  CHECK(ended[0]->state == InstanceState::exited);
+  CHECK(ended[0]->detail == done.detail);
   CHECK(lab.proofs("21") == std::set<std::string>{"0 2 c1 it's $x\n", "1 2 c2 it's $x\n"});
   REQUIRE(run_sync(p.terminate(*h)).ok());
 
@@ -314,6 +333,12 @@ TEST_CASE("slurm: the REST path (slurmrestd v0.0.38, JWT): offers, a 2-node job,
                            std::chrono::seconds(20));
   CHECK(st.state == InstanceState::pending);
   CHECK(st.detail == "queued: PartitionDown");
+  auto many = run_sync(p.describe_many({*held, *bad}));  // one GET jobs: the pending one from it, the ended alone
+  REQUIRE(many.size() == 2);
+  REQUIRE(many[0].ok());
+  CHECK(many[0]->detail == "queued: PartitionDown");
+  REQUIRE(many[1].ok());
+  CHECK(many[1]->state == InstanceState::gone);  // terminate saw it leave
   REQUIRE(run_sync(p.terminate(*held)).ok());
   CHECK(lab.squeue(held->id) == "");
   CHECK(run_sync(p.list_tagged(kTag))->empty());
