@@ -170,10 +170,13 @@ InstanceStatus SlurmProvider::live_status(const JobInfo& j) {
 Task<std::vector<Result<InstanceStatus>>> SlurmProvider::describe_many(const std::vector<InstanceHandle>& handles) {
   std::vector<Result<InstanceStatus>> out;
   out.reserve(handles.size());
-  auto queued = co_await cli_->jobs();  // when it fails, each job is asked about alone (and says why)
+  auto queued = co_await cli_->jobs();
+  if (!queued) {  // the login node or slurmrestd does not answer: neither would each job's scontrol
+    for (size_t i = 0; i < handles.size(); ++i) out.push_back(queued.error());
+    co_return out;
+  }
   std::map<std::string, const JobInfo*> by_id;
-  if (queued)
-    for (const auto& j : *queued) by_id[j.id] = &j;
+  for (const auto& j : *queued) by_id[j.id] = &j;
   for (const auto& h : handles) {
     const auto it = by_id.find(h.id);
     const std::string name = h.data.value("name", "");

@@ -22,6 +22,7 @@
 //              the job has started.
 //   describe_many: one squeue (or GET jobs) for every job in the queue, each pending or running one answered as
 //              describe would; a job no longer there (ended, or forgotten) is asked about alone, as describe.
+//              When the listing fails, every job gets its error.
 //   terminate: scancel, then scontrol until the job has left the queue (cancel_timeout). Gone already is
 //              success. From then on describe says gone (a marker under <state_dir>/slurm/left): the
 //              controller remembers an ended job for MinJobAge, but its nodes are free.

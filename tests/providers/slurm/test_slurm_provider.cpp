@@ -350,3 +350,24 @@ TEST_CASE("slurm: the REST path (slurmrestd v0.0.38, JWT): offers, a 2-node job,
   REQUIRE_FALSE(denied.ok());
   CHECK(denied.error().detail.find("slurmrestd") != std::string::npos);
 }
+
+TEST_CASE("slurm: when the login node does not answer, describe_many gives every job the listing's error") {
+  TempDir dir{"tsum-slurm-dead"};
+  SlurmOptions o;
+  o.state_dir = dir.file("state");
+  o.login.name = "ctl";
+  o.login.address = "192.0.2.1";  // TEST-NET-1: nothing answers there
+  o.login.user = "root";
+  o.login.key_file = dir.file("no-key");
+  o.work_dir = kWork;
+  o.connect_timeout = std::chrono::seconds(2);
+  SlurmProvider p(o);
+  const InstanceHandle a{"slurm", "5", {{"name", "tsum-x-5"}}}, b{"slurm", "6", {{"name", "tsum-x-6"}}};
+  auto st = run_sync(p.describe_many({a, b}));
+  REQUIRE(st.size() == 2);
+  REQUIRE_FALSE(st[0].ok());
+  REQUIRE_FALSE(st[1].ok());
+  INFO(st[0].error().detail);
+  CHECK(st[0].error().detail == st[1].error().detail);
+  CHECK(st[0].error().detail.find("192.0.2.1") != std::string::npos);
+}
