@@ -1,5 +1,7 @@
 #include "providers/azure/azure_json.h"
 
+#include <cctype>
+
 #include "providers/http/codec.h"
 
 namespace tsum::providers::azure {
@@ -75,13 +77,39 @@ Result<AzureVm> parse_vm(const nlohmann::json& j) {
     vm.provisioning_state = str(props, "provisioningState");
     vm.vm_size = str(child(props, "hardwareProfile"), "vmSize");
     const auto& view = child(props, "instanceView");
-    if (auto statuses = view.is_object() ? view.find("statuses") : view.end(); view.is_object() && statuses != view.end() && statuses->is_array())
-      for (const auto& s : *statuses)
-        if (std::string code = s.is_object() ? str(s, "code") : ""; code.starts_with("PowerState/")) vm.power_state = code.substr(11);
+    if (auto statuses = view.is_object() ? view.find("statuses") : view.end(); view.is_object() && statuses != view.end() && statuses->is_array()) {
+      for (const auto& s : *statuses) {
+        const std::string code = s.is_object() ? str(s, "code") : "";
+        if (code.starts_with("PowerState/")) {
+          vm.power_state = code.substr(11);
+        } else if (code.starts_with("ProvisioningState/") && code.size() > 18 && vm.provisioning_state.empty()) {
+          vm.provisioning_state = code.substr(18);
+          vm.provisioning_state[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(vm.provisioning_state[0])));
+        }
+      }
+    }
   }
   if (vm.name.empty() || vm.provisioning_state.empty())
     return make_error(Code::internal, "ARM: a virtual machine without name or provisioningState");
   return vm;
+}
+
+std::string group_of_id(std::string_view id) {
+  std::string lower(id);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string_view key = "/resourcegroups/";
+  const auto at = lower.find(key);
+  if (at == std::string::npos) return {};
+  const auto begin = at + key.size(), end = lower.find('/', begin);
+  return lower.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+ArmPage parse_page(const nlohmann::json& j) {
+  ArmPage out;
+  if (!j.is_object()) return out;
+  if (auto v = j.find("value"); v != j.end() && v->is_array()) out.value.assign(v->begin(), v->end());
+  out.next_link = str(j, "nextLink");
+  return out;
 }
 
 std::string first_public_ip(const nlohmann::json& listing) {

@@ -58,8 +58,20 @@ struct AzureVm {
   Tags tags = {};
 };
 
-// internal: not a VM (no name or provisioningState).
+// internal: not a VM (no name or provisioningState). A VM of a statusOnly listing may carry its provisioning
+// state only as an instance-view status ("ProvisioningState/succeeded"): that is read as "Succeeded".
 Result<AzureVm> parse_vm(const nlohmann::json& j);
+
+// The resource group in an ARM resource id (".../resourceGroups/<group>/providers/..."), lower-cased (ARM's
+// names are case-insensitive); "" when it names none.
+std::string group_of_id(std::string_view id);
+
+// A page of a list call: its items and the nextLink ("" on the last page).
+struct ArmPage {
+  std::vector<nlohmann::json> value;
+  std::string next_link;
+};
+ArmPage parse_page(const nlohmann::json& j);
 
 // The first public IP address of a publicIPAddresses listing that has one assigned; empty: none yet.
 std::string first_public_ip(const nlohmann::json& listing);

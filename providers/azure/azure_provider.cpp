@@ -3,7 +3,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cctype>
 #include <cstdlib>
+#include <map>
 
 #include "providers/azure/azure_catalog.h"
 #include "providers/azure/ssh_key.h"
@@ -221,6 +223,79 @@ Task<Result<InstanceStatus>> AzureProvider::describe(const InstanceHandle& h) {
   auto ip = co_await public_ip(h.id);
   if (!ip) co_return ip.error();
   out.address = *ip;
+  co_return out;
+}
+
+namespace {
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+std::string text_of(const nlohmann::json& j, const char* key) {
+  auto it = j.is_object() ? j.find(key) : j.end();
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+}  // namespace
+
+Task<Result<std::vector<nlohmann::json>>> AzureProvider::list_all(const std::string& path, const std::string& what) {
+  std::vector<nlohmann::json> out;
+  std::string next;
+  for (int page = 0; page < kMaxListPages; ++page) {
+    const std::string method = "GET", body;
+    Result<ArmReply> answer = make_error(Code::internal, "no answer");
+    if (next.empty()) answer = co_await api_->arm(method, path, body);
+    else answer = co_await api_->arm_get(next);
+    if (!answer) co_return answer.error();
+    auto parsed = parse_page(answer->body);
+    for (auto& item : parsed.value) out.push_back(std::move(item));
+    if (parsed.next_link.empty()) co_return out;
+    next = parsed.next_link;
+  }
+  co_return make_error(Code::internal, "ARM " + what + ": more than 1000 pages");
+}
+
+Task<std::vector<Result<InstanceStatus>>> AzureProvider::describe_many(const std::vector<InstanceHandle>& handles) {
+  std::vector<Result<InstanceStatus>> out;
+  out.reserve(handles.size());
+  const std::string sub = "subscriptions/" + opts_.credentials.subscription_id;
+  auto vms = co_await list_all(sub + "/providers/Microsoft.Compute/virtualMachines?" + api(kComputeApi) + "&statusOnly=true",
+                               "virtual machines");
+  Result<std::vector<nlohmann::json>> ips = std::vector<nlohmann::json>{};
+  if (vms) ips = co_await list_all(sub + "/providers/Microsoft.Network/publicIPAddresses?" + api(kNetworkApi), "public IPs");
+  if (!vms || !ips) {
+    const Error e = !vms ? vms.error() : ips.error();
+    for (size_t i = 0; i < handles.size(); ++i) out.push_back(e);
+    co_return out;
+  }
+  std::map<std::string, AzureVm> vm_of;  // "<group>/<vm>", lower-case
+  for (const auto& j : *vms)
+    if (auto vm = parse_vm(j)) vm_of[group_of_id(text_of(j, "id")) + "/" + lower(vm->name)] = std::move(*vm);
+  std::map<std::string, std::string> ip_of;  // group -> its first address
+  for (const auto& j : *ips)
+    if (std::string a = text_of(j.is_object() ? j.value("properties", nlohmann::json::object()) : j, "ipAddress"); !a.empty())
+      ip_of.try_emplace(group_of_id(text_of(j, "id")), a);
+  for (const auto& h : handles) {
+    if (!valid_group_name(h.id)) {
+      out.push_back(make_error(Code::invalid_argument, "azure: handle without a valid resource group"));
+      continue;
+    }
+    const auto vm = vm_of.find(lower(h.id) + "/" + lower(data_field(h, "vm", h.id)));
+    const auto ip = ip_of.find(lower(h.id));
+    if (vm == vm_of.end()) {
+      out.push_back(co_await describe(h));  // being created, or gone
+      continue;
+    }
+    InstanceStatus st{state_of(vm->second), "Azure provisioning " + vm->second.provisioning_state +
+                                                (vm->second.power_state.empty() ? "" : ", PowerState/" + vm->second.power_state), ""};
+    if (st.state != InstanceState::exited) {
+      if (ip == ip_of.end()) {
+        out.push_back(co_await describe(h));
+        continue;
+      }
+      st.address = ip->second;
+    }
+    out.push_back(std::move(st));
+  }
   co_return out;
 }
 

@@ -13,6 +13,11 @@
 //   describe   GET the VM with $expand=instanceView: provisioning Creating or PowerState starting (or none
 //              yet) -> pending, PowerState running -> running, stopped, deallocated, Deleting, Failed ->
 //              exited, 404 (the VM or its group) -> gone. The address is the group's public IP.
+//   describe_many  two listings for all of the daemon's live runs, every nextLink followed: the subscription's
+//              VMs with statusOnly=true (their instance views) and its public IPs; each handle is answered as
+//              describe would. A VM not in the listing (being created, or gone) is asked about alone with
+//              describe. A listing that fails gives every handle its error. ARM throttles a subscription's
+//              reads, so one poll a second of N runs costs 2 reads, not 2N.
 //   terminate  DELETE the resource group (everything in it goes) and poll its Location until the group is
 //              gone or delete_deadline passes (timeout; calling again is safe). 404 counts as deleted.
 //   list_tagged resource groups with $filter=tagName eq '<tag_name>' and tagValue eq '<tag>', every page.
@@ -72,6 +77,7 @@ class AzureProvider final : public Provider {
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;
+  Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
 
@@ -87,6 +93,7 @@ class AzureProvider final : public Provider {
   Task<Status> claim_group(const VmSpec& vm, const LaunchSpec& spec);
   Task<Status> wait_for(const std::string& what, const ArmReply& reply, std::chrono::milliseconds deadline);
   Task<Result<std::string>> public_ip(const std::string& group);
+  Task<Result<std::vector<nlohmann::json>>> list_all(const std::string& path, const std::string& what);  // every page
   InstanceHandle handle_of(const std::string& group, const std::string& location, const std::string& size,
                            double created_at) const;
 

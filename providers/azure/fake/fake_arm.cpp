@@ -78,6 +78,10 @@ std::string arm_method(const ArmCall& c) {
   if (s.size() == 4 && ieq(s[2], "operationresults") && m == "GET") return "operationResults.get";
   if (s.size() == 5 && ieq(s[2], "providers") && ieq(s[3], "Microsoft.Compute") && ieq(s[4], "skus") && m == "GET")
     return "resourceSkus.list";
+  if (s.size() == 5 && ieq(s[2], "providers") && ieq(s[3], "Microsoft.Compute") && ieq(s[4], "virtualMachines") && m == "GET")
+    return "virtualMachines.listAll";
+  if (s.size() == 5 && ieq(s[2], "providers") && ieq(s[3], "Microsoft.Network") && ieq(s[4], "publicIPAddresses") && m == "GET")
+    return "publicIPAddresses.listAll";
   if (s.size() == 8 && ieq(s[2], "providers") && ieq(s[4], "locations") && ieq(s[6], "operations") && m == "GET")
     return "operations.get";
   if (s.size() < 7 || !ieq(s[2], "resourcegroups") || !ieq(s[4], "providers")) return {};
@@ -118,6 +122,7 @@ ArmAnswer FakeArm::handle(const std::string& method_name, const ArmCall& c) {
   if (method_name == "virtualMachines.createOrUpdate") return put_vm(s[3], s[7], c, now);
   if (method_name == "virtualMachines.get") return get_vm(s[3], s[7], c.query.contains("$expand") && c.query.at("$expand") == "instanceView", now);
   if (method_name == "publicIPAddresses.list") return list_ips(s[3]);
+  if (method_name == "virtualMachines.listAll" || method_name == "publicIPAddresses.listAll") return list_all(method_name, c, now);
   if (method_name == "virtualNetworks.get") {
     Group* g = find_group(s[3]);
     if (!g) return group_not_found(s[3]);
@@ -357,6 +362,46 @@ ArmAnswer FakeArm::get_vm(const std::string& group, const std::string& name, boo
   if (v == g->second.vms.end())
     return arm_error(404, "ResourceNotFound", "The Resource 'Microsoft.Compute/virtualMachines/" + name + "' under resource group '" + group + "' was not found.");
   return {200, vm_json(vm_as_of(v->second, g->second, now), instance_view), {}};
+}
+
+nlohmann::json FakeArm::ip_json(const FakeVm& v) const {
+  return {{"id", "/subscriptions/" + opts_.subscription + "/resourceGroups/" + v.group +
+                     "/providers/Microsoft.Network/publicIPAddresses/" + v.ip_name},
+          {"name", v.ip_name}, {"location", v.location}, {"sku", {{"name", "Standard"}}},
+          {"properties", {{"provisioningState", "Succeeded"}, {"publicIPAllocationMethod", "Static"}, {"ipAddress", v.public_ip}}}};
+}
+
+ArmAnswer FakeArm::list_all(const std::string& method_name, const ArmCall& c, double now) const {
+  const bool vms = method_name == "virtualMachines.listAll";
+  const bool status_only = vms && c.query.contains("statusOnly") && c.query.at("statusOnly") == "true";
+  std::vector<nlohmann::json> items;
+  for (const auto& [_, g] : groups_)
+    for (const auto& [__, stored] : g.vms) {
+      const FakeVm v = vm_as_of(stored, g, now);
+      if (!vms) {
+        if (!v.ip_name.empty()) items.push_back(ip_json(v));
+        continue;
+      }
+      nlohmann::json j = vm_json(v, status_only);
+      if (status_only) {  // the instance view only: the model's properties are left out, as ARM does
+        nlohmann::json props{{"instanceView", j["properties"]["instanceView"]}};
+        j["properties"] = props;
+      }
+      items.push_back(std::move(j));
+    }
+  auto token = c.query.contains("$skiptoken") ? std::optional(c.query.at("$skiptoken")) : std::nullopt;
+  auto w = fake_cloud::page_at_token(items.size(), token, "", opts_.page_size, opts_.page_size);
+  if (!w) return arm_error(400, "InvalidSkipToken", "The skip token is not valid.");
+  nlohmann::json value = nlohmann::json::array();
+  for (std::size_t i = w->begin; i < w->end; ++i) value.push_back(items[i]);
+  nlohmann::json out{{"value", value}};
+  if (w->next)
+    out["nextLink"] = base_url_ + "/subscriptions/" + opts_.subscription +
+                      (vms ? "/providers/Microsoft.Compute/virtualMachines?api-version=" + std::string(kComputeApi) +
+                                 (status_only ? "&statusOnly=true" : "")
+                           : "/providers/Microsoft.Network/publicIPAddresses?api-version=" + std::string(kNetworkApi)) +
+                      "&$skiptoken=" + w->next_token();
+  return {200, out, {}};
 }
 
 ArmAnswer FakeArm::list_ips(const std::string& group) const {

@@ -1,7 +1,7 @@
 // FakeArm: the stateful part of the fake Azure, the Resource Manager calls tsum makes: resource groups
 // (PUT, GET, DELETE, list with a tag $filter), virtual networks (PUT, GET), virtual machines (PUT, GET with
-// $expand=instanceView), a group's public IP listing, and the operations they start (Azure-AsyncOperation
-// status and Location operation results).
+// $expand=instanceView, the subscription's list with statusOnly=true), public IP listings (a group's, the
+// subscription's), and the operations they start (Azure-AsyncOperation status and Location operation results).
 //
 // Model: a group PUT is synchronous. A network or VM PUT that creates answers 201 with provisioningState
 // Creating/Updating and an Azure-AsyncOperation URL; the operation reports InProgress for operation_polls
@@ -46,7 +46,7 @@ struct FakeArmOptions {
   double starting_s = 2;
   int operation_polls = 1;
   double operation_s = 30;
-  int page_size = 100;  // resource groups per page
+  int page_size = 100;  // resource groups, VMs or public IPs per page
 };
 
 struct FakeVm {
@@ -134,6 +134,9 @@ class FakeArm {
   ArmAnswer put_vm(const std::string& group, const std::string& name, const ArmCall& c, double now);
   ArmAnswer get_vm(const std::string& group, const std::string& name, bool instance_view, double now) const;
   ArmAnswer list_ips(const std::string& group) const;
+  // The subscription's VMs (instance views only with statusOnly=true) or public IPs, page_size a page.
+  ArmAnswer list_all(const std::string& method_name, const ArmCall& c, double now) const;
+  nlohmann::json ip_json(const FakeVm& v) const;
   ArmAnswer operation(const std::string& id, bool location_style, double now);
   std::string start_operation(const std::string& kind, const std::string& group, const std::string& target, double now);
   void finish(Operation& op, double now);

@@ -115,6 +115,16 @@ with tempfile.TemporaryDirectory() as d:
         check("PowerState/running" in codes, "instance view statuses: %r" % codes)
         ips = [ip.ip_address for ip in net.public_ip_addresses.list("tsum-check-0")]
         check(len(ips) == 1 and ips[0].count(".") == 3, "the VM's public IP: %r" % ips)
+        # The subscription-wide listings describe_many reads: statusOnly VMs with their instance views, all IPs.
+        listed = list(compute.virtual_machines.list_all(status_only="true"))
+        check([v.name for v in listed] == ["vm0"], "list_all(status_only): %r" % [v.name for v in listed])
+        codes = [s.code for s in listed[0].instance_view.statuses] if listed and listed[0].instance_view else []
+        check("PowerState/running" in codes and "ProvisioningState/succeeded" in codes,
+              "list_all(status_only) instance view: %r" % codes)
+        check("/resourceGroups/tsum-check-0/" in listed[0].id, "a listed VM's id names its group: %s" % listed[0].id)
+        all_ips = [(ip.id, ip.ip_address) for ip in net.public_ip_addresses.list_all()]
+        check(len(all_ips) == 1 and all_ips[0][1] == ips[0] and "/resourceGroups/tsum-check-0/" in all_ips[0][0],
+              "public_ip_addresses.list_all: %r" % all_ips)
         again = compute.virtual_machines.begin_create_or_update("tsum-check-0", "vm0", vm_params, polling_interval=0.05).result()
         check(again.provisioning_state == "Succeeded", "a second PUT is an update")
         try:

@@ -104,6 +104,58 @@ TEST_CASE("create makes a tagged group, a network and a VM booting the agent; de
   CHECK(st->detail == "Azure provisioning Succeeded, PowerState/stopped");
 }
 
+TEST_CASE("describe_many: two listings for every run, every page, each answered as describe; the rest alone") {
+  Cloud c({.page_size = 1});  // one VM or IP a page: the nextLinks are followed
+  auto a = run_sync(c.provider->create(offer(), launch_spec("7")));
+  auto b = run_sync(c.provider->create(offer(), launch_spec("8")));
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const auto same_as_describe = [&](const std::vector<Result<InstanceStatus>>& many) {
+    REQUIRE(many.size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+      auto one = run_sync(c.provider->describe(i == 0 ? *a : *b));
+      REQUIRE(one.ok());
+      REQUIRE_MESSAGE(many[i].ok(), many[i].error().detail);
+      CHECK(many[i]->state == one->state);
+      CHECK(many[i]->detail == one->detail);
+      CHECK(many[i]->address == one->address);
+    }
+  };
+  const int gets = c.fake.server().requests("virtualMachines.get");
+  auto many = run_sync(c.provider->describe_many({*a, *b}));
+  CHECK(c.fake.server().requests("virtualMachines.listAll") == 2);  // two pages
+  CHECK(c.fake.server().requests("publicIPAddresses.listAll") == 2);
+  CHECK(c.fake.server().requests("virtualMachines.get") == gets);  // nothing asked one by one
+  CHECK(many[0]->state == InstanceState::pending);
+  CHECK_FALSE(many[0]->address.empty());
+  same_as_describe(many);
+
+  c.clock.advance(2.5);
+  REQUIRE(c.fake.guest_shutdown(AzureProvider::group_name(launch_spec("8"))).ok());
+  many = run_sync(c.provider->describe_many({*a, *b}));
+  CHECK(many[0]->state == InstanceState::running);
+  CHECK(many[1]->state == InstanceState::exited);
+  same_as_describe(many);
+
+  REQUIRE(run_sync(c.provider->terminate(*b)).ok());
+  InstanceHandle bad = *a;
+  bad.id = "not a group!";
+  many = run_sync(c.provider->describe_many({*a, *b, bad}));
+  REQUIRE(many.size() == 3);
+  CHECK(many[0]->state == InstanceState::running);
+  REQUIRE(many[1].ok());
+  CHECK(many[1]->state == InstanceState::gone);  // not listed: asked alone, 404
+  REQUIRE_FALSE(many[2].ok());
+  CHECK(many[2].error().code == Code::invalid_argument);
+
+  auto refused = c.make("wrong-secret");  // the listing fails: every handle gets its error
+  many = run_sync(refused->describe_many({*a, *b}));
+  REQUIRE(many.size() == 2);
+  REQUIRE_FALSE(many[0].ok());
+  REQUIRE_FALSE(many[1].ok());
+  CHECK(many[0].error().detail == many[1].error().detail);
+}
+
 TEST_CASE("create again (a daemon retry) gives the same group; a group tagged for another run clashes") {
   Cloud c;
   auto first = run_sync(c.provider->create(offer(), launch_spec("2")));
