@@ -49,6 +49,24 @@ TEST_CASE("a VM's provisioning and power state come from its instance view") {
   CHECK(creating->power_state.empty());
   CHECK(parse_vm(nlohmann::json::parse(R"({"name":"v"})")).code() == Code::internal);
   CHECK(parse_vm(nlohmann::json::array()).code() == Code::internal);
+  // A statusOnly listing's VM: the provisioning state only as a status, a failed one with its reason after it.
+  auto listed = parse_vm(nlohmann::json::parse(R"({"name":"v","properties":{"instanceView":{"statuses":[
+      {"code":"ProvisioningState/failed/AllocationFailed"},{"code":"PowerState/stopped"}]}}})"));
+  REQUIRE(listed.ok());
+  CHECK(listed->provisioning_state == "Failed");
+  CHECK(listed->power_state == "stopped");
+  auto starting = parse_vm(nlohmann::json::parse(R"({"name":"v","properties":{"instanceView":{"statuses":[
+      {"code":"ProvisioningState/creating"}]}}})"));
+  REQUIRE(starting.ok());
+  CHECK(starting->provisioning_state == "Creating");
+  CHECK(parse_vm(nlohmann::json::parse(R"({"name":"v","properties":{"instanceView":{"statuses":[
+      {"code":"ProvisioningState/"}]}}})")).code() == Code::internal);
+  CHECK(group_of_id("/subscriptions/s/resourceGroups/TSUM-7-ab/providers/Microsoft.Compute/virtualMachines/x") == "tsum-7-ab");
+  CHECK(group_of_id("/subscriptions/s/providers/Microsoft.Compute/skus").empty());
+  auto page = parse_page(nlohmann::json::parse(R"({"value":[1,2],"nextLink":"https://x/next"})"));
+  CHECK(page.value.size() == 2);
+  CHECK(page.next_link == "https://x/next");
+  CHECK(parse_page(nlohmann::json::parse(R"({"value":"x"})")).value.empty());
 
   auto op = parse_async_status(nlohmann::json::parse(R"({"status":"Failed","error":{"code":"AllocationFailed","message":"no"}})"));
   REQUIRE(op.ok());
