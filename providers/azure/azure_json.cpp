@@ -82,9 +82,10 @@ Result<AzureVm> parse_vm(const nlohmann::json& j) {
         const std::string code = s.is_object() ? str(s, "code") : "";
         if (code.starts_with("PowerState/")) {
           vm.power_state = code.substr(11);
-        } else if (code.starts_with("ProvisioningState/") && code.size() > 18 && vm.provisioning_state.empty()) {
+        } else if (code.starts_with("ProvisioningState/") && vm.provisioning_state.empty()) {
           vm.provisioning_state = code.substr(18, code.find('/', 18) - 18);  // "failed/AllocationFailed" -> failed
-          vm.provisioning_state[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(vm.provisioning_state[0])));
+          if (!vm.provisioning_state.empty())
+            vm.provisioning_state[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(vm.provisioning_state[0])));
         }
       }
     }

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   switch (which) {  // the ones that take text
     case 15: (void)gce::parse_service_account(in); return 0;
     case 16: (void)yandex::parse_authorized_key(in); return 0;
-    case 17: (void)hetzner::parse_decimal(in, 4); return 0;
+    case 17: (void)hetzner::parse_decimal(in, 4); (void)azure::group_of_id(in); return 0;
     default: break;
   }
   auto j = nlohmann::json::parse(in, nullptr, false);
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 4: (void)gce::parse_machine_types(j); break;
     case 5: (void)azure::parse_vm(j); break;
     case 6: (void)azure::parse_async_status(j); break;
-    case 7: (void)azure::parse_group_page(j); break;
+    case 7: (void)azure::parse_group_page(j); (void)azure::parse_page(j); break;
     case 8: (void)azure::parse_retail_page(j); break;
     case 9: (void)azure::parse_sku_page(j, "westeurope"); break;
     case 10: (void)yandex::parse_instance(j); break;
