@@ -29,6 +29,8 @@ namespace tsum::daemon {
 
 class WalCheckpointer {
  public:
+  static constexpr std::chrono::milliseconds kDefaultEvery{50};
+
   struct Stats {
     int64_t checkpoints = 0;  // that ran
     int64_t pages_left = 0;   // in the log and not yet in the database after the last one (a reader needed them)
@@ -39,7 +41,7 @@ class WalCheckpointer {
   // Opens a connection of its own to the WAL database at `path` and starts the thread. unavailable when the file
   // cannot be opened.
   static Result<std::unique_ptr<WalCheckpointer>> start(const std::string& path,
-                                                        std::chrono::milliseconds every = std::chrono::milliseconds(50));
+                                                        std::chrono::milliseconds every = kDefaultEvery);
   // Stops the thread (at once, not at the next tick) and closes its connection.
   ~WalCheckpointer();
   WalCheckpointer(const WalCheckpointer&) = delete;

@@ -77,15 +77,16 @@ Result<AzureVm> parse_vm(const nlohmann::json& j) {
     vm.provisioning_state = str(props, "provisioningState");
     vm.vm_size = str(child(props, "hardwareProfile"), "vmSize");
     const auto& view = child(props, "instanceView");
-    if (auto statuses = view.is_object() ? view.find("statuses") : view.end(); view.is_object() && statuses != view.end() && statuses->is_array()) {
+    auto statuses = view.is_object() ? view.find("statuses") : view.end();
+    if (view.is_object() && statuses != view.end() && statuses->is_array()) {
       for (const auto& s : *statuses) {
         const std::string code = s.is_object() ? str(s, "code") : "";
         if (code.starts_with("PowerState/")) {
           vm.power_state = code.substr(11);
         } else if (code.starts_with("ProvisioningState/") && vm.provisioning_state.empty()) {
           vm.provisioning_state = code.substr(18, code.find('/', 18) - 18);  // "failed/AllocationFailed" -> failed
-          if (!vm.provisioning_state.empty())
-            vm.provisioning_state[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(vm.provisioning_state[0])));
+          auto& state = vm.provisioning_state;
+          if (!state.empty()) state[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(state[0])));
         }
       }
     }

@@ -258,10 +258,12 @@ Task<std::vector<Result<InstanceStatus>>> AzureProvider::describe_many(const std
   std::vector<Result<InstanceStatus>> out;
   out.reserve(handles.size());
   const std::string sub = "subscriptions/" + opts_.credentials.subscription_id;
-  auto vms = co_await list_all(sub + "/providers/Microsoft.Compute/virtualMachines?" + api(kComputeApi) + "&statusOnly=true",
-                               "virtual machines");
+  const std::string vm_path =
+      sub + "/providers/Microsoft.Compute/virtualMachines?" + api(kComputeApi) + "&statusOnly=true";
+  const std::string ip_path = sub + "/providers/Microsoft.Network/publicIPAddresses?" + api(kNetworkApi);
+  auto vms = co_await list_all(vm_path, "virtual machines");
   Result<std::vector<nlohmann::json>> ips = std::vector<nlohmann::json>{};
-  if (vms) ips = co_await list_all(sub + "/providers/Microsoft.Network/publicIPAddresses?" + api(kNetworkApi), "public IPs");
+  if (vms) ips = co_await list_all(ip_path, "public IPs");
   if (!vms || !ips) {
     const Error e = !vms ? vms.error() : ips.error();
     for (size_t i = 0; i < handles.size(); ++i) out.push_back(e);
@@ -271,9 +273,10 @@ Task<std::vector<Result<InstanceStatus>>> AzureProvider::describe_many(const std
   for (const auto& j : *vms)
     if (auto vm = parse_vm(j)) vm_of[group_of_id(text_of(j, "id")) + "/" + lower(vm->name)] = std::move(*vm);
   std::map<std::string, std::string> ip_of;  // group -> its first address
-  for (const auto& j : *ips)
-    if (std::string a = text_of(j.is_object() ? j.value("properties", nlohmann::json::object()) : j, "ipAddress"); !a.empty())
-      ip_of.try_emplace(group_of_id(text_of(j, "id")), a);
+  for (const auto& j : *ips) {
+    const auto props = j.is_object() ? j.value("properties", nlohmann::json::object()) : nlohmann::json::object();
+    if (std::string a = text_of(props, "ipAddress"); !a.empty()) ip_of.try_emplace(group_of_id(text_of(j, "id")), a);
+  }
   for (const auto& h : handles) {
     if (!valid_group_name(h.id)) {
       out.push_back(make_error(Code::invalid_argument, "azure: handle without a valid resource group"));
@@ -285,8 +288,9 @@ Task<std::vector<Result<InstanceStatus>>> AzureProvider::describe_many(const std
       out.push_back(co_await describe(h));  // being created, or gone
       continue;
     }
-    InstanceStatus st{state_of(vm->second), "Azure provisioning " + vm->second.provisioning_state +
-                                                (vm->second.power_state.empty() ? "" : ", PowerState/" + vm->second.power_state), ""};
+    const AzureVm& v = vm->second;
+    InstanceStatus st{state_of(v), "Azure provisioning " + v.provisioning_state +
+                                       (v.power_state.empty() ? "" : ", PowerState/" + v.power_state), ""};
     if (st.state != InstanceState::exited) {
       if (ip == ip_of.end()) {
         out.push_back(co_await describe(h));

@@ -78,10 +78,11 @@ std::string arm_method(const ArmCall& c) {
   if (s.size() == 4 && ieq(s[2], "operationresults") && m == "GET") return "operationResults.get";
   if (s.size() == 5 && ieq(s[2], "providers") && ieq(s[3], "Microsoft.Compute") && ieq(s[4], "skus") && m == "GET")
     return "resourceSkus.list";
-  if (s.size() == 5 && ieq(s[2], "providers") && ieq(s[3], "Microsoft.Compute") && ieq(s[4], "virtualMachines") && m == "GET")
-    return "virtualMachines.listAll";
-  if (s.size() == 5 && ieq(s[2], "providers") && ieq(s[3], "Microsoft.Network") && ieq(s[4], "publicIPAddresses") && m == "GET")
-    return "publicIPAddresses.listAll";
+  const auto subscription_wide = [&](const char* ns, const char* type) {
+    return s.size() == 5 && ieq(s[2], "providers") && ieq(s[3], ns) && ieq(s[4], type) && m == "GET";
+  };
+  if (subscription_wide("Microsoft.Compute", "virtualMachines")) return "virtualMachines.listAll";
+  if (subscription_wide("Microsoft.Network", "publicIPAddresses")) return "publicIPAddresses.listAll";
   if (s.size() == 8 && ieq(s[2], "providers") && ieq(s[4], "locations") && ieq(s[6], "operations") && m == "GET")
     return "operations.get";
   if (s.size() < 7 || !ieq(s[2], "resourcegroups") || !ieq(s[4], "providers")) return {};
@@ -122,7 +123,8 @@ ArmAnswer FakeArm::handle(const std::string& method_name, const ArmCall& c) {
   if (method_name == "virtualMachines.createOrUpdate") return put_vm(s[3], s[7], c, now);
   if (method_name == "virtualMachines.get") return get_vm(s[3], s[7], c.query.contains("$expand") && c.query.at("$expand") == "instanceView", now);
   if (method_name == "publicIPAddresses.list") return list_ips(s[3]);
-  if (method_name == "virtualMachines.listAll" || method_name == "publicIPAddresses.listAll") return list_all(method_name, c, now);
+  if (method_name == "virtualMachines.listAll" || method_name == "publicIPAddresses.listAll")
+    return list_all(method_name, c, now);
   if (method_name == "virtualNetworks.get") {
     Group* g = find_group(s[3]);
     if (!g) return group_not_found(s[3]);
@@ -368,7 +370,8 @@ nlohmann::json FakeArm::ip_json(const FakeVm& v) const {
   return {{"id", "/subscriptions/" + opts_.subscription + "/resourceGroups/" + v.group +
                      "/providers/Microsoft.Network/publicIPAddresses/" + v.ip_name},
           {"name", v.ip_name}, {"location", v.location}, {"sku", {{"name", "Standard"}}},
-          {"properties", {{"provisioningState", "Succeeded"}, {"publicIPAllocationMethod", "Static"}, {"ipAddress", v.public_ip}}}};
+          {"properties",
+           {{"provisioningState", "Succeeded"}, {"publicIPAllocationMethod", "Static"}, {"ipAddress", v.public_ip}}}};
 }
 
 ArmAnswer FakeArm::list_all(const std::string& method_name, const ArmCall& c, double now) const {

@@ -63,7 +63,8 @@ TEST_CASE("a VM's provisioning and power state come from its instance view") {
       {"code":"ProvisioningState/"}]}}})")).code() == Code::internal);
   CHECK(parse_vm(nlohmann::json::parse(R"({"name":"v","properties":{"instanceView":{"statuses":[
       {"code":"ProvisioningState//x"}]}}})")).code() == Code::internal);
-  CHECK(group_of_id("/subscriptions/s/resourceGroups/TSUM-7-ab/providers/Microsoft.Compute/virtualMachines/x") == "tsum-7-ab");
+  CHECK(group_of_id("/subscriptions/s/resourceGroups/TSUM-7-ab/providers/Microsoft.Compute/virtualMachines/x") ==
+        "tsum-7-ab");
   CHECK(group_of_id("/subscriptions/s/providers/Microsoft.Compute/skus").empty());
   auto page = parse_page(nlohmann::json::parse(R"({"value":[1,2],"nextLink":"https://x/next"})"));
   CHECK(page.value.size() == 2);
