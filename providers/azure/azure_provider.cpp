@@ -317,21 +317,13 @@ Task<Result<std::vector<InstanceHandle>>> AzureProvider::list_tagged(std::string
   const std::string filter = "tagName eq '" + opts_.tag_name + "' and tagValue eq '" + std::string(tag) + "'";
   const std::string path = "subscriptions/" + opts_.credentials.subscription_id + "/resourcegroups?" + api(kResourcesApi) +
                            "&$filter=" + http::uri_encode(filter);
+  auto items = co_await list_all(path, "resource groups");
+  if (!items) co_return items.error();
+  auto groups = parse_group_page(nlohmann::json{{"value", std::move(*items)}});  // every page's groups as one
+  if (!groups) co_return groups.error();
   std::vector<InstanceHandle> out;
-  std::string next;
-  for (int page = 0; page < kMaxListPages; ++page) {
-    const std::string method = "GET", body;
-    Result<ArmReply> answer = make_error(Code::internal, "no answer");
-    if (next.empty()) answer = co_await api_->arm(method, path, body);
-    else answer = co_await api_->arm_get(next);
-    if (!answer) co_return answer.error();
-    auto parsed = parse_group_page(answer->body);
-    if (!parsed) co_return parsed.error();
-    for (const auto& g : parsed->items) out.push_back(handle_of(g.name, g.location, "", 0));
-    if (parsed->next_link.empty()) co_return out;
-    next = parsed->next_link;
-  }
-  co_return make_error(Code::internal, "ARM resource groups: more than 1000 pages");
+  for (const auto& g : groups->items) out.push_back(handle_of(g.name, g.location, "", 0));
+  co_return out;
 }
 
 }  // namespace tsum::providers::azure
