@@ -19,6 +19,8 @@ const nlohmann::json& child(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_object() ? *it : kNull;
 }
 
+std::string ip_address(const nlohmann::json& ip) { return ip.is_object() ? str(child(ip, "properties"), "ipAddress") : ""; }
+
 Tags tags_of(const nlohmann::json& j) {
   Tags out;
   const auto& t = child(j, "tags");
@@ -72,7 +74,7 @@ nlohmann::json vm_body(const VmSpec& s) {
 Result<AzureVm> parse_vm(const nlohmann::json& j) {
   if (!j.is_object()) return make_error(Code::internal, "ARM: a virtual machine is not a JSON object");
   const auto& props = child(j, "properties");
-  AzureVm vm{.name = str(j, "name"), .tags = tags_of(j)};
+  AzureVm vm{.name = str(j, "name"), .group = group_of_id(str(j, "id")), .tags = tags_of(j)};
   if (props.is_object()) {
     vm.provisioning_state = str(props, "provisioningState");
     vm.vm_size = str(child(props, "hardwareProfile"), "vmSize");
@@ -96,9 +98,14 @@ Result<AzureVm> parse_vm(const nlohmann::json& j) {
   return vm;
 }
 
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 std::string group_of_id(std::string_view id) {
-  std::string lower(id);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(id);
   const std::string_view key = "/resourcegroups/";
   const auto at = lower.find(key);
   if (at == std::string::npos) return {};
@@ -118,8 +125,15 @@ std::string first_public_ip(const nlohmann::json& listing) {
   auto value = listing.find("value");
   if (value == listing.end() || !value->is_array()) return {};
   for (const auto& ip : *value)
-    if (std::string a = ip.is_object() ? str(child(ip, "properties"), "ipAddress") : ""; !a.empty()) return a;
+    if (std::string a = ip_address(ip); !a.empty()) return a;
   return {};
+}
+
+std::map<std::string, std::string> public_ips_by_group(const std::vector<nlohmann::json>& items) {
+  std::map<std::string, std::string> out;
+  for (const auto& ip : items)
+    if (std::string a = ip_address(ip); !a.empty()) out.try_emplace(group_of_id(str(ip, "id")), a);
+  return out;
 }
 
 Result<AsyncStatus> parse_async_status(const nlohmann::json& j) {

@@ -52,6 +52,7 @@ nlohmann::json vm_body(const VmSpec& s);
 
 struct AzureVm {
   std::string name = {};
+  std::string group = {};               // from its resource id, lower-cased (group_of_id); "" without one
   std::string vm_size = {};
   std::string provisioning_state = {};  // Creating, Updating, Succeeded, Failed, Deleting
   std::string power_state = {};         // from the instance view: starting, running, stopping, stopped, deallocating, deallocated; empty: none yet
@@ -62,8 +63,11 @@ struct AzureVm {
 // state only as an instance-view status ("ProvisioningState/succeeded"): that is read as "Succeeded".
 Result<AzureVm> parse_vm(const nlohmann::json& j);
 
-// The resource group in an ARM resource id (".../resourceGroups/<group>/providers/..."), lower-cased (ARM's
-// names are case-insensitive); "" when it names none.
+// ASCII lower case: ARM's names compare case-insensitively.
+std::string ascii_lower(std::string_view s);
+
+// The resource group in an ARM resource id (".../resourceGroups/<group>/providers/..."), lower-cased; "" when it
+// names none.
 std::string group_of_id(std::string_view id);
 
 // A page of a list call: its items and the nextLink ("" on the last page).
@@ -75,6 +79,9 @@ ArmPage parse_page(const nlohmann::json& j);
 
 // The first public IP address of a publicIPAddresses listing that has one assigned; empty: none yet.
 std::string first_public_ip(const nlohmann::json& listing);
+// The public IPs of a subscription-wide listing's items, by resource group (group_of_id), the first assigned one
+// of each group.
+std::map<std::string, std::string> public_ips_by_group(const std::vector<nlohmann::json>& items);
 
 struct AsyncStatus {
   std::string status = {};  // InProgress, Succeeded, Failed, Canceled

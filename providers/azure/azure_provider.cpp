@@ -3,7 +3,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <cctype>
 #include <cstdlib>
 #include <map>
 
@@ -27,6 +26,12 @@ InstanceState state_of(const AzureVm& vm) {
   if (vm.power_state == "running") return InstanceState::running;
   if (vm.power_state.empty() || vm.power_state == "starting") return InstanceState::pending;
   return InstanceState::exited;  // stopping, stopped, deallocating, deallocated: a stopped VM still bills disks
+}
+
+// What describe says of a VM, its address aside.
+InstanceStatus status_of(const AzureVm& vm) {
+  return {state_of(vm), "Azure provisioning " + vm.provisioning_state +
+                            (vm.power_state.empty() ? "" : ", PowerState/" + vm.power_state), ""};
 }
 
 Error provisioning_error(const std::string& what, const AsyncStatus& s) {
@@ -217,25 +222,13 @@ Task<Result<InstanceStatus>> AzureProvider::describe(const InstanceHandle& h) {
   if (!answer) co_return answer.error();
   auto vm = parse_vm(answer->body);
   if (!vm) co_return vm.error();
-  InstanceStatus out{state_of(*vm), "Azure provisioning " + vm->provisioning_state +
-                                        (vm->power_state.empty() ? "" : ", PowerState/" + vm->power_state), ""};
+  InstanceStatus out = status_of(*vm);
   if (out.state == InstanceState::exited) co_return out;
   auto ip = co_await public_ip(h.id);
   if (!ip) co_return ip.error();
   out.address = *ip;
   co_return out;
 }
-
-namespace {
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-std::string text_of(const nlohmann::json& j, const char* key) {
-  auto it = j.is_object() ? j.find(key) : j.end();
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-}  // namespace
 
 Task<Result<std::vector<nlohmann::json>>> AzureProvider::list_all(const std::string& path, const std::string& what) {
   std::vector<nlohmann::json> out;
@@ -271,26 +264,20 @@ Task<std::vector<Result<InstanceStatus>>> AzureProvider::describe_many(const std
   }
   std::map<std::string, AzureVm> vm_of;  // "<group>/<vm>", lower-case
   for (const auto& j : *vms)
-    if (auto vm = parse_vm(j)) vm_of[group_of_id(text_of(j, "id")) + "/" + lower(vm->name)] = std::move(*vm);
-  std::map<std::string, std::string> ip_of;  // group -> its first address
-  for (const auto& j : *ips) {
-    const auto props = j.is_object() ? j.value("properties", nlohmann::json::object()) : nlohmann::json::object();
-    if (std::string a = text_of(props, "ipAddress"); !a.empty()) ip_of.try_emplace(group_of_id(text_of(j, "id")), a);
-  }
+    if (auto vm = parse_vm(j)) vm_of[vm->group + "/" + ascii_lower(vm->name)] = std::move(*vm);
+  const auto ip_of = public_ips_by_group(*ips);
   for (const auto& h : handles) {
     if (!valid_group_name(h.id)) {
       out.push_back(make_error(Code::invalid_argument, "azure: handle without a valid resource group"));
       continue;
     }
-    const auto vm = vm_of.find(lower(h.id) + "/" + lower(data_field(h, "vm", h.id)));
-    const auto ip = ip_of.find(lower(h.id));
+    const auto vm = vm_of.find(ascii_lower(h.id) + "/" + ascii_lower(data_field(h, "vm", h.id)));
+    const auto ip = ip_of.find(ascii_lower(h.id));
     if (vm == vm_of.end()) {
       out.push_back(co_await describe(h));  // being created, or gone
       continue;
     }
-    const AzureVm& v = vm->second;
-    InstanceStatus st{state_of(v), "Azure provisioning " + v.provisioning_state +
-                                       (v.power_state.empty() ? "" : ", PowerState/" + v.power_state), ""};
+    InstanceStatus st = status_of(vm->second);
     if (st.state != InstanceState::exited) {
       if (ip == ip_of.end()) {
         out.push_back(co_await describe(h));

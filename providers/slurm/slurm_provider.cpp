@@ -117,6 +117,14 @@ Task<Result<InstanceHandle>> SlurmProvider::create(const Offer& offer, const Lau
   co_return h;
 }
 
+namespace {
+// The job is the handle's, not another that got its id after the controller forgot it (a job's name is the run's).
+bool is_handles_job(const InstanceHandle& h, const JobInfo& j) {
+  const std::string name = h.data.value("name", "");
+  return name.empty() || j.name == name;
+}
+}  // namespace
+
 Task<std::string> SlurmProvider::ended_detail(const JobInfo& j) {
   std::string d = "slurm job " + j.id + " " + j.state;
   if (!j.node_list.empty()) d += " on " + j.node_list;
@@ -143,8 +151,7 @@ Task<Result<InstanceStatus>> SlurmProvider::describe(const InstanceHandle& h) {
     co_return InstanceStatus{InstanceState::gone, "slurm job " + h.id + " ended and left the queue", ""};
   auto found = co_await cli_->job(h.id);
   if (!found) co_return found.error();
-  const std::string name = h.data.value("name", "");
-  if (!*found || (!name.empty() && (*found)->name != name))
+  if (!*found || !is_handles_job(h, **found))
     co_return InstanceStatus{InstanceState::gone, "slurm job " + h.id + " is no longer known to the controller", ""};
   const JobInfo& j = **found;
   if (!slurm::ended(j.state)) co_return live_status(j);
@@ -179,9 +186,8 @@ Task<std::vector<Result<InstanceStatus>>> SlurmProvider::describe_many(const std
   for (const auto& j : *queued) by_id[j.id] = &j;
   for (const auto& h : handles) {
     const auto it = by_id.find(h.id);
-    const std::string name = h.data.value("name", "");
     std::error_code ec;
-    if (it != by_id.end() && (name.empty() || it->second->name == name) && !slurm::ended(it->second->state) &&
+    if (it != by_id.end() && is_handles_job(h, *it->second) && !slurm::ended(it->second->state) &&
         !fs::exists(left_marker(h.id), ec))
       out.push_back(live_status(*it->second));
     else
@@ -198,7 +204,7 @@ Task<Status> SlurmProvider::terminate(const InstanceHandle& h) {
   for (;;) {
     auto found = co_await cli_->job(h.id);
     if (found) {
-      bool left = !*found || (!name.empty() && (*found)->name != name) || slurm::ended((*found)->state);
+      bool left = !*found || !is_handles_job(h, **found) || slurm::ended((*found)->state);
       if (left) break;
       last = (*found)->state;
     } else {

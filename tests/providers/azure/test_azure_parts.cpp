@@ -66,6 +66,19 @@ TEST_CASE("a VM's provisioning and power state come from its instance view") {
   CHECK(group_of_id("/subscriptions/s/resourceGroups/TSUM-7-ab/providers/Microsoft.Compute/virtualMachines/x") ==
         "tsum-7-ab");
   CHECK(group_of_id("/subscriptions/s/providers/Microsoft.Compute/skus").empty());
+  auto in_group = parse_vm(nlohmann::json::parse(R"({"name":"v","id":"/subscriptions/s/resourceGroups/G1/x",
+      "properties":{"provisioningState":"Succeeded"}})"));
+  REQUIRE(in_group.ok());
+  CHECK(in_group->group == "g1");
+  const auto ips = public_ips_by_group(nlohmann::json::parse(R"([
+      {"id":"/subscriptions/s/resourceGroups/A/providers/Microsoft.Network/publicIPAddresses/a0","properties":{}},
+      {"id":"/subscriptions/s/resourceGroups/A/providers/Microsoft.Network/publicIPAddresses/a1",
+       "properties":{"ipAddress":"20.0.0.1"}},
+      {"id":"/subscriptions/s/resourceGroups/b/providers/Microsoft.Network/publicIPAddresses/b0",
+       "properties":{"ipAddress":"20.0.0.2"}},
+      {"id":"/subscriptions/s/resourceGroups/b/providers/Microsoft.Network/publicIPAddresses/b1",
+       "properties":{"ipAddress":"20.0.0.3"}}, "not an object"])").get<std::vector<nlohmann::json>>());
+  CHECK(ips == std::map<std::string, std::string>{{"a", "20.0.0.1"}, {"b", "20.0.0.2"}});
   auto page = parse_page(nlohmann::json::parse(R"({"value":[1,2],"nextLink":"https://x/next"})"));
   CHECK(page.value.size() == 2);
   CHECK(page.next_link == "https://x/next");
