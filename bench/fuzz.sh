@@ -4,11 +4,14 @@
 # (tests/fuzz/regressions/TARGET/), then runs it for SECONDS from its committed seeds (tests/fuzz/corpus/TARGET/)
 # plus what earlier runs in this build directory found. Prints, per target, executions and findings (crashes,
 # leaks, sanitizer reports, timeouts, out-of-memory); exits 1 on any finding, naming the input that shows it.
-#   bench/fuzz.sh [SECONDS]        (default 600; `make test` runs 20 per target through CTest's `fuzz` test)
+#   bench/fuzz.sh [SECONDS]        (default 600; `make test` runs 5 per target through CTest's `fuzz` test)
+#   bench/fuzz.sh --build          only configure and build the targets (CTest's `fuzz_build`)
 # Environment: FUZZ_TARGETS ("http cron ..."; default all), FUZZ_BUILD (default build/fuzz).
 # A finding: fix it, then copy the printed input into tests/fuzz/regressions/TARGET/ so it is replayed forever.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+build_only=false
+if [ "${1:-}" = --build ]; then build_only=true; shift; fi
 secs=${1:-${FUZZ_SECONDS:-600}}
 build=${FUZZ_BUILD:-$root/build/fuzz}
 command -v clang++ >/dev/null 2>&1 || { echo "bench/fuzz.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
@@ -18,6 +21,7 @@ mkdir -p "$build"
 cmake -S "$root/tests/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ $launcher >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 2; }
 ninja -C "$build" >"$build/build.log" 2>&1 || { tail -50 "$build/build.log" >&2; exit 2; }
+if $build_only; then echo "fuzz: targets built in $build"; exit 0; fi
 
 targets=${FUZZ_TARGETS:-$(ls "$root/tests/fuzz/corpus")}
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)

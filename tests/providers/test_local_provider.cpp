@@ -1,5 +1,4 @@
 // The local provider with real processes: sandboxes, affinity, process groups, pidfiles.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <unistd.h>

@@ -1,7 +1,6 @@
 // Every boot payload tsum generates is valid cloud-config by cloud-init's own validator (`cloud-init
 // schema`, Debian package cloud-init): for each cloud's defaults, native and docker runtimes, with and
 // without a lifetime, carrying the real agent script and a run's environment.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <fstream>
