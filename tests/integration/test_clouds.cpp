@@ -180,10 +180,32 @@ bool is_terminal(const json& run) {
   return run["status"] == "done" || run["status"] == "failed" || run["status"] == "cancelled";
 }
 
-// Starts the rig's daemon again on the same database and waits until the run left behind is terminal and its
-// machine gone: failed, with what was measured before kept. Returns the run.
-json restart_and_settle(CloudRig& rig, const std::string& admin) {
-  rig.daemon.start();
+// One rig per cloud, all at once: they share nothing (each has its network, fake and daemon), so the clouds' cases
+// wait on their machines together rather than one cloud after another. faults(cloud): the fake's faults.
+struct CloudRigs {
+  template <class Faults>
+  explicit CloudRigs(Faults faults) {
+    for (const auto& cloud : kClouds) {
+      rigs.push_back(std::make_unique<CloudRig>(cloud, faults(cloud)));
+      admins.push_back(rigs.back()->daemon.admin_token());
+    }
+  }
+  // Waits until pred(i) holds for every rig i, or limit passes.
+  template <class Pred>
+  bool each(Pred pred, std::chrono::seconds limit) {
+    return eventually([&] {
+      for (std::size_t i = 0; i < rigs.size(); ++i)
+        if (!pred(i)) return false;
+      return true;
+    }, limit);
+  }
+  std::vector<std::unique_ptr<CloudRig>> rigs;
+  std::vector<std::string> admins;
+};
+
+// Waits until the run the rig's daemon (started again on the same database) found is terminal and its machine
+// gone: failed, with what was measured before kept. Returns the run.
+json settle(CloudRig& rig, const std::string& admin) {
   bool clean = eventually([&] { return rig.guest_processes() == 0 && is_terminal(rig.run(admin)); },
                           std::chrono::seconds(60));
   auto run = rig.run(admin);
@@ -194,23 +216,34 @@ json restart_and_settle(CloudRig& rig, const std::string& admin) {
   return run;
 }
 
+json restart_and_settle(CloudRig& rig, const std::string& admin) {
+  rig.daemon.start();
+  return settle(rig, admin);
+}
+
 }  // namespace
 
 TEST_CASE("an experiment on each fake cloud runs end to end; a lost create answer and a delete refused three times "
           "leave one instance, terminated") {
-  for (const auto& cloud : kClouds) {
-    CAPTURE(cloud);
+  CloudRigs all([](const std::string& cloud) {
     const auto calls = calls_of(cloud);
-    CloudRig rig(cloud, calls.create + ":lost," + calls.remove + ":503:3");
-    const std::string admin = rig.daemon.admin_token();
-    rig.daemon.start();
-    REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, rig.experiment(300)).status == 201);
-    bool finished = eventually([&] { return is_terminal(rig.run(admin)); }, std::chrono::seconds(180));
+    return calls.create + ":lost," + calls.remove + ":503:3";
+  });
+  for (std::size_t i = 0; i < all.rigs.size(); ++i) {
+    all.rigs[i]->daemon.start();
+    REQUIRE(all.rigs[i]->daemon.call("POST", "/v1/experiments", all.admins[i], all.rigs[i]->experiment(300)).status ==
+            201);
+  }
+  all.each([&](std::size_t i) { return is_terminal(all.rigs[i]->run(all.admins[i])); }, std::chrono::seconds(300));
+  for (std::size_t i = 0; i < all.rigs.size(); ++i) {
+    CloudRig& rig = *all.rigs[i];
+    const std::string cloud = rig.fake.name(), admin = all.admins[i];
+    CAPTURE(cloud);
     auto run = rig.run(admin);
     INFO(run.dump(2));
     INFO(rig.daemon.log());
     INFO(rig.fake.log());
-    REQUIRE(finished);
+    REQUIRE(is_terminal(run));
     CHECK(run["status"] == "done");
     for (const char* phase : {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"})
       CHECK(run["phases"][phase].get<double>() >= 0);
@@ -279,14 +312,17 @@ TEST_CASE("two nodes on a fake cloud: machines that share only the network meet 
 }
 
 TEST_CASE("leak guard on each fake cloud: a crash between create and its commit; the restarted daemon sweeps by tag") {
-  for (const auto& cloud : kClouds) {
-    CAPTURE(cloud);
-    CloudRig rig(cloud, "");
-    const std::string admin = rig.daemon.admin_token();
+  CloudRigs all([](const std::string&) { return ""; });
+  for (std::size_t i = 0; i < all.rigs.size(); ++i) {
     setenv("TSUM_FAULT_EXIT_AFTER_CREATE", "1", 1);
-    rig.daemon.start();
+    all.rigs[i]->daemon.start();
     unsetenv("TSUM_FAULT_EXIT_AFTER_CREATE");
-    REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, rig.experiment(300)).status == 201);
+    REQUIRE(all.rigs[i]->daemon.call("POST", "/v1/experiments", all.admins[i], all.rigs[i]->experiment(300)).status ==
+            201);
+  }
+  for (auto& r : all.rigs) {
+    CloudRig& rig = *r;
+    CAPTURE(rig.fake.name());
     // The daemon dies right after the create returns; the instance boots and its agent waits for a daemon.
     auto status = rig.daemon.wait_exit(std::chrono::seconds(60));
     INFO(rig.daemon.log());
@@ -294,17 +330,23 @@ TEST_CASE("leak guard on each fake cloud: a crash between create and its commit;
     CHECK(rig.guest_processes() > 0);
     CHECK(WIFEXITED(*status));
     CHECK(WEXITSTATUS(*status) == 137);
-
     rig.daemon.start();
-    const std::string stray_line = "reconcile: stray " + cloud + " instance ";
-    bool swept = eventually([&] {
-      return rig.guest_processes() == 0 && is_terminal(rig.run(admin)) &&
-             rig.daemon.log().find(stray_line) != std::string::npos;
-    }, std::chrono::seconds(90));
+  }
+  auto stray_line = [](const CloudRig& rig) { return "reconcile: stray " + rig.fake.name() + " instance "; };
+  all.each([&](std::size_t i) {
+    const CloudRig& rig = *all.rigs[i];
+    return rig.guest_processes() == 0 && is_terminal(rig.run(all.admins[i])) &&
+           rig.daemon.log().find(stray_line(rig)) != std::string::npos;
+  }, std::chrono::seconds(180));
+  for (std::size_t i = 0; i < all.rigs.size(); ++i) {
+    CloudRig& rig = *all.rigs[i];
+    const std::string& admin = all.admins[i];
+    CAPTURE(rig.fake.name());
     auto run = rig.run(admin);
     INFO(run.dump(2));
     INFO(rig.daemon.log());
-    CHECK(swept);
+    CHECK(rig.guest_processes() == 0);
+    CHECK(rig.daemon.log().find(stray_line(rig)) != std::string::npos);
     CHECK(run["status"] == "failed");
     CHECK(run["reason"].get<std::string>().find("before an instance was recorded") != std::string::npos);
     CHECK(rig.daemon.log().find(" could not be terminated") == std::string::npos);
@@ -338,21 +380,34 @@ TEST_CASE("SIGTERM while the cloud no longer answers: tsumd exits within its gra
 }
 
 TEST_CASE("leak guard on each fake cloud: kill -9 while learning; the restarted daemon terminates the instance") {
-  for (const auto& cloud : kClouds) {
-    CAPTURE(cloud);
-    CloudRig rig(cloud, "");
-    const std::string admin = rig.daemon.admin_token();
-    rig.daemon.start();
-    REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, rig.experiment(60000)).status == 201);
-    bool learning = eventually([&] { return rig.run(admin)["status"] == "learning"; }, std::chrono::seconds(90));
+  CloudRigs all([](const std::string&) { return ""; });
+  for (std::size_t i = 0; i < all.rigs.size(); ++i) {
+    all.rigs[i]->daemon.start();
+    REQUIRE(all.rigs[i]->daemon.call("POST", "/v1/experiments", all.admins[i], all.rigs[i]->experiment(60000))
+                .status == 201);
+  }
+  // Each daemon is killed as soon as its run is learning (60,000 images keep it there).
+  std::vector<bool> killed(all.rigs.size(), false);
+  all.each([&](std::size_t i) {
+    CloudRig& rig = *all.rigs[i];
+    if (!killed[i] && rig.run(all.admins[i])["status"] == "learning") {
+      auto status = rig.daemon.stop(SIGKILL);
+      CAPTURE(rig.fake.name());
+      REQUIRE(status.has_value());
+      CHECK(WIFSIGNALED(*status));
+      CHECK(rig.guest_processes() > 0);  // still running, still paid
+      killed[i] = true;
+      rig.daemon.start();
+    }
+    return bool(killed[i]);
+  }, std::chrono::seconds(180));
+  for (std::size_t i = 0; i < all.rigs.size(); ++i) {
+    CloudRig& rig = *all.rigs[i];
+    const std::string& admin = all.admins[i];
+    CAPTURE(rig.fake.name());
     INFO(rig.daemon.log());
-    REQUIRE(learning);
-    auto status = rig.daemon.stop(SIGKILL);
-    REQUIRE(status.has_value());
-    CHECK(WIFSIGNALED(*status));
-    CHECK(rig.guest_processes() > 0);  // still running, still paid
-
-    auto run = restart_and_settle(rig, admin);
+    REQUIRE(killed[i]);  // its run reached learning
+    auto run = settle(rig, admin);
     CHECK(run["reason"].get<std::string>().find("daemon restarted while the run was learning") != std::string::npos);
     CHECK(run["phases"]["poweroff"].get<double>() >= 0);  // the termination was confirmed and timed
   }
