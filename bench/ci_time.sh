@@ -77,7 +77,8 @@ grep -E '^Total Test time' "$log" || true
 
 if [ "${KEEP:-0}" = 1 ] || [ -n "$failed" ]; then echo "ci_time: kept $work (log: $log)"; else
   # Leave no engine behind before removing its state (tests stop theirs; a failed run may not have).
-  [ -d "$clone/build/cache/docker" ] && sh "$clone/scripts/docker-engine.sh" stop "$clone/build/cache/docker" >/dev/null 2>&1 || true
+  engine="$clone/build/cache/docker"
+  [ -d "$engine" ] && sh "$clone/scripts/docker-engine.sh" stop "$engine" >/dev/null 2>&1 || true
   rm -rf "$work"
 fi
 if [ -n "$failed" ]; then tail -40 "$log"; echo "ci_time: make test FAILED in step $failed (log: $log)"; exit 1; fi
