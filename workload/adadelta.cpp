@@ -1,5 +1,7 @@
 #include "workload/adadelta.h"
 
+#include "workload/optim_state.h"
+
 namespace tsum::workload {
 
 torch::Tensor Adadelta::step(LossClosure closure) {
@@ -14,7 +16,7 @@ torch::Tensor Adadelta::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const torch::Tensor& g = p.grad();
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = optim_state_key(p);
       if (state_.find(key) == state_.end()) {
         auto fresh = std::make_unique<AdadeltaParamState>();
         fresh->square_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));

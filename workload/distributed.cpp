@@ -6,8 +6,13 @@
 #include <unistd.h>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifndef TSUM_NO_GLOO  // workload/CMakeLists.txt: a libtorch without Gloo's headers
+#ifndef USE_C10D_GLOO  // Debian's Torch config defines it; a pip wheel's may not
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 
 #include <cstring>
 
@@ -77,6 +82,10 @@ std::int64_t bytes_of(const torch::Tensor& t) {
 }  // namespace
 
 Result<std::unique_ptr<DistGroup>> DistGroup::join(const DistOptions& options) {
+#ifdef TSUM_NO_GLOO
+  return make_error(Code::unavailable, "data-parallel training (--world-size " + std::to_string(options.world_size) +
+                                           "): this tsum-train was built without Gloo");
+#else
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1e3));
   const std::string master = master_name(options);
   std::unique_ptr<DistGroup> g(new DistGroup());
@@ -125,6 +134,7 @@ Result<std::unique_ptr<DistGroup>> DistGroup::join(const DistOptions& options) {
                                                std::string(e.what())));
   }
   return g;
+#endif
 }
 
 DistGroup::~DistGroup() = default;

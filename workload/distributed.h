@@ -13,7 +13,12 @@
 // store's verdict, every other rank.
 #pragma once
 
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
@@ -81,7 +86,12 @@ class DistGroup {
   std::int64_t bytes_sent_ = 0;
   bool diagnosed_ = false;  // the last error came from this group and names its culprit
   c10::intrusive_ptr<c10d::Store> store_;
+  // Gloo's process group: a ProcessGroup in libtorch 1, a Backend (behind the ProcessGroup front) in libtorch 2.
+#if TORCH_VERSION_MAJOR >= 2
+  c10::intrusive_ptr<c10d::Backend> group_;
+#else
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
+#endif
   std::unique_ptr<RankWatchdog> watchdog_;
 };
 

@@ -4,6 +4,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "workload/optim_state.h"
 
 namespace tsum::workload {
 namespace {
@@ -45,6 +50,33 @@ bool fusable(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor
   return true;
 }
 
+// The parameters of one step that share a step count (and so the bias corrections) and take the multi-tensor
+// path: each list is one operand of the _foreach_ ops.
+struct MultiTensorBatch {
+  std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+};
+
+// Adam over whole lists of tensors: a handful of _foreach_ kernels for all of them, where the per-tensor formula
+// launches seven kernels a parameter. On a GPU the small models' steps are launch-bound, so this is what
+// PyTorch's default (foreach) Adam does too.
+void multi_tensor_update(MultiTensorBatch& b, const torch::optim::AdamOptions& options, std::int64_t step) {
+  const double beta1 = std::get<0>(options.betas());
+  const double beta2 = std::get<1>(options.betas());
+  const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(step));
+  const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(step));
+  std::vector<torch::Tensor> grads = options.weight_decay() != 0
+                                         ? at::_foreach_add(b.grads, b.params, options.weight_decay())
+                                         : b.grads;
+  at::_foreach_mul_(b.exp_avgs, beta1);
+  at::_foreach_add_(b.exp_avgs, grads, 1 - beta1);
+  at::_foreach_mul_(b.exp_avg_sqs, beta2);
+  at::_foreach_addcmul_(b.exp_avg_sqs, grads, grads, 1 - beta2);
+  std::vector<torch::Tensor> denom = at::_foreach_sqrt(b.exp_avg_sqs);
+  at::_foreach_div_(denom, std::sqrt(bias_correction2));
+  at::_foreach_add_(denom, options.eps());
+  at::_foreach_addcdiv_(b.params, b.exp_avgs, denom, -options.lr() / bias_correction1);
+}
+
 }  // namespace
 
 torch::Tensor FusedAdam::step(LossClosure closure) {
@@ -61,11 +93,12 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
   }
   for (auto& group : param_groups_) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
+    std::map<std::int64_t, MultiTensorBatch> batches;  // by step count
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const torch::Tensor& grad = p.grad();
       TORCH_CHECK(!grad.is_sparse(), "Adam does not support sparse gradients");
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = optim_state_key(p);
       if (state_.find(key) == state_.end()) {
         auto fresh = std::make_unique<torch::optim::AdamParamState>();
         fresh->step(0);
@@ -75,24 +108,22 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
       }
       auto& state = static_cast<torch::optim::AdamParamState&>(*state_[key]);
       state.step(state.step() + 1);
+      torch::Tensor& exp_avg = state.exp_avg();
+      torch::Tensor& exp_avg_sq = state.exp_avg_sq();
+
+      if (!fusable(p, grad, exp_avg, exp_avg_sq)) {  // a GPU's, or an odd CPU layout: multi-tensor, below
+        MultiTensorBatch& b = batches[state.step()];
+        b.params.push_back(p);
+        b.grads.push_back(grad);
+        b.exp_avgs.push_back(exp_avg);
+        b.exp_avg_sqs.push_back(exp_avg_sq);
+        continue;
+      }
       const double beta1 = std::get<0>(options.betas());
       const double beta2 = std::get<1>(options.betas());
       const double bias_correction1 = 1 - std::pow(beta1, state.step());
       const double bias_correction2 = 1 - std::pow(beta2, state.step());
       const double step_size = options.lr() / bias_correction1;
-      torch::Tensor& exp_avg = state.exp_avg();
-      torch::Tensor& exp_avg_sq = state.exp_avg_sq();
-
-      if (!fusable(p, grad, exp_avg, exp_avg_sq)) {  // the stock formula, op by op
-        const torch::Tensor g =
-            options.weight_decay() != 0 ? grad.add(p, options.weight_decay()) : grad;
-        exp_avg.mul_(beta1).add_(g, 1 - beta1);
-        exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2);
-        const torch::Tensor denom =
-            (exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(options.eps());
-        p.addcdiv_(exp_avg, denom, -step_size);
-        continue;
-      }
       const AdamScalars s{static_cast<float>(beta1),
                           static_cast<float>(beta2),
                           static_cast<float>(1 - beta1),
@@ -113,6 +144,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
         }
       });
     }
+    for (auto& [step, batch] : batches) multi_tensor_update(batch, options, step);
   }
   return loss;
 }

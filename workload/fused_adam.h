@@ -6,9 +6,11 @@
 //   m = beta1 * m + (1 - beta1) * g
 //   v = beta2 * v + (1 - beta2) * g * g
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// libtorch 1.13 runs this as seven tensor ops, each a full pass over memory with two temporaries;
-// here it is one pass, split across the intra-op threads. Parameters whose tensors are not all
-// dense float32 with identical strides, and amsgrad, take the stock Adam::step path.
+// libtorch runs this as seven tensor ops a parameter, each a full pass over memory with two
+// temporaries. Here dense float32 CPU parameters take one pass, split across the intra-op threads;
+// the others (a GPU's, or an odd layout or type) take a multi-tensor path: seven _foreach_ kernels
+// for all of them together, as PyTorch's default Adam does, which matters on a GPU where a small
+// model's step is bound by kernel launches. amsgrad takes the stock Adam::step path.
 #pragma once
 
 #include <torch/torch.h>

@@ -5,6 +5,8 @@
 //                           "mem_total_bytes":..}]}  or  {"gpus":[],"reason":"no GPU: ..."}
 //   tsum-gpustat --line    "UTIL_PCT MEM_USED_BYTES": mean utilization and total memory in use
 //                          over all GPUs; nothing when there is none
+// Where CUDA_VISIBLE_DEVICES is a list of indices (nvml.h), only those GPUs count: an instance's statistics are its
+// own GPUs', and an empty list is none.
 // Exit status: 0 with a sample, 3 when there is no GPU (NVML absent or failing), 2 bad usage.
 #include <cstdio>
 #include <cstring>
@@ -22,6 +24,10 @@ int main(int argc, char** argv) {
   }
   auto nvml = Nvml::open();
   auto samples = nvml.ok() ? (*nvml)->sample() : nvml.error();
+  if (const auto visible = tsum::workload::cuda_visible_indices(); samples.ok() && visible) {
+    std::erase_if(*samples, [&](const auto& s) { return !visible->count(s.index); });
+    if (samples->empty()) samples = tsum::make_error(tsum::Code::unavailable, "no GPU: CUDA_VISIBLE_DEVICES hides them all");
+  }
   if (!samples.ok()) {
     if (!line) std::printf("%s\n", nlohmann::json{{"gpus", nlohmann::json::array()},
                                                   {"reason", samples.error().detail}}.dump().c_str());

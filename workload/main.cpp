@@ -1,7 +1,7 @@
 // tsum-train: trains a model (model_registry.h) on a data set (dataset.h) and reports JSON-line
 // events on stdout; `infer` measures inference throughput per batch size (infer.h);
 // `gen-cifar` / `gen-tokens` / `gen-images` write small generated data sets (data_gen.h,
-// image_files.h).
+// image_files.h); `probe-gpu` measures what a GPU achieves (gpu_probe.h).
 // See options.h for flags, event_writer.h for the event contract, train_run.h for the phases.
 #include <malloc.h>
 
@@ -13,6 +13,7 @@
 #include "workload/data_gen.h"
 #include "workload/event_writer.h"
 #include "workload/image_files.h"
+#include "workload/gpu_probe.h"
 #include "workload/infer.h"
 #include "workload/options.h"
 #include "workload/train_run.h"
@@ -81,6 +82,20 @@ int infer(const std::vector<std::string>& args) {
   return exit_code_for(status);
 }
 
+// probe-gpu: one gpu_probe event (gpu_probe.h).
+int probe_gpu(const std::vector<std::string>& args) {
+  using namespace tsum::workload;
+  auto options = parse_probe_options(args);
+  if (!options.ok()) {
+    std::fprintf(stderr, "tsum-train: %s\n%s", options.error().detail.c_str(), usage().c_str());
+    return 2;
+  }
+  EventWriter events(stdout);
+  const auto status = run_gpu_probe(*options, events);
+  if (!status.ok()) print_error(status);
+  return exit_code_for(status);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,6 +105,7 @@ int main(int argc, char** argv) {
   try {
     if (is_gen_command(args)) return generate(args);
     if (is_infer_command(args)) return infer(args);
+    if (is_probe_command(args)) return probe_gpu(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tsum-train: internal: %s\n", e.what());
     return 1;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "workload/optim_state.h"
+
 namespace tsum::workload {
 namespace {
 
@@ -23,7 +25,7 @@ torch::Tensor Nadam::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const torch::Tensor& g = p.grad();
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = optim_state_key(p);
       if (state_.find(key) == state_.end()) {
         auto fresh = std::make_unique<NadamParamState>();
         fresh->m(torch::zeros_like(p, torch::MemoryFormat::Preserve));

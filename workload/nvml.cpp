@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <sstream>
 
 namespace tsum::workload {
 namespace {
@@ -59,7 +60,12 @@ Result<std::unique_ptr<Nvml>> Nvml::open(const std::string& library) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    return make_error(Code::unavailable, "no GPU: cannot load " + path + ": " + (why ? why : "?"));
+    const std::string error = "no GPU: cannot load " + path + ": " + (why ? why : "?");
+    // The driver's own folder, where container images mount it without adding it to the loader's path.
+    if (library.empty() && path == "libnvidia-ml.so.1") {
+      handle = dlopen("/usr/local/nvidia/lib64/libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    }
+    if (handle == nullptr) return make_error(Code::unavailable, error);
   }
   auto api = std::make_unique<Api>();
   const bool ok = resolve(handle, "nvmlInit_v2", api->init) &&
@@ -116,6 +122,20 @@ Result<std::vector<GpuSample>> Nvml::sample() const {
     s.mem_used_bytes = memory.used;
     s.mem_total_bytes = memory.total;
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::optional<std::set<int>> cuda_visible_indices() {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (env == nullptr) return std::nullopt;
+  std::set<int> out;
+  std::stringstream in(env);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    out.insert(std::stoi(item));
   }
   return out;
 }

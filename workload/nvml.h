@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,5 +45,10 @@ class Nvml {
   void* handle_;
   std::unique_ptr<Api> api_;
 };
+
+// CUDA_VISIBLE_DEVICES as NVML indices, for a process told to use some GPUs only (the local provider sets it, with
+// CUDA_DEVICE_ORDER=PCI_BUS_ID, which is NVML's order); an empty list is none. nullopt when it is unset or not a list
+// of indices (GPU UUIDs, say): then every GPU counts.
+std::optional<std::set<int>> cuda_visible_indices();
 
 }  // namespace tsum::workload

@@ -278,6 +278,7 @@ std::string usage() {
          "       tsum-train gen-tokens DIR [--n N] [--seed S]\n"
          "       tsum-train gen-images DIR [--n N] [--size PX] [--seed S]\n"
          "       tsum-train infer [infer flags]\n"
+         "       tsum-train probe-gpu [--device cuda[:N]] [--budget-s S]\n"
          "training flags (defaults marked * depend on the model, see below):\n"
          "  --model NAME        model to train (" + model_names() + "; default mnist_cnn)\n"
          "  --dataset KIND      data set kind (" + data_kind_names() + "; default*)\n"

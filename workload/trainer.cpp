@@ -19,10 +19,15 @@ torch::Tensor loss_of(LossKind kind, const torch::Tensor& logits, const torch::T
       logits.squeeze(1), labels.to(logits.scalar_type()), {}, {}, reduction);
 }
 
-std::int64_t correct_of(LossKind kind, const torch::Tensor& logits, const torch::Tensor& labels) {
+// The examples of a batch classified right, as a tensor on the logits' device.
+torch::Tensor correct_tensor(LossKind kind, const torch::Tensor& logits, const torch::Tensor& labels) {
   const torch::Tensor predicted =
       kind == LossKind::cross_entropy ? logits.argmax(1) : logits.squeeze(1).gt(0);
-  return predicted.eq(labels).sum().item<std::int64_t>();
+  return predicted.eq(labels).sum();
+}
+
+std::int64_t correct_of(LossKind kind, const torch::Tensor& logits, const torch::Tensor& labels) {
+  return correct_tensor(kind, logits, labels).item<std::int64_t>();
 }
 
 }  // namespace
@@ -33,7 +38,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, std::unique_ptr<torch::optim::Opt
       optimizer_(std::move(optimizer)),
       options_(options),
       loss_kind_(model_->loss_kind()),
-      params_(model_->parameters()) {
+      params_(model_->parameters()),
+      scaler_(options.loss_scale) {
   options_.batch_size = std::max<std::int64_t>(options_.batch_size, 1);
   for (const auto& group : optimizer_->param_groups()) {
     base_lrs_.push_back(group.options().get_lr());
@@ -128,8 +134,10 @@ void Trainer::run_epoch(const Dataset& data, EpochStats& stats) {
   model_->train();
   const torch::Tensor order =
       torch::randperm(n, torch::TensorOptions().dtype(torch::kInt64).device(data.inputs.device()));
-  double loss_sum = 0.0;
-  std::int64_t correct = 0;
+  // The sums stay on the data's device until the epoch ends: reading them every step would make the CPU wait for
+  // a GPU at every step instead of queueing the next one.
+  torch::Tensor loss_sum = torch::zeros({}, data.inputs.options().dtype(torch::kFloat64));
+  torch::Tensor correct = torch::zeros({}, data.inputs.options().dtype(torch::kInt64));
   for (std::int64_t begin = 0; begin < n; begin += batch) {
     const std::int64_t len = std::min(batch, n - begin);
     const torch::Tensor index = order.narrow(0, begin, len);
@@ -146,12 +154,12 @@ void Trainer::run_epoch(const Dataset& data, EpochStats& stats) {
     gather_seconds_ += seconds_since(gather_start);
     const StepOutput out = step(x, y);
     torch::NoGradGuard no_grad;
-    loss_sum += out.loss.item<double>() * static_cast<double>(len);
-    correct += correct_of(loss_kind_, out.logits, y);
+    loss_sum.add_(out.loss.detach(), static_cast<double>(len));
+    correct.add_(correct_tensor(loss_kind_, out.logits, y));
   }
   stats.images = n;
-  stats.loss = loss_sum / static_cast<double>(n);
-  stats.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+  stats.loss = loss_sum.item<double>() / static_cast<double>(n);
+  stats.accuracy = static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(n);
   stats.seconds = seconds_since(start);
 }
 
@@ -163,19 +171,19 @@ Result<EvalStats> Trainer::evaluate(const Dataset& data) {
     model_->eval();
     c10::InferenceMode inference;
     const std::int64_t n = data.size();
-    double loss_sum = 0.0;
-    std::int64_t correct = 0;
+    torch::Tensor loss_sum = torch::zeros({}, data.inputs.options().dtype(torch::kFloat64));
+    torch::Tensor correct = torch::zeros({}, data.inputs.options().dtype(torch::kInt64));
     for (std::int64_t begin = 0; begin < n; begin += options_.batch_size) {
       const std::int64_t len = std::min(options_.batch_size, n - begin);
       const torch::Tensor x = data.inputs.narrow(0, begin, len);
       const torch::Tensor y = data.labels.narrow(0, begin, len);
       const torch::Tensor logits = forward(x);
-      loss_sum += loss_of(loss_kind_, logits, y, at::Reduction::Sum).item<double>();
-      correct += correct_of(loss_kind_, logits, y);
+      loss_sum.add_(loss_of(loss_kind_, logits, y, at::Reduction::Sum));
+      correct.add_(correct_tensor(loss_kind_, logits, y));
     }
     stats.images = n;
-    stats.loss = loss_sum / static_cast<double>(n);
-    stats.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+    stats.loss = loss_sum.item<double>() / static_cast<double>(n);
+    stats.accuracy = static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(n);
     stats.seconds = seconds_since(start);
   } catch (const std::exception& e) {
     return make_error(Code::internal, std::string("evaluation failed: ") + e.what());

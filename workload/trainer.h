@@ -32,7 +32,8 @@ struct TrainerOptions {
   bool augment = false;  // ImageAugment on every training batch; image models only
   // Where the model and data live, and the autocast precision of forward passes (device.h). fp16
   // adds dynamic loss scaling (loss_scaler.h).
-  Placement placement;
+  Placement placement = {};
+  LossScalerOptions loss_scale = {};  // fp16 only
 };
 
 struct EpochStats {
@@ -91,6 +92,9 @@ class Trainer {
 
   // Optimizer steps taken so far (fp16 steps skipped for non-finite gradients do not count).
   std::int64_t steps() const { return steps_; }
+
+  // fp16's dynamic loss scale and the steps it skipped.
+  const LossScaler& loss_scaler() const { return scaler_; }
 
   // Seconds spent gathering shuffled batches (index_select) in train_epoch, over the trainer's
   // life: the data-loading share of learn time.

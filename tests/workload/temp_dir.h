@@ -1,9 +1,11 @@
 // Test helpers: a self-deleting temporary directory and writers for small IDX, CIFAR and text files.
 #pragma once
 
+#include <ftw.h>
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,9 +22,11 @@ class TempDir {
     if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     path_ = tmpl;
   }
+  // Removed with nftw, not std::filesystem::remove_all: PyTorch's pip wheels (2.11 on a GPU machine) export a copy
+  // of remove_all that the test binary binds to and that crashes (a call through a null pointer).
   ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
+         FTW_DEPTH | FTW_PHYS);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

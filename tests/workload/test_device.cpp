@@ -140,3 +140,55 @@ TEST_CASE("loss scaler: an inf or NaN gradient skips the step and halves the sca
   CHECK(scaler.unscale_and_update({w}));
   CHECK(scaler.current_scale() == 512.0);
 }
+
+namespace {
+bool test_device_is_cuda() {
+  try {
+    return tsum::test::test_device().is_cuda();
+  } catch (const std::exception&) {
+    return false;  // a broken TSUM_TEST_DEVICE fails the training tests by name
+  }
+}
+}  // namespace
+
+// fp16 is CUDA's: this case runs on a GPU machine (TSUM_TEST_DEVICE=cuda, scripts/gpu-check.sh) and is reported as
+// skipped, never as passed, elsewhere. The CPU cases above test the scaler's arithmetic.
+TEST_CASE("fp16 on the GPU: an overflowing step is skipped, the scale backs off, and training recovers" *
+          doctest::skip(!test_device_is_cuda())) {
+  const torch::Device device = tsum::test::test_device();
+  torch::manual_seed(9);
+  auto net = tw::make_model("mnist_cnn");
+  REQUIRE(net.ok());
+  auto data = tw::make_synthetic_dataset((*net)->input_shape(), 16, 3);
+  REQUIRE(data.ok());
+  (*net)->to(device);
+  data->inputs = data->inputs.to(device);
+  data->labels = data->labels.to(device);
+  auto opt = tw::make_optimizer("adam", (*net)->parameters(), 1e-3);
+  REQUIRE(opt.ok());
+  // A scale of 1e20 overflows fp16's 65504 in the backward pass, and so does 1e11 after one back-off; 100 does not.
+  tw::TrainerOptions options{16, 0.0, false, {device, tw::Precision::fp16}, {1e20, 2.0, 1e-9, 3}};
+  tw::Trainer trainer(*net, std::move(*opt), options);
+  const auto before = (*net)->parameters()[0].detach().clone();
+  std::vector<double> losses;
+  for (int s = 0; s < 2; ++s) {
+    auto loss = trainer.train_step(data->inputs, data->labels);
+    REQUIRE(loss.ok());
+    losses.push_back(*loss);
+  }
+  CHECK(trainer.loss_scaler().skipped_steps() == 2);
+  CHECK(trainer.steps() == 0);
+  CHECK(trainer.loss_scaler().current_scale() == doctest::Approx(100.0));
+  CHECK(torch::equal(before, (*net)->parameters()[0].detach()));  // skipped steps change nothing
+  for (int s = 0; s < 12; ++s) {
+    auto loss = trainer.train_step(data->inputs, data->labels);
+    REQUIRE(loss.ok());
+    REQUIRE(std::isfinite(*loss));
+    losses.push_back(*loss);
+  }
+  CHECK(trainer.loss_scaler().skipped_steps() == 2);
+  CHECK(trainer.steps() == 12);
+  CHECK(trainer.loss_scaler().current_scale() == doctest::Approx(1600.0));  // doubled every 3 clean steps
+  CHECK(losses.back() < losses[2]);
+  for (const auto& p : (*net)->parameters()) CHECK(torch::isfinite(p).all().item<bool>());
+}

@@ -87,3 +87,21 @@ TEST_CASE("tsum-gpustat: JSON and --line output, exit 3 without a GPU") {
   CHECK(run("TSUM_NVML_LIBRARY=/nonexistent.so " + bin + " --line").text.empty());
   CHECK(run(bin + " --bogus 2>/dev/null").status == 2);
 }
+
+TEST_CASE("tsum-gpustat: CUDA_VISIBLE_DEVICES (the local provider's) picks the instance's own GPUs") {
+  const std::string bin = TSUM_GPUSTAT_BIN;
+  const std::string fake = std::string("TSUM_NVML_LIBRARY=") + FAKE_NVML_LIB + " ";
+  const auto one = nlohmann::json::parse(run(fake + "CUDA_VISIBLE_DEVICES=1 " + bin).text);
+  REQUIRE(one["gpus"].size() == 1);
+  CHECK(one["gpus"][0]["index"] == 1);
+  CHECK(run(fake + "CUDA_VISIBLE_DEVICES=1 " + bin + " --line").text == "70 " + std::to_string(3ULL << 30) + "\n");
+  CHECK(run(fake + "CUDA_VISIBLE_DEVICES=0,1 " + bin + " --line").text ==
+        "50 " + std::to_string(4ULL << 30) + "\n");
+  const auto hidden = run(fake + "CUDA_VISIBLE_DEVICES= " + bin);
+  CHECK(hidden.status == 3);
+  CHECK(nlohmann::json::parse(hidden.text)["reason"].get<std::string>().find("CUDA_VISIBLE_DEVICES") !=
+        std::string::npos);
+  CHECK(run(fake + "CUDA_VISIBLE_DEVICES= " + bin + " --line").status == 3);
+  // Not a list of indices (GPU UUIDs): every GPU, as before.
+  CHECK(nlohmann::json::parse(run(fake + "CUDA_VISIBLE_DEVICES=GPU-5e1f " + bin).text)["gpus"].size() == 2);
+}

@@ -138,7 +138,8 @@ TEST_CASE("tsum-train: a tiny real run emits ready, epochs, learn_end, verify, s
 
 TEST_CASE("tsum-train: default threads follow the affinity mask") {
   TempDir dir;
-  const auto r = run_train(dir, "--limit 128 --test-limit 100 --checkpoint '" + dir.file("m.pt") + "'");
+  const auto r = run_train(dir, "--limit 128 --test-limit 100 --checkpoint '" + dir.file("m.pt") + "' --data " +
+                                    TSUM_FASHION_MNIST_DIR);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   const auto ready = nlohmann::json::parse(lines_of(r.out).at(0));
@@ -295,4 +296,66 @@ TEST_CASE("tsum-train: bad CIFAR data exits 2 naming the file, with nothing on s
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK(has(r.err, data + "/data_batch_2.bin: record 1: bad label byte 200"));
+}
+
+namespace {
+// TSUM_TEST_DEVICE (doctest_torch.h), as tsum-train's --device; "cpu" when unset.
+std::string test_device_flag() {
+  const char* env = std::getenv("TSUM_TEST_DEVICE");
+  return env && *env ? env : "cpu";
+}
+}  // namespace
+
+TEST_CASE("tsum-train: on the test device, each of its precisions learns Fashion-MNIST and saves a CPU checkpoint") {
+  const std::string device = test_device_flag();
+  const bool cuda = device != "cpu";
+  for (const std::string& precision : cuda ? std::vector<std::string>{"fp32", "bf16", "fp16"}
+                                          : std::vector<std::string>{"fp32"}) {
+    CAPTURE(precision);
+    TempDir dir;
+    const std::string ckpt = dir.file("model.pt");
+    const auto r = run_train(dir, "--device " + device + " --precision " + precision +
+                                      " --limit 4096 --epochs 2 --test-limit 1000 --checkpoint '" + ckpt +
+                                      "' --data " + TSUM_FASHION_MNIST_DIR);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto events = events_of(r.out);
+    REQUIRE(names_of(events) ==
+            std::vector<std::string>{"ready", "epoch", "epoch", "learn_end", "verify", "saved"});
+    CHECK(events[0]["device"] == (cuda ? (device == "cuda" ? "cuda:0" : device) : "cpu"));
+    CHECK(events[0]["precision"] == precision);
+    CHECK(events[2]["loss"].get<double>() < events[1]["loss"].get<double>());
+    CHECK(events[4]["test_accuracy"].get<double>() > 0.6);  // 2 epochs of 4096 images; chance is 0.1
+    CHECK(std::filesystem::file_size(ckpt) > 4 * 1199882);
+  }
+}
+
+TEST_CASE("tsum-train probe-gpu: measures the test device's GPU, or says there is none") {
+  TempDir dir;
+  CHECK(run_train(dir, "probe-gpu --budget-s 0").exit_code == 2);
+  CHECK(run_train(dir, "probe-gpu --device cpu").exit_code == 2);
+  CHECK(run_train(dir, "probe-gpu --bogus 1").exit_code == 2);
+  const std::string device = test_device_flag();
+  if (device == "cpu") {  // a CPU-only build or machine: unavailable, exit 1, nothing on stdout
+    const auto r = run_train(dir, "probe-gpu");
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(has(r.err, "unavailable"));
+    return;
+  }
+  const auto r = run_train(dir, "probe-gpu --device " + device + " --budget-s 0.2");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto events = events_of(r.out);
+  REQUIRE(events.size() == 1);
+  const auto& e = events[0];
+  CHECK(e["event"] == "gpu_probe");
+  CHECK_FALSE(e["name"].get<std::string>().empty());
+  CHECK(e["memory_bytes"].get<std::int64_t>() > (std::int64_t{1} << 30));
+  CHECK(e["multiprocessors"].get<std::int64_t>() > 0);
+  // Lower bounds any CUDA GPU of the last ten years clears (a K80 half: about 2 fp32 TFLOP/s, 150 GB/s).
+  CHECK(e["matmul_fp32_tflops"].get<double>() > 0.5);
+  CHECK(e["matmul_bf16_tflops"].get<double>() > 0.5);
+  CHECK(e["copy_gbps"].get<double>() > 50.0);
+  CHECK(e["seconds"].get<double>() < 30.0);
 }
