@@ -28,6 +28,7 @@
 #include "providers/ssh/ssh_provider.h"
 #include "providers/trace/trace_provider.h"
 #include "sql/migrations.h"
+#include "workload/nvml.h"
 
 namespace tsum::web {
 std::span<const EmbeddedFile> assets();  // the bundled dashboard, compiled in from web/ (target tsum_web_assets)
@@ -44,6 +45,20 @@ std::string executable_dir() {
 }
 
 namespace {
+// This host's GPUs through the driver's NVML (TSUM_NVML_LIBRARY, else libnvidia-ml.so.1), restricted to the
+// daemon's own CUDA_VISIBLE_DEVICES: the local provider's local-<N>c-<G>g offers. None where there is no driver.
+std::vector<providers::LocalGpu> local_gpus() {
+  std::vector<providers::LocalGpu> out;
+  auto nvml = workload::Nvml::open();
+  if (!nvml.ok()) return out;
+  auto samples = (*nvml)->sample();
+  if (!samples.ok()) return out;
+  const auto visible = workload::cuda_visible_indices();
+  for (const auto& s : *samples)
+    if (!visible || visible->count(s.index)) out.push_back({.index = s.index, .name = s.name});
+  return out;
+}
+
 // A random id kept in the database: instances are tagged with it, so two daemons with different
 // databases never sweep each other's instances.
 Result<std::string> instance_tag(daemon::Db& db) {
@@ -145,8 +160,8 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   if (!catalog) return catalog.error();
   app->catalogs_.push_back(*catalog);
   app->providers_.add(std::make_unique<daemon::MeteredProvider>(
-      std::make_unique<providers::LocalProvider>(
-          providers::LocalOptions{.state_dir = o.state_dir, .catalog = *catalog, .cpus = {}}),
+      std::make_unique<providers::LocalProvider>(providers::LocalOptions{
+          .state_dir = o.state_dir, .catalog = *catalog, .cpus = {}, .gpus = local_gpus()}),
       app->provider_calls_));
   if (auto s = add_configured_providers(o.config, o.state_dir, app->providers_, &app->provider_calls_); !s)
     return s.error();

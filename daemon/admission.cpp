@@ -3,17 +3,12 @@
 #include <charconv>
 #include <set>
 
+#include "providers/local/local_provider.h"
+
 namespace tsum::daemon {
 
 int local_cores_of(const std::string& provider, const std::string& instance_type) {
-  if (provider != "local" || instance_type.size() < 8 || instance_type.rfind("local-", 0) != 0 ||
-      instance_type.back() != 'c')
-    return 0;
-  int n = 0;
-  const char* b = instance_type.data() + 6;
-  const char* e = instance_type.data() + instance_type.size() - 1;
-  auto [p, ec] = std::from_chars(b, e, n);
-  return ec == std::errc() && p == e && n > 0 ? n : 0;
+  return provider == "local" ? providers::LocalProvider::cores_of(instance_type) : 0;
 }
 
 std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vector<QueueEntry>& live,

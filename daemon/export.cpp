@@ -27,6 +27,8 @@ std::string csv_cell(const json& v) {
   return q + "\"";
 }
 
+constexpr std::string_view kProbeFields[] = {"name", "matmul_bf16_tflops", "matmul_fp32_tflops", "copy_gbps"};
+
 }  // namespace
 
 std::vector<std::string> export_columns(const std::vector<std::string>& rules) {
@@ -42,6 +44,8 @@ std::vector<std::string> export_columns(const std::vector<std::string>& rules) {
     if (is_agent_phase(*parse_phase(p)))
       for (auto m : kMetrics)
         for (auto s : kStats) cols.push_back(std::string(p) + "_" + std::string(m) + "_" + std::string(s));
+  // What the install phase's GPU probe measured (tsum-train probe-gpu), where the machine has a GPU.
+  for (auto c : kProbeFields) cols.push_back("gpu_" + std::string(c));
   return cols;
 }
 
@@ -82,6 +86,8 @@ json export_rows(const json& experiment) {
           row[std::string(p) + "_" + std::string(m) + "_" + std::string(s)] = ms.value(std::string(s), json());
       }
     }
+    const json probe = run["metrics"].value("install", json::object()).value("gpu_probe", json::object());
+    for (auto c : kProbeFields) row["gpu_" + std::string(c)] = probe.value(std::string(c), json());
     rows.push_back(std::move(row));
   }
   return rows;

@@ -54,9 +54,10 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
     const auto& a = it->second.end->attrs;
     if (a.contains("threads")) metrics["threads"] = a["threads"];
   }
-  // How install got the trainer (bundle download, image pull, image present) and what load_data fetched.
+  // How install got the trainer (bundle download, image pull, image present) and what its GPU probe measured, and
+  // what load_data fetched.
   // A job's marks: which the agent derived because the program did not write them, and the lines it could not use.
-  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image", "sha256"}},
+  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image", "sha256", "gpu_probe"}},
                                     {Phase::load_data, "data", {"name", "format", "method", "bytes", "sha256"}},
                                     {Phase::save, "marks", {"derived", "malformed", "exit_status"}}}) {
     auto it = phases->find(phase);

@@ -69,6 +69,15 @@ SID=$(awk '{sub(/^[0-9]+ \(.*\) /, ""); print $4}' /proc/$$/stat)
 PAGE=$(getconf PAGESIZE)
 HZ=$(getconf CLK_TCK)
 GPUSTAT="$WORK/tsum/bin/tsum-gpustat"  # from the trainer bundle; $WORK/have_gpu once it found a GPU
+# docker run's GPU flag: none without a GPU; the machine's GPUs that CUDA_VISIBLE_DEVICES names where it is a list
+# (the local provider's, on a host it shares; docker's CSV syntax wants the quotes), else all of them.
+docker_gpus() {
+  [ -e "$WORK/have_gpu" ] || return 0
+  case "${CUDA_VISIBLE_DEVICES:-}" in
+    '' | *[!0-9,]*) echo "--gpus all" ;;
+    *) echo "--gpus \"device=$CUDA_VISIBLE_DEVICES\"" ;;
+  esac
+}
 sample() {
   read -r up _ < /proc/uptime
   gpu=""
@@ -89,14 +98,14 @@ stats() {
     function out(k, avg) { printf "%s\"%s\":{\"min\":%.6g,\"avg\":%.6g,\"max\":%.6g}", (o++ ? "," : ""), k, mn[k], avg, mx[k] }
     $1 < b { next }
     { n++; t[n] = $1; acc("rss_bytes", $3); rss += $3
-      if (NF >= 7) { acc("gpu_util_pct", $6); acc("gpu_mem_bytes", $7); gu += $6; gm += $7 }
+      if (NF >= 7) { acc("gpu_util_pct", $6); acc("gpu_mem_bytes", $7); gu += $6; gm += $7; gn++ }
       c[n] = $2; r[n] = $4; w[n] = $5
       if (n == 1) l = 1  # rates over spans of at least 0.25 s: shorter ones are mostly tick quantization
       else if ((dt = t[n] - t[l]) >= 0.25) {
         acc("cpu_pct", 100 * (c[n] - c[l]) / hz / dt); acc("read_bps", (r[n] - r[l]) / dt)
         acc("write_bps", (w[n] - w[l]) / dt); l = n } }
     END { printf "{"
-      if (n) { out("rss_bytes", rss / n); if ("gpu_util_pct" in mn) { out("gpu_util_pct", gu / n); out("gpu_mem_bytes", gm / n) } }
+      if (n) { out("rss_bytes", rss / n); if ("gpu_util_pct" in mn) { out("gpu_util_pct", gu / gn); out("gpu_mem_bytes", gm / gn) } }
       if (n > 1 && (dt = t[n] - t[1]) >= 0.005) {
         # The average covers the whole phase, the spans only its first part: widen min/max to hold it.
         acc("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); acc("read_bps", (r[n] - r[1]) / dt)
@@ -287,7 +296,7 @@ trap cleanup EXIT
 # the same paths, so the flags are the same either way).
 if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   run_trainer() {
-    gpus=""; [ -e "$WORK/have_gpu" ] && gpus="--gpus all"
+    gpus=$(docker_gpus)
     # The container gets the agent's own CPUs (dockerd starts it, so it would not inherit the affinity).
     cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
     # shellcheck disable=SC2086  # gpus is empty or two words
@@ -343,6 +352,15 @@ if [ "${TSUM_KIND:-train}" != job ] && [ "${method:-}" != cached ]; then  # a jo
   run_trainer --help >/dev/null 2>"$WORK/install.err" || fail install "tsum-train does not run: $(tail -n 2 "$WORK/install.err")"
   [ "${method:-}" = bundle ] && cache_keep trainer "$TSUM_TRAINER_SHA256" "$WORK/tsum"
 fi
+# A GPU's sanity probe (tsum-train probe-gpu: a few seconds of matrix products and copies) goes in the install mark,
+# so a throttled or partitioned GPU (half of a K80, a MIG slice) shows on the run page and in the export.
+if [ -e "$WORK/have_gpu" ] && [ "${TSUM_KIND:-train}" != job ]; then
+  probe=$(run_trainer probe-gpu 2>"$WORK/probe.err" | tail -n 1)
+  case "$probe" in
+    '{"event":"gpu_probe",'*'}') install_attrs="${install_attrs%\}},\"gpu_probe\":$probe}" ;;
+    *) log "probe-gpu: $(tail -n 1 "$WORK/probe.err")" ;;
+  esac
+fi
 emit install end "$(now)" "$install_attrs"
 
 # load_data: download the data set by its hash and unpack it; a workload that reads none (resnet50's synthetic
@@ -397,7 +415,7 @@ job_reach() {  # INDEX TIME: the program's mark; the ones before it that it skip
 run_job() {
   rm -rf "$WORK/marks"; mkdir -p "$WORK/marks"; mkfifo "$WORK/marks/events"
   exec 4<>"$WORK/marks/events"  # read and write: opening it blocks neither side
-  gpus=""; [ -e "$WORK/have_gpu" ] && gpus="--gpus all"
+  gpus=$(docker_gpus)
   cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
   # The command is the whole program line: its first word replaces the image's entrypoint.
   eval "set -- ${TSUM_JOB_COMMAND:?}"

@@ -78,30 +78,55 @@ LocalProvider::LocalProvider(LocalOptions opts) : opts_(std::move(opts)) {
 
 std::string LocalProvider::instances_dir() const { return (fs::path(opts_.state_dir) / "local").string(); }
 
-int LocalProvider::cores_of(std::string_view t) {
-  if (!t.starts_with("local-") || !t.ends_with("c") || t.size() < 8) return 0;
-  int n = 0;
-  for (char ch : t.substr(6, t.size() - 7)) {
-    if (ch < '0' || ch > '9' || n > 100000) return 0;
-    n = n * 10 + (ch - '0');
-  }
-  return n;
+namespace {
+
+// "local-<N>c" or "local-<N>c-<G>g" -> {N, G}; {0, 0} for anything else.
+std::pair<int, int> parse_local_type(std::string_view t) {
+  if (!t.starts_with("local-")) return {0, 0};
+  t.remove_prefix(6);
+  auto number = [&t](char unit) {
+    int n = 0;
+    std::size_t i = 0;
+    for (; i < t.size() && t[i] >= '0' && t[i] <= '9' && n <= 100000; ++i) n = n * 10 + (t[i] - '0');
+    if (i == 0 || i >= t.size() || t[i] != unit || n == 0) return 0;
+    t.remove_prefix(i + 1);
+    return n;
+  };
+  const int cores = number('c');
+  if (cores == 0) return {0, 0};
+  if (t.empty()) return {cores, 0};
+  if (!t.starts_with("-")) return {0, 0};
+  t.remove_prefix(1);
+  const int gpus = number('g');
+  return gpus > 0 && t.empty() ? std::pair{cores, gpus} : std::pair{0, 0};
 }
+
+}  // namespace
+
+int LocalProvider::cores_of(std::string_view t) { return parse_local_type(t).first; }
+int LocalProvider::gpus_of(std::string_view t) { return parse_local_type(t).second; }
 
 std::vector<Offer> LocalProvider::all_offers() const {
   std::vector<Offer> out;
-  for (int n = 1; n <= static_cast<int>(opts_.cpus.size()); ++n) {
-    std::string type = "local-" + std::to_string(n) + "c";
-    Offer o;
-    o.provider = "local";
-    o.instance_type = type;
-    o.vcpus = n;
-    o.hourly_price = opts_.catalog.hourly_price(type, n).value_or(0);
-    o.currency = opts_.catalog.currency;
-    o.region = "localhost";
-    if (const auto* c = opts_.catalog.find(type)) o.note = "priced as " + c->emulates;
-    else if (opts_.catalog.per_vcpu_hourly) o.note = "priced per vCPU";
-    out.push_back(std::move(o));
+  for (int g = 0; g <= static_cast<int>(opts_.gpus.size()); ++g) {
+    for (int n = 1; n <= static_cast<int>(opts_.cpus.size()); ++n) {
+      const std::string cores = "local-" + std::to_string(n) + "c";
+      Offer o;
+      o.provider = "local";
+      o.instance_type = g == 0 ? cores : cores + "-" + std::to_string(g) + "g";
+      o.vcpus = n;
+      o.hourly_price = opts_.catalog.hourly_price(cores, n).value_or(0);
+      o.currency = opts_.catalog.currency;
+      o.region = "localhost";
+      if (const auto* c = opts_.catalog.find(cores)) o.note = "priced as " + c->emulates;
+      else if (opts_.catalog.per_vcpu_hourly) o.note = "priced per vCPU";
+      if (g > 0) {
+        o.gpus = g;
+        o.gpu_type = opts_.gpus.front().name;
+        o.note += std::string(o.note.empty() ? "" : "; ") + "GPUs not priced (only the cores are)";
+      }
+      out.push_back(std::move(o));
+    }
   }
   return out;
 }
@@ -109,26 +134,30 @@ std::vector<Offer> LocalProvider::all_offers() const {
 Task<Result<std::vector<Offer>>> LocalProvider::offers(const Requirements& req) {
   std::vector<Offer> out;
   for (auto& o : all_offers())
-    if (satisfies(o, req)) out.push_back(std::move(o));  // local offers have no GPUs
+    if (satisfies(o, req)) out.push_back(std::move(o));
   co_return out;
 }
 
 Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const LaunchSpec& spec) {
-  int n = cores_of(offer.instance_type);
+  const auto [n, g] = parse_local_type(offer.instance_type);
   if (n <= 0) co_return make_error(Code::invalid_argument, "unknown local instance type '" + offer.instance_type + "'");
   if (n > static_cast<int>(opts_.cpus.size()))
     co_return make_error(Code::invalid_argument, offer.instance_type + " is larger than this host (" +
                                                      std::to_string(opts_.cpus.size()) + " usable CPUs)");
+  if (g > static_cast<int>(opts_.gpus.size()))
+    co_return make_error(Code::invalid_argument, offer.instance_type + " is larger than this host (" +
+                                                     std::to_string(opts_.gpus.size()) + " GPUs)");
   if (spec.idempotency_token.empty()) co_return make_error(Code::invalid_argument, "create needs an idempotency token");
 
   // Idempotency and core accounting come from the pidfiles themselves, so they survive a daemon crash.
-  std::set<int> busy;
+  std::set<int> busy, busy_gpus;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(instances_dir(), ec)) {
     auto inst = read_json(entry.path() / "instance.json");
     if (!inst) continue;
     if (inst->value("idempotency_token", "") == spec.idempotency_token) co_return handle_of(*inst);
     for (int c : inst->value("cpus", std::vector<int>{})) busy.insert(c);
+    for (int c : inst->value("gpus", std::vector<int>{})) busy_gpus.insert(c);
   }
   std::vector<int> cpus;
   for (int c : opts_.cpus)
@@ -136,6 +165,13 @@ Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const Lau
   if (static_cast<int>(cpus.size()) < n)
     co_return make_error(Code::unavailable, "only " + std::to_string(opts_.cpus.size() - busy.size()) +
                                                 " of " + std::to_string(opts_.cpus.size()) + " CPUs are free for " +
+                                                offer.instance_type);
+  std::vector<int> gpus;
+  for (const auto& gpu : opts_.gpus)
+    if (!busy_gpus.count(gpu.index) && static_cast<int>(gpus.size()) < g) gpus.push_back(gpu.index);
+  if (static_cast<int>(gpus.size()) < g)
+    co_return make_error(Code::unavailable, "only " + std::to_string(opts_.gpus.size() - busy_gpus.size()) +
+                                                " of " + std::to_string(opts_.gpus.size()) + " GPUs are free for " +
                                                 offer.instance_type);
 
   // Named by the whole token (FNV-1a): a multi-node run's nodes share the run and differ only in its end.
@@ -149,7 +185,8 @@ Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const Lau
   if (ec) co_return make_error(Code::unavailable, "create sandbox " + sandbox.string() + ": " + ec.message());
   json inst = {{"id", id},           {"run_id", spec.run_id}, {"tag", spec.tag},
                {"idempotency_token", spec.idempotency_token}, {"sandbox", sandbox.string()},
-               {"cpus", cpus},       {"pid", 0},              {"start_ticks", 0}};
+               {"cpus", cpus},       {"gpus", gpus},          {"pid", 0},
+               {"start_ticks", 0}};
   // The pidfile exists before the process does, so a crash in between still leaves a findable sandbox.
   if (auto s = write_json_atomic(sandbox / "instance.json", inst); !s) co_return s.error();
   {
@@ -160,9 +197,18 @@ Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const Lau
   ss.argv = {"/bin/sh", (sandbox / "agent.sh").string()};
   ss.env = spec.env;
   // The docker runtime uses the engine the daemon was told about (DOCKER_HOST, else the default socket).
-  for (const char* k : {"PATH", "LANG", "HOME", "TMPDIR", "DOCKER_HOST", "DOCKER_CONFIG"})
+  // TSUM_NVML_LIBRARY: the NVML the daemon found this host's GPUs through, for the agent's tsum-gpustat;
+  // LD_LIBRARY_PATH: where this host keeps the GPU driver's libraries (libcuda, libnvidia-ml), if the loader's
+  // cache does not (the trainer bundle's own loader ignores it).
+  for (const char* k : {"PATH", "LANG", "HOME", "TMPDIR", "DOCKER_HOST", "DOCKER_CONFIG", "TSUM_NVML_LIBRARY",
+                        "LD_LIBRARY_PATH"})
     if (const char* v = getenv(k); v && !ss.env.count(k)) ss.env[k] = v;
   ss.env["TSUM_SANDBOX"] = sandbox.string();
+  // The instance's GPUs and no others, numbered as NVML numbers them (tsum-gpustat samples these alone).
+  std::string visible;
+  for (int gpu : gpus) visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
+  ss.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  ss.env["CUDA_VISIBLE_DEVICES"] = visible;
   // This host runs one run after another: the agent keeps the unpacked trainer bundle and data sets here, by
   // sha256, and the next run links them instead of downloading and unpacking them again (tsum-agent.sh).
   if (!ss.env.count("TSUM_CACHE_DIR")) ss.env["TSUM_CACHE_DIR"] = (fs::path(opts_.state_dir) / "cache").string();

@@ -22,7 +22,11 @@ json experiment() {
                  {"learn", 10.0},  {"verify", 0.5},  {"save", 0.25},     {"poweroff", 0.25}};
   json done = {{"id", 7}, {"experiment_id", 3}, {"config_index", 1}, {"repetition", 2}, {"status", "done"},
                {"reason", ""}, {"config", {{"provider", "local"}, {"instance_type", "local-2c"}, {"workload", {{"optimizer", "adam"}}}}},
-               {"phases", phases}, {"t_sum", 16.0}, {"metrics", {{"test_accuracy", 0.75}, {"images_per_s", 900.0}}},
+               {"phases", phases}, {"t_sum", 16.0},
+               {"metrics", {{"test_accuracy", 0.75}, {"images_per_s", 900.0},
+                            {"install", {{"method", "bundle"},
+                                         {"gpu_probe", {{"name", "NVIDIA H200"}, {"matmul_bf16_tflops", 650.5},
+                                                        {"matmul_fp32_tflops", 48.0}, {"copy_gbps", 3900.0}}}}}}},
                {"cost", {{"per_hour", {{"billed_s", 3600.0}, {"amount", 0.085}, {"currency", "USD"}}}}},
                {"stats", {{"learn", {{"cpu_pct", {{"min", 90.0}, {"avg", 180.0}, {"max", 200.0}}}}}}}};
   json failed = {{"id", 8}, {"experiment_id", 3}, {"config_index", 0}, {"repetition", 1}, {"status", "failed"},
@@ -40,7 +44,8 @@ json experiment() {
 
 TEST_CASE("export: one row per run, with phases, t_sum, accuracy, cost per rule and resource min/avg/max") {
   auto cols = export_columns({"per_hour"});
-  CHECK(cols.size() == 10 + 8 + 4 + 2 + 6 * 6 * 3);
+  CHECK(cols.size() == 10 + 8 + 4 + 2 + 6 * 6 * 3 + 4);
+  CHECK(cols.back() == "gpu_copy_gbps");
   auto rows = export_rows(experiment());
   REQUIRE(rows.size() == 2);
   CHECK(rows[0]["run_id"] == 7);
@@ -53,6 +58,10 @@ TEST_CASE("export: one row per run, with phases, t_sum, accuracy, cost per rule 
   CHECK(rows[1]["t_sum"].is_null());
   CHECK(rows[0]["workload"] == json{{"optimizer", "adam"}});  // the fields the experiment varies
   CHECK(rows[1]["workload"].is_null());
+  CHECK(rows[0]["gpu_name"] == "NVIDIA H200");  // the install phase's GPU probe
+  CHECK(rows[0]["gpu_matmul_bf16_tflops"] == 650.5);
+  CHECK(rows[0]["gpu_copy_gbps"] == 3900.0);
+  CHECK(rows[1]["gpu_name"].is_null());
 
   auto lines = split_lines(export_csv(experiment()));
   REQUIRE(lines.size() == 3);

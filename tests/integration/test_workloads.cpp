@@ -107,3 +107,49 @@ TEST_CASE("presets: the seeds' experiments filled for the providers here, their 
   CHECK(out.find("optimizers: the CIFAR-10 CNN with each of the 8 optimizers") != std::string::npos);
   CHECK(out.find("24 runs, worst case") != std::string::npos);
 }
+
+TEST_CASE("a host with GPUs offers local-<N>c-<G>g; a run there has its own GPU, and its phases carry its statistics") {
+  // The stand-in NVML (tests/workload/fake_nvml.c: "Fake H100 A" at 30 % and 1 GiB, "Fake H100 B" at 70 % and 3 GiB)
+  // is what the daemon finds this host's GPUs through, and what the agent's tsum-gpustat samples.
+  setenv("TSUM_NVML_LIBRARY", FAKE_NVML_LIB, 1);
+  Daemon x;
+  unsetenv("TSUM_NVML_LIBRARY");
+  std::map<std::string, json> local;
+  const json offers = x.d.call("GET", "/v1/offers", x.admin).json();
+  for (const auto& o : offers["offers"])
+    if (o["provider"] == "local") local[o["instance_type"].get<std::string>()] = o;
+  REQUIRE(local.count("local-1c"));
+  REQUIRE(local.count("local-1c-1g"));
+  REQUIRE(local.count("local-1c-2g"));
+  CHECK(local["local-1c"]["gpus"] == 0);
+  CHECK(local["local-1c-2g"]["gpus"] == 2);
+  CHECK(local["local-1c-1g"]["gpu_type"] == "Fake H100 A");
+  CHECK(local["local-1c-1g"]["hourly_price"] == local["local-1c"]["hourly_price"]);  // the GPU is not priced ...
+  CHECK(local["local-1c-1g"]["note"].get<std::string>().find("GPUs not priced") != std::string::npos);  // ... and says so
+
+  // This machine has no CUDA, so the runs train on the CPU ("device": "cpu"); what differs is the GPUs they hold.
+  const json body = {{"name", "gpu host"},
+                     {"workload", {{"limit", 300}, {"test_limit", 200}, {"device", "cpu"}}},
+                     {"repetitions", 1},
+                     {"billing", {"per_second_60s_min"}},
+                     {"configs", {{{"provider", "local"}, {"instance_type", "local-1c-1g"}},
+                                  {{"provider", "local"}, {"instance_type", "local-1c"}}}}};
+  const auto exp = wait_experiment(x.d, x.admin, submit_experiment(x.d, x.admin, body), std::chrono::seconds(300));
+  REQUIRE(exp["runs"].size() == 2);
+  for (const auto& run : exp["runs"]) {
+    CAPTURE(run["config"]["instance_type"]);
+    REQUIRE(run["status"] == "done");
+    const json learn = run["stats"]["learn"];
+    if (run["config"]["instance_type"] == "local-1c-1g") {
+      // GPU 0 alone (CUDA_VISIBLE_DEVICES=0), not the host's mean of 50 % and 4 GiB.
+      CHECK(learn["gpu_util_pct"]["avg"].get<double>() == doctest::Approx(30.0));
+      CHECK(learn["gpu_mem_bytes"]["max"].get<double>() == doctest::Approx(double(1ULL << 30)));
+      // install found the GPU part way through: its GPU average is over the samples that had one.
+      CHECK(run["stats"]["install"]["gpu_util_pct"]["avg"].get<double>() == doctest::Approx(30.0));
+      // The install probe ran and failed (no CUDA here): logged, and the install mark has no gpu_probe.
+      CHECK_FALSE(run["metrics"]["install"].contains("gpu_probe"));
+    } else {
+      CHECK_FALSE(learn.contains("gpu_util_pct"));  // a CPU instance sees none of the host's GPUs
+    }
+  }
+}

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "billing/catalog.h"
@@ -79,6 +80,57 @@ TEST_CASE("offers list local-1c..local-<N>c priced from the catalog; larger type
   CHECK(LocalProvider::cores_of("local-12c") == 12);
   CHECK(LocalProvider::cores_of("local-c") == 0);
   CHECK(LocalProvider::cores_of("aws-2c") == 0);
+}
+
+TEST_CASE("a host with GPUs also offers local-<N>c-<G>g; an instance holds its GPUs alone and sees only them") {
+  testing::TempDir dir;
+  auto cat = billing::parse_catalog(find_embedded(billing::embedded_catalogs(), "local.json"));
+  REQUIRE(cat.ok());
+  LocalProvider p(LocalOptions{.state_dir = dir.path().string(), .catalog = *cat, .cpus = {0, 1},
+                               .gpus = {{.index = 0, .name = "GPU A"}, {.index = 1, .name = "GPU B"}}});
+  CHECK(p.capabilities().gpus);
+  auto offers = run_sync(p.offers({}));
+  REQUIRE(offers.ok());
+  REQUIRE(offers->size() == 2 * 3);  // 1 or 2 cores, each with 0, 1 or 2 GPUs
+  std::map<std::string, Offer> by_type;
+  for (const auto& o : *offers) by_type[o.instance_type] = o;
+  REQUIRE(by_type.count("local-2c-1g"));
+  CHECK(by_type["local-2c-1g"].gpus == 1);
+  CHECK(by_type["local-2c-1g"].gpu_type == "GPU A");
+  CHECK(by_type["local-2c-1g"].hourly_price == doctest::Approx(0.085));
+  CHECK(by_type["local-1c-2g"].gpus == 2);
+  CHECK(by_type["local-1c"].gpus == 0);
+  CHECK(run_sync(p.offers({.gpus = 2}))->size() == 2);
+  CHECK(LocalProvider::cores_of("local-4c-2g") == 4);
+  CHECK(LocalProvider::gpus_of("local-4c-2g") == 2);
+  CHECK(LocalProvider::gpus_of("local-4c") == 0);
+  for (const char* bad : {"local-4c-", "local-4c-g", "local-4c-0g", "local-4c-2gx", "local-4cc", "local--2g"}) {
+    CAPTURE(bad);
+    CHECK(LocalProvider::cores_of(bad) == 0);
+    CHECK(LocalProvider::gpus_of(bad) == 0);
+  }
+  CHECK(run_sync(p.create(offer("local-1c-3g"), spec("big"))).code() == Code::invalid_argument);
+
+  const char* env_agent = "#!/bin/sh\necho \"$CUDA_VISIBLE_DEVICES|$CUDA_DEVICE_ORDER\" > gpus.txt\nexec sleep 300\n";
+  auto first = run_sync(p.create(offer("local-1c-1g"), spec("g1", env_agent)));
+  REQUIRE(first.ok());
+  auto second = run_sync(p.create(offer("local-1c-1g"), spec("g2", env_agent)));
+  REQUIRE(second.ok());
+  // Both GPUs are held now: a third GPU instance waits, a CPU-only one needs none (but both cores are taken).
+  CHECK(run_sync(p.create(offer("local-1c-1g"), spec("g3", env_agent))).code() == Code::unavailable);
+  fs::path s1 = first->data["sandbox"].get<std::string>();
+  fs::path s2 = second->data["sandbox"].get<std::string>();
+  REQUIRE(eventually([&] { return !read_file(s1 / "gpus.txt").empty() && !read_file(s2 / "gpus.txt").empty(); }));
+  CHECK(read_file(s1 / "gpus.txt") == "0|PCI_BUS_ID\n");
+  CHECK(read_file(s2 / "gpus.txt") == "1|PCI_BUS_ID\n");
+  REQUIRE(run_sync(p.terminate(*first)).ok());
+  auto cpu_only = run_sync(p.create(offer("local-1c"), spec("c1", env_agent)));
+  REQUIRE(cpu_only.ok());
+  fs::path s3 = cpu_only->data["sandbox"].get<std::string>();
+  REQUIRE(eventually([&] { return !read_file(s3 / "gpus.txt").empty(); }));
+  CHECK(read_file(s3 / "gpus.txt") == "|PCI_BUS_ID\n");  // no GPU for a CPU instance
+  REQUIRE(run_sync(p.terminate(*second)).ok());
+  REQUIRE(run_sync(p.terminate(*cpu_only)).ok());
 }
 
 TEST_CASE("an instance is a sandbox, a pinned core set and a process group; terminate removes all of it") {

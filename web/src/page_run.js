@@ -44,6 +44,15 @@ function changes(before, after) {
   return lines;
 }
 
+// What the GPU achieved in the install phase's probe (tsum-agent.sh: tsum-train probe-gpu), so a throttled or
+// partitioned GPU shows here.
+function gpuProbe(probe) {
+  if (!probe) return null;
+  return h('p', { class: 'meta', id: 'gpu-probe' },
+    `GPU probe: ${probe.name} · matrix products ${number(probe.matmul_bf16_tflops)} TFLOP/s bf16, `,
+    `${number(probe.matmul_fp32_tflops)} TFLOP/s fp32 · device copy ${number(probe.copy_gbps)} GB/s`);
+}
+
 function statsTable(stats) {
   const phases = PHASES.filter((p) => stats[p]);
   if (!phases.length) return empty('No resource statistics yet: the agent sends them as each phase ends.');
@@ -145,7 +154,8 @@ export function runPage(root, [id], { signal }) {
         h('p', { class: 'meta' }, `test accuracy ${Number.isFinite(run.metrics.test_accuracy) ? `${number(100 * run.metrics.test_accuracy, 2)} %` : '–'}`,
           ` · ${number(run.metrics.images_per_s)} images/s over learn`), epochs),
       h('section', { class: 'card' }, h('h2', {}, 'Resources per phase'),
-        h('p', { class: 'hint' }, 'Sampled inside the instance by the agent: min / average / max over each phase.'), statsTable(run.stats)),
+        h('p', { class: 'hint' }, 'Sampled inside the instance by the agent: min / average / max over each phase.'), statsTable(run.stats),
+        gpuProbe(run.metrics.install?.gpu_probe)),
       h('section', { class: 'card' }, h('h2', {}, 'Cost'), costBlock(run)));
     if (epochsCanvas) epochsChart(epochsCanvas, run.epochs);
     if (inferenceCanvas) inferenceChart(inferenceCanvas, sweep);
