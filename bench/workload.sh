@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tsum-train against PyTorch-Python (bench/pytorch_mnist_cnn.py, run by Debian's /usr/bin/python3) on
+# tsum-train against PyTorch-Python (bench/pytorch_cnn.py, run by Debian's /usr/bin/python3) on
 # the seed's MNIST CNN and Fashion-MNIST: same data subset, batch, optimizer, learning rate, epochs and
 # thread count, pinned to the same cores. Builds nothing.
 #
@@ -65,7 +65,7 @@ for t in $threads_list; do
       common=(--data "$data" --limit "$limit" --epochs "$epochs" --batch "$batch" --optimizer "$optimizer"
               --lr "$lr" --threads "$t")
       if [[ "$side" == python-* ]]; then
-        rsses+=("$(measured "$out" taskset -c "$cores" "$python" "$here/pytorch_mnist_cnn.py" "${common[@]}" \
+        rsses+=("$(measured "$out" taskset -c "$cores" "$python" "$here/pytorch_cnn.py" "${common[@]}" \
                    --precision "${side#python-}")") || exit 1
       else
         rsses+=("$(measured "$out" taskset -c "$cores" "$bin" "${common[@]}" --precision "${side#tsum-}" \
