@@ -38,6 +38,23 @@ std::string start_script(const std::string& dir, std::chrono::minutes max_lifeti
   return s;
 }
 
+// The agent script without its comment lines, which document it for readers of the source: EC2 and Hetzner take
+// 16 KiB of user data. A comment line is one whose first non-blank character is '#' (the shebang stays); the script
+// has no here-documents, and the comment lines inside its awk programs are comments to awk too.
+std::string without_comment_lines(std::string_view script) {
+  std::string out;
+  bool first = true;
+  while (!script.empty()) {
+    const std::size_t end = script.find('\n');
+    const std::string_view line = script.substr(0, end == std::string_view::npos ? script.size() : end + 1);
+    script.remove_prefix(line.size());
+    const std::size_t text = line.find_first_not_of(" \t");
+    if (first || text == std::string_view::npos || line[text] != '#') out += line;
+    first = false;
+  }
+  return out;
+}
+
 // A write_files entry; gzipped first where that is what fits the agent script in EC2's 16 KiB.
 std::string write_file(const std::string& path, const char* mode, std::string_view content, bool gzip = false) {
   return "  - path: " + path + "\n    permissions: '" + mode + "'\n    encoding: " + (gzip ? "gz+b64" : "b64") +
@@ -61,7 +78,7 @@ Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInit
   // it counts in startup; the agent's install phase pulls the workload image.
   if (spec.runtime == "docker") doc += "package_update: true\npackages:\n  - docker.io\n";
   doc += "write_files:\n";
-  doc += write_file(opts.dir + "/agent.sh", "0755", spec.agent_script, true);
+  doc += write_file(opts.dir + "/agent.sh", "0755", without_comment_lines(spec.agent_script), true);
   doc += write_file(opts.dir + "/agent.env", "0600", env);
   doc += write_file(opts.dir + "/start.sh", "0755", start_script(opts.dir, opts.max_lifetime));
   doc += "runcmd:\n  - [/bin/sh, " + opts.dir + "/start.sh]\n";

@@ -45,3 +45,13 @@ TEST_CASE("the user data refuses bad directories, environment names, runtimes an
   for (unsigned x = 1; spec.agent_script.size() < 20000;) spec.agent_script += static_cast<char>((x = x * 1103515245u + 12345u) >> 23);
   CHECK(cloud_init_user_data(spec, {}).error().detail.find("16384") != std::string::npos);
 }
+
+TEST_CASE("the agent travels without its comment lines, so that it fits 16 KiB of user data") {
+  LaunchSpec spec{.run_id = "3",
+                  .agent_script = "#!/bin/sh\n# what follows\nset -u\n  # indented\n\nawk '\n    # awk's own\n"
+                                  "    { print }' f  # trailing stays\n"};
+  auto ud = cloud_init_user_data(spec, {.dir = "/opt/tsum"});
+  REQUIRE(ud.ok());
+  CHECK(ud->find(http::base64_encode(http::gzip_compress("#!/bin/sh\nset -u\n\nawk '\n    { print }' f  # trailing stays\n"))) !=
+        std::string::npos);
+}
