@@ -38,9 +38,14 @@ std::string start_script(const std::string& dir, std::chrono::minutes max_lifeti
   return s;
 }
 
-// The agent script without its comment lines, which document it for readers of the source: EC2 and Hetzner take
-// 16 KiB of user data. A comment line is one whose first non-blank character is '#' (the shebang stays); the script
-// has no here-documents, and the comment lines inside its awk programs are comments to awk too.
+// A write_files entry; gzipped first where that is what fits the agent script in EC2's 16 KiB.
+std::string write_file(const std::string& path, const char* mode, std::string_view content, bool gzip = false) {
+  return "  - path: " + path + "\n    permissions: '" + mode + "'\n    encoding: " + (gzip ? "gz+b64" : "b64") +
+         "\n    content: " + http::base64_encode(gzip ? http::gzip_compress(content) : std::string(content)) + "\n";
+}
+
+}  // namespace
+
 std::string without_comment_lines(std::string_view script) {
   std::string out;
   bool first = true;
@@ -54,14 +59,6 @@ std::string without_comment_lines(std::string_view script) {
   }
   return out;
 }
-
-// A write_files entry; gzipped first where that is what fits the agent script in EC2's 16 KiB.
-std::string write_file(const std::string& path, const char* mode, std::string_view content, bool gzip = false) {
-  return "  - path: " + path + "\n    permissions: '" + mode + "'\n    encoding: " + (gzip ? "gz+b64" : "b64") +
-         "\n    content: " + http::base64_encode(gzip ? http::gzip_compress(content) : std::string(content)) + "\n";
-}
-
-}  // namespace
 
 Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInitOptions& opts) {
   if (!valid_dir(opts.dir))

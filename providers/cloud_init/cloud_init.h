@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "providers/provider.h"
@@ -24,6 +25,11 @@ struct CloudInitOptions {
   std::string dir = "/opt/tsum";           // absolute; letters, digits, / _ . - only
   std::chrono::minutes max_lifetime{0};    // 0: no power-off timer
 };
+
+// The script without its comment lines, which document it for readers of the source: the agent travels so, to fit
+// kMaxUserDataBytes. A comment line is one whose first non-blank character is '#' (the shebang stays); the agent
+// has no here-documents, and the comment lines inside its awk programs are comments to awk too.
+std::string without_comment_lines(std::string_view script);
 
 // invalid_argument: an env name that is not [A-Za-z_][A-Za-z0-9_]*, a bad dir, or a result over
 // kMaxUserDataBytes.

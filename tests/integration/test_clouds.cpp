@@ -374,9 +374,17 @@ TEST_CASE("SIGTERM while the cloud no longer answers: tsumd exits within its gra
   CHECK(rig.daemon.log().find("grace period over with 1 run(s) still terminating (1)") != std::string::npos);
   CHECK(rig.guest_processes() > 0);  // the cloud never heard the delete: still running, still paid
 
+  // The delete sent into the silence may still be carried out once the cloud answers again (it sat in the
+  // cloud's queue), so the restarted daemon finds the instance either running, and terminates it, or gone.
   rig.fake.resume();
   auto run = restart_and_settle(rig, admin);
-  CHECK(run["reason"].get<std::string>().find("daemon restarted while the run was") != std::string::npos);
+  const auto reason = run["reason"].get<std::string>();
+  INFO(reason);
+  const bool terminated_now = reason.find("daemon restarted while the run was terminating; instance ") !=
+                                  std::string::npos && reason.ends_with(" terminated");
+  const bool found_gone = reason.find(" was gone after a daemon restart (run was terminating)") != std::string::npos;
+  CHECK((terminated_now || found_gone));
+  CHECK(rig.daemon.log().find(" could not be terminated") == std::string::npos);
 }
 
 TEST_CASE("leak guard on each fake cloud: kill -9 while learning; the restarted daemon terminates the instance") {

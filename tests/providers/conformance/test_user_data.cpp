@@ -37,7 +37,7 @@ CONFORMANCE("the boot payload reaches the cloud whole and within the user data l
   REQUIRE_MESSAGE(config.ok(), config.error().detail);
   std::map<std::string, std::string> files;
   for (const auto& f : config->files) files[f.path] = f.content;
-  CHECK(files["/opt/tsum/agent.sh"] == spec.agent_script);
+  CHECK(files["/opt/tsum/agent.sh"] == without_comment_lines(spec.agent_script));
   CHECK(files["/opt/tsum/agent.env"].find("TSUM_TOKEN='it'\\''s secret'") != std::string::npos);
   CHECK(config->runcmd.size() == 1);
 }
