@@ -1,5 +1,5 @@
 // HttpSession: one accepted HTTP/1.1 connection, over plain TCP (beast::tcp_stream) or TLS
-// (beast::ssl_stream<beast::tcp_stream>; both are instantiated in http_session.cpp).
+// (beast::ssl_stream<beast::tcp_stream>; http_session_tcp.cpp and http_session_tls.cpp instantiate them).
 //
 // Reads requests one at a time (pipelined requests are answered in order), turns each into a Request, runs it
 // through the Router and writes the Response. Contract:

@@ -1,3 +1,9 @@
+// HttpSession's member definitions, for the two files that instantiate it: http_session_tcp.cpp (plain TCP) and
+// http_session_tls.cpp (TLS). Two translation units build in parallel (one was the longest step of the build:
+// 110 s with GCC, 248 s with clang's sanitizers), and the fuzz build compiles the TLS one without optimizing, as
+// no fuzz target speaks TLS. Include nowhere else.
+#pragma once
+
 #include "api/http_session.h"
 
 #include <boost/asio/as_tuple.hpp>
@@ -378,8 +384,5 @@ awaitable<void> HttpSession<Stream>::linger_close() {
   }
   close();
 }
-
-template class HttpSession<beast::tcp_stream>;
-template class HttpSession<beast::ssl_stream<beast::tcp_stream>>;
 
 }  // namespace tsum::api

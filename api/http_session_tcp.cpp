@@ -1,0 +1,6 @@
+// HttpSession over plain TCP (api/http_session_impl.h holds the definitions).
+#include "api/http_session_impl.h"
+
+namespace tsum::api {
+template class HttpSession<boost::beast::tcp_stream>;
+}  // namespace tsum::api
