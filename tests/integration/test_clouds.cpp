@@ -372,7 +372,9 @@ TEST_CASE("SIGTERM while the cloud no longer answers: tsumd exits within its gra
   CHECK(WEXITSTATUS(*status) == 0);
   CHECK(took < 3 + 3);  // the grace period, plus closing down
   CHECK(rig.daemon.log().find("grace period over with 1 run(s) still terminating (1)") != std::string::npos);
-  CHECK(rig.guest_processes() > 0);  // the cloud never heard the delete: still running, still paid
+  // The cloud has not answered the delete, so the machine may still run and be paid for; whether its processes
+  // still show here is not asserted (two CI runs found them gone within the grace period). What must hold is below:
+  // the next start settles the run and leaves no machine.
 
   // The delete sent into the silence may still be carried out once the cloud answers again (it sat in the
   // cloud's queue), so the restarted daemon finds the instance either running, and terminates it, or gone.
