@@ -20,6 +20,7 @@
 #include "api/token_routes.h"
 #include "api/web_routes.h"
 #include "billing/catalog.h"
+#include "common/embedded.h"
 #include "daemon/past_runs.h"
 #include "providers/byo/byo_provider.h"
 #include "daemon/startup_deadline.h"
@@ -33,6 +34,10 @@
 namespace tsum::web {
 std::span<const EmbeddedFile> assets();  // the bundled dashboard, compiled in from web/ (target tsum_web_assets)
 }
+
+namespace tsum::daemon {
+std::span<const EmbeddedFile> agent_files();  // compiled in from daemon/agent/
+}  // namespace tsum::daemon
 
 namespace tsum::api {
 
@@ -203,6 +208,14 @@ Status App::add_artifacts() {
     return make_error(Code::invalid_argument, "the trainer bundle " + opts_.bundle_path + " cannot be read (" +
                                                   bundle.error().detail + "); build it (make build) or pass --bundle");
   bundle_ = *bundle;
+  const std::string agent_tmp = blobs_->temp_path("agent");
+  {
+    std::ofstream out(agent_tmp, std::ios::binary);
+    out << find_embedded(daemon::agent_files(), "tsum-agent.sh");
+  }
+  auto agent = blobs_->adopt(agent_tmp);
+  if (!agent) return make_error(Code::internal, "the agent script cannot be stored: " + agent.error().detail);
+  agent_ = *agent;
   std::vector<std::string> idx;
   for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
                         "t10k-labels-idx1-ubyte"}) {
@@ -274,6 +287,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   }
   ro.tag = tag_;
   ro.trainer_sha256 = bundle_.sha256;
+  ro.agent_sha256 = agent_.sha256;
   ro.limits = opts_.limits;
   ro.startup_deadlines = startup_deadlines_;
   if (ro.limits.local_cores <= 0) ro.limits.local_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
@@ -283,7 +297,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
                                                    [this] { runs_->notify(); });
   add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *datasets_, *artifacts_, *watch_,
                             catalogs_, *db_, *commits_});
-  add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, 0});
+  add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, agent_.sha256, 0});
   add_join_routes(router_, *byo_);
   searches_ = std::make_unique<daemon::SearchRunner>(
       io_, daemon::SearchServices{*db_, *store_, *views_, providers_, *datasets_, clock_, [this] { runs_->notify(); }});

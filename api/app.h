@@ -116,6 +116,7 @@ class App {
   std::unique_ptr<daemon::Datasets> datasets_;
   std::unique_ptr<daemon::RunArtifacts> artifacts_;
   daemon::BlobInfo bundle_;
+  daemon::BlobInfo agent_;  // the agent script, which cloud machines fetch by hash (their boot payload is small)
   providers::ByoProvider* byo_ = nullptr;  // owned by providers_; its join routes need it
   daemon::ProviderCallMetrics provider_calls_;  // before providers_: the metered providers refer to it
   std::unique_ptr<daemon::RunWatch> watch_;

@@ -14,9 +14,9 @@ std::string query_or(const Request& req, const std::string& key) {
   return it == req.query.end() ? "" : it->second;
 }
 
-// A run token may fetch the trainer bundle and the registered data sets; nothing else the store holds.
+// A run token may fetch the trainer bundle, the agent and the registered data sets; nothing else the store holds.
 bool run_may_fetch(ArtifactContext& c, const std::string& sha) {
-  if (sha == c.trainer_sha256) return true;
+  if (sha == c.trainer_sha256 || sha == c.agent_sha256) return true;
   auto all = c.datasets.list();
   if (!all) return false;
   for (const auto& d : *all)

@@ -32,6 +32,7 @@ struct ArtifactContext {
   daemon::TokenStore& tokens;
   daemon::Store& store;
   std::string trainer_sha256;        // the bundle run tokens may fetch
+  std::string agent_sha256;          // and the agent script (a cloud machine's bootstrap fetches it)
   std::uint64_t dataset_limit = 0;   // largest data set upload; 0: the server's upload limit
 };
 

@@ -90,11 +90,21 @@ void add_rest_routes(Router& router, RestContext c) {
         errors.push_back({{"provider", std::string(p->name())}, {"detail", offers.error().detail}});
         continue;
       }
-      for (const auto& o : *offers)
-        out.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
-                       {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
-                       {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
-                       {"note", o.note}, {"billing_rule", o.billing_rule}});
+      // On-demand and spot side by side: the spot price where the provider quotes one (null where it sells spot
+      // but quotes none: a spot run is then priced at the on-demand price, which bounds it), with its source.
+      const bool spot = p->capabilities().spot;
+      for (const auto& o : *offers) {
+        json row = {{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
+                    {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
+                    {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
+                    {"note", o.note}, {"billing_rule", o.billing_rule},
+                    {"markets", spot ? json{"on-demand", "spot"} : json{"on-demand"}}};
+        if (spot) {
+          row["spot_hourly_price"] = o.spot_hourly_price > 0 ? json(o.spot_hourly_price) : json(nullptr);
+          row["spot_source"] = o.spot_hourly_price > 0 ? o.spot_source : "no spot price quoted";
+        }
+        out.push_back(std::move(row));
+      }
     }
     json catalogs = json::object();
     for (const auto& cat : c.catalogs)

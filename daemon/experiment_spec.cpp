@@ -69,10 +69,27 @@ Result<std::vector<std::string>> one_or_many(const json& c, const char* key, con
   return out;
 }
 
+// A field that names one of `allowed` (or a list of them); absent: the first of them.
+Result<std::vector<std::string>> one_of(const json& c, const char* field, const std::string& where,
+                                        const std::vector<std::string>& allowed) {
+  if (!c.contains(field)) return std::vector<std::string>{allowed.front()};
+  auto values = one_or_many(c, field, where, false);
+  if (!values) return values.error();
+  for (const auto& x : *values)
+    if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
+      std::string names;
+      for (std::size_t i = 0; i < allowed.size(); ++i)
+        names += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + ("\"" + allowed[i] + "\"");
+      return bad("'" + where + "." + field + "' must be " + names + ", got '" + x + "'");
+    }
+  return values;
+}
+
 // One entry of "configs", expanded as a product over its list-valued fields.
 Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& where) {
   if (!c.is_object()) return bad("'" + where + "' must be an object");
-  if (auto e = reject_unknown(c, where + ".", {"provider", "instance_type", "cores", "runtime", "nodes", "dist"})) return *e;
+  if (auto e = reject_unknown(c, where + ".", {"provider", "instance_type", "cores", "runtime", "nodes", "dist", "market"}))
+    return *e;
   auto provider = string_field(c, "provider", where + ".", true);
   if (!provider) return provider.error();
   if (c.contains("instance_type") == c.contains("cores"))
@@ -89,15 +106,8 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
     if (!t) return t.error();
     types = std::move(*t);
   }
-  std::vector<std::string> runtimes = {"native"};
-  if (c.contains("runtime")) {
-    auto r = one_or_many(c, "runtime", where, false);
-    if (!r) return r.error();
-    for (const auto& x : *r)
-      if (x != "native" && x != "docker")
-        return bad("'" + where + ".runtime' must be \"native\" or \"docker\", got '" + x + "'");
-    runtimes = std::move(*r);
-  }
+  auto runtimes = one_of(c, "runtime", where, {"native", "docker"});
+  if (!runtimes) return runtimes.error();
   std::vector<std::string> nodes = {"1"};
   if (c.contains("nodes")) {
     auto n = one_or_many(c, "nodes", where, true);
@@ -107,24 +117,20 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
         return bad("'" + where + ".nodes' must be at most " + std::to_string(kMaxNodes) + ", got " + x);
     nodes = std::move(*n);
   }
-  std::vector<std::string> dists = {"ring"};
-  if (c.contains("dist")) {
-    auto d = one_or_many(c, "dist", where, false);
-    if (!d) return d.error();
-    for (const auto& x : *d)
-      if (x != "ring" && x != "ps" && x != "ps-async")
-        return bad("'" + where + ".dist' must be \"ring\", \"ps\" or \"ps-async\", got '" + x + "'");
-    dists = std::move(*d);
-  }
+  auto dists = one_of(c, "dist", where, {"ring", "ps", "ps-async"});
+  if (!dists) return dists.error();
+  auto markets = one_of(c, "market", where, {"on-demand", "spot"});
+  if (!markets) return markets.error();
   std::vector<RunConfig> out;
   for (const auto& t : types)
-    for (const auto& r : runtimes)
+    for (const auto& r : *runtimes)
       for (const auto& n : nodes)
-        for (const auto& d : dists) {
-          // One machine has no peers: its dist is moot, so nodes [1, 2] × dist [ring, ps] is 3 configs, not 4.
-          if (n == "1" && d != dists.front()) continue;
-          out.push_back({*provider, t, r, std::stoi(n), n == "1" ? "ring" : d});
-        }
+        for (const auto& d : *dists)
+          for (const auto& m : *markets) {
+            // One machine has no peers: its dist is moot, so nodes [1, 2] × dist [ring, ps] is 3 configs, not 4.
+            if (n == "1" && d != dists->front()) continue;
+            out.push_back({*provider, t, r, std::stoi(n), n == "1" ? "ring" : d, m});
+          }
   return out;
 }
 
@@ -135,6 +141,7 @@ json ExperimentSpec::to_json() const {
   for (const auto& c : configs) {
     json cfg = {{"provider", c.provider}, {"instance_type", c.instance_type}, {"runtime", c.runtime}};
     if (c.nodes > 1) cfg.update({{"nodes", c.nodes}, {"dist", c.dist}});
+    if (c.market != "on-demand") cfg["market"] = c.market;
     cfgs.push_back(std::move(cfg));
   }
   json rules = json::array();

@@ -14,7 +14,10 @@
 //   {"provider": "aws", "instance_type": ["c6i.2xlarge", "g5.xlarge"]}        → 2 configs
 // `cores` (local only) names local-<N>c. `runtime` is native (default) or docker. `nodes` (default 1, up to
 // 64) trains on that many machines of the type at once, data-parallel, with `dist` ring (default), ps or ps-async:
-//   {"provider": "aws", "instance_type": "c5.2xlarge", "nodes": [1, 2, 4], "dist": ["ring", "ps"]}  → 6 configs repetitions defaults to
+//   {"provider": "aws", "instance_type": "c5.2xlarge", "nodes": [1, 2, 4], "dist": ["ring", "ps"]}  → 6 configs
+// `market` is on-demand (default) or spot:
+//   {"provider": "gce", "instance_type": "n2-standard-8", "market": ["on-demand", "spot"]}         → 2 configs
+// repetitions defaults to
 // 10, as the seed ran every configuration. `budget` (optional, in the offers' currency) caps what the
 // experiment's instances may cost (daemon/budget.h); `deadline` (optional, seconds) bounds each run from the
 // create call to its save, and with the budget prices a run's worst case.
@@ -39,6 +42,9 @@ struct RunConfig {
   // "ps" (a parameter server on node 0) or "ps-async" (its asynchronous form).
   int nodes = 1;
   std::string dist = "ring";
+  // "on-demand" (default) or "spot": the cloud's spare capacity, cheaper, which it may take back (AWS, GCE, Azure,
+  // Yandex; the other providers refuse it).
+  std::string market = "on-demand";
 };
 
 inline constexpr int kMaxNodes = 64;

@@ -200,6 +200,8 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   spec.tag = opts_.tag;
   spec.idempotency_token = "run" + std::to_string(live.id) + "-" + opts_.tag;
   spec.agent_script = std::string(find_embedded(agent_files(), "tsum-agent.sh"));
+  spec.agent_sha256 = opts_.agent_sha256;
+  spec.market = exp->spec.config_of(variant).market;
   spec.env = std::move(*env);
   spec.env["TSUM_RUN_ID"] = spec.run_id;
   spec.env["TSUM_TOKEN"] = *token;

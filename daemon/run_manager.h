@@ -48,6 +48,7 @@ struct RunManagerOptions {
   std::string tag = "tsum";     // ownership tag on every instance this daemon creates
   std::string trainer_url;      // the trainer bundle: a URL of the user's, or empty for the daemon's blob
   std::string trainer_sha256;   // its sha256
+  std::string agent_sha256;     // the agent script's blob, for boot payloads that fetch it; empty: none
   QueueLimits limits;            // global, per provider and per type caps; local cores
   // create → the agent's first event, by provider name; a provider not named gets its default
   // (default_startup_deadline). Filled from the config file's startup_deadline_s fields.

@@ -24,6 +24,10 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
       co_return make_error(Code::invalid_argument,
                            "provider '" + cfg.provider + "' cannot run the docker runtime" + (job ? " (a job runs in Docker)" : "") +
                                (cfg.provider == "local" ? " (no Docker engine is used locally); use native" : ""));
+    if (cfg.market == "spot" && !p->capabilities().spot)
+      co_return make_error(Code::invalid_argument,
+                           "configs: market spot on '" + cfg.provider + "': it sells no spare capacity (spot runs on "
+                           "aws, gce, azure and yandex); use on-demand");
     const providers::Requirements wanted{.instance_type = cfg.instance_type};
     auto offers = co_await p->offers(wanted);
     if (!offers) co_return offers.error();
@@ -45,7 +49,10 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
         co_return make_error(Code::invalid_argument, "workload.precision: fp16 runs on cuda only, and " + on +
                                                          " has no GPU (fp32 or bf16)");
     }
-    priced.push_back({cfg, offer.hourly_price, offer.currency, providers::machine_of(offer)});
+    // A spot run at the spot price where the provider quotes one, else at the on-demand price, which bounds it
+    // (every cloud here caps spot at on-demand: Azure's maxPrice -1, EC2's default maximum).
+    const double price = cfg.market == "spot" && offer.spot_hourly_price > 0 ? offer.spot_hourly_price : offer.hourly_price;
+    priced.push_back({cfg, price, offer.currency, providers::machine_of(offer)});
   }
   co_return priced;
 }

@@ -120,6 +120,7 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
   const bool known = variant < spec.variants();
   json config = {{"provider", r.provider}, {"instance_type", r.instance_type}};
   if (known && spec.config_of(variant).runtime != "native") config["runtime"] = spec.config_of(variant).runtime;
+  if (known && spec.config_of(variant).market != "on-demand") config["market"] = spec.config_of(variant).market;
   if (known && spec.config_of(variant).nodes > 1)
     config.update({{"nodes", spec.config_of(variant).nodes}, {"dist", spec.config_of(variant).dist}});
   if (known && !spec.varied.empty()) config["workload"] = workload_fields(spec.workload_of(variant), spec.varied);

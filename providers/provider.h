@@ -54,6 +54,7 @@ struct Offer {
   std::string region = {};
   std::string note = {};  // e.g. which cloud family a local type emulates
   double spot_hourly_price = 0;  // the current spot price where the provider has one; 0: none known
+  std::string spot_source = {};   // where spot_hourly_price came from, and when
   std::string billing_rule = {};  // the rule this offer is billed by (billing/rule_book); empty: the provider's
   std::string family = {};     // the machine family ("c4", "n2", "Standard_D"); empty: from the instance type's name
   std::string cpu_model = {};  // where the provider says it
@@ -98,8 +99,15 @@ struct LaunchSpec {
   std::string tag = {};                 // ownership tag, used by list_tagged for orphan sweeps
   std::string idempotency_token = {};   // the same token never creates two instances
   std::string agent_script = {};        // POSIX sh run as the instance's entry point
+  // The agent as the daemon serves it ($TSUM_URL/v1/blobs/<agent_sha256>, the run token may fetch it): a boot
+  // payload with a size limit (cloud-init's user data) carries a bootstrap that fetches and checks it instead of
+  // the script. Empty: the payload carries agent_script.
+  std::string agent_sha256 = {};
   std::map<std::string, std::string> env = {};  // passed to the agent (daemon URL, run token, workload)
   std::string runtime = "native";       // "docker": the boot payload installs Docker; the agent pulls the image
+  // "spot": the cloud's spare capacity (AWS spot, GCE Spot VMs, Azure Spot, Yandex preemptible), which it may take
+  // back with a short notice; deleted, never stopped, when it does. Only where Capabilities::spot.
+  std::string market = "on-demand";
   int nodes = 1;                        // machines this create makes: > 1 only where Capabilities::gang_nodes
 };
 

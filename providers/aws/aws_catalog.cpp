@@ -57,8 +57,14 @@ std::string iso8601_now(const AwsApi& api) {
   return d.substr(0, 4) + "-" + d.substr(4, 2) + "-" + d.substr(6, 5) + ":" + d.substr(11, 2) + ":" + d.substr(13);
 }
 
-Task<Result<std::map<std::string, double>>> spot_prices(AwsApi& api) {
-  std::map<std::string, double> out;
+struct SpotQuote {
+  double price = 0;
+  std::string zone, timestamp;
+};
+
+// The lowest current spot price of each type over the region's zones, with its zone and time.
+Task<Result<std::map<std::string, SpotQuote>>> spot_prices(AwsApi& api) {
+  std::map<std::string, SpotQuote> out;
   std::string token;
   for (int page = 0; page < kMaxPages; ++page) {
     Fields params{{"ProductDescription.1", "Linux/UNIX"}, {"StartTime", iso8601_now(api)}, {"MaxResults", "1000"}};
@@ -68,7 +74,9 @@ Task<Result<std::map<std::string, double>>> spot_prices(AwsApi& api) {
     auto parsed = parse_spot_price_history(*xml);
     if (!parsed) co_return parsed.error();
     for (const auto& p : parsed->items)
-      if (auto [it, fresh] = out.emplace(p.instance_type, p.price); !fresh) it->second = std::min(it->second, p.price);
+      if (auto [it, fresh] = out.emplace(p.instance_type, SpotQuote{p.price, p.availability_zone, p.timestamp});
+          !fresh && p.price < it->second.price)
+        it->second = {p.price, p.availability_zone, p.timestamp};
     if (parsed->next_token.empty()) co_return out;
     token = parsed->next_token;
   }
@@ -93,7 +101,11 @@ Task<Result<std::vector<Offer>>> fetch_catalog(AwsApi& api) {
             .hourly_price = price->second, .currency = "USD", .region = region,
             .note = "EC2 on-demand, Linux, shared tenancy"};
     if (!spot) o.note += "; spot prices unavailable: " + spot.error().detail;
-    else if (auto s = spot->find(t.instance_type); s != spot->end()) o.spot_hourly_price = s->second;
+    else if (auto s = spot->find(t.instance_type); s != spot->end()) {
+      o.spot_hourly_price = s->second.price;
+      o.spot_source = "EC2 DescribeSpotPriceHistory, Linux/UNIX, lowest zone " + s->second.zone + ", as of " +
+                      s->second.timestamp;
+    }
     out.push_back(std::move(o));
   }
   std::stable_sort(out.begin(), out.end(), [](const Offer& a, const Offer& b) { return a.hourly_price < b.hourly_price; });

@@ -101,6 +101,11 @@ Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const Launc
   add_tag(p, 1, opts_.tag_key, spec.tag);
   add_tag(p, 2, "tsum-run", spec.run_id);
   add_tag(p, 3, "Name", "tsum-run-" + spec.run_id);
+  if (spec.market == "spot") {  // one-time: an interruption terminates it (the daemon resumes elsewhere)
+    p.emplace_back("InstanceMarketOptions.MarketType", "spot");
+    p.emplace_back("InstanceMarketOptions.SpotOptions.SpotInstanceType", "one-time");
+    p.emplace_back("InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior", "terminate");
+  }
   if (!opts_.key_name.empty()) p.emplace_back("KeyName", opts_.key_name);
   if (!opts_.subnet_id.empty()) p.emplace_back("SubnetId", opts_.subnet_id);
   for (std::size_t i = 0; i < opts_.security_group_ids.size(); ++i)

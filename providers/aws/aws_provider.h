@@ -57,7 +57,7 @@ class AwsProvider final : public Provider {
   static Result<std::unique_ptr<AwsProvider>> make(AwsOptions opts);
 
   std::string_view name() const override { return "aws"; }
-  Capabilities capabilities() const override { return {.gpus = true, .spot = false, .docker = true, .native = true}; }
+  Capabilities capabilities() const override { return {.gpus = true, .spot = true, .docker = true, .native = true}; }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;

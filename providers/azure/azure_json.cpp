@@ -57,7 +57,7 @@ nlohmann::json vm_body(const VmSpec& s) {
   nlohmann::json linux_config{{"disablePasswordAuthentication", true},
                               {"ssh", {{"publicKeys", {{{"path", "/home/" + s.admin_username + "/.ssh/authorized_keys"},
                                                         {"keyData", s.ssh_public_key}}}}}}};
-  return {{"location", s.location},
+  nlohmann::json body{{"location", s.location},
           {"tags", s.tags},
           {"properties",
            {{"hardwareProfile", {{"vmSize", s.size}}},
@@ -69,6 +69,9 @@ nlohmann::json vm_body(const VmSpec& s) {
             {"osProfile", {{"computerName", s.name}, {"adminUsername", s.admin_username},
                            {"customData", http::base64_encode(s.user_data)}, {"linuxConfiguration", linux_config}}},
             {"networkProfile", {{"networkApiVersion", "2020-11-01"}, {"networkInterfaceConfigurations", {nic}}}}}}};
+  if (s.spot)
+    body["properties"].update({{"priority", "Spot"}, {"evictionPolicy", "Delete"}, {"billingProfile", {{"maxPrice", -1}}}});
+  return body;
 }
 
 Result<AzureVm> parse_vm(const nlohmann::json& j) {

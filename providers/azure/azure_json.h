@@ -40,6 +40,7 @@ struct VmSpec {
   std::string user_data = {};       // cloud-init, sent base64 as osProfile.customData
   std::string subnet_id = {};       // the subnet the VM's NIC joins
   Tags tags = {};
+  bool spot = false;                // priority Spot, evictionPolicy Delete, maxPrice -1 (up to the on-demand price)
 };
 
 // {"location", "tags"}

@@ -121,7 +121,8 @@ Result<VmSpec> AzureProvider::vm_spec(const Offer& offer, const LaunchSpec& spec
                 .disk_gb = opts_.disk_gb, .admin_username = opts_.admin_username, .ssh_public_key = ssh_public_key_,
                 .user_data = *user_data,
                 .subnet_id = "/" + group_path(group) + "/providers/Microsoft.Network/virtualNetworks/" + group + "-vnet/subnets/default",
-                .tags = {{opts_.tag_name, spec.tag}, {std::string(kRunTag), spec.run_id}}};
+                .tags = {{opts_.tag_name, spec.tag}, {std::string(kRunTag), spec.run_id}},
+                .spot = spec.market == "spot"};
 }
 
 InstanceHandle AzureProvider::handle_of(const std::string& group, const std::string& location, const std::string& size,

@@ -73,7 +73,7 @@ class AzureProvider final : public Provider {
   static Result<std::unique_ptr<AzureProvider>> make(AzureOptions opts);
 
   std::string_view name() const override { return "azure"; }
-  Capabilities capabilities() const override { return {.gpus = true, .spot = false, .docker = true, .native = true}; }
+  Capabilities capabilities() const override { return {.gpus = true, .spot = true, .docker = true, .native = true}; }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;

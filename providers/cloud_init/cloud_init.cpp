@@ -38,27 +38,46 @@ std::string start_script(const std::string& dir, std::chrono::minutes max_lifeti
   return s;
 }
 
-// A write_files entry; gzipped first where that is what fits the agent script in EC2's 16 KiB.
+// The agent's bootstrap: fetches the agent from the daemon (GET $TSUM_URL/v1/blobs/<sha256> with the run token,
+// over TLS with TSUM_CA_PEM when given), checks its sha256 and runs it in its place, in the same session and
+// directory. A daemon that does not answer, a refused request or other bytes are tried again with backoff (1, 2,
+// 4 .. 30 s, for TSUM_BOOT_FETCH_S seconds, default 600); then it tells the daemon why as an install error (the
+// daemon fails the run and terminates the machine) and exits.
+std::string bootstrap_script(const std::string& dir, const std::string& sha256) {
+  std::string s = R"sh(#!/bin/sh
+# tsum: fetches the agent by its sha256 from the daemon, checks it and runs it.
+set -u
+u="$TSUM_URL/v1/blobs/@SHA@"
+set -- -fsS --connect-timeout 10 -H "Authorization: Bearer $TSUM_TOKEN"
+if [ -n "${TSUM_CA_PEM:-}" ]; then printf '%s\n' "$TSUM_CA_PEM" > @DIR@/ca.pem; set -- "$@" --cacert @DIR@/ca.pem; fi
+w=1; t=0
+while [ $t -lt "${TSUM_BOOT_FETCH_S:-600}" ]; do
+  if curl "$@" --max-time 120 -o @DIR@/agent-full.part "$u" 2>@DIR@/fetch.err; then
+    [ "$(sha256sum @DIR@/agent-full.part | cut -d' ' -f1)" = @SHA@ ] &&
+      mv @DIR@/agent-full.part @DIR@/agent-full.sh && exec /bin/sh @DIR@/agent-full.sh
+    echo "its sha256 is not @SHA@" > @DIR@/fetch.err
+  fi
+  sleep $w; t=$((t + w)); [ $w -ge 30 ] || w=$((w * 2))
+done
+e=$(tr -d '\000-\037"\\' < @DIR@/fetch.err | head -c 300)
+curl "$@" --max-time 30 -H 'Content-Type: application/json' --data-binary \
+  "{\"phase\":\"install\",\"mark\":\"error\",\"mono_s\":$(cut -d' ' -f1 /proc/uptime),\"attrs\":{\"detail\":\"the agent could not be fetched from $u: $e\"}}" \
+  "$TSUM_URL/v1/runs/$TSUM_RUN_ID/events"
+exit 1
+)sh";
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"@SHA@", sha256}, {"@DIR@", dir}})
+    for (std::size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + value.size()))
+      s.replace(at, key.size(), value);
+  return s;
+}
+
+// A write_files entry; gzipped first where that is what fits a script carried whole in EC2's 16 KiB.
 std::string write_file(const std::string& path, const char* mode, std::string_view content, bool gzip = false) {
   return "  - path: " + path + "\n    permissions: '" + mode + "'\n    encoding: " + (gzip ? "gz+b64" : "b64") +
          "\n    content: " + http::base64_encode(gzip ? http::gzip_compress(content) : std::string(content)) + "\n";
 }
 
 }  // namespace
-
-std::string without_comment_lines(std::string_view script) {
-  std::string out;
-  bool first = true;
-  while (!script.empty()) {
-    const std::size_t end = script.find('\n');
-    const std::string_view line = script.substr(0, end == std::string_view::npos ? script.size() : end + 1);
-    script.remove_prefix(line.size());
-    const std::size_t text = line.find_first_not_of(" \t");
-    if (first || text == std::string_view::npos || line[text] != '#') out += line;
-    first = false;
-  }
-  return out;
-}
 
 Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInitOptions& opts) {
   if (!valid_dir(opts.dir))
@@ -75,7 +94,12 @@ Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInit
   // it counts in startup; the agent's install phase pulls the workload image.
   if (spec.runtime == "docker") doc += "package_update: true\npackages:\n  - docker.io\n";
   doc += "write_files:\n";
-  doc += write_file(opts.dir + "/agent.sh", "0755", without_comment_lines(spec.agent_script), true);
+  if (spec.agent_sha256.empty())
+    doc += write_file(opts.dir + "/agent.sh", "0755", spec.agent_script, true);
+  else if (http::sha256_hex(spec.agent_script) != spec.agent_sha256)
+    return make_error(Code::invalid_argument, "agent_sha256 " + spec.agent_sha256 + " is not the agent script's");
+  else
+    doc += write_file(opts.dir + "/agent.sh", "0755", bootstrap_script(opts.dir, spec.agent_sha256));
   doc += write_file(opts.dir + "/agent.env", "0600", env);
   doc += write_file(opts.dir + "/start.sh", "0755", start_script(opts.dir, opts.max_lifetime));
   doc += "runcmd:\n  - [/bin/sh, " + opts.dir + "/start.sh]\n";

@@ -1,16 +1,16 @@
 // The boot payload every cloud adapter hands its instance (EC2 UserData, GCE and Yandex metadata user-data,
 // Azure customData, Hetzner user_data): a #cloud-config document that (for the docker runtime) installs Docker
-// from the image's package repository, writes the agent script, its environment file and a start script under
-// one directory, and runs the start script once at first boot. The start script loads the environment and
-// starts the agent in the background (its own session, output in agent.log), with the directory's work/ as its
-// working directory. Optionally it first schedules a power-off after max_lifetime, a safety net for an
+// from the image's package repository, writes the agent (LaunchSpec::agent_sha256 set: a bootstrap that fetches
+// it from the daemon by that hash, checks and runs it; else the script itself, gzipped), its environment file
+// and a start script under one directory, and runs the start script once at first boot. The start script loads
+// the environment and starts the agent in the background (its own session, output in agent.log), with the
+// directory's work/ as its working directory. Optionally it first schedules a power-off after max_lifetime, a safety net for an
 // instance whose daemon is gone (with EC2's InstanceInitiatedShutdownBehavior=terminate the power-off
 // terminates it). providers/fake_guest runs the same document in the fakes' guests.
 #pragma once
 
 #include <chrono>
 #include <string>
-#include <string_view>
 
 #include "common/result.h"
 #include "providers/provider.h"
@@ -25,11 +25,6 @@ struct CloudInitOptions {
   std::string dir = "/opt/tsum";           // absolute; letters, digits, / _ . - only
   std::chrono::minutes max_lifetime{0};    // 0: no power-off timer
 };
-
-// The script without its comment lines, which document it for readers of the source: the agent travels so, to fit
-// kMaxUserDataBytes. A comment line is one whose first non-blank character is '#' (the shebang stays); the agent
-// has no here-documents, and the comment lines inside its awk programs are comments to awk too.
-std::string without_comment_lines(std::string_view script);
 
 // invalid_argument: an env name that is not [A-Za-z_][A-Za-z0-9_]*, a bad dir, or a result over
 // kMaxUserDataBytes.

@@ -23,12 +23,12 @@ std::string str(const nlohmann::json& j, const char* name) {
 nlohmann::json insert_body(const InsertSpec& s) {
   nlohmann::json items = nlohmann::json::array();
   for (const auto& [k, v] : s.metadata) items.push_back({{"key", k}, {"value", v}});
-  nlohmann::json scheduling{{"provisioningModel", "STANDARD"}, {"automaticRestart", false},
-                            {"onHostMaintenance", s.gpus ? "TERMINATE" : "MIGRATE"}};
-  if (s.max_run_duration.count() > 0) {
+  // Spot VMs cannot live-migrate either, and are deleted (not stopped) when preempted.
+  nlohmann::json scheduling{{"provisioningModel", s.spot ? "SPOT" : "STANDARD"}, {"automaticRestart", false},
+                            {"onHostMaintenance", s.gpus || s.spot ? "TERMINATE" : "MIGRATE"}};
+  if (s.max_run_duration.count() > 0)
     scheduling["maxRunDuration"] = {{"seconds", std::to_string(s.max_run_duration.count())}};
-    scheduling["instanceTerminationAction"] = "DELETE";
-  }
+  if (s.max_run_duration.count() > 0 || s.spot) scheduling["instanceTerminationAction"] = "DELETE";
   return {{"name", s.name},
           {"machineType", "zones/" + s.zone + "/machineTypes/" + s.machine_type},
           {"labels", s.labels},

@@ -25,6 +25,7 @@ struct InsertSpec {
   std::map<std::string, std::string> metadata = {};  // e.g. user-data
   std::chrono::seconds max_run_duration{0};   // 0: none; else with instanceTerminationAction DELETE
   bool gpus = false;                          // GPU machines cannot live-migrate: onHostMaintenance TERMINATE
+  bool spot = false;                          // provisioningModel SPOT, deleted when preempted
 };
 
 nlohmann::json insert_body(const InsertSpec& s);

@@ -95,7 +95,7 @@ Result<InsertSpec> GceProvider::insert_spec(const Offer& offer, const LaunchSpec
                     .source_image = opts_.source_image, .disk_gb = opts_.disk_gb, .network = opts_.network,
                     .labels = {{opts_.label_key, spec.tag}, {std::string(kRunLabel), spec.run_id}},
                     .metadata = {{"user-data", *user_data}}, .max_run_duration = opts_.max_run_duration,
-                    .gpus = offer.gpus > 0};
+                    .gpus = offer.gpus > 0, .spot = spec.market == "spot"};
 }
 
 InstanceHandle GceProvider::handle_of(const GceInstance& i, double created_at, std::string_view tag) const {

@@ -66,7 +66,7 @@ class GceProvider final : public Provider {
   static Result<std::unique_ptr<GceProvider>> make(GceOptions opts);
 
   std::string_view name() const override { return "gce"; }
-  Capabilities capabilities() const override { return {.gpus = true, .spot = false, .docker = true, .native = true}; }
+  Capabilities capabilities() const override { return {.gpus = true, .spot = true, .docker = true, .native = true}; }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
   Task<Result<InstanceStatus>> describe(const InstanceHandle& h) override;

@@ -35,7 +35,7 @@ nlohmann::json create_body(const CreateInstance& c) {
                             {"diskSpec", {{"typeId", c.disk_type}, {"size", std::to_string(c.disk_bytes)}, {"imageId", c.image_id}}}}},
           {"networkInterfaceSpecs", {{{"subnetId", c.subnet_id},
                                       {"primaryV4AddressSpec", {{"oneToOneNatSpec", {{"ipVersion", "IPV4"}}}}}}}},
-          {"schedulingPolicy", {{"preemptible", false}}}};
+          {"schedulingPolicy", {{"preemptible", c.preemptible}}}};
 }
 
 Result<YandexInstance> parse_instance(const nlohmann::json& j) {

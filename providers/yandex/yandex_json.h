@@ -30,6 +30,7 @@ struct CreateInstance {
   std::string subnet_id;
   std::string user_data;     // cloud-init, as metadata user-data
   Labels labels = {};
+  bool preemptible = false;  // schedulingPolicy.preemptible: stopped within 24 h or when Yandex needs it back
 };
 
 nlohmann::json create_body(const CreateInstance& c);

@@ -102,7 +102,8 @@ Result<CreateInstance> YandexProvider::create_spec(const Offer& offer, const Lau
                         .platform_id = shape->platform, .cores = shape->cores, .memory_bytes = shape->memory_gib * kGiB,
                         .gpus = shape->gpus, .image_id = opts_.image_id, .disk_bytes = opts_.disk_gb * kGiB,
                         .disk_type = opts_.disk_type, .subnet_id = opts_.subnet_id, .user_data = *user_data,
-                        .labels = {{opts_.label_key, spec.tag}, {std::string(kRunLabel), spec.run_id}}};
+                        .labels = {{opts_.label_key, spec.tag}, {std::string(kRunLabel), spec.run_id}},
+                        .preemptible = spec.market == "spot"};
 }
 
 InstanceHandle YandexProvider::handle_of(const std::string& id, const std::string& name, const std::string& platform,

@@ -213,3 +213,26 @@ TEST_CASE("nodes and dist expand like other config fields; one node has no dist;
       "instance_type": "x", "nodes": 2}]})")
             .find("a workload of kind 'infer' runs on one") != std::string::npos);
 }
+
+TEST_CASE("market expands like other config fields: on-demand by default, spot when asked; anything else is named") {
+  auto r = parse_experiment_spec(R"({"workload": {}, "configs": [{"provider": "gce", "instance_type": "n2-standard-8",
+      "market": ["on-demand", "spot"], "nodes": [1, 2]}], "repetitions": 1})");
+  REQUIRE(r.ok());
+  REQUIRE(r->configs.size() == 4);
+  CHECK(r->configs[0].market == "on-demand");
+  CHECK(r->configs[1].market == "spot");
+  CHECK(r->configs[3].market == "spot");
+  CHECK(r->configs[3].nodes == 2);
+  CHECK_FALSE(r->to_json()["configs"][0].contains("market"));  // the default is left out
+  CHECK(r->to_json()["configs"][1]["market"] == "spot");
+  auto again = parse_experiment_spec(r->to_json().dump());
+  REQUIRE(again.ok());
+  CHECK(again->to_json() == r->to_json());
+  auto plain = parse_experiment_spec(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "c5.large"}]})");
+  REQUIRE(plain.ok());
+  CHECK(plain->configs[0].market == "on-demand");
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "market": "preemptible"}]})") ==
+        "'configs[0].market' must be \"on-demand\" or \"spot\", got 'preemptible'");
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "market": 1}]})")
+            .find("market") != std::string::npos);
+}

@@ -89,6 +89,13 @@ TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error an
   CHECK(big.status == 422);
   CHECK(big.json()["detail"].get<std::string>().find("local-64c") != std::string::npos);
   CHECK(post(R"({"workload":{},"configs":[{"provider":"aws","instance_type":"c6i.large"}]})").status == 422);
+  // Spot where the provider sells no spare capacity: refused before anything is queued, saying so.
+  auto spot = post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-1c","market":"spot"}]})");
+  CHECK(spot.status == 422);
+  CHECK(spot.json()["detail"] == "configs: market spot on 'local': it sells no spare capacity (spot runs on aws, gce, "
+                                 "azure and yandex); use on-demand");
+  CHECK(post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-1c","market":"auction"}]})")
+            .json()["detail"] == "'configs[0].market' must be \"on-demand\" or \"spot\", got 'auction'");
   CHECK(post(std::string(3 << 20, ' ')).status == 413);
 
   CHECK(d.call("GET", "/v1/experiments/999", admin).status == 404);

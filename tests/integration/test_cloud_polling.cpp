@@ -164,3 +164,39 @@ TEST_CASE("GET /v1/offers names a provider whose price API fails and still retur
   for (const auto& o : healthy["offers"]) hetzner_offers += o["provider"] == "hetzner";
   CHECK(hetzner_offers > 0);
 }
+
+TEST_CASE("GET /v1/offers shows on-demand and spot prices side by side, with where the spot price came from and when") {
+  TestTls tls;
+  aws_fake::FakeAwsCloud fake({.server = {.listen = {.cert_file = tls.cert_file(), .key_file = tls.key_file()}},
+                               .credentials = kAwsCreds});
+  REQUIRE(fake.start().ok());
+  TempDir dir("tsum-offers-spot");
+  json section = {{"region", "us-east-1"}, {"image_id", "ami-0tsum0test"}, {"access_key_id", kAwsCreds.access_key_id},
+                  {"secret_access_key_file", write_private(dir, "secret", kAwsCreds.secret_access_key)},
+                  {"ec2_endpoint", fake.server().base_url()}, {"pricing_endpoint", fake.server().base_url()},
+                  {"ca_file", tls.ca_file()}};
+  DaemonProcess d(dir.file("t.db"), {"--config", write_config(dir, "aws", section), "--public-url",
+                                     "http://127.0.0.1:{port}"});
+  const std::string admin = d.admin_token();
+  d.start();
+  auto body = d.call("GET", "/v1/offers", admin).json();
+  INFO(body.dump(2));
+  int aws = 0, local = 0;
+  for (const auto& o : body["offers"]) {
+    if (o["provider"] == "aws") {
+      ++aws;
+      CHECK(o["markets"] == json{"on-demand", "spot"});
+      REQUIRE(o["spot_hourly_price"].is_number());  // the fake quotes every type in two zones
+      CHECK(o["spot_hourly_price"].get<double>() > 0);
+      CHECK(o["spot_hourly_price"].get<double>() < o["hourly_price"].get<double>());
+      const std::string source = o["spot_source"];
+      CHECK(source.starts_with("EC2 DescribeSpotPriceHistory, Linux/UNIX, lowest zone us-east-1a, as of 20"));
+    } else if (o["provider"] == "local") {
+      ++local;
+      CHECK(o["markets"] == json{"on-demand"});
+      CHECK_FALSE(o.contains("spot_hourly_price"));
+    }
+  }
+  CHECK(aws > 0);
+  CHECK(local > 0);
+}

@@ -123,6 +123,7 @@ std::string FakeEc2::instance_xml(const Record& r, double now) const {
   if (!i.private_ip.empty()) x += el("privateIpAddress", i.private_ip);
   if (!i.public_ip.empty()) x += el("ipAddress", i.public_ip);
   if (!i.client_token.empty()) x += el("clientToken", i.client_token);
+  if (!i.lifecycle.empty()) x += el("instanceLifecycle", i.lifecycle);
   x += "<tagSet>";
   for (const auto& [k, v] : i.tags) x += "<item>" + el("key", k) + el("value", v) + "</item>";
   return x + "</tagSet></item>";
@@ -131,7 +132,7 @@ std::string FakeEc2::instance_xml(const Record& r, double now) const {
 FakeAnswer FakeEc2::run_instances(const Fields& params) {
   if (auto u = unknown_param(params, {"ImageId", "InstanceType", "MinCount", "MaxCount", "ClientToken", "UserData",
                                       "InstanceInitiatedShutdownBehavior", "KeyName", "SubnetId"},
-                             {"SecurityGroupId", "TagSpecification"}))
+                             {"SecurityGroupId", "TagSpecification", "InstanceMarketOptions"}))
     return ec2_error(400, "UnknownParameter", "The parameter " + *u + " is not recognized");
   auto image = param(params, "ImageId");
   auto type = param(params, "InstanceType");
@@ -156,6 +157,21 @@ FakeAnswer FakeEc2::run_instances(const Fields& params) {
     return ec2_error(400, "InvalidParameterValue", "InstanceInitiatedShutdownBehavior must be stop or terminate");
   std::map<std::string, std::string> tags;
   if (auto bad = read_tags(params, tags)) return *bad;
+  // Spot as EC2 takes it: MarketType spot; a one-time request can only terminate on interruption.
+  std::string lifecycle;
+  if (auto market = param(params, "InstanceMarketOptions.MarketType")) {
+    if (*market != "spot" && *market != "capacity-block")
+      return ec2_error(400, "InvalidParameterValue", "Invalid value '" + *market + "' for MarketType");
+    const auto type = param(params, "InstanceMarketOptions.SpotOptions.SpotInstanceType").value_or("one-time");
+    const auto on_interruption =
+        param(params, "InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior").value_or("terminate");
+    if (type != "one-time" && type != "persistent")
+      return ec2_error(400, "InvalidParameterValue", "Invalid value '" + type + "' for SpotInstanceType");
+    if (type == "one-time" && on_interruption != "terminate")
+      return ec2_error(400, "InvalidParameterCombination",
+                       "One-time spot instances can only be terminated on interruption");
+    lifecycle = *market == "spot" ? "spot" : "";
+  }
 
   const double now = clock_.now_s();
   Fields significant;
@@ -175,7 +191,8 @@ FakeAnswer FakeEc2::run_instances(const Fields& params) {
     for (long n = 0; n < *max; ++n, ++next_id_) {
       FakeInstance i{.id = hex_id("i", next_id_), .reservation_id = reservation, .instance_type = *type,
                      .image_id = *image, .private_ip = "10.0." + std::to_string(next_id_ / 250 % 256) + "." + std::to_string(next_id_ % 250 + 4),
-                     .client_token = token, .shutdown_behavior = behavior, .user_data = user_data, .tags = tags,
+                     .client_token = token, .shutdown_behavior = behavior, .user_data = user_data,
+                     .lifecycle = lifecycle, .tags = tags,
                      .launched_at_s = now};
       i.public_ip = "198.51." + std::to_string(100 + next_id_ / 250 % 100) + "." + std::to_string(next_id_ % 250 + 1);
       ids.push_back(i.id);

@@ -198,6 +198,8 @@ nlohmann::json FakeArm::vm_json(const FakeVm& v, bool instance_view) const {
                        {"osProfile", {{"computerName", v.name}, {"adminUsername", v.admin_username}}},
                        {"networkProfile", {{"networkInterfaces", {{{"id", "/subscriptions/" + opts_.subscription + "/resourceGroups/" + v.group +
                                                                             "/providers/Microsoft.Network/networkInterfaces/" + v.nic_name}}}}}}};
+  if (v.priority != "Regular")
+    props.update({{"priority", v.priority}, {"evictionPolicy", v.eviction_policy}, {"billingProfile", {{"maxPrice", v.max_price}}}});
   if (instance_view) {
     nlohmann::json statuses = {{{"code", "ProvisioningState/" + lower(v.provisioning_state)}}};
     if (!v.power_state.empty()) statuses.push_back({{"code", "PowerState/" + v.power_state}});
@@ -330,6 +332,20 @@ ArmAnswer FakeArm::put_vm(const std::string& group, const std::string& name, con
   if (vnet_end == std::string::npos || !g->vnets.contains(lower(subnet.substr(vnet_start, vnet_end - vnet_start))))
     return arm_error(400, "InvalidResourceReference", "Resource " + subnet + " referenced by resource " + name + " was not found.");
   const auto& pip = value_at(ipc[0], {"properties", "publicIPAddressConfiguration"});
+  // Spot as ARM takes it: priority Spot with an eviction policy; maxPrice -1 or a positive price.
+  const std::string priority = text_at(props, "priority").empty() ? "Regular" : text_at(props, "priority");
+  if (priority != "Regular" && priority != "Low" && priority != "Spot")
+    return arm_error(400, "InvalidParameter", "The value '" + priority + "' of parameter 'priority' is not allowed.");
+  const std::string eviction = text_at(props, "evictionPolicy");
+  const auto& max_price = value_at(props, {"billingProfile", "maxPrice"});
+  if (priority == "Spot") {
+    if (eviction != "Delete" && eviction != "Deallocate")
+      return arm_error(400, "InvalidParameter", "Spot VMs need evictionPolicy Delete or Deallocate.");
+    if (!max_price.is_null() && (!max_price.is_number() || (max_price.get<double>() != -1 && max_price.get<double>() <= 0)))
+      return arm_error(400, "InvalidParameter", "billingProfile.maxPrice must be -1 or greater than 0.");
+  } else if (!eviction.empty() || !max_price.is_null()) {
+    return arm_error(400, "InvalidParameter", "evictionPolicy and billingProfile apply to Spot VMs only.");
+  }
   auto existing = g->vms.find(lower(name));
   if (existing != g->vms.end()) {
     Vm& v = existing->second;
@@ -350,6 +366,8 @@ ArmAnswer FakeArm::put_vm(const std::string& group, const std::string& name, con
               .all_delete_options = text_at(disk, "deleteOption") == "Delete" &&
                                     text_at(value_at(nics[0], {"properties"}), "deleteOption") == "Delete" &&
                                     text_at(value_at(pip, {"properties"}), "deleteOption") == "Delete",
+              .priority = priority, .eviction_policy = eviction,
+              .max_price = max_price.is_number() ? max_price.get<double>() : 0,
               .created_at_s = now}};
   v.op = start_operation("vm", group, name, now);
   ++vms_created_;

@@ -66,6 +66,9 @@ struct FakeVm {
   std::string ip_name = {};
   int disk_gb = 0;
   bool all_delete_options = false;       // OS disk, NIC and public IP all deleteOption Delete
+  std::string priority = "Regular";      // or Spot
+  std::string eviction_policy = {};      // Spot: Delete or Deallocate
+  double max_price = 0;                  // Spot: -1 (up to the pay-as-you-go price) or a price per hour
   double created_at_s = 0;
 };
 

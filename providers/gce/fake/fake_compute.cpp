@@ -78,6 +78,20 @@ std::optional<JsonAnswer> read_insert(const nlohmann::json& b, const std::string
   const auto scheduling = b.value("scheduling", nlohmann::json::object());
   inst.termination_action = text_at(scheduling, "instanceTerminationAction");
   inst.on_host_maintenance = text_at(scheduling, "onHostMaintenance");
+  // Spot VMs as Compute takes them: no live migration, no automatic restart, and a termination action.
+  if (const std::string model = text_at(scheduling, "provisioningModel"); !model.empty()) {
+    if (model != "STANDARD" && model != "SPOT")
+      return invalid("resource.scheduling.provisioningModel", "must be STANDARD or SPOT, got '" + model + "'");
+    inst.provisioning_model = model;
+  }
+  if (inst.provisioning_model == "SPOT") {
+    if (inst.on_host_maintenance != "TERMINATE")
+      return google_error(400, "badRequest", "Spot VMs do not support live migration: onHostMaintenance must be TERMINATE.");
+    if (scheduling.value("automaticRestart", true) != false)
+      return google_error(400, "badRequest", "Spot VMs do not support automatic restart.");
+    if (inst.termination_action != "DELETE" && inst.termination_action != "STOP")
+      return invalid("resource.scheduling.instanceTerminationAction", "a Spot VM needs DELETE or STOP");
+  }
   if (auto d = scheduling.find("maxRunDuration"); d != scheduling.end()) {
     auto s = seconds_of(*d);
     if (!s || *s < 30 || *s > kMaxRunDurationS) return invalid("resource.scheduling.maxRunDuration", "must be 30 s .. 120 days");
@@ -177,11 +191,9 @@ nlohmann::json FakeCompute::instance_json(const Record& r, double now) const {
   nlohmann::json items = nlohmann::json::array();
   for (const auto& [k, v] : i.metadata) items.push_back({{"key", k}, {"value", v}});
   nlohmann::json scheduling{{"onHostMaintenance", i.on_host_maintenance.empty() ? "MIGRATE" : i.on_host_maintenance},
-                            {"provisioningModel", "STANDARD"}};
-  if (i.max_run_duration_s > 0) {
-    scheduling["maxRunDuration"] = {{"seconds", std::to_string(i.max_run_duration_s)}};
-    scheduling["instanceTerminationAction"] = i.termination_action;
-  }
+                            {"provisioningModel", i.provisioning_model}};
+  if (i.max_run_duration_s > 0) scheduling["maxRunDuration"] = {{"seconds", std::to_string(i.max_run_duration_s)}};
+  if (!i.termination_action.empty()) scheduling["instanceTerminationAction"] = i.termination_action;
   return {{"kind", "compute#instance"}, {"id", i.id}, {"name", i.name}, {"status", status},
           {"zone", zone_url(i.zone)}, {"machineType", zone_url(i.zone) + "/machineTypes/" + i.machine_type},
           {"labels", i.labels}, {"metadata", {{"items", items}}}, {"scheduling", scheduling},

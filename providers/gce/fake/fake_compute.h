@@ -52,6 +52,7 @@ struct FakeGceInstance {
   long max_run_duration_s = 0;
   std::string termination_action = {};
   std::string on_host_maintenance = {};
+  std::string provisioning_model = "STANDARD";  // or SPOT
   double created_at_s = 0;
 };
 

@@ -123,7 +123,8 @@ nlohmann::json FakeYandexCompute::instance_json(const FakeInstance& i) const {
   return {{"id", i.id}, {"folderId", opts_.folder_id}, {"createdAt", "2024-01-01T00:00:00Z"}, {"name", i.name},
           {"labels", i.labels}, {"zoneId", i.zone_id}, {"platformId", i.platform_id}, {"resources", resources},
           {"status", i.status}, {"metadata", {{"user-data", i.user_data}}},
-          {"bootDisk", {{"mode", "READ_WRITE"}, {"autoDelete", i.disk_auto_delete}}}, {"networkInterfaces", {nic}}};
+          {"bootDisk", {{"mode", "READ_WRITE"}, {"autoDelete", i.disk_auto_delete}}}, {"networkInterfaces", {nic}},
+          {"schedulingPolicy", {{"preemptible", i.preemptible}}}};
 }
 
 nlohmann::json FakeYandexCompute::operation_json(const Operation& op) const {
@@ -166,6 +167,9 @@ YcAnswer FakeYandexCompute::create(const ComputeCall& c, double now) {
   const auto& nics = value_at(body, {"networkInterfaceSpecs"});
   if (image.empty() || !nics.is_array() || nics.size() != 1 || text_at(nics[0], "subnetId").empty())
     return yc_error(400, "Illegal argument: bootDiskSpec.diskSpec.imageId and one networkInterfaceSpecs entry with subnetId are required");
+  const auto& preemptible = value_at(body, {"schedulingPolicy", "preemptible"});
+  if (!preemptible.is_null() && !preemptible.is_boolean())
+    return yc_error(400, "Illegal argument schedulingPolicy.preemptible: a boolean");
   for (const auto& r : records_)
     if (r.inst.name == name) return yc_error(409, "Instance with name " + name + " already exists");
   const unsigned long n = next_id_++;
@@ -174,7 +178,8 @@ YcAnswer FakeYandexCompute::create(const ComputeCall& c, double now) {
                     .nat_ip = value_at(nics[0], {"primaryV4AddressSpec", "oneToOneNatSpec"}).is_object()
                                   ? "51.250." + std::to_string(n / 250 % 250) + "." + std::to_string(n % 250 + 1) : "",
                     .internal_ip = "10.128.0." + std::to_string(n % 250 + 2), .image_id = image, .subnet_id = text_at(nics[0], "subnetId"),
-                    .disk_auto_delete = value_at(body, {"bootDiskSpec", "autoDelete"}) == true, .user_data = user_data, .labels = label_map},
+                    .disk_auto_delete = value_at(body, {"bootDiskSpec", "autoDelete"}) == true, .user_data = user_data, .labels = label_map,
+                    .preemptible = preemptible == true},
            .t = {.created_at_s = now}};
   records_.push_back(r);
   ++created_;

@@ -59,6 +59,7 @@ struct FakeInstance {
   bool disk_auto_delete = false;
   std::string user_data = {};
   std::map<std::string, std::string> labels = {};
+  bool preemptible = false;  // schedulingPolicy.preemptible
 };
 
 // A Compute call: method, the path below compute/v1/ split at '/', the decoded query, the body.

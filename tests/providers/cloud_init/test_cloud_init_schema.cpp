@@ -41,6 +41,7 @@ LaunchSpec run_spec(const std::string& runtime) {
                .env = {{"TSUM_URL", "https://tsum.example:8080"}, {"TSUM_RUN_ID", "42"},
                        {"TSUM_TOKEN", "tok'en with \"quotes\" and $dollar"}, {"TSUM_TRAIN_ARGS", "--epochs 2 --limit 100"}},
                .runtime = runtime};
+  s.agent_sha256 = http::sha256_hex(s.agent_script);  // fetched by the bootstrap, as the daemon launches
   if (runtime == "docker") s.env["TSUM_IMAGE"] = "registry.example/tsum/tsum-train:1.0";
   return s;
 }
@@ -64,7 +65,7 @@ TEST_CASE("every generated boot payload passes cloud-init's schema validation") 
         opts.max_lifetime = std::chrono::minutes(lifetime_min);
         auto ud = cloud_init_user_data(run_spec(runtime), opts);
         REQUIRE(ud);
-        CHECK(ud->size() <= kMaxUserDataBytes);
+        CHECK(ud->size() <= 4096);  // room to grow under EC2's 16 KiB
         const std::string path = dir.file(std::string(cloud) + "-" + runtime + "-" + std::to_string(lifetime_min) + ".yaml");
         std::ofstream(path) << *ud;
         auto [rc, out] = cloud_init_schema(path);
@@ -89,19 +90,41 @@ TEST_CASE("the validator does find errors: a payload with a wrong field type fai
   CHECK(out.find("permissions") != std::string::npos);
 }
 
-TEST_CASE("the agent script travels gzipped (gz+b64) and comes back byte for byte, less its comment lines") {
+TEST_CASE("a script carried whole travels gzipped (gz+b64) and comes back byte for byte; the real agent is fetched") {
   auto spec = run_spec("native");
+  const std::string agent = spec.agent_script;
+  auto content_of = [](const std::string& ud, const std::string& encoding) -> std::string {
+    auto at = ud.find("path: /opt/tsum/agent.sh\n    permissions: '0755'\n    encoding: " + encoding + "\n    content: ");
+    REQUIRE(at != std::string::npos);
+    at = ud.find("content: ", at) + 9;
+    auto bytes = http::base64_decode(ud.substr(at, ud.find('\n', at) - at));
+    REQUIRE(bytes);
+    return *bytes;
+  };
+  spec.agent_sha256.clear();  // carried whole: a script that fits
+  spec.agent_script = agent.substr(0, 12000);
   auto ud = cloud_init_user_data(spec, {});
   REQUIRE(ud);
-  auto at = ud->find("path: /opt/tsum/agent.sh\n    permissions: '0755'\n    encoding: gz+b64\n    content: ");
-  REQUIRE(at != std::string::npos);
-  at = ud->find("content: ", at) + 9;
-  auto gz = http::base64_decode(ud->substr(at, ud->find('\n', at) - at));
-  REQUIRE(gz);
-  auto script = http::gzip_decompress(*gz);
+  auto gz = content_of(*ud, "gz+b64");
+  auto script = http::gzip_decompress(gz);
   REQUIRE(script);
-  CHECK(*script == without_comment_lines(spec.agent_script));
+  CHECK(*script == spec.agent_script);
   CHECK(http::gzip_decompress("not gzip").code() == Code::invalid_argument);
-  CHECK(http::gzip_decompress(gz->substr(0, gz->size() - 4)).code() == Code::invalid_argument);  // truncated
+  CHECK(http::gzip_decompress(gz.substr(0, gz.size() - 4)).code() == Code::invalid_argument);  // truncated
+  spec.agent_script = agent;  // the whole agent carried so: several times the bootstrap's payload
+  auto whole = cloud_init_user_data(spec, {});
+  REQUIRE(whole);
+  CHECK(whole->size() > 3 * 4096);
+
+  spec.agent_sha256 = http::sha256_hex(agent);  // as the daemon launches: the bootstrap fetches it by hash
+  ud = cloud_init_user_data(spec, {});
+  REQUIRE(ud);
+  auto boot = content_of(*ud, "b64");
+  CHECK(boot.starts_with("#!/bin/sh\n"));
+  CHECK(boot.find("u=\"$TSUM_URL/v1/blobs/" + spec.agent_sha256 + "\"") != std::string::npos);
+  CHECK(boot.find("= " + spec.agent_sha256 + " ]") != std::string::npos);
+  CHECK(boot.size() < 1500);
+  spec.agent_sha256 = std::string(64, 'a');  // a hash that is not the script's: refused
+  CHECK(cloud_init_user_data(spec, {}).code() == Code::invalid_argument);
   CHECK(cloud_init_user_data(LaunchSpec{.runtime = "podman"}, {}).code() == Code::invalid_argument);
 }

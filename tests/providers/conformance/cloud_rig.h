@@ -58,6 +58,10 @@ class CloudRig {
   virtual int existing() const = 0;
   // The user data the fake holds for the instance behind h, decoded.
   virtual std::string user_data(const providers::InstanceHandle& h) const = 0;
+  // How the fake holds the instance behind h, in its cloud's words: "spot" (EC2 instanceLifecycle), "SPOT" (GCE
+  // provisioningModel), "Spot/Delete/-1" (Azure priority, evictionPolicy, maxPrice), "preemptible" (Yandex); else
+  // "on-demand". "" for an unknown instance.
+  virtual std::string market(const providers::InstanceHandle& h) const = 0;
 
   FakeClock& clock() { return clock_; }
 

@@ -50,6 +50,11 @@ class AwsRig final : public CloudRig {
       if (i.id == h.id) return i.user_data;
     return {};
   }
+  std::string market(const InstanceHandle& h) const override {
+    for (const auto& i : fake_.instances())
+      if (i.id == h.id) return i.lifecycle.empty() ? "on-demand" : i.lifecycle;
+    return {};
+  }
 
  private:
   std::unique_ptr<AwsProvider> make(const Credentials& creds) {

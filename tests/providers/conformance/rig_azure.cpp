@@ -49,6 +49,13 @@ class AzureRig final : public CloudRig {
       if (v.group == h.id) return v.custom_data;
     return {};
   }
+  std::string market(const InstanceHandle& h) const override {
+    for (const auto& v : fake_.vms())
+      if (v.group == h.id)
+        return v.priority == "Regular" ? "on-demand"
+                                       : v.priority + "/" + v.eviction_policy + "/" + std::to_string(static_cast<int>(v.max_price));
+    return {};
+  }
 
  private:
   std::unique_ptr<AzureProvider> make(const std::string& secret) {

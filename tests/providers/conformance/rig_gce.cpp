@@ -50,6 +50,12 @@ class GceRig final : public CloudRig {
       if (i.name == h.id) return i.metadata.contains("user-data") ? i.metadata.at("user-data") : "";
     return {};
   }
+  std::string market(const InstanceHandle& h) const override {
+    for (const auto& i : fake_.instances())
+      if (i.name == h.id)
+        return i.provisioning_model == "STANDARD" ? "on-demand" : i.provisioning_model + "/" + i.termination_action;
+    return {};
+  }
 
  private:
   std::unique_ptr<GceProvider> make(const ServiceAccount& sa) {

@@ -44,6 +44,7 @@ class HetznerRig final : public CloudRig {
       if (std::to_string(s.id) == h.id) return s.user_data;
     return {};
   }
+  std::string market(const InstanceHandle& h) const override { return user_data(h).empty() ? "" : "on-demand"; }
 
  private:
   std::unique_ptr<HetznerProvider> make(const std::string& token) {

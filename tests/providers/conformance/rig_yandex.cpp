@@ -56,6 +56,11 @@ class YandexRig final : public CloudRig {
       if (i.id == h.id) return i.user_data;
     return {};
   }
+  std::string market(const InstanceHandle& h) const override {
+    for (const auto& i : fake_.instances())
+      if (i.id == h.id) return i.preemptible ? "preemptible" : "on-demand";
+    return {};
+  }
 
  private:
   std::unique_ptr<YandexProvider> make(const AuthorizedKey& key) {

@@ -2,7 +2,9 @@
 // the instance is gone afterwards, list_tagged finds exactly the tag's instances through every page, and
 // create refuses what it cannot launch.
 #include <algorithm>
+#include <map>
 #include <set>
+#include <string>
 
 #include "providers/conformance/cloud_rig.h"
 #include "support/run_sync.h"
@@ -151,4 +153,25 @@ CONFORMANCE("describe_many answers every handle, in order, as describe would (a 
   CHECK(all[1]->state == InstanceState::gone);
   CHECK(all[3]->state == InstanceState::running);
   CHECK(run_sync(rig->provider().describe_many({})).empty());
+}
+
+CONFORMANCE("market spot: each cloud that sells spare capacity launches it as its API asks; the others say they have none") {
+  auto rig = Cloud::make();
+  const std::map<std::string, std::string> wanted = {
+      {"aws", "spot"}, {"gce", "SPOT/DELETE"}, {"azure", "Spot/Delete/-1"}, {"yandex", "preemptible"}};
+  CHECK(rig->provider().capabilities().spot == wanted.contains(rig->name()));
+  auto on_demand = run_sync(rig->provider().create(rig->offer(), launch_spec("7")));
+  REQUIRE_MESSAGE(on_demand.ok(), on_demand.error().detail);
+  CHECK(rig->market(*on_demand) == "on-demand");
+  if (!rig->provider().capabilities().spot) return;  // the daemon refuses spot there (tests/api)
+  LaunchSpec spot = launch_spec("8");
+  spot.market = "spot";
+  auto h = run_sync(rig->provider().create(rig->offer(), spot));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  CHECK(rig->market(*h) == wanted.at(rig->name()));
+  CHECK(rig->created() == 2);
+  auto again = run_sync(rig->provider().create(rig->offer(), spot));  // idempotent as on-demand is
+  REQUIRE_MESSAGE(again.ok(), again.error().detail);
+  CHECK(again->id == h->id);
+  CHECK(rig->created() == 2);
 }
