@@ -111,9 +111,10 @@ void add_artifact_routes(Router& router, ArtifactContext c) {
     co_return json_response(200, {{"artifacts", out}});
   });
 
+  // The run's own token may fetch its artifacts too: a spot run's next machine downloads the last checkpoint.
   router.add("GET", "/v1/runs/{id}/artifacts/{name}", [c](Request& req) mutable -> Awaitable {
-    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
     auto id = id_param(req);
+    if (auto denied = check_auth(req, c.tokens, id.value_or(-1))) co_return *denied;
     if (!id) co_return error_response(404, "not_found", "no run '" + req.params["id"] + "'");
     auto a = c.artifacts.get(*id, req.params["name"]);
     if (!a) co_return error_response(a.error());

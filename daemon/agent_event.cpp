@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "daemon/artifacts/blob_store.h"
 #include "daemon/experiment_spec.h"
 
 namespace tsum::daemon {
@@ -52,9 +53,11 @@ Result<AgentEvent> parse_agent_event(const json& j) {
   static const std::map<std::string, AgentEvent::Kind> kMarks = {{"begin", AgentEvent::Kind::begin},
                                                                   {"end", AgentEvent::Kind::end},
                                                                   {"progress", AgentEvent::Kind::progress},
-                                                                  {"error", AgentEvent::Kind::error}};
+                                                                  {"error", AgentEvent::Kind::error},
+                                                                  {"interrupted", AgentEvent::Kind::interrupted},
+                                                                  {"checkpoint", AgentEvent::Kind::checkpoint}};
   auto mark = kMarks.find(j["mark"].get<std::string>());
-  if (mark == kMarks.end()) return bad("'mark' must be begin, end, progress or error");
+  if (mark == kMarks.end()) return bad("'mark' must be begin, end, progress, error, interrupted or checkpoint");
   if (!j.contains("mono_s") || !j["mono_s"].is_number()) return bad("'mono_s' must be a number");
   double mono = j["mono_s"].get<double>();
   if (!std::isfinite(mono) || mono < 0) return bad("'mono_s' must be a finite number >= 0");
@@ -77,6 +80,18 @@ Result<AgentEvent> parse_agent_event(const json& j) {
   if (ev.kind == AgentEvent::Kind::progress &&
       (!ev.attrs.contains("epoch") || !ev.attrs["epoch"].is_number_integer()))
     return bad("a progress event needs an integer attrs.epoch");
+  if (ev.kind == AgentEvent::Kind::interrupted &&
+      (!ev.attrs.contains("cloud") || !ev.attrs["cloud"].is_string() || !ev.attrs.contains("notice") ||
+       !ev.attrs["notice"].is_string()))
+    return bad("an interrupted mark needs attrs.cloud and attrs.notice (strings)");
+  if (ev.kind == AgentEvent::Kind::checkpoint) {
+    const auto& a = ev.attrs;
+    if (!a.contains("artifact") || !a["artifact"].is_string() || a["artifact"].get<std::string>().empty())
+      return bad("a checkpoint mark needs attrs.artifact, the artifact's name");
+    if (!a.contains("sha256") || !a["sha256"].is_string() || !is_sha256_hex(a["sha256"].get<std::string>()))
+      return bad("a checkpoint mark needs attrs.sha256, 64 hex digits");
+    if (a.contains("trainer") && !a["trainer"].is_object()) return bad("a checkpoint's attrs.trainer must be an object");
+  }
   return ev;
 }
 

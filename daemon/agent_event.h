@@ -1,7 +1,7 @@
 // What an agent reports about its run, and the one parser of it (POST /v1/runs/{id}/events).
 //
 // An event is a JSON object:
-//   {"phase": "learn", "mark": "begin"|"end"|"progress"|"error", "mono_s": 12.5,
+//   {"phase": "learn", "mark": "begin"|"end"|"progress"|"error"|"interrupted"|"checkpoint", "mono_s": 12.5,
 //    "attrs": {...}, "stats": {"cpu_pct": {"min": 1, "avg": 2, "max": 3}, ...}, "node": 0}
 // phase is one the agent times (not startup or poweroff); mono_s a finite number >= 0 on the agent's monotonic
 // clock; attrs an object (a progress mark needs an integer attrs.epoch); stats only on an end mark, at most 32
@@ -25,9 +25,10 @@ struct MinAvgMax {
 using PhaseStats = std::map<std::string, MinAvgMax>;
 
 // What an agent reports: a phase's begin or end on its monotonic clock, a learn-progress sample,
-// or an error that ends the run.
+// an error that ends the run, the cloud's notice of an interruption (attrs: cloud, notice), or a
+// checkpoint it delivered (attrs: artifact, sha256, trainer: tsum-train's checkpoint event).
 struct AgentEvent {
-  enum class Kind { begin, end, progress, error };
+  enum class Kind { begin, end, progress, error, interrupted, checkpoint };
   Phase phase = Phase::install;
   Kind kind = Kind::begin;
   double mono_s = 0;

@@ -23,12 +23,15 @@ std::string money(double v) {
 }
 
 // Runs with their price (all their nodes': every node is billed), status and the daemon-clock marks that bound their instance's up-time.
+// A run of several attempts (spot machines) counts from its first machine's create to its current one's poweroff,
+// at the current price: the sum of its attempts' bills is at most that, rounding aside.
 constexpr std::string_view kCostQuery =
     "SELECT r.id, r.experiment_id, r.provider, r.currency, r.hourly_price * r.nodes, r.status, r.updated_at, "
-    "(SELECT t FROM phase_marks m WHERE m.run_id = r.id AND m.phase = 'startup' AND m.mark = 'begin' "
+    "(SELECT MIN(t) FROM phase_marks m WHERE m.run_id = r.id AND m.phase = 'startup' AND m.mark = 'begin' "
     "AND m.clock = 'daemon'), "
-    "(SELECT t FROM phase_marks m WHERE m.run_id = r.id AND m.phase = 'poweroff' AND m.mark = 'end' "
-    "AND m.clock = 'daemon') "
+    "(SELECT t FROM phase_marks m WHERE m.run_id = r.id AND m.attempt = r.attempt AND m.phase = 'poweroff' "
+    "AND m.mark = 'end' AND m.clock = 'daemon'), "
+    "r.config_index "
     "FROM runs r JOIN experiments e ON e.id = r.experiment_id WHERE ";
 
 }  // namespace
@@ -60,6 +63,8 @@ Result<Budget::ExperimentInfo> Budget::experiment_info(int64_t experiment_id) {
   info.rules = spec->billing;
   info.deadline_s = spec->deadline_s ? *spec->deadline_s : static_cast<double>(opts_.run_deadline.count());
   info.budget = spec->budget;
+  for (size_t v = 0; v < spec->variants(); ++v)
+    if (spec->config_of(v).market == "spot") info.retries[static_cast<int>(v)] = spec->config_of(v).spot_recovery.max_interruptions;
   if (!st->is_null(1)) info.schedule_id = st->int64(1);
   return experiments_[experiment_id] = std::move(info);
 }
@@ -75,6 +80,7 @@ Result<std::vector<Budget::RunCost>> Budget::costs(const std::string& where, con
     double hourly_price, updated_at;
     bool finished;
     std::optional<double> begin, end;
+    int config_index = 0;
   };
   std::vector<Row> rows;
   for (;;) {
@@ -84,7 +90,7 @@ Result<std::vector<Budget::RunCost>> Budget::costs(const std::string& where, con
     Row r{.cost = {.id = st->int64(0), .provider = st->text(2), .currency = st->text(3)},
           .experiment_id = st->int64(1), .hourly_price = st->real(4), .updated_at = st->real(6),
           .finished = is_terminal(parse_status(st->text(5)).value_or(RunStatus::failed)),
-          .begin = st->opt_real(7), .end = st->opt_real(8)};
+          .begin = st->opt_real(7), .end = st->opt_real(8), .config_index = static_cast<int>(st->int64(9))};
     rows.push_back(std::move(r));
   }
   std::vector<RunCost> out;
@@ -95,6 +101,10 @@ Result<std::vector<Budget::RunCost>> Budget::costs(const std::string& where, con
     auto rule = billing::rule_for_provider(r.cost.provider);
     const billing::BillingRule& used = rule ? *rule : info->rules.front();
     r.cost.worst = charge(used, r.hourly_price, info->deadline_s);
+    // A spot run may need a machine per interruption it is allowed: each one can round up a billing step (or
+    // pay a minimum) of its own within the same deadline.
+    if (auto it = info->retries.find(r.config_index); it != info->retries.end())
+      r.cost.worst += it->second * charge(used, r.hourly_price, 1e-9);
     r.cost.started = r.begin.has_value();
     if (r.begin) {
       double until = r.end ? *r.end : r.finished ? r.updated_at : now;

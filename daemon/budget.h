@@ -9,7 +9,8 @@
 //   charge = hourly_price * billed_seconds(rule, up_time) / 3600
 //
 // Admission. A queued run's worst case is its charge at its deadline (the experiment's `deadline`, else the
-// daemon's run deadline). It may start only when, in each of its scopes, the worst case stays below
+// daemon's run deadline); a spot run's adds one billing step (or minimum) for each machine its spot_recovery
+// allows after the first (max_interruptions), each of which may round up on its own. It may start only when, in each of its scopes, the worst case stays below
 //   cap - charge(finished runs) - reserved(live runs)
 // where a live run reserves the larger of its worst case and its charge so far. When it does not fit and no run
 // of that scope is live, it never will (a charge only grows): the run is refused. Otherwise it waits.
@@ -91,6 +92,7 @@ class Budget {
     double deadline_s = 0;
     std::optional<double> budget;
     std::optional<int64_t> schedule_id;
+    std::map<int, int> retries;  // by config index: a spot config's machines after the first (max_interruptions)
   };
 
   Result<std::vector<Scope>> scopes_of(int64_t run_id);

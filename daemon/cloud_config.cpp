@@ -26,27 +26,29 @@ Status secret(Fields& f, const std::string& name, const std::string& dir, bool r
   return {};
 }
 
-// The fields every cloud section has: the CA file, the boot payload's directory and lifetime, timeouts.
+// A base-URL override: empty (the provider's own) or http(s)://...
+Status endpoint(Fields& f, const std::string& key, std::string* out) {
+  if (auto s = f.text(key, out); !s) return s;
+  if (!out->empty() && !out->starts_with("https://") && !out->starts_with("http://"))
+    return Fields::bad(f.at(key), "must be an http:// or https:// URL");
+  return {};
+}
+
+// The fields every cloud section has: the CA file, the boot payload's directory and lifetime, timeouts, and
+// the metadata service the agents of spot machines ask for notices (a stand-in's; empty: the cloud's own).
 template <class Options>
 Status common(Fields& f, const std::string& dir, Options* o) {
   int lifetime_min = static_cast<int>(o->cloud_init.max_lifetime.count());
   int attempt_s = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(o->attempt_timeout).count());
   for (auto s : {f.text("ca_file", &o->http.ca_file), f.text("cloud_init_dir", &o->cloud_init.dir),
                  f.integer("max_lifetime_min", &lifetime_min, 0, 7 * 24 * 60),
-                 f.integer("attempt_timeout_s", &attempt_s, 1, 600), f.seconds("catalog_ttl_s", &o->catalog_ttl)})
+                 f.integer("attempt_timeout_s", &attempt_s, 1, 600), f.seconds("catalog_ttl_s", &o->catalog_ttl),
+                 endpoint(f, "metadata_url", &o->cloud_init.metadata_url)})
     if (!s) return s;
   o->http.ca_file = absolute_in(dir, o->http.ca_file);
   if (!safe_path(o->cloud_init.dir)) return Fields::bad(f.at("cloud_init_dir"), "must be an absolute path of letters, digits, / _ . -");
   o->cloud_init.max_lifetime = std::chrono::minutes(lifetime_min);
   o->attempt_timeout = std::chrono::seconds(attempt_s);
-  return {};
-}
-
-// A base-URL override: empty (the provider's own) or http(s)://...
-Status endpoint(Fields& f, const std::string& key, std::string* out) {
-  if (auto s = f.text(key, out); !s) return s;
-  if (!out->empty() && !out->starts_with("https://") && !out->starts_with("http://"))
-    return Fields::bad(f.at(key), "must be an http:// or https:// URL");
   return {};
 }
 

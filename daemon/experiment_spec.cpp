@@ -1,6 +1,7 @@
 #include "daemon/experiment_spec.h"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <initializer_list>
 #include <set>
@@ -88,7 +89,8 @@ Result<std::vector<std::string>> one_of(const json& c, const char* field, const 
 // One entry of "configs", expanded as a product over its list-valued fields.
 Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& where) {
   if (!c.is_object()) return bad("'" + where + "' must be an object");
-  if (auto e = reject_unknown(c, where + ".", {"provider", "instance_type", "cores", "runtime", "nodes", "dist", "market"}))
+  if (auto e = reject_unknown(c, where + ".", {"provider", "instance_type", "cores", "runtime", "nodes", "dist", "market",
+                                              "spot_recovery"}))
     return *e;
   auto provider = string_field(c, "provider", where + ".", true);
   if (!provider) return provider.error();
@@ -121,6 +123,23 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
   if (!dists) return dists.error();
   auto markets = one_of(c, "market", where, {"on-demand", "spot"});
   if (!markets) return markets.error();
+  RunConfig::SpotRecovery recovery;
+  if (c.contains("spot_recovery")) {
+    const json& r = c["spot_recovery"];
+    const std::string at = where + ".spot_recovery";
+    if (!r.is_object()) return bad("'" + at + "' must be an object");
+    if (std::find(markets->begin(), markets->end(), "spot") == markets->end())
+      return bad("'" + at + "' is for spot runs: set '" + where + ".market' to \"spot\"");
+    if (auto e = reject_unknown(r, at + ".", {"max_interruptions", "on_demand_after", "checkpoint_every_s"})) return *e;
+    for (auto [key, field, lo, hi] : {std::tuple{"max_interruptions", &recovery.max_interruptions, 0, 100},
+                                      std::tuple{"on_demand_after", &recovery.on_demand_after, 0, 100},
+                                      std::tuple{"checkpoint_every_s", &recovery.checkpoint_every_s, 1, 86400}}) {
+      if (!r.contains(key)) continue;
+      if (!r[key].is_number_integer() || r[key].get<int64_t>() < lo || r[key].get<int64_t>() > hi)
+        return bad("'" + at + "." + key + "' must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+      *field = r[key].get<int>();
+    }
+  }
   std::vector<RunConfig> out;
   for (const auto& t : types)
     for (const auto& r : *runtimes)
@@ -129,7 +148,8 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
           for (const auto& m : *markets) {
             // One machine has no peers: its dist is moot, so nodes [1, 2] × dist [ring, ps] is 3 configs, not 4.
             if (n == "1" && d != dists->front()) continue;
-            out.push_back({*provider, t, r, std::stoi(n), n == "1" ? "ring" : d, m});
+            out.push_back({*provider, t, r, std::stoi(n), n == "1" ? "ring" : d, m,
+                           m == "spot" ? recovery : RunConfig::SpotRecovery{}});
           }
   return out;
 }
@@ -142,6 +162,10 @@ json ExperimentSpec::to_json() const {
     json cfg = {{"provider", c.provider}, {"instance_type", c.instance_type}, {"runtime", c.runtime}};
     if (c.nodes > 1) cfg.update({{"nodes", c.nodes}, {"dist", c.dist}});
     if (c.market != "on-demand") cfg["market"] = c.market;
+    if (c.market == "spot")
+      cfg["spot_recovery"] = {{"max_interruptions", c.spot_recovery.max_interruptions},
+                              {"on_demand_after", c.spot_recovery.on_demand_after},
+                              {"checkpoint_every_s", c.spot_recovery.checkpoint_every_s}};
     cfgs.push_back(std::move(cfg));
   }
   json rules = json::array();

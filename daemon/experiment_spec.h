@@ -45,6 +45,17 @@ struct RunConfig {
   // "on-demand" (default) or "spot": the cloud's spare capacity, cheaper, which it may take back (AWS, GCE, Azure,
   // Yandex; the other providers refuse it).
   std::string market = "on-demand";
+  // A spot run's recovery (config field "spot_recovery"): an interrupted attempt is followed by another machine
+  // of the same offer, resuming from the last checkpoint; from the attempt after `on_demand_after`
+  // interruptions on (0: never) on on-demand capacity; an interruption beyond `max_interruptions` fails the run. tsum-train
+  // checkpoints every `checkpoint_every_s` seconds too, so a machine gone without notice loses at most that.
+  struct SpotRecovery {
+    int max_interruptions = 6;
+    int on_demand_after = 0;
+    int checkpoint_every_s = 300;
+    bool operator==(const SpotRecovery&) const = default;
+  };
+  SpotRecovery spot_recovery = {};
 };
 
 inline constexpr int kMaxNodes = 64;

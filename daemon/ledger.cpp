@@ -59,6 +59,13 @@ Status Ledger::advance_locked(int64_t run_id, RunStatus from, RunStatus to, std:
   auto up = db_.prepare("UPDATE runs SET status = ?, reason = ?, updated_at = ? WHERE id = ?");
   if (!up) return up.error();
   if (auto s = up->bind(status_name(to), reason, now, run_id).run(); !s) return s;
+  if (is_terminal(to)) {  // the current attempt ends with the run
+    auto end = db_.prepare(
+        "UPDATE run_attempts SET ended_at = ?1, outcome = ?2, reason = ?3 WHERE run_id = ?4 AND ended_at IS NULL "
+        "AND attempt = (SELECT attempt FROM runs WHERE id = ?4)");
+    if (!end) return end.error();
+    if (auto s = end->bind(now, status_name(to), reason, run_id).run(); !s) return s;
+  }
   auto log = db_.prepare(
       "INSERT INTO run_transitions (run_id, seq, from_status, to_status, reason, at) "
       "VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_transitions WHERE run_id = ?1), ?2, ?3, ?4, ?5)");
@@ -69,8 +76,9 @@ Status Ledger::advance_locked(int64_t run_id, RunStatus from, RunStatus to, std:
 Result<bool> Ledger::record_mark(int64_t run_id, Phase phase, Mark mark, double t, ClockDomain clock,
                                  const nlohmann::json& attrs) {
   auto st = db_.prepare(
-      "INSERT INTO phase_marks (run_id, phase, mark, t, clock, received_at, attrs) VALUES (?, ?, ?, ?, ?, ?, ?) "
-      "ON CONFLICT (run_id, phase, mark) DO NOTHING");
+      "INSERT INTO phase_marks (run_id, attempt, phase, mark, t, clock, received_at, attrs) "
+      "VALUES (?1, (SELECT attempt FROM runs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7) "
+      "ON CONFLICT (run_id, attempt, phase, mark) DO NOTHING");
   if (!st) return st.error();
   if (auto s = st->bind(run_id, phase_name(phase), mark_name(mark), t, clock_name(clock), clock_.now_s(),
                         attrs.dump()).run();
@@ -133,6 +141,16 @@ Result<EventOutcome> Ledger::apply_run_event(int64_t run_id, const AgentEvent& e
     int64_t epoch = ev.attrs.value("epoch", int64_t{0});
     if (auto s = st->bind(run_id, epoch, ev.attrs.dump()).run(); !s) return s.error();
     out.recorded = db_.changes() == 1;
+  } else if (ev.kind == Kind::interrupted) {
+    nlohmann::json notice = {{"source", "agent"}, {"cloud", ev.attrs.value("cloud", "")},
+                             {"text", ev.attrs.value("notice", "")}, {"at", clock_.now_s()}, {"mono_s", ev.mono_s}};
+    auto noted = note_interruption(run_id, notice);
+    if (!noted) return noted.error();
+    out.recorded = *noted;
+  } else if (ev.kind == Kind::checkpoint) {
+    auto kept = record_checkpoint(run_id, ev);
+    if (!kept) return kept.error();
+    out.recorded = *kept;
   } else {
     out.recorded = true;  // errors are acted on by the run's owner; the ledger keeps its reason at failure
   }
@@ -295,8 +313,8 @@ Status Ledger::set_queue_wait(int64_t run_id, double seconds) {
 Status Ledger::record_stats(int64_t run_id, Phase phase, const PhaseStats& stats) {
   for (const auto& [metric, v] : stats) {
     auto st = db_.prepare(
-        "INSERT INTO phase_stats (run_id, phase, metric, min, avg, max) VALUES (?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT DO NOTHING");
+        "INSERT INTO phase_stats (run_id, attempt, phase, metric, min, avg, max) "
+        "VALUES (?1, (SELECT attempt FROM runs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING");
     if (!st) return st.error();
     if (auto s = st->bind(run_id, phase_name(phase), metric, v.min, v.avg, v.max).run(); !s) return s;
   }
@@ -309,14 +327,22 @@ Status Ledger::set_instance(int64_t run_id, const nlohmann::json& handle) {
   if (auto s = st->bind(handle.dump(), run_id).run(); !s) return s;
   if (db_.changes() != 1)
     return make_error(Code::already_exists, "run " + std::to_string(run_id) + " already has another instance");
+  auto a = db_.prepare("UPDATE run_attempts SET instance = ?1 WHERE run_id = ?2 AND attempt = (SELECT attempt FROM runs WHERE id = ?2)");
+  if (!a) return a.error();
+  if (auto s = a->bind(handle.dump(), run_id).run(); !s) return s;
   changed(run_id);
   return {};
 }
 
-Result<std::map<Phase, PhaseRecord>> Ledger::phases(int64_t run_id) {
-  auto st = db_.prepare("SELECT phase, mark, t, clock, attrs FROM phase_marks WHERE run_id = ?");
+Result<std::map<Phase, PhaseRecord>> Ledger::phases(int64_t run_id) { return phases_of(run_id, std::nullopt); }
+
+// The attempt's phases; nullopt: the current attempt's.
+Result<std::map<Phase, PhaseRecord>> Ledger::phases_of(int64_t run_id, std::optional<int> attempt) {
+  const std::string which = attempt ? "?2" : "(SELECT attempt FROM runs WHERE id = ?1)";
+  auto st = db_.prepare("SELECT phase, mark, t, clock, attrs, received_at FROM phase_marks WHERE run_id = ?1 AND attempt = " + which);
   if (!st) return st.error();
-  st->bind(run_id);
+  st->bind_at(1, run_id);
+  if (attempt) st->bind_at(2, int64_t{*attempt});
   std::map<Phase, PhaseRecord> out;
   for (;;) {
     auto row = st->step();
@@ -325,19 +351,161 @@ Result<std::map<Phase, PhaseRecord>> Ledger::phases(int64_t run_id) {
     auto phase = parse_phase(st->text(0));
     if (!phase) continue;
     PhaseMark m{st->real(2), st->text(3) == "agent" ? ClockDomain::agent : ClockDomain::daemon,
-                parse_attrs(st->text(4))};
+                parse_attrs(st->text(4)), st->real(5)};
     auto& rec = out[*phase];
     (st->text(1) == "begin" ? rec.begin : rec.end) = std::move(m);
   }
-  auto stats = db_.prepare("SELECT phase, metric, min, avg, max FROM phase_stats WHERE run_id = ?");
+  auto stats = db_.prepare("SELECT phase, metric, min, avg, max FROM phase_stats WHERE run_id = ?1 AND attempt = " + which);
   if (!stats) return stats.error();
-  stats->bind(run_id);
+  stats->bind_at(1, run_id);
+  if (attempt) stats->bind_at(2, int64_t{*attempt});
   for (;;) {
     auto row = stats->step();
     if (!row) return row.error();
     if (!*row) break;
     if (auto phase = parse_phase(stats->text(0)))
       out[*phase].stats[stats->text(1)] = {stats->real(2), stats->real(3), stats->real(4)};
+  }
+  return out;
+}
+
+Result<int> Ledger::attempt_of(int64_t run_id) {
+  auto st = db_.prepare("SELECT attempt FROM runs WHERE id = ?");
+  if (!st) return st.error();
+  st->bind(run_id);
+  auto row = st->step();
+  if (!row) return row.error();
+  if (!*row) return make_error(Code::not_found, "run " + std::to_string(run_id) + " not found");
+  return static_cast<int>(st->int64(0));
+}
+
+Status Ledger::begin_attempt(int64_t run_id, const AttemptSpec& spec) {
+  auto st = db_.prepare(
+      "INSERT INTO run_attempts (run_id, attempt, provider, instance_type, market, hourly_price, started_at) "
+      "SELECT id, attempt, ?2, ?3, ?4, ?5, ?6 FROM runs WHERE id = ?1 ON CONFLICT DO NOTHING");
+  if (!st) return st.error();
+  if (auto s = st->bind(run_id, spec.provider, spec.instance_type, spec.market, spec.hourly_price, clock_.now_s()).run();
+      !s)
+    return s;
+  if (db_.changes() == 1) changed(run_id);
+  return {};
+}
+
+Status Ledger::next_attempt(int64_t run_id, const AttemptSpec& next, std::string_view reason) {
+  Transaction tx(db_);
+  if (!tx.begun()) return tx.begun().error();
+  auto from = status(run_id);
+  if (!from) return from.error();
+  if (is_terminal(*from))
+    return make_error(Code::already_exists, "run " + std::to_string(run_id) + " is already " +
+                                                std::string(status_name(*from)));
+  const double now = clock_.now_s();
+  auto end = db_.prepare(
+      "UPDATE run_attempts SET ended_at = ?1, outcome = 'interrupted', reason = ?2 WHERE run_id = ?3 AND "
+      "ended_at IS NULL AND attempt = (SELECT attempt FROM runs WHERE id = ?3)");
+  if (!end) return end.error();
+  if (auto s = end->bind(now, reason, run_id).run(); !s) return s;
+  auto up = db_.prepare(
+      "UPDATE runs SET status = 'queued', reason = ?1, updated_at = ?2, attempt = attempt + 1, instance = NULL, "
+      "provider = ?3, instance_type = ?4, market = ?5, hourly_price = ?6 WHERE id = ?7");
+  if (!up) return up.error();
+  if (auto s = up->bind(reason, now, next.provider, next.instance_type, next.market, next.hourly_price, run_id).run(); !s)
+    return s;
+  auto log = db_.prepare(
+      "INSERT INTO run_transitions (run_id, seq, from_status, to_status, reason, at) "
+      "VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_transitions WHERE run_id = ?1), ?2, 'queued', ?3, ?4)");
+  if (!log) return log.error();
+  if (auto s = log->bind(run_id, status_name(*from), reason, now).run(); !s) return s;
+  if (auto s = tx.commit(); !s) return s;
+  changed(run_id);
+  return {};
+}
+
+Result<bool> Ledger::note_interruption(int64_t run_id, const nlohmann::json& notice) {
+  auto st = db_.prepare(
+      "UPDATE run_attempts SET notice = ?1 WHERE run_id = ?2 AND notice IS NULL AND ended_at IS NULL AND "
+      "attempt = (SELECT attempt FROM runs WHERE id = ?2)");
+  if (!st) return st.error();
+  if (auto s = st->bind(notice.dump(), run_id).run(); !s) return s.error();
+  const bool written = db_.changes() == 1;
+  if (written) changed(run_id);
+  return written;
+}
+
+// Inside apply_agent_event's transaction: the checkpoint names an artifact of the run the daemon holds whole.
+Result<bool> Ledger::record_checkpoint(int64_t run_id, const AgentEvent& ev) {
+  const std::string artifact = ev.attrs.value("artifact", ""), sha = ev.attrs.value("sha256", "");
+  auto held = db_.prepare("SELECT sha256, bytes FROM run_artifacts WHERE run_id = ? AND name = ?");
+  if (!held) return held.error();
+  held->bind(run_id, artifact);
+  auto row = held->step();
+  if (!row) return row.error();
+  if (!*row || held->text(0) != sha)
+    return make_error(Code::invalid_argument, "checkpoint " + artifact + (*row ? " has another sha256 than the "
+                                              "artifact the daemon holds" : " is not an artifact the daemon holds"));
+  const int64_t bytes = held->int64(1);
+  nlohmann::json attrs = ev.attrs.contains("trainer") && ev.attrs["trainer"].is_object() ? ev.attrs["trainer"]
+                                                                                        : nlohmann::json::object();
+  attrs.erase("event");
+  attrs.erase("path");
+  auto st = db_.prepare(
+      "INSERT INTO run_checkpoints (run_id, attempt, artifact, sha256, bytes, attrs, received_at) "
+      "VALUES (?1, (SELECT attempt FROM runs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING");
+  if (!st) return st.error();
+  if (auto s = st->bind(run_id, artifact, sha, bytes, attrs.dump(), clock_.now_s()).run(); !s) return s.error();
+  return db_.changes() == 1;
+}
+
+Result<std::vector<CheckpointRecord>> Ledger::checkpoints(int64_t run_id) {
+  auto st = db_.prepare(
+      "SELECT attempt, artifact, sha256, bytes, attrs, received_at FROM run_checkpoints WHERE run_id = ? "
+      "ORDER BY received_at, attempt");
+  if (!st) return st.error();
+  st->bind(run_id);
+  std::vector<CheckpointRecord> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.push_back({static_cast<int>(st->int64(0)), st->text(1), st->text(2), st->int64(3), parse_attrs(st->text(4)),
+                   st->real(5)});
+  }
+  return out;
+}
+
+Result<std::optional<CheckpointRecord>> Ledger::last_checkpoint(int64_t run_id) {
+  auto all = checkpoints(run_id);
+  if (!all) return all.error();
+  if (all->empty()) return std::optional<CheckpointRecord>{};
+  return std::optional<CheckpointRecord>(all->back());
+}
+
+Result<std::vector<AttemptRecord>> Ledger::attempts(int64_t run_id) {
+  auto st = db_.prepare(
+      "SELECT attempt, provider, instance_type, market, hourly_price, instance, started_at, ended_at, outcome, reason, "
+      "notice FROM run_attempts WHERE run_id = ? ORDER BY attempt");
+  if (!st) return st.error();
+  st->bind(run_id);
+  std::vector<AttemptRecord> out;
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    AttemptRecord a;
+    a.attempt = static_cast<int>(st->int64(0));
+    a.spec = {st->text(1), st->text(2), st->text(3), st->real(4)};
+    if (!st->is_null(5)) a.instance = parse_attrs(st->text(5));
+    a.started_at = st->real(6);
+    a.ended_at = st->opt_real(7);
+    a.outcome = st->is_null(8) ? "" : st->text(8);
+    a.reason = st->text(9);
+    if (!st->is_null(10)) a.notice = parse_attrs(st->text(10));
+    out.push_back(std::move(a));
+  }
+  for (auto& a : out) {  // the statement is done
+    auto p = phases_of(run_id, a.attempt);
+    if (!p) return p.error();
+    a.phases = std::move(*p);
   }
   return out;
 }

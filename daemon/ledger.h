@@ -5,7 +5,10 @@
 // - record_mark() writes a phase's begin or end once. A repeated or replayed mark is ignored (the schema's
 //   primary key with ON CONFLICT DO NOTHING), so no retry can move a measured time.
 // - apply_agent_event() applies one agent event atomically: the startup end (first sign of life, on the
-//   daemon's clock), the phase mark, and the status that phase implies.
+//   daemon's clock), the phase mark, and the status that phase implies; an interruption's notice and a
+//   delivered checkpoint (whose artifact the daemon must hold) are kept with the current attempt.
+// - attempts: a run interrupted on a spot machine goes on on a next one (next_attempt). Marks and stats are
+//   per attempt (phase_marks.attempt); phases() reads the current attempt's, attempts() every one's.
 // - a run of N nodes (runs.nodes > 1) keeps each node's marks in node_marks, write-once too. The run's own mark
 //   of a phase is written once every node has ended it: the slowest node's begin and end (each node's
 //   durations come from its own clock), with node 0's attrs (rank 0 reports the run's metrics) plus
@@ -33,6 +36,7 @@ struct PhaseMark {
   double t = 0;
   ClockDomain clock = ClockDomain::daemon;
   nlohmann::json attrs;
+  double received_at = 0;  // the daemon's clock when it arrived
 };
 
 struct PhaseRecord {
@@ -41,6 +45,31 @@ struct PhaseRecord {
   PhaseStats stats;
   // end - begin when both are present on the same clock.
   std::optional<double> seconds() const;
+};
+
+// One machine of a run (runs.attempt counts them): what it was, how it ended, its own phases.
+struct AttemptSpec {
+  std::string provider, instance_type, market = "on-demand";
+  double hourly_price = 0;
+};
+struct AttemptRecord {
+  int attempt = 1;
+  AttemptSpec spec;
+  std::optional<nlohmann::json> instance;
+  double started_at = 0;
+  std::optional<double> ended_at;
+  std::string outcome;  // "" while it runs; interrupted, done, failed, cancelled
+  std::string reason;
+  std::optional<nlohmann::json> notice;  // {"source": "agent"|"cloud", "cloud", "text", "at"}
+  std::map<Phase, PhaseRecord> phases;
+};
+// A checkpoint an agent delivered: the run's artifact and what the trainer said of it.
+struct CheckpointRecord {
+  int attempt = 1;
+  std::string artifact, sha256;
+  int64_t bytes = 0;
+  nlohmann::json attrs;  // epoch, examples, step, learn_seconds, reason ("periodic" | "signal")
+  double received_at = 0;
 };
 
 struct EventOutcome {
@@ -88,13 +117,32 @@ class Ledger {
   Status set_queue_wait(int64_t run_id, double seconds);
 
   Result<RunStatus> status(int64_t run_id);
+  // The current attempt's phases.
   Result<std::map<Phase, PhaseRecord>> phases(int64_t run_id);
+
+  // ---- attempts (spot machines) ----
+  // The current attempt's row, written at dispatch if it has none yet (idempotent).
+  Status begin_attempt(int64_t run_id, const AttemptSpec& spec);
+  // The current attempt ended by an interruption (`reason`): it is closed, and the run goes back to the queue for
+  // its next attempt, on `next` (whose provider, type, market and price become the run's). Its machine must be
+  // gone already (the caller terminated it): the run's instance is cleared. A finished run: already_exists.
+  Status next_attempt(int64_t run_id, const AttemptSpec& next, std::string_view reason);
+  // The interruption's notice on the current attempt, kept once (the first one wins). True if written.
+  Result<bool> note_interruption(int64_t run_id, const nlohmann::json& notice);
+  Result<int> attempt_of(int64_t run_id);
+  // Every attempt in order, each with its phases; empty for a run from before attempts were kept.
+  Result<std::vector<AttemptRecord>> attempts(int64_t run_id);
+  // The checkpoints the run's agents delivered, oldest first; and the newest, if any.
+  Result<std::vector<CheckpointRecord>> checkpoints(int64_t run_id);
+  Result<std::optional<CheckpointRecord>> last_checkpoint(int64_t run_id);
 
  private:
   Status advance_locked(int64_t run_id, RunStatus from, RunStatus to, std::string_view reason);
   Status record_stats(int64_t run_id, Phase phase, const PhaseStats& stats);
   Result<int> nodes_of(int64_t run_id);
   Result<EventOutcome> apply_run_event(int64_t run_id, const AgentEvent& ev);
+  Result<bool> record_checkpoint(int64_t run_id, const AgentEvent& ev);
+  Result<std::map<Phase, PhaseRecord>> phases_of(int64_t run_id, std::optional<int> attempt);
   Result<EventOutcome> apply_node_event(int64_t run_id, int nodes, const AgentEvent& ev);
   // Writes the run's mark of `phase` from its nodes' once all `nodes` have ended it. True if written.
   Result<bool> settle(int64_t run_id, int nodes, Phase phase);

@@ -169,7 +169,7 @@ Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetri
   std::map<std::string, Histogram> phases;
   for (auto p : kPhaseNames) phases.try_emplace(std::string(p), kPhaseBounds);
   auto ph = db.prepare(
-      "SELECT b.phase, e.t - b.t FROM phase_marks b JOIN phase_marks e ON e.run_id = b.run_id AND "
+      "SELECT b.phase, e.t - b.t FROM phase_marks b JOIN phase_marks e ON e.run_id = b.run_id AND e.attempt = b.attempt AND "
       "e.phase = b.phase AND e.mark = 'end' AND e.clock = b.clock WHERE b.mark = 'begin'");
   if (!ph) return ph.error();
   for (;;) {

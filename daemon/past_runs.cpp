@@ -157,6 +157,10 @@ Result<std::vector<billing::CsvRun>> read_past_runs(const std::string& db_path,
         ++skipped[std::string(status_name(r.status))];
         continue;
       }
+      if (r.attempt > 1) {  // its phases are split over machines: not one machine's run of the workload
+        ++skipped["resumed after an interruption"];
+        continue;
+      }
       auto marks = ledger.phases(r.id);
       if (!marks) return marks.error();
       auto phases = phases_of(*marks);

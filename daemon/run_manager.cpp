@@ -36,6 +36,13 @@ struct RunManager::LiveRun {
   std::optional<nlohmann::json> rendezvous;  // a multi-node run's meeting point, once node 0 has posted it
   bool saved = false;
   bool alive = false;  // the agent's first event has arrived (startup has ended): the startup deadline is over
+  // A spot machine's interruption: the agent's notice (then its checkpoint, delivered after the notice), or the
+  // cloud's API saying it took the machine back. `interrupted` holds why the attempt ended so: the run goes on
+  // on a next machine (run_one).
+  bool noticed = false;
+  std::optional<std::chrono::steady_clock::time_point> noticed_at;
+  bool checkpointed_after_notice = false;
+  std::optional<std::string> interrupted;
   asio::steady_timer wake;
   void poke() { wake.cancel(); }
 };
@@ -136,8 +143,32 @@ asio::awaitable<void> RunManager::run_one(std::shared_ptr<LiveRun> live) {
     // Plain statements around co_await: GCC 12 miscompiles co_await inside ?: and with temporaries.
     Status st = make_error(Code::internal, "provider " + row->provider + " vanished");
     if (p) st = co_await terminate_and_time(live->id, *p, h);
-    if (!st) outcome = {RunStatus::failed, outcome.second + (outcome.second.empty() ? "" : "; ") +
-                                               "terminate failed: " + st.error().detail};
+    if (!st) {
+      outcome = {RunStatus::failed, outcome.second + (outcome.second.empty() ? "" : "; ") +
+                                        "terminate failed: " + st.error().detail};
+      live->interrupted.reset();  // a machine not confirmed gone: no next one
+    }
+  }
+  if (live->interrupted && !stopping_) {
+    // The attempt's machine is gone: the run goes back to the queue for its next machine, or fails once it has
+    // been interrupted as often as its spot_recovery allows.
+    auto next = co_await next_attempt_of(live->id);
+    if (!next) {
+      outcome = {RunStatus::failed, *live->interrupted + "; " + next.error().detail};
+    } else {
+      auto st = s_.ledger.next_attempt(live->id, *next, *live->interrupted);
+      if (st) {
+        log_line("run " + std::to_string(live->id) + ": " + *live->interrupted + "; next attempt on " +
+                 next->market + " " + next->instance_type);
+        (void)s_.tokens.revoke_run(live->id);
+        live_.erase(live->id);
+        notify();
+        co_return;
+      }
+      outcome = {RunStatus::failed, *live->interrupted + "; " + st.error().detail};
+    }
+  } else if (live->interrupted) {
+    outcome = {RunStatus::cancelled, "daemon shutting down; " + *live->interrupted};
   }
   if (outcome.first == RunStatus::queued) {  // never left the queue: the dispatcher tries it again
     if (outcome.second != last_dispatch_error_)
@@ -190,18 +221,34 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     co_return Result{RunStatus::failed, "run names configuration " + std::to_string(variant) + " of " +
                                             std::to_string(exp->spec.variants())};
   const Workload& workload = exp->spec.workload_of(variant);
+  const RunConfig& config = exp->spec.config_of(variant);
+  if (auto st = s_.ledger.begin_attempt(live.id, {row->provider, row->instance_type, row->market, row->hourly_price}); !st)
+    co_return Result{RunStatus::failed, st.error().detail};
   auto env = agent_env(*provider, workload, offers->front().gpus);
   if (!env) co_return Result{RunStatus::failed, env.error().detail};
+  if (row->market == "spot" || row->attempt > 1) {
+    // A spot run checkpoints on the notice and every checkpoint_every_s; a later attempt resumes the last one.
+    (*env)["TSUM_ATTEMPT"] = std::to_string(row->attempt);
+    (*env)["TSUM_CHECKPOINT_EVERY"] = std::to_string(config.spot_recovery.checkpoint_every_s);
+    auto ck = s_.ledger.last_checkpoint(live.id);
+    if (!ck) co_return Result{RunStatus::failed, ck.error().detail};
+    if (*ck) {
+      (*env)["TSUM_RESUME_URL"] = "/v1/runs/" + std::to_string(live.id) + "/artifacts/" + (*ck)->artifact;
+      (*env)["TSUM_RESUME_SHA256"] = (*ck)->sha256;
+    }
+  }
   auto token = s_.tokens.create_for_run(live.id);
   if (!token) co_return Result{RunStatus::failed, token.error().detail};
 
   providers::LaunchSpec spec;
   spec.run_id = std::to_string(live.id);
   spec.tag = opts_.tag;
-  spec.idempotency_token = "run" + std::to_string(live.id) + "-" + opts_.tag;
+  // Each attempt its own token: a cloud answers a repeated one with the first attempt's (gone) machine.
+  spec.idempotency_token = "run" + std::to_string(live.id) + "-" + opts_.tag +
+                           (row->attempt > 1 ? "-a" + std::to_string(row->attempt) : "");
   spec.agent_script = std::string(find_embedded(agent_files(), "tsum-agent.sh"));
   spec.agent_sha256 = opts_.agent_sha256;
-  spec.market = exp->spec.config_of(variant).market;
+  spec.market = row->market;
   spec.env = std::move(*env);
   spec.env["TSUM_RUN_ID"] = spec.run_id;
   spec.env["TSUM_TOKEN"] = *token;
@@ -282,8 +329,27 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
       live.poke();
     });
   }
+  // How long after a notice the daemon waits for the checkpoint before it moves on anyway.
+  const auto notice_wait = std::chrono::seconds(150);
+  auto interrupted = [&](std::string why) {
+    live.interrupted = std::move(why);
+    return Result{RunStatus::queued, *live.interrupted};
+  };
   for (;;) {
     if (live.cancel_reason) co_return Result{RunStatus::cancelled, *live.cancel_reason};
+    if (live.noticed) {
+      // The notice came: once the checkpoint is in (or there was nothing to save yet: no learning begun) the
+      // machine is let go at once, not at the cloud's deadline.
+      auto phases = s_.ledger.phases(live.id);
+      const bool learning = phases && phases->count(Phase::learn) && (*phases)[Phase::learn].begin &&
+                            !(*phases)[Phase::learn].end;
+      if (live.checkpointed_after_notice || !learning)
+        co_return interrupted("interrupted by " + row->provider + " (notice)" +
+                              (live.checkpointed_after_notice ? "; checkpoint held" : "; nothing to save yet"));
+      if (live.noticed_at && std::chrono::steady_clock::now() - *live.noticed_at > notice_wait)
+        co_return interrupted("interrupted by " + row->provider + " (notice); no checkpoint within " +
+                              std::to_string(notice_wait.count()) + " s");
+    }
     if (live.agent_error) co_return Result{RunStatus::failed, *live.agent_error};
     if (live.saved) co_return Result{RunStatus::done, ""};
     auto now = std::chrono::steady_clock::now();
@@ -312,6 +378,17 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
             (*nodes_phases)[node][Phase::save].end)
           continue;
       }
+      // The cloud took the machine back (its API says so), or a machine that had its notice went.
+      if (st && (st->interrupted || (live.noticed && st->state != InstanceState::running &&
+                                     st->state != InstanceState::pending))) {
+        if (!live.noticed) {
+          nlohmann::json notice = {{"source", "cloud"}, {"cloud", row->provider}, {"text", st->detail},
+                                   {"at", s_.clock.now_s()}};
+          (void)s_.ledger.note_interruption(live.id, notice);
+        }
+        co_return interrupted("interrupted by " + row->provider + ": " + st->detail +
+                              (live.noticed ? "" : " (no notice reached the machine)"));
+      }
       if (st && st->state == InstanceState::gone)
         co_return Result{RunStatus::failed, who + "instance disappeared: " + st->detail};
       if (st && st->state == InstanceState::exited)  // the agent delivers its events before it exits
@@ -321,6 +398,33 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     boost::system::error_code ec;
     co_await live.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+}
+
+asio::awaitable<Result<AttemptSpec>> RunManager::next_attempt_of(int64_t run_id) {
+  auto row = s_.store.run(run_id);
+  if (!row) co_return row.error();
+  auto exp = s_.store.experiment(row->experiment_id);
+  if (!exp) co_return exp.error();
+  const auto variant = static_cast<size_t>(row->config_index);
+  if (variant >= exp->spec.variants()) co_return make_error(Code::internal, "the run's configuration is gone");
+  const RunConfig& config = exp->spec.config_of(variant);
+  const int interruptions = row->attempt;  // every attempt before the next one was interrupted
+  if (interruptions > config.spot_recovery.max_interruptions)
+    co_return make_error(Code::unavailable, "interrupted " + std::to_string(interruptions) + " times, more than "
+                                            "spot_recovery.max_interruptions (" +
+                                            std::to_string(config.spot_recovery.max_interruptions) + ")");
+  const bool on_demand = config.market != "spot" || (config.spot_recovery.on_demand_after > 0 &&
+                                                      interruptions >= config.spot_recovery.on_demand_after);
+  AttemptSpec next{row->provider, row->instance_type, on_demand ? "on-demand" : "spot", row->hourly_price};
+  auto* p = s_.providers.get(row->provider);
+  if (!p) co_return make_error(Code::unavailable, "provider '" + row->provider + "' is not configured");
+  const providers::Requirements wanted{.instance_type = row->instance_type};
+  auto offers = co_await p->offers(wanted);
+  if (offers && !offers->empty()) {  // the price in effect now (else the last one known)
+    const auto& o = offers->front();
+    next.hourly_price = !on_demand && o.spot_hourly_price > 0 ? o.spot_hourly_price : o.hourly_price;
+  }
+  co_return next;
 }
 
 Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Provider& p, const Workload& w, int gpus) {
@@ -429,6 +533,24 @@ Status RunManager::cancel(int64_t run_id, std::string reason) {
 void RunManager::on_agent_event(int64_t run_id, const AgentEvent& ev) {
   auto it = live_.find(run_id);
   if (it == live_.end()) return;
+  LiveRun& live = *it->second;
+  if (ev.kind == AgentEvent::Kind::interrupted) {
+    live.noticed = true;
+    if (!live.noticed_at) live.noticed_at = std::chrono::steady_clock::now();
+    live.poke();
+    return;
+  }
+  if (ev.kind == AgentEvent::Kind::checkpoint) {
+    // The one written at the notice (a periodic one may still have been on its way).
+    const auto& trainer = ev.attrs.contains("trainer") ? ev.attrs["trainer"] : nlohmann::json::object();
+    if (live.noticed && trainer.is_object() && trainer.value("reason", "") == "signal") {
+      live.checkpointed_after_notice = true;
+      live.poke();
+    }
+    return;
+  }
+  // After a notice, what fails on the machine is the interruption's doing: the run goes on elsewhere.
+  if (ev.kind == AgentEvent::Kind::error && live.noticed) return;
   if (ev.kind == AgentEvent::Kind::error && !it->second->agent_error)
     it->second->agent_error = (it->second->entry.nodes > 1 ? "node " + std::to_string(ev.node) + ": " : "") +
                               std::string(phase_name(ev.phase)) + " failed: " + ev.attrs.value("detail", "");
@@ -474,7 +596,9 @@ asio::awaitable<void> RunManager::reconcile() {
     std::string was(status_name(r.status));
     auto* p = s_.providers.get(r.provider);
     std::string reason;
+    bool machine_gone = false;  // no machine of the run is left: a spot run may go on on a next one
     if (!r.instance) {
+      machine_gone = true;
       reason = "daemon restarted while the run was " + was + ", before an instance was recorded";
     } else if (!p) {
       reason = "daemon restarted while the run was " + was + "; provider " + r.provider + " is not configured";
@@ -487,10 +611,26 @@ asio::awaitable<void> RunManager::reconcile() {
       }
       if (all_gone) {
         reason = "instance " + h.id + " was gone after a daemon restart (run was " + was + ")";
+        machine_gone = true;
       } else {
         auto t = co_await terminate_and_time(r.id, *p, h);
         reason = "daemon restarted while the run was " + was + "; instance " + h.id +
                  (t ? " terminated" : " could not be terminated: " + t.error().detail);
+        machine_gone = t.ok();
+      }
+    }
+    // A spot run (its current machine spot, or an earlier one) resumes from its last checkpoint on a next machine,
+    // as after an interruption; others fail.
+    if (machine_gone && (r.market == "spot" || r.attempt > 1) && p) {
+      auto next = co_await next_attempt_of(r.id);
+      if (next) {
+        if (auto st = s_.ledger.next_attempt(r.id, *next, reason); st) {
+          (void)s_.tokens.revoke_run(r.id);
+          log_line("reconcile: run " + std::to_string(r.id) + " goes on on a next machine: " + reason);
+          continue;
+        }
+      } else {
+        reason += "; " + next.error().detail;
       }
     }
     finish(r.id, RunStatus::failed, reason);

@@ -108,6 +108,9 @@ class RunManager {
   boost::asio::awaitable<Status> terminate_and_time(int64_t run_id, providers::Provider& p,
                                                     const providers::InstanceHandle& h);
   boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d);
+  // The machine a spot run's next attempt runs on (its spot_recovery), at the price in effect; unavailable once
+  // the run has been interrupted more often than it allows.
+  boost::asio::awaitable<Result<AttemptSpec>> next_attempt_of(int64_t run_id);
   // The agent's environment for a run of `w` on `p` (docs/artifacts.md), without its run id and token.
   Result<std::map<std::string, std::string>> agent_env(providers::Provider& p, const Workload& w, int gpus);
   // The poller of provider `p` (made on first use).

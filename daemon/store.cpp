@@ -9,7 +9,7 @@ using nlohmann::json;
 namespace {
 constexpr std::string_view kRunColumns =
     "SELECT id, experiment_id, config_index, repetition, provider, instance_type, hourly_price, currency, "
-    "status, reason, instance, created_at, updated_at, nodes, queue_wait_s, machine FROM runs ";
+    "status, reason, instance, created_at, updated_at, nodes, queue_wait_s, machine, attempt, market FROM runs ";
 
 RunRow read_run(const Stmt& st) {
   RunRow r;
@@ -33,6 +33,8 @@ RunRow read_run(const Stmt& st) {
   r.queue_wait_s = st.opt_real(14);
   r.machine = nlohmann::json::parse(st.text(15), nullptr, false);
   if (!r.machine.is_object()) r.machine = nlohmann::json::object();
+  r.attempt = static_cast<int>(st.int64(16));
+  r.market = st.text(17);
   return r;
 }
 }  // namespace
@@ -55,10 +57,12 @@ Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::
       const auto& p = priced[i / per_config];
       auto st = db_.prepare(
           "INSERT INTO runs (experiment_id, config_index, repetition, provider, instance_type, hourly_price, "
-          "currency, status, created_at, updated_at, nodes, machine) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)");
+          "currency, status, created_at, updated_at, nodes, machine, market) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)");
       if (!st) return st.error();
       if (auto s = st->bind(id, static_cast<int64_t>(i), rep, p.config.provider, p.config.instance_type,
-                            p.hourly_price, p.currency, now, now, int64_t{p.config.nodes}, p.machine.dump()).run();
+                            p.hourly_price, p.currency, now, now, int64_t{p.config.nodes}, p.machine.dump(),
+                            p.config.market).run();
           !s)
         return s.error();
     }

@@ -32,6 +32,8 @@ struct RunRow {
   int nodes = 1;  // machines the run trains on (its config's "nodes")
   std::optional<double> queue_wait_s;  // its wait in a scheduler's queue (Slurm), part of startup
   nlohmann::json machine = nlohmann::json::object();  // providers::machine_of its offer (runs.machine)
+  int attempt = 1;                  // which machine of the run this is (a spot run's interruptions add more)
+  std::string market = "on-demand";  // the current attempt's market
 };
 
 struct ExperimentRow {

@@ -102,7 +102,22 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
   }
 
   json cost = json::object();
-  if (complete) {
+  json attempts = json::array();
+  std::optional<double> lost_s;
+  auto all = attempts_json(r, rules);
+  if (!all) return all.error();
+  attempts = std::move(all->attempts);
+  if (r.attempt > 1) {
+    // A run of several machines: each attempt billed on its own, the run's t_sum from the first machine's create
+    // to the last one's poweroff.
+    lost_s = all->lost_s;
+    if (complete && all->wall_s) {
+      t_sum = *all->wall_s;
+      for (const auto& rule : rules)
+        cost[rule.name] = {{"billed_s", all->billed_s[rule.name]}, {"amount", all->amount[rule.name]},
+                           {"currency", r.currency}};
+    }
+  } else if (complete) {
     for (const auto& rule : rules) {
       double billed = billing::billed_seconds(rule, t_sum);
       cost[rule.name] = {{"billed_s", billed},
@@ -145,6 +160,9 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
               {"machine", r.machine},
               {"node_phases", per_node},
               {"t_sum", complete ? json(t_sum) : json(nullptr)},
+              {"attempt", r.attempt},
+              {"attempts", attempts},
+              {"lost_s", lost_s ? json(*lost_s) : json(nullptr)},
               {"metrics", metrics},
               {"epochs", *epochs},
               {"stats", stats},
@@ -152,6 +170,99 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
               {"instance", r.instance ? *r.instance : json(nullptr)},
               {"created_at", r.created_at},
               {"updated_at", r.updated_at}};
+}
+
+namespace {
+
+// An attempt's machine time on the daemon's clock: its create to its poweroff's end.
+std::optional<double> up_time(const std::map<Phase, PhaseRecord>& phases) {
+  auto s = phases.find(Phase::startup), p = phases.find(Phase::poweroff);
+  if (s == phases.end() || p == phases.end() || !s->second.begin || !p->second.end) return std::nullopt;
+  return p->second.end->t - s->second.begin->t;
+}
+
+}  // namespace
+
+// Each attempt: its machine, market, price, phases, bill and how it ended; the learning redone after it.
+// Billing: each attempt under each rule at its own price; a Linux spot instance AWS interrupts (a notice, or EC2's
+// own state reason) within its first hour is not charged (EC2's spot billing rule).
+// Learning lost to an interruption: what the attempt learned (its learn mark's arrival to the interruption, on
+// the daemon's clock) less what its last checkpoint kept of it (the trainer's learn_seconds then, less those it
+// resumed from).
+Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<billing::BillingRule>& rules) {
+  auto all = ledger_.attempts(r.id);
+  if (!all) return all.error();
+  auto checkpoints = ledger_.checkpoints(r.id);
+  if (!checkpoints) return checkpoints.error();
+  Attempts out;
+  double lost = 0, resumed_learn_s = 0;
+  std::optional<double> first_create, last_poweroff;
+  for (const auto& a : *all) {
+    json ph = json::object();
+    for (auto name : kPhaseNames) {
+      auto it = a.phases.find(*parse_phase(name));
+      auto secs = it == a.phases.end() ? std::nullopt : it->second.seconds();
+      ph[std::string(name)] = secs ? json(*secs) : json(nullptr);
+    }
+    if (auto s = a.phases.find(Phase::startup); s != a.phases.end() && s->second.begin && !first_create)
+      first_create = s->second.begin->t;
+    if (auto p = a.phases.find(Phase::poweroff); p != a.phases.end() && p->second.end) last_poweroff = p->second.end->t;
+    const auto up = up_time(a.phases);
+    const bool taken_back = a.outcome == "interrupted" && a.notice.has_value();
+    json bill = json::object();
+    for (const auto& rule : rules) {
+      const bool free = taken_back && a.spec.provider == "aws" && a.spec.market == "spot" && up && *up < 3600;
+      const double billed = up && !free ? billing::billed_seconds(rule, *up) : 0;
+      const double amount = up && !free ? billing::cost(rule, a.spec.hourly_price, *up) : 0;
+      out.billed_s[rule.name] += billed;
+      out.amount[rule.name] += amount;
+      bill[rule.name] = {{"billed_s", billed}, {"amount", amount}, {"currency", r.currency}};
+      if (free) bill[rule.name]["note"] = "AWS charges nothing for a spot instance it interrupts within its first hour";
+    }
+    // The checkpoints this attempt delivered; the last one is what the next attempt resumed from.
+    json last_checkpoint = nullptr;
+    double kept_learn_s = resumed_learn_s;
+    for (const auto& c : *checkpoints)
+      if (c.attempt == a.attempt) {
+        last_checkpoint = {{"artifact", c.artifact}, {"sha256", c.sha256}, {"bytes", c.bytes},
+                           {"received_at", c.received_at}};
+        last_checkpoint.update(c.attrs);
+        kept_learn_s = c.attrs.value("learn_seconds", kept_learn_s);
+      }
+    json lost_here = nullptr;
+    if (a.outcome == "interrupted") {
+      double learned = 0;
+      auto l = a.phases.find(Phase::learn);
+      const double stop = a.notice ? a.notice->value("at", a.ended_at.value_or(0.0)) : a.ended_at.value_or(0.0);
+      if (l != a.phases.end() && l->second.begin) {
+        const double until = l->second.end ? l->second.end->received_at : stop;
+        learned = std::max(0.0, until - l->second.begin->received_at);
+      }
+      const double redone = std::max(0.0, learned - (kept_learn_s - resumed_learn_s));
+      lost += redone;
+      lost_here = redone;
+      resumed_learn_s = kept_learn_s;
+    }
+    out.attempts.push_back({{"attempt", a.attempt},
+                            {"provider", a.spec.provider},
+                            {"instance_type", a.spec.instance_type},
+                            {"market", a.spec.market},
+                            {"hourly_price", a.spec.hourly_price},
+                            {"instance", a.instance ? json(a.instance->value("id", "")) : json(nullptr)},
+                            {"started_at", a.started_at},
+                            {"ended_at", a.ended_at ? json(*a.ended_at) : json(nullptr)},
+                            {"outcome", a.outcome.empty() ? json(nullptr) : json(a.outcome)},
+                            {"reason", a.reason},
+                            {"notice", a.notice ? *a.notice : json(nullptr)},
+                            {"phases", ph},
+                            {"up_s", up ? json(*up) : json(nullptr)},
+                            {"cost", bill},
+                            {"checkpoint", last_checkpoint},
+                            {"lost_s", lost_here}});
+  }
+  out.lost_s = lost;
+  if (first_create && last_poweroff) out.wall_s = *last_poweroff - *first_create;
+  return out;
 }
 
 Result<json> Views::run(int64_t run_id) {

@@ -4,7 +4,9 @@
 // t_sum ends to the next billing step.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -37,6 +39,15 @@ class Views {
 
  private:
   Result<nlohmann::json> run_json(const RunRow& r, const ExperimentRow& e);
+  // A run of several attempts: each one as JSON, their bills per rule, learning redone, first create to last
+  // poweroff.
+  struct Attempts {
+    nlohmann::json attempts = nlohmann::json::array();
+    std::map<std::string, double> billed_s, amount;  // by rule
+    double lost_s = 0;
+    std::optional<double> wall_s;
+  };
+  Result<Attempts> attempts_json(const RunRow& r, const std::vector<billing::BillingRule>& rules);
 
   Store& store_;
   Ledger& ledger_;

@@ -143,6 +143,9 @@ struct InstanceStatus {
   // start, on the scheduler's own clock; set once the machine has started (running or exited after running),
   // nullopt while it waits in the queue and for providers without a queue. Part of startup, reported apart.
   std::optional<double> queue_wait_s = std::nullopt;
+  // The cloud took the machine back (a spot or preemptible machine's interruption: EC2's state reason
+  // Server.SpotInstanceTermination, a GCE preemption, an Azure eviction), as its API says.
+  bool interrupted = false;
 };
 
 class Provider {

@@ -15,6 +15,7 @@ namespace tsum::workload {
 
 class BiLstm : public Model {
  public:
+  std::vector<FastDropout*> dropout_streams() override { return {&dropout_}; }
   static constexpr const char* kName = "bilstm";
   static constexpr std::int64_t kDefaultVocab = 20000;  // Keras example: max_features
 

@@ -14,6 +14,7 @@ namespace tsum::workload {
 
 class Cifar10Cnn : public Model {
  public:
+  std::vector<FastDropout*> dropout_streams() override { return {&dropout_}; }
   static constexpr const char* kName = "cifar10_cnn";
 
   Cifar10Cnn();

@@ -11,6 +11,7 @@ namespace tsum::workload {
 
 class CifarSmall : public Model {
  public:
+  std::vector<FastDropout*> dropout_streams() override { return {&dropout_}; }
   static constexpr const char* kName = "cifar_small";
 
   CifarSmall();

@@ -25,6 +25,10 @@ class FastDropout {
   // take the fast path; others torch::dropout); the result keeps x's autograd graph.
   torch::Tensor operator()(const torch::Tensor& x, double p, bool training);
 
+  // The stream's position, for a checkpoint, and back.
+  const std::array<std::uint64_t, 4>& state() const { return state_; }
+  void set_state(const std::array<std::uint64_t, 4>& s) { state_ = s; }
+
  private:
   std::uint64_t next();
   std::array<std::uint64_t, 4> state_{};

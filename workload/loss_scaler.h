@@ -33,6 +33,13 @@ class LossScaler {
 
   double current_scale() const { return scale_; }
   std::int64_t skipped_steps() const { return skipped_; }
+  std::int64_t clean_steps() const { return clean_steps_; }
+  // Puts back what a checkpoint saved of the three above.
+  void restore(double scale, std::int64_t clean_steps, std::int64_t skipped) {
+    scale_ = scale;
+    clean_steps_ = clean_steps;
+    skipped_ = skipped;
+  }
 
  private:
   LossScalerOptions options_;

@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
   }
   try {
     EventWriter events(stdout);
+    install_stop_handler();
     const auto status = run_training(*options, events);
     if (!status.ok()) print_error(status);
     return exit_code_for(status);

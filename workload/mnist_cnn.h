@@ -19,6 +19,7 @@ namespace tsum::workload {
 
 class MnistCnn : public Model {
  public:
+  std::vector<FastDropout*> dropout_streams() override { return {&dropout_}; }
   static constexpr const char* kName = "mnist_cnn";
 
   MnistCnn();

@@ -10,6 +10,7 @@ namespace tsum::workload {
 
 class MnistMlp : public Model {
  public:
+  std::vector<FastDropout*> dropout_streams() override { return {&dropout_}; }
   static constexpr const char* kName = "mnist_mlp";
 
   MnistMlp();

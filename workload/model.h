@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "workload/fast_dropout.h"
+
 #include <cstdint>
 #include <string>
 
@@ -39,6 +41,9 @@ class Model : public torch::nn::Module {
   virtual InputShape input_shape() const = 0;
 
   virtual LossKind loss_kind() const { return LossKind::cross_entropy; }
+
+  // The model's own dropout streams, whose state a checkpoint keeps (train_state.h).
+  virtual std::vector<FastDropout*> dropout_streams() { return {}; }
 
   // Number of trainable scalars.
   std::int64_t parameter_count() const {

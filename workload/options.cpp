@@ -90,6 +90,9 @@ Status apply(Options& o, std::string_view flag, const std::string& value) {
   if (flag == "--data") return assign(o.data_dir, parse_nonempty(flag, value));
   if (flag == "--optimizer") return assign(o.optimizer, parse_nonempty(flag, value));
   if (flag == "--checkpoint") return assign(o.checkpoint, parse_nonempty(flag, value));
+  if (flag == "--state") return assign(o.state, parse_nonempty(flag, value));
+  if (flag == "--resume") return assign(o.resume, parse_nonempty(flag, value));
+  if (flag == "--checkpoint-every") return assign(o.checkpoint_every, parse_double(flag, value, true));
   if (flag == "--epochs") return assign(o.epochs, parse_int(flag, value, 1, kBig));
   if (flag == "--limit") return assign(o.limit, parse_int(flag, value, 1, kBig));
   if (flag == "--test-limit") return assign(o.test_limit, parse_int(flag, value, 1, kBig));
@@ -303,6 +306,10 @@ std::string usage() {
          "  --precision P       fp32; bf16 (autocast, CPU or CUDA); fp16 (CUDA autocast with loss\n"
          "                      scaling) (default fp32)\n"
          "  --checkpoint PATH   where to save the trained model (default model.pt)\n"
+         "  --state PATH        where checkpoints of the training state go (default state.pt):\n"
+         "                      on SIGTERM (after the step in progress; then exit status 75)\n"
+         "  --checkpoint-every S  and every S seconds of training (default 0: only on SIGTERM)\n"
+         "  --resume PATH       go on from such a checkpoint: same model, optimizer and data\n"
          "  --seed N            seed for initialization, shuffling, dropout, synthetic data\n"
          "                      (default 1)\n"
          "  --help              print this text\n"

@@ -4,6 +4,7 @@
 //              [--test-limit N] [--batch N] [--lr X] [--optimizer NAME] [--decay X] [--augment]
 //              [--classes N] [--image-size N] [--threads N] [--device cpu|cuda[:N]]
 //              [--precision fp32|bf16|fp16] [--checkpoint PATH] [--seed 1] [--help]
+//              [--state PATH] [--checkpoint-every SECONDS] [--resume PATH]
 //              [--world-size N --rank R --master HOST:PORT [--dist ring|ps] [--ps-async]
 //               [--dist-timeout SECONDS]]
 //   tsum-train gen-cifar DIR [--n 1000] [--seed 1]
@@ -56,6 +57,12 @@ struct Options {
   int threads = 0;              // 0: usable_cpu_count() (cpus.h)
   Placement placement;          // --device, --precision
   std::string checkpoint = "model.pt";
+  // Checkpoints of the training state (train_state.h), to resume from: written to `state` every
+  // `checkpoint_every` seconds (0: never on a timer) and when SIGTERM arrives (then tsum-train
+  // exits with kExitStopped). `resume`: go on from such a file.
+  std::string state = "state.pt";
+  double checkpoint_every = 0.0;
+  std::optional<std::string> resume;
   std::uint64_t seed = 1;
   bool help = false;
   DistOptions dist;

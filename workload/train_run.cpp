@@ -1,8 +1,10 @@
 #include "workload/train_run.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 
@@ -12,10 +14,14 @@
 #include "workload/model_registry.h"
 #include "workload/optimizer_registry.h"
 #include "workload/synthetic_data.h"
+#include "workload/train_state.h"
 #include "workload/trainer.h"
 
 namespace tsum::workload {
 namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
 
 struct Splits {
   Dataset train;
@@ -71,31 +77,81 @@ void set_threads(const Options& options) {
 Status verify_and_save(Trainer& trainer, const std::shared_ptr<Model>& model, const Splits& data,
                        const Options& options, EventWriter& events);
 
-// Trains for the requested epochs, evaluates and saves, emitting the events after "ready".
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal().string();
+}
+
+// Trains for the requested epochs (from a checkpoint's epoch and step with --resume), evaluates and saves,
+// emitting the events after "ready". Between two steps it writes a checkpoint when --checkpoint-every has
+// passed, or when SIGTERM came (then it stops: Code::cancelled).
 Status train_evaluate_save(Trainer& trainer, const std::shared_ptr<Model>& model,
                            const Splits& data, const Options& options, double load_seconds,
                            EventWriter& events) {
-  double learn_seconds = 0.0;
-  for (std::int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
-    auto stats = trainer.train_epoch(data.train);
-    if (!stats.ok()) return stats.error();
-    learn_seconds += stats->seconds;
-    events.emit("epoch", {{"epoch", epoch},
-                          {"epochs", options.epochs},
-                          {"loss", stats->loss},
-                          {"train_accuracy", stats->accuracy},
-                          {"images_per_s", static_cast<double>(stats->images) / stats->seconds},
-                          {"seconds", stats->seconds}});
+  TrainProgress at{.model = options.model};
+  if (options.resume) {
+    auto resumed = load_training_state(*options.resume, trainer, options.model);
+    if (!resumed.ok()) return resumed.error();
+    at = std::move(*resumed);
+    if (at.epoch > options.epochs) {
+      return make_error(Code::invalid_argument, *options.resume + ": it is at epoch " + std::to_string(at.epoch) +
+                                                    ", past --epochs " + std::to_string(options.epochs));
+    }
+    events.emit("resumed", {{"epoch", at.epoch},
+                            {"examples", at.cursor.begin},
+                            {"step", trainer.steps()},
+                            {"learn_seconds", at.learn_seconds},
+                            {"path", absolute_path(*options.resume)}});
   }
+  const std::string state_path = absolute_path(options.state);
+  const auto every = std::chrono::duration<double>(options.checkpoint_every);
+  auto last_checkpoint = std::chrono::steady_clock::now();
+  auto due = [&] {
+    return g_stop.load() || (options.checkpoint_every > 0 && std::chrono::steady_clock::now() - last_checkpoint >= every);
+  };
+  const double learned_before = at.learn_seconds + at.cursor.seconds;  // in processes before this one
+  for (; at.epoch <= options.epochs; ++at.epoch, at.cursor = {}) {
+    for (;;) {
+      auto complete = trainer.train_epoch_from(data.train, at.cursor, due);
+      if (!complete.ok()) return complete.error();
+      if (*complete) break;
+      const bool stopping = g_stop.load();
+      auto bytes = save_training_state(state_path, trainer, at);
+      if (!bytes.ok()) return bytes.error();
+      last_checkpoint = std::chrono::steady_clock::now();
+      events.emit("checkpoint", {{"epoch", at.epoch},
+                                 {"examples", at.cursor.begin},
+                                 {"step", trainer.steps()},
+                                 {"learn_seconds", at.learn_seconds + at.cursor.seconds},
+                                 {"path", state_path},
+                                 {"bytes", *bytes},
+                                 {"reason", std::string(stopping ? "signal" : "periodic")}});
+      if (stopping) return make_error(Code::cancelled, "stopped by SIGTERM; the checkpoint is " + state_path);
+    }
+    const EpochStats stats = Trainer::epoch_stats(at.cursor);
+    at.learn_seconds += stats.seconds;
+    events.emit("epoch", {{"epoch", at.epoch},
+                          {"epochs", options.epochs},
+                          {"loss", stats.loss},
+                          {"train_accuracy", stats.accuracy},
+                          {"images_per_s", static_cast<double>(stats.images) / std::max(stats.seconds, 1e-9)},
+                          {"seconds", stats.seconds}});
+  }
+  const double learn_seconds = at.learn_seconds;
+  // What this process learned (a resumed run's earlier epochs were learned elsewhere).
+  const double here = std::max(learn_seconds - learned_before, 1e-9);
   const double learned = static_cast<double>(data.train.size() * options.epochs);
   // Data loading as a share of learn time: reading and normalizing the files once, plus gathering
   // every shuffled batch.
   const double data_seconds = load_seconds + trainer.batch_gather_seconds();
-  events.emit("learn_end", {{"epochs", options.epochs},
-                            {"seconds", learn_seconds},
-                            {"images_per_s", learned / learn_seconds},
-                            {"data_seconds", data_seconds},
-                            {"data_fraction", data_seconds / learn_seconds}});
+  std::vector<EventField> fields = {{"epochs", options.epochs},
+                                    {"seconds", learn_seconds},
+                                    {"images_per_s", learned / std::max(learn_seconds, 1e-9)},
+                                    {"data_seconds", data_seconds},
+                                    {"data_fraction", data_seconds / here}};
+  if (options.resume) fields.emplace_back("seconds_here", here);
+  events.emit("learn_end", fields);
 
   return verify_and_save(trainer, model, data, options, events);
 }
@@ -109,9 +165,7 @@ Status verify_and_save(Trainer& trainer, const std::shared_ptr<Model>& model, co
                          {"test_loss", eval->loss},
                          {"test_images", eval->images}});
 
-  std::error_code ec;
-  const std::filesystem::path absolute = std::filesystem::absolute(options.checkpoint, ec);
-  const std::string path = ec ? options.checkpoint : absolute.lexically_normal().string();
+  const std::string path = absolute_path(options.checkpoint);
   if (!options.placement.device.is_cpu()) model->to(torch::kCPU);  // a checkpoint any host can load
   auto bytes = save_model(model, path);
   if (!bytes.ok()) return bytes.error();
@@ -220,6 +274,10 @@ Status run_training(const Options& options, EventWriter& events) {
   if (!plan.ok()) return plan.error();
   if (auto st = check_dist_options(options, plan->batch); !st.ok()) return st;
   const bool distributed = options.dist.world_size > 1;
+  if (distributed && (options.resume || options.checkpoint_every > 0)) {
+    return make_error(Code::invalid_argument,
+                      "--resume and --checkpoint-every are for one process; a data-parallel run starts over");
+  }
 
   ModelConfig config{options.classes, options.image_size, 0};
   Result<Splits> data = make_error(Code::internal, "no data");
@@ -285,9 +343,18 @@ Status run_training(const Options& options, EventWriter& events) {
   return train_evaluate_save(trainer, *model, *data, options, load_seconds, events);
 }
 
+void install_stop_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 int exit_code_for(const Status& status) {
   if (status.ok()) return 0;
   switch (status.code()) {
+    case Code::cancelled:
+      return kExitStopped;
     case Code::invalid_argument:
     case Code::not_found:
       return 2;

@@ -1,6 +1,6 @@
 // One complete tsum-train run: set threads and seed, resolve the model's defaults, load and
 // normalize the data (or generate synthetic data), build the model and optimizer, train, evaluate,
-// save; emitting ready / epoch* / learn_end / verify / saved. The saved event reports the
+// save; emitting ready / epoch* / learn_end / verify / saved (and resumed, checkpoint: train_state.h). The saved event reports the
 // checkpoint's absolute path. Event keys keep their image-era names for every model: "images"
 // counts examples (token sequences for bilstm).
 #pragma once
@@ -35,7 +35,15 @@ Result<TrainingPlan> plan_training(const Options& options);
 // internal/unavailable for anything else, including a failed save.
 Status run_training(const Options& options, EventWriter& events);
 
-// Exit status for a run's outcome: 0 ok, 2 bad usage or bad data, 1 anything else.
+// tsum-train's exit status after SIGTERM, once its checkpoint is written (EX_TEMPFAIL: go on later).
+inline constexpr int kExitStopped = 75;
+
+// From now on SIGTERM asks run_training to write a checkpoint after the step in progress and stop
+// (Code::cancelled). Without it SIGTERM ends the process as usual.
+void install_stop_handler();
+
+// Exit status for a run's outcome: 0 ok, 75 stopped by SIGTERM after a checkpoint, 2 bad usage or
+// bad data, 1 anything else.
 int exit_code_for(const Status& status);
 
 }  // namespace tsum::workload

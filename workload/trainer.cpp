@@ -1,5 +1,7 @@
 #include "workload/trainer.h"
 
+#include "workload/train_state.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -47,13 +49,37 @@ Trainer::Trainer(std::shared_ptr<Model> model, std::unique_ptr<torch::optim::Opt
 }
 
 Result<EpochStats> Trainer::train_epoch(const Dataset& data) {
+  EpochCursor cursor;
+  auto done = train_epoch_from(data, cursor, {});
+  if (!done.ok()) return done.error();
+  return epoch_stats(cursor);
+}
+
+Result<bool> Trainer::train_epoch_from(const Dataset& data, EpochCursor& cursor,
+                                       const std::function<bool()>& pause) {
   if (data.size() == 0) return make_error(Code::invalid_argument, "training set is empty");
-  EpochStats stats;
+  if (cursor.order.defined() && cursor.order.numel() != data.size()) {
+    return make_error(Code::invalid_argument,
+                      "the epoch was begun on " + std::to_string(cursor.order.numel()) +
+                          " training examples, this data set has " + std::to_string(data.size()));
+  }
   try {
-    run_epoch(data, stats);
+    if (cursor.order.defined() && cursor.order.device() != data.inputs.device()) {
+      cursor.order = cursor.order.to(data.inputs.device());  // from a checkpoint, which keeps it on the CPU
+    }
+    return run_epoch(data, cursor, pause);
   } catch (const std::exception& e) {
     return make_error(Code::internal, std::string("training failed: ") + e.what());
   }
+}
+
+EpochStats Trainer::epoch_stats(const EpochCursor& cursor) {
+  EpochStats stats;
+  stats.images = cursor.begin;
+  const double n = static_cast<double>(std::max<std::int64_t>(cursor.begin, 1));
+  stats.loss = cursor.loss_sum / n;
+  stats.accuracy = static_cast<double>(cursor.correct) / n;
+  stats.seconds = cursor.seconds;
   return stats;
 }
 
@@ -121,7 +147,97 @@ Trainer::StepOutput Trainer::step(const torch::Tensor& x, const torch::Tensor& y
   return {loss, logits};
 }
 
-void Trainer::run_epoch(const Dataset& data, EpochStats& stats) {
+// Parameters and buffers go by their index in the model's order (a model made the same way has the same order),
+// saved on the CPU.
+Status Trainer::save_state(torch::serialize::OutputArchive& archive) {
+  try {
+    torch::NoGradGuard no_grad;
+    torch::serialize::OutputArchive model(archive.compilation_unit());
+    const auto params = model_->parameters();
+    const auto buffers = model_->buffers();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      model.write("param_" + std::to_string(i), params[i].detach().to(torch::kCPU).contiguous(), true);
+    }
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      model.write("buffer_" + std::to_string(i), buffers[i].to(torch::kCPU).contiguous(), true);
+    }
+    model.write("params", c10::IValue(static_cast<std::int64_t>(params.size())));
+    model.write("buffers", c10::IValue(static_cast<std::int64_t>(buffers.size())));
+    archive.write("model", model);
+    torch::serialize::OutputArchive optimizer(archive.compilation_unit());
+    if (auto st = save_optimizer_state(*optimizer_, optimizer); !st.ok()) return st;
+    archive.write("optimizer", optimizer);
+    archive.write("steps", c10::IValue(steps_));
+    std::vector<std::int64_t> streams;
+    for (const FastDropout* d : model_->dropout_streams()) {
+      for (std::uint64_t word : d->state()) streams.push_back(static_cast<std::int64_t>(word));
+    }
+    archive.write("dropout", torch::tensor(streams, torch::kInt64), true);
+    archive.write("loss_scale", c10::IValue(scaler_.current_scale()));
+    archive.write("loss_scale_clean", c10::IValue(scaler_.clean_steps()));
+    archive.write("loss_scale_skipped", c10::IValue(scaler_.skipped_steps()));
+  } catch (const std::exception& e) {
+    return make_error(Code::internal, std::string("cannot save the training state: ") + e.what());
+  }
+  return {};
+}
+
+Status Trainer::load_state(torch::serialize::InputArchive& archive) {
+  try {
+    torch::NoGradGuard no_grad;
+    torch::serialize::InputArchive model;
+    if (!archive.try_read("model", model)) return make_error(Code::invalid_argument, "it holds no model");
+    auto params = model_->parameters();
+    auto buffers = model_->buffers();
+    c10::IValue n_params, n_buffers;
+    if (!model.try_read("params", n_params) || !model.try_read("buffers", n_buffers) ||
+        n_params.toInt() != static_cast<std::int64_t>(params.size()) ||
+        n_buffers.toInt() != static_cast<std::int64_t>(buffers.size())) {
+      return make_error(Code::invalid_argument, "it is another model's (its tensors do not match)");
+    }
+    // Copied into the tensors the optimizer already knows, keeping their layout (channels-last convolutions).
+    auto put = [&](const std::string& key, torch::Tensor into) -> Status {
+      torch::Tensor saved;
+      if (!model.try_read(key, saved, true) || saved.sizes() != into.sizes()) {
+        return make_error(Code::invalid_argument, "it is another model's (" + key + " does not match)");
+      }
+      into.copy_(saved);
+      return {};
+    };
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (auto st = put("param_" + std::to_string(i), params[i]); !st.ok()) return st;
+    }
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      if (auto st = put("buffer_" + std::to_string(i), buffers[i]); !st.ok()) return st;
+    }
+    torch::serialize::InputArchive optimizer;
+    if (!archive.try_read("optimizer", optimizer)) return make_error(Code::invalid_argument, "it holds no optimizer state");
+    if (auto st = load_optimizer_state(*optimizer_, optimizer); !st.ok()) return st;
+    c10::IValue steps, scale, clean, skipped;
+    if (!archive.try_read("steps", steps) || !archive.try_read("loss_scale", scale) ||
+        !archive.try_read("loss_scale_clean", clean) || !archive.try_read("loss_scale_skipped", skipped)) {
+      return make_error(Code::invalid_argument, "it lacks the step count or the loss scale");
+    }
+    torch::Tensor streams;
+    auto dropouts = model_->dropout_streams();
+    if (!archive.try_read("dropout", streams, true) || streams.numel() != 4 * static_cast<std::int64_t>(dropouts.size())) {
+      return make_error(Code::invalid_argument, "its dropout streams do not match the model's");
+    }
+    const auto words = streams.contiguous();
+    for (std::size_t i = 0; i < dropouts.size(); ++i) {
+      std::array<std::uint64_t, 4> s{};
+      for (std::size_t k = 0; k < 4; ++k) s[k] = static_cast<std::uint64_t>(words[4 * i + k].item<std::int64_t>());
+      dropouts[i]->set_state(s);
+    }
+    steps_ = steps.toInt();
+    scaler_.restore(scale.toDouble(), clean.toInt(), skipped.toInt());
+  } catch (const std::exception& e) {
+    return make_error(Code::invalid_argument, std::string("cannot load the training state: ") + e.what());
+  }
+  return {};
+}
+
+bool Trainer::run_epoch(const Dataset& data, EpochCursor& cursor, const std::function<bool()>& pause) {
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t n = data.size();
   const std::int64_t batch = options_.batch_size;
@@ -132,15 +248,19 @@ void Trainer::run_epoch(const Dataset& data, EpochStats& stats) {
     batch_labels_ = torch::empty({batch}, data.labels.options());
   }
   model_->train();
-  const torch::Tensor order =
-      torch::randperm(n, torch::TensorOptions().dtype(torch::kInt64).device(data.inputs.device()));
-  // The sums stay on the data's device until the epoch ends: reading them every step would make the CPU wait for
-  // a GPU at every step instead of queueing the next one.
+  if (!cursor.order.defined()) {
+    cursor.order =
+        torch::randperm(n, torch::TensorOptions().dtype(torch::kInt64).device(data.inputs.device()));
+  }
+  // The sums stay on the data's device until the epoch ends (or pauses): reading them every step would make the
+  // CPU wait for a GPU at every step instead of queueing the next one.
   torch::Tensor loss_sum = torch::zeros({}, data.inputs.options().dtype(torch::kFloat64));
   torch::Tensor correct = torch::zeros({}, data.inputs.options().dtype(torch::kInt64));
-  for (std::int64_t begin = 0; begin < n; begin += batch) {
+  std::int64_t begin = cursor.begin;
+  for (; begin < n; begin += batch) {
+    if (pause && pause()) break;
     const std::int64_t len = std::min(batch, n - begin);
-    const torch::Tensor index = order.narrow(0, begin, len);
+    const torch::Tensor index = cursor.order.narrow(0, begin, len);
     const auto gather_start = std::chrono::steady_clock::now();
     torch::Tensor x;
     torch::Tensor y;
@@ -157,10 +277,11 @@ void Trainer::run_epoch(const Dataset& data, EpochStats& stats) {
     loss_sum.add_(out.loss.detach(), static_cast<double>(len));
     correct.add_(correct_tensor(loss_kind_, out.logits, y));
   }
-  stats.images = n;
-  stats.loss = loss_sum.item<double>() / static_cast<double>(n);
-  stats.accuracy = static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(n);
-  stats.seconds = seconds_since(start);
+  cursor.begin = std::min(begin, n);
+  cursor.loss_sum += loss_sum.item<double>();
+  cursor.correct += correct.item<std::int64_t>();
+  cursor.seconds += seconds_since(start);
+  return cursor.begin >= n;
 }
 
 Result<EvalStats> Trainer::evaluate(const Dataset& data) {

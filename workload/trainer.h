@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -60,6 +61,28 @@ class Trainer {
   // empty data set.
   Result<EpochStats> train_epoch(const Dataset& data);
 
+  // Where an epoch stands, so that it can stop between two steps and go on later, in this process or
+  // in another one that loaded a checkpoint (train_state.h).
+  struct EpochCursor {
+    torch::Tensor order;       // the epoch's permutation, on the data's device; undefined: not drawn yet
+    std::int64_t begin = 0;    // examples done
+    double loss_sum = 0.0;     // their summed loss
+    std::int64_t correct = 0;  // and how many were classified right
+    double seconds = 0.0;      // spent on them
+  };
+  // Runs the epoch on from `cursor` (a fresh one: from its start, drawing its permutation). Before each step
+  // it asks `pause` (may be empty): when that says so, it stops there and returns false, the cursor at that
+  // batch; true once the epoch is complete. Errors as train_epoch's.
+  Result<bool> train_epoch_from(const Dataset& data, EpochCursor& cursor, const std::function<bool()>& pause);
+  // A complete epoch's statistics, from its cursor.
+  static EpochStats epoch_stats(const EpochCursor& cursor);
+
+  // The trainer's own part of a checkpoint: the model's parameters and buffers, the optimizer's state, the
+  // steps taken and fp16's loss scale. load_state puts them back into a trainer made the same way (same
+  // model, optimizer and options); invalid_argument when the archive does not fit it (another model, say).
+  Status save_state(torch::serialize::OutputArchive& archive);
+  Status load_state(torch::serialize::InputArchive& archive);
+
   // One optimizer step on the batch (inputs `x`, labels `y`) in training mode, augmented and
   // decayed like an epoch's steps; returns the batch's mean loss before the step. internal on a
   // libtorch failure (a shape mismatch, say).
@@ -106,7 +129,8 @@ class Trainer {
     torch::Tensor logits;
   };
 
-  void run_epoch(const Dataset& data, EpochStats& stats);
+  // Steps from cursor.begin while pause() says no; true once the epoch is complete.
+  bool run_epoch(const Dataset& data, EpochCursor& cursor, const std::function<bool()>& pause);
   StepOutput step(const torch::Tensor& x, const torch::Tensor& y);
   torch::Tensor forward(const torch::Tensor& x);
   void apply_decay();

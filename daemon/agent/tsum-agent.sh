@@ -43,8 +43,23 @@
 #   TSUM_NODES, TSUM_NODE               a multi-node run: this machine is node TSUM_NODE (0-based) of TSUM_NODES;
 #                                       every event carries "node", and in start the nodes meet (below)
 #   TSUM_DIST                           ring (default), ps or ps-async: how the nodes train together
+#   TSUM_SPOT_NOTICE                    aws, gce or azure: watch the cloud's advance notice of an interruption
+#                                       (below); TSUM_METADATA_URL its metadata service's base URL (default the
+#                                       cloud's own), TSUM_NOTICE_POLL_S how often to ask (default 2)
+#   TSUM_CHECKPOINT_EVERY               seconds between tsum-train's periodic checkpoints (default 0: at a notice only)
+#   TSUM_ATTEMPT                        which machine of the run this is (1, 2, ...: a resumed run's)
+#   TSUM_RESUME_URL, TSUM_RESUME_SHA256 the checkpoint to go on from (a tar.gz of the checkpoint directory)
 #   TSUM_NODE_ADDRESS, TSUM_DIST_PORT   node 0's address the others reach (default: 127.0.0.1 when the daemon is
 #                                       on loopback, else this machine's first address) and its port
+#
+# Spot (TSUM_SPOT_NOTICE): a watcher polls the metadata service every TSUM_NOTICE_POLL_S seconds (AWS IMDSv2
+# spot/instance-action, GCE instance/preempted, Azure Scheduled Events' Preempt). On a notice it posts an
+# "interrupted" mark at once (attrs: the cloud and the notice's text) and sends SIGTERM to tsum-train (or to a
+# job's container): tsum-train finishes its step, writes its checkpoint and exits 75. Checkpoints live in the
+# checkpoint directory ($WORK/ckpt; a job sees it as TSUM_CHECKPOINT_DIR=/tsum/checkpoint); each one, periodic or
+# at the notice, goes to the daemon as the artifact checkpoint-a<attempt>-<n>.tar.gz, then a "checkpoint" mark
+# names it. After a notice the agent sends what is spooled and leaves the machine to the cloud. A resumed attempt
+# downloads its checkpoint in load_data and unpacks it into the checkpoint directory.
 #
 # Multi-node (TSUM_NODES > 1): after load_data, node 0 posts {"address", "port"} to
 # $TSUM_URL/v1/runs/$TSUM_RUN_ID/rendezvous and the others poll it (GET) until it is there; then each runs
@@ -54,7 +69,8 @@ set -u
 : "${TSUM_URL:?}" "${TSUM_RUN_ID:?}" "${TSUM_TOKEN:?}"
 WORK=$(pwd)
 SPOOL="$WORK/spool"
-mkdir -p "$SPOOL" "$WORK/bin" "$WORK/data" "$WORK/out"
+CKPT="$WORK/ckpt"
+mkdir -p "$SPOOL" "$WORK/bin" "$WORK/data" "$WORK/out" "$CKPT"
 SEQ=0
 NODES=${TSUM_NODES:-1}
 NODE=${TSUM_NODE:-0}
@@ -152,7 +168,7 @@ emit() {
   f=$(printf '%s/%06d' "$SPOOL" "$SEQ")
   extra=""
   case $2 in
-    begin) sample; eval "BEGIN_$1=\$3" ;;
+    begin) sample; eval "BEGIN_$1=\$3"; echo "$1" > "$WORK/phase" ;;
     end) sample; eval "b=\${BEGIN_$1:-\$3}"; extra=",\"stats\":$(stats "$b")" ;;
   esac
   printf '{"phase":"%s","mark":"%s","mono_s":%s,"attrs":%s%s%s}\n' "$1" "$2" "$3" "${4:-{\}}" "$extra" "$NODE_FIELD" > "$f.tmp" &&
@@ -181,6 +197,14 @@ fail() {  # fail PHASE DETAIL
   emit "$1" error "$(now)" "{\"detail\":$(json_str "$2")}"
   drain
   exit 1
+}
+
+# interrupted_exit WHAT: after a notice the trainer has stopped (and its checkpoint gone out): what is spooled
+# goes too, and the machine is left to the cloud.
+interrupted_exit() {
+  log "interrupted: $1; the machine is the cloud's now"
+  drain
+  exit 0
 }
 
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
@@ -282,11 +306,73 @@ upload() {
   done
 }
 
+# notice_text: the cloud's advance notice of an interruption, if one is up (exit status 0), else nothing.
+notice_text() {
+  case ${TSUM_SPOT_NOTICE:-} in
+    aws)
+      base=${TSUM_METADATA_URL:-http://169.254.169.254}
+      tok=$(curl -fsS -X PUT --max-time 2 -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' "$base/latest/api/token" 2>/dev/null) &&
+        curl -fsS --max-time 2 -H "X-aws-ec2-metadata-token: $tok" "$base/latest/meta-data/spot/instance-action" 2>/dev/null ;;
+    gce)
+      base=${TSUM_METADATA_URL:-http://metadata.google.internal}
+      v=$(curl -fsS --max-time 2 -H 'Metadata-Flavor: Google' "$base/computeMetadata/v1/instance/preempted" 2>/dev/null) &&
+        [ "$v" = TRUE ] && echo TRUE ;;
+    azure)
+      base=${TSUM_METADATA_URL:-http://169.254.169.254}
+      ev=$(curl -fsS --max-time 2 -H 'Metadata: true' "$base/metadata/scheduledevents?api-version=2020-07-01" 2>/dev/null) &&
+        case $(printf '%s' "$ev" | tr -d ' \t\r\n') in *'"EventType":"Preempt"'*) printf '%s' "$ev" ;; *) return 1 ;; esac ;;
+    *) return 1 ;;
+  esac
+}
+# stop_trainer: SIGTERM to tsum-train and to the docker client (which passes it on to the container) in this session,
+# known by their command lines (the bundle's tsum-train runs as its loader, ld-linux, with libexec/tsum-train).
+stop_trainer() {
+  grep -H '' /proc/[0-9]*/stat 2>/dev/null | awk -v sid="$SID" '{
+      split($0, p, "/"); s = $0; sub(/^[^ ]* \(.*\) /, "", s); split(s, f, " ")
+      if (f[4] == sid) print p[3] }' |
+    while read -r pid; do
+      case $(tr '\000' ' ' < "/proc/$pid/cmdline" 2>/dev/null) in
+        *libexec/tsum-train* | *bin/tsum-train* | 'docker '*) kill -TERM "$pid" 2>/dev/null ;;
+      esac
+    done
+}
+# watch_notice: until a notice is up; then the interrupted mark goes out at once (not behind the spool) and the
+# trainer is told to checkpoint.
+watch_notice() {
+  until text=$(notice_text) && [ -n "$text" ]; do sleep "${TSUM_NOTICE_POLL_S:-2}"; done
+  t=$(now)
+  printf '%s\n' "$text" > "$WORK/notice"
+  stop_trainer
+  body="{\"phase\":\"$(cat "$WORK/phase" 2>/dev/null || echo install)\",\"mark\":\"interrupted\",\"mono_s\":$t,\"attrs\":{\"cloud\":\"$TSUM_SPOT_NOTICE\",\"notice\":$(json_str "$text")}$NODE_FIELD}"
+  for _ in 1 2 3 4 5 6 7 8; do
+    code=$(dcurl -sS -o /dev/null -w '%{http_code}' --connect-timeout 3 --max-time 10 -H 'Content-Type: application/json' \
+      --data-binary "$body" "$TSUM_URL/v1/runs/$TSUM_RUN_ID/events" 2>>"$WORK/curl.err") || code=000
+    case $code in 2?? | 4??) break ;; esac
+    sleep 1
+  done
+  log "interruption notice ($TSUM_SPOT_NOTICE): $text"
+}
+
+# checkpoint_upload ATTRS: the checkpoint directory goes to the daemon as the next checkpoint artifact, then a
+# checkpoint mark names it (attrs: the artifact, its sha256 and bytes, and ATTRS, the trainer's own event).
+CKPT_N=0
+checkpoint_upload() {
+  CKPT_N=$((CKPT_N + 1))
+  name="checkpoint-a${TSUM_ATTEMPT:-1}-$CKPT_N.tar.gz"
+  tar -czf "$WORK/$name" --exclude='*.tmp' -C "$CKPT" . 2>"$WORK/ckpt.err" || { log "checkpoint: $(tail -n 1 "$WORK/ckpt.err")"; return 1; }
+  sha=$(sha256_of "$WORK/$name"); bytes=$(wc -c < "$WORK/$name" | tr -d ' ')
+  err=$(upload "$WORK/$name" "$name") || { log "checkpoint: $err"; rm -f "$WORK/$name"; return 1; }
+  rm -f "$WORK/$name"
+  emit learn checkpoint "$(now)" "{\"artifact\":\"$name\",\"sha256\":\"$sha\",\"bytes\":$bytes,\"trainer\":${1:-\{\}}}"
+}
+
 # The sampler runs until the agent exits (or the instance is terminated with the whole session).
 ( while :; do sample; sleep "${TSUM_SAMPLE_S:-1}"; done ) &
 sampler=$!
+watcher=""
+if [ -n "${TSUM_SPOT_NOTICE:-}" ]; then watch_notice & watcher=$!; fi
 cleanup() {
-  kill "$sampler" 2>/dev/null
+  kill "$sampler" $watcher 2>/dev/null
   # A machine that is not ours keeps nothing of the run (the spool is gone by now, or undeliverable).
   [ "${TSUM_POWEROFF:-}" = none ] && cd / && rm -rf "$WORK"
 }
@@ -303,7 +389,7 @@ if [ "${TSUM_RUNTIME:-native}" = docker ]; then
     # One machine needs no network; the nodes of a multi-node run reach each other on the machine's own.
     net=none; [ "$NODES" -gt 1 ] && net=host
     docker run --rm --network "$net" $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:$WORK/data:${DATA_MODE:-ro}" -v "$WORK/out:$WORK/out" \
-      --entrypoint tsum-train "$TSUM_IMAGE" "$@"
+      -v "$CKPT:$CKPT" --entrypoint tsum-train "$TSUM_IMAGE" "$@"
   }
 else
   run_trainer() { "$WORK/tsum/bin/tsum-train" "$@"; }
@@ -389,6 +475,14 @@ elif [ -n "${TSUM_GEN_IMAGES:-}" ]; then
 else
   data_attrs='{"name":"none","bytes":0}'
 fi
+# A resumed attempt's checkpoint, timed with the data it goes on with.
+if [ -n "${TSUM_RESUME_URL:-}" ]; then
+  err=$(fetch "$TSUM_RESUME_URL" "${TSUM_RESUME_SHA256:?}" "$WORK/resume.tar.gz") || fail load_data "checkpoint: $err"
+  rbytes=$(wc -c < "$WORK/resume.tar.gz" | tr -d ' ')
+  tar -xzf "$WORK/resume.tar.gz" -C "$CKPT" 2>"$WORK/data.err" || fail load_data "unpack the checkpoint: $(tail -n 1 "$WORK/data.err")"
+  rm -f "$WORK/resume.tar.gz"
+  data_attrs="${data_attrs%\}},\"resume\":{\"bytes\":$rbytes,\"sha256\":\"$TSUM_RESUME_SHA256\"}}"
+fi
 emit load_data end "$(now)" "$data_attrs"
 
 # A user's job (TSUM_KIND=job): TSUM_JOB_COMMAND (shell words) runs in TSUM_IMAGE with the data set at
@@ -425,7 +519,8 @@ run_job() {
   emit start begin "$t0"
   # shellcheck disable=SC2086  # gpus is empty or two words
   ( docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:/tsum/data:ro" \
-      -v "$WORK/out:/tsum/out" -v "$WORK/marks:/tsum/marks" -e TSUM_EVENTS=/tsum/marks/events "$@" \
+      -v "$WORK/out:/tsum/out" -v "$WORK/marks:/tsum/marks" -e TSUM_EVENTS=/tsum/marks/events \
+      -v "$CKPT:/tsum/checkpoint" -e TSUM_CHECKPOINT_DIR=/tsum/checkpoint "$@" \
       > "$WORK/job.log" 2>&1
     echo "{\"tsum_exit\":$?}" > "$WORK/marks/events" ) &
   while IFS= read -r line <&4; do
@@ -441,6 +536,7 @@ run_job() {
       *'"phase":"learn"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"learn"'*) job_reach 3 "$t" ;;
       *'"phase":"verify"'*'"mark":"begin"'* | *'"mark":"begin"'*'"phase":"verify"'*) job_reach 4 "$t" ;;
       *'"phase":"verify"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"verify"'*) job_reach 5 "$t" ;;
+      *'"event":"checkpoint"'*) checkpoint_upload "{}" ;;
       *'"event":"epoch"'*)
         if [ "$pos" -lt 2 ]; then job_reach 2 "$t"; derived="$derived learn.begin"; fi
         if [ "$pos" -eq 2 ]; then epochs=$((epochs + 1)); emit learn progress "$t" "{\"epoch\":$epochs}"
@@ -453,6 +549,10 @@ run_job() {
   # Unmarked: start ends at the launch (or where the program ended it) and learn runs from there to the exit.
   if [ "$pos" -eq 0 ]; then pos=1; job_mark 1 "$t0"; derived="$derived start.end"; fi
   if [ "$pos" -eq 1 ]; then pos=2; job_mark 2 "$start_end"; derived="$derived learn.begin"; fi
+  if [ -e "$WORK/notice" ]; then  # whatever the job left in its checkpoint directory goes to the daemon
+    checkpoint_upload '{"reason":"signal"}'
+    interrupted_exit "the job exited with status ${rc:-unknown}"
+  fi
   while [ "$pos" -lt 5 ]; do
     pos=$((pos + 1)); job_mark "$pos" "$t"; derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
   done
@@ -496,6 +596,9 @@ rendezvous() {
   echo "--world-size $NODES --rank $NODE --master $addr:$port --dist ${dist%-async}$([ "$dist" = ps-async ] && echo ' --ps-async')"
 }
 
+# A notice before learning began: there is nothing to save, and no point in starting.
+[ -e "$WORK/notice" ] && interrupted_exit "the notice came before learning began"
+
 # start, learn, verify: the trainer's own events mark the boundaries. The inference sweep (TSUM_KIND=infer) is
 # measured as learn, one progress mark per batch size; it has no verify and saves no checkpoint.
 if [ "${TSUM_KIND:-train}" = job ]; then
@@ -507,6 +610,10 @@ else
     set -- infer --images "$WORK/data"
   else
     set -- --data "$WORK/data" --checkpoint "$WORK/out/model.pt"
+    if [ -n "${TSUM_SPOT_NOTICE:-}${TSUM_CHECKPOINT_EVERY:-}" ] && [ "$NODES" -eq 1 ]; then
+      set -- "$@" --state "$CKPT/state.pt" --checkpoint-every "${TSUM_CHECKPOINT_EVERY:-0}"
+      [ -e "$CKPT/state.pt" ] && set -- "$@" --resume "$CKPT/state.pt"
+    fi
   fi
   if [ "$NODES" -gt 1 ]; then
     dist_args=$(rendezvous) || fail start "$dist_args"
@@ -532,9 +639,11 @@ else
                  emit save begin "$mono"; phase=save; saved=$line ;;
       verify) emit verify end "$mono" "$line"; emit save begin "$mono"; phase=save ;;
       saved) saved=$line ;;
+      checkpoint) checkpoint_upload "$line" ;;
     esac
   done < "$WORK/events.fifo"
   wait "$trainer"; rc=$?
+  [ -e "$WORK/notice" ] && interrupted_exit "tsum-train exited with status $rc"
   [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
   if [ "$NODE" -gt 0 ]; then  # rank > 0 neither verifies nor saves: its part ends with the training
     t=$(now)

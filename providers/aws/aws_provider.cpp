@@ -47,6 +47,7 @@ Result<Credentials> credentials_from_env() {
 Result<std::unique_ptr<AwsProvider>> AwsProvider::make(AwsOptions opts) {
   if (opts.region.empty()) return make_error(Code::invalid_argument, "aws: no region");
   if (opts.tag_key.empty()) return make_error(Code::invalid_argument, "aws: empty tag key");
+  opts.cloud_init.spot_notice = "aws";  // IMDSv2 spot/instance-action
   AwsApiOptions api{.region = opts.region,
                     .credentials = opts.credentials,
                     .ec2_endpoint = opts.ec2_endpoint.empty() ? "https://ec2." + opts.region + ".amazonaws.com"
@@ -150,7 +151,11 @@ InstanceStatus AwsProvider::status_of(const InstanceHandle& h, const Ec2Instance
     return {InstanceState::gone, "EC2 does not know the instance", ""};
   }
   std::string address = found->public_ip.empty() ? found->private_ip : found->public_ip;
-  return {state_of(found->state), "EC2 state " + found->state, address};
+  InstanceStatus st{state_of(found->state), "EC2 state " + found->state, address};
+  if (!found->state_reason.empty()) st.detail += " (" + found->state_reason + ")";
+  // EC2 took a spot instance back (its capacity, price or constraints): the state reason says so.
+  st.interrupted = found->state_reason.starts_with("Server.SpotInstance");
+  return st;
 }
 
 Task<std::vector<Result<InstanceStatus>>> AwsProvider::describe_many(const std::vector<InstanceHandle>& handles) {

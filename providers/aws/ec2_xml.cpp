@@ -26,6 +26,7 @@ Ec2Instance instance_of(const XmlNode& item) {
   out.private_ip = item.child_text("privateIpAddress");
   out.launch_time = item.child_text("launchTime");
   out.client_token = item.child_text("clientToken");
+  if (const XmlNode* r = item.find({"stateReason", "code"})) out.state_reason = r->text;
   if (const XmlNode* tags = item.child("tagSet"))
     for (const XmlNode* t : tags->all("item")) out.tags[t->child_text("key")] = t->child_text("value");
   return out;

@@ -28,6 +28,7 @@ struct Ec2Instance {
   std::string private_ip;
   std::string launch_time;
   std::string client_token;
+  std::string state_reason;  // stateReason/code, e.g. Server.SpotInstanceTermination; empty: none given
   std::map<std::string, std::string> tags;
 };
 

@@ -66,6 +66,7 @@ Result<AzureCredentials> credentials_from_env() {
 
 Result<std::unique_ptr<AzureProvider>> AzureProvider::make(AzureOptions opts) {
   const std::string& sub = opts.credentials.subscription_id;
+  opts.cloud_init.spot_notice = "azure";  // Scheduled Events' Preempt
   if (sub.empty() || sub.find_first_of("/?#%& ") != std::string::npos)
     return make_error(Code::invalid_argument, "azure: no valid subscription id");
   if (!valid_location(opts.location)) return make_error(Code::invalid_argument, "azure: location '" + opts.location + "' is not valid");

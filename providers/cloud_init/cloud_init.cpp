@@ -82,8 +82,13 @@ std::string write_file(const std::string& path, const char* mode, std::string_vi
 Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInitOptions& opts) {
   if (!valid_dir(opts.dir))
     return make_error(Code::invalid_argument, "cloud-init dir '" + opts.dir + "' must be an absolute, plain path");
+  std::map<std::string, std::string> vars = spec.env;
+  if (spec.market == "spot" && !opts.spot_notice.empty()) {
+    vars["TSUM_SPOT_NOTICE"] = opts.spot_notice;
+    if (!opts.metadata_url.empty()) vars["TSUM_METADATA_URL"] = opts.metadata_url;
+  }
   std::string env;
-  for (const auto& [name, value] : spec.env) {
+  for (const auto& [name, value] : vars) {
     if (!valid_env_name(name)) return make_error(Code::invalid_argument, "environment name '" + name + "' is not valid");
     env += name + "=" + single_quoted(value) + "\n";
   }

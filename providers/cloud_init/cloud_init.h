@@ -24,6 +24,11 @@ inline constexpr std::size_t kMaxUserDataBytes = 16384;
 struct CloudInitOptions {
   std::string dir = "/opt/tsum";           // absolute; letters, digits, / _ . - only
   std::chrono::minutes max_lifetime{0};    // 0: no power-off timer
+  // A spot launch (LaunchSpec::market) tells the agent to watch its cloud's advance notice: TSUM_SPOT_NOTICE is
+  // spot_notice (set by the provider: aws, gce, azure; empty: its cloud gives none), TSUM_METADATA_URL is
+  // metadata_url when set (the config's metadata_url: a stand-in for the cloud's own metadata service).
+  std::string spot_notice = {};
+  std::string metadata_url = {};
 };
 
 // invalid_argument: an env name that is not [A-Za-z_][A-Za-z0-9_]*, a bad dir, or a result over

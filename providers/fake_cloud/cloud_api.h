@@ -5,6 +5,8 @@
 
 #include <functional>
 #include <optional>
+
+#include "common/result.h"
 #include <string>
 #include <vector>
 
@@ -39,6 +41,21 @@ class FakeCloudApi {
   virtual http::LoopbackReply fault_answer(int status, const std::string& method) const = 0;
   // The instances whose guests should be up now (booting or running), each under its guest id.
   virtual std::vector<fake_guest::LiveInstance> live_guests() const = 0;
+
+  // Spot capacity taken back, as the cloud does it: the notice shows on the instance's metadata service now and
+  // the cloud deletes the instance notice_s later (nullopt: the cloud's own notice period); with notice_s 0 it
+  // goes at once, without a notice. not_found: no such instance; invalid_argument: not a spot instance, or a
+  // cloud that sells none. Called on the server's thread.
+  virtual Status interrupt(const std::string& id, std::optional<double> notice_s) {
+    (void)id, (void)notice_s;
+    return make_error(Code::invalid_argument, "this cloud sells no spot capacity");
+  }
+  // The metadata service's answer to a request from inside instance `id` ("" when the caller is no instance's
+  // guest). Called on the metadata server's thread: the state it reads must be locked.
+  virtual http::LoopbackReply metadata(const http::LoopbackRequest& req, const std::string& id) {
+    (void)req, (void)id;
+    return {.status = 404, .body = "not found"};
+  }
 };
 
 }  // namespace tsum::providers::fake_cloud

@@ -47,6 +47,18 @@ FakeFlags::FakeFlags(std::string program, FakeServerOptions* server, std::string
   text("--guest-network", "BRIDGE", &server_->guest.network, "the bridge guests join; the daemon listens on its address");
   text("--guest-registry", "HOST:PORT", &server_->guest.insecure_registry,
        "a plain-HTTP registry the guests' Docker engines trust");
+  add({"--metadata-listen", "HOST:PORT",
+       "serve the instances' metadata service (spot notices) on HOST:PORT, plain HTTP;\n"
+       "HOST one the guests reach (the bridge's address); PORT 0: any",
+       [this](std::string_view v) {
+         auto colon = v.rfind(':');
+         double port = 0;
+         if (colon == std::string_view::npos || colon == 0 || !parse_number(v.substr(colon + 1), port) || port > 65535)
+           return std::string("--metadata-listen wants HOST:PORT");
+         server_->metadata.host = std::string(v.substr(0, colon));
+         server_->metadata.port = static_cast<std::uint16_t>(port);
+         return std::string();
+       }});
   add({"--faults", "SPEC",
        "METHOD:KIND[:COUNT],... KIND is 429|503|500|timeout|lost, METHOD may be *\ne.g. " + faults_example,
        [this](std::string_view v) {

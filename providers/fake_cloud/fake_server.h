@@ -3,6 +3,10 @@
 // tokens), applies an injected fault (faults.h: 429 with Retry-After, 503, 500, a timeout that holds the
 // connection for `hang` and closes it, or a lost answer: carried out, then the connection closes), carries
 // it out, and lets the guests follow the instances (guest_hook.h).
+// Besides the cloud's API: POST /_fake/interrupt/<instance id>[?notice_s=S] takes a spot instance back as its
+// cloud does (FakeCloudApi::interrupt; S 0: at once, without notice), and with FakeServerOptions::metadata set,
+// a second, plain-HTTP server answers the guests' metadata requests (FakeCloudApi::metadata), knowing each
+// caller's instance by its address.
 // Lifetime: the cloud that implements the API owns its FakeServer as its last member, so the server's
 // thread stops before the API's state goes; the guests outlive the server's thread.
 #pragma once
@@ -28,6 +32,8 @@ struct FakeServerOptions {
   int retry_after_s = 1;                  // the Retry-After of a 429 fault
   std::vector<Fault> faults = {};         // injected from the start
   GuestOptions guest = {};
+  // The metadata service the guests ask (plain HTTP, on an address they reach: the bridge's); host empty: none.
+  http::LoopbackOptions metadata = {.host = ""};
   const Clock* clock = nullptr;           // lifecycles, signatures and tokens; null: the system clock
 };
 
@@ -61,9 +67,12 @@ class FakeServer {
 
   // Lets the guests follow the instances now, after a change made outside a request (a guest power-off).
   void sync_guests();
+  // http://HOST:PORT of the metadata service, once started; empty without one.
+  const std::string& metadata_url() const { return metadata_.base_url(); }
 
  private:
   http::LoopbackReply handle(const http::LoopbackRequest& req);
+  http::LoopbackReply interrupt(const http::LoopbackRequest& req);
   http::LoopbackReply fault_reply(FaultKind kind, const std::string& method) const;
 
   FakeServerOptions opts_;
@@ -71,7 +80,8 @@ class FakeServer {
   FakeCloudApi& api_;
   FaultPlan faults_;
   CallBook book_;
-  GuestHook guests_;             // outlives the server, whose thread syncs it
+  GuestHook guests_;             // outlives the servers, whose threads use it
+  http::LoopbackServer metadata_;
   http::LoopbackServer server_;
 };
 

@@ -21,6 +21,8 @@ class GuestHook {
   bool enabled() const { return guest_.has_value(); }
   // Boots what is up and not booted yet, halts what is booted and no longer up.
   void sync(const std::vector<fake_guest::LiveInstance>& up);
+  // The instance whose guest has this address; "" for none (or without guests).
+  std::string instance_at(const std::string& address);
 
  private:
   std::optional<fake_guest::FakeGuest> guest_;

@@ -109,6 +109,13 @@ std::string FakeGuest::address(const std::string& instance_id) {
   return it != guests_.end() && it->second.machine ? it->second.machine->address() : std::string();
 }
 
+std::string FakeGuest::instance_at(const std::string& address) {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, g] : guests_)
+    if (g.machine && g.machine->address() == address) return id;
+  return {};
+}
+
 Status FakeGuest::open_image_and_network() {
   if (opts_.image.empty() || opts_.network.empty())
     return invalid("a fake guest needs a stock root image (--guest-image) and a network (--guest-network)");

@@ -71,6 +71,8 @@ class FakeGuest {
   // The instance's network namespace and address while it is booted, for tests; empty otherwise.
   std::string netns(const std::string& instance_id);
   std::string address(const std::string& instance_id);
+  // The booted instance whose machine has this address; empty for none.
+  std::string instance_at(const std::string& address);
   const std::string& root() const { return opts_.root; }
 
  private:

@@ -46,6 +46,7 @@ Result<ServiceAccount> account_from_env() {
 
 Result<std::unique_ptr<GceProvider>> GceProvider::make(GceOptions opts) {
   if (opts.project.empty()) opts.project = opts.account.project_id;
+  opts.cloud_init.spot_notice = "gce";  // instance/preempted
   if (opts.project.empty() || opts.project.find_first_of("/?#& ") != std::string::npos)
     return make_error(Code::invalid_argument, "gce: no valid project (set project or the key file's project_id)");
   if (!valid_resource_name(opts.zone)) return make_error(Code::invalid_argument, "gce: zone '" + opts.zone + "' is not valid");
@@ -150,18 +151,48 @@ Task<Result<InstanceHandle>> GceProvider::create(const Offer& offer, const Launc
   if (!done) co_return done.error();
   if (!done->error_code.empty()) co_return operation_error("gce: insert " + s->name, *done);
   GceInstance created{.name = s->name, .id = done->target_id, .zone = s->zone, .machine_type = s->machine_type};
-  co_return handle_of(created, created_at, spec.tag);
+  auto h = handle_of(created, created_at, spec.tag);
+  if (spec.market == "spot") h.data["spot"] = true;  // describe then asks whether GCE preempted it
+  co_return h;
 }
 
 Task<Result<InstanceStatus>> GceProvider::describe(const InstanceHandle& h) {
   if (h.id.empty()) co_return make_error(Code::invalid_argument, "gce: handle without an instance name");
   const std::string path = zone_path(data_field(h, "zone", opts_.zone)) + "/instances/" + h.id, method = "GET", body;
   auto answer = co_await api_->compute(method, path, body);
-  if (!answer && answer.code() == Code::not_found) co_return InstanceStatus{InstanceState::gone, "GCE does not know the instance", ""};
-  if (!answer) co_return answer.error();
-  auto i = parse_instance(*answer);
-  if (!i) co_return i.error();
-  co_return status_of(*i);
+  // Named values around co_await: GCC 12 mishandles temporaries inside co_await expressions.
+  InstanceStatus st{InstanceState::gone, "GCE does not know the instance", ""};
+  if (!answer && answer.code() != Code::not_found) co_return answer.error();
+  if (answer) {
+    auto i = parse_instance(*answer);
+    if (!i) co_return i.error();
+    st = status_of(*i);
+  }
+  InstanceStatus out = co_await with_preemption(h, st);
+  co_return out;
+}
+
+// A Spot VM that is no longer running: GCE records a preemption as a compute.instances.preempted operation of its
+// zone (the instance itself says only STOPPING, TERMINATED or nothing once deleted).
+Task<InstanceStatus> GceProvider::with_preemption(const InstanceHandle& h, InstanceStatus st) {
+  const bool spot = h.data.is_object() && h.data.value("spot", false);
+  if (!spot || st.state == InstanceState::running || st.state == InstanceState::pending) co_return st;
+  const std::string path = zone_path(data_field(h, "zone", opts_.zone)) +
+                           "/operations?filter=" + http::uri_encode("operationType=\"compute.instances.preempted\"");
+  const std::string method = "GET", body;
+  auto ops = co_await api_->compute(method, path, body);
+  if (!ops || !ops->is_object() || !ops->contains("items") || !(*ops)["items"].is_array()) co_return st;
+  const std::string id = data_field(h, "instance_id", "");
+  for (const auto& op : (*ops)["items"]) {
+    const bool same = (!id.empty() && op.value("targetId", "") == id) ||
+                      op.value("targetLink", "").ends_with("/instances/" + h.id);
+    if (same) {
+      st.interrupted = true;
+      st.detail += " (preempted: compute.instances.preempted)";
+      break;
+    }
+  }
+  co_return st;
 }
 
 Task<std::vector<Result<InstanceStatus>>> GceProvider::describe_many(const std::vector<InstanceHandle>& handles) {
@@ -189,7 +220,9 @@ Task<std::vector<Result<InstanceStatus>>> GceProvider::describe_many(const std::
     if (listing != by_tag.end()) {
       auto it = listing->second->find(data_field(h, "zone", opts_.zone) + "/" + h.id);
       if (it != listing->second->end()) {
-        out.push_back(status_of(it->second));
+        InstanceStatus listed = status_of(it->second);
+        InstanceStatus st = co_await with_preemption(h, listed);
+        out.push_back(std::move(st));
         continue;
       }
     }

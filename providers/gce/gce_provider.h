@@ -84,6 +84,8 @@ class GceProvider final : public Provider {
   Result<InsertSpec> insert_spec(const Offer& offer, const LaunchSpec& spec) const;
   std::string zone_path(const std::string& zone) const;
   Task<Result<GceOperation>> wait_for(const std::string& zone, GceOperation op);
+  // st, marked interrupted when GCE preempted the (Spot) instance.
+  Task<InstanceStatus> with_preemption(const InstanceHandle& h, InstanceStatus st);
   Task<Result<InstanceHandle>> adopt(const InsertSpec& s, const LaunchSpec& spec, double created_at);
   // data: project, zone, instance_id, machine_type, created_at_s and the ownership tag (when known).
   InstanceHandle handle_of(const GceInstance& i, double created_at, std::string_view tag) const;

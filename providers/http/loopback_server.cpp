@@ -105,7 +105,11 @@ struct LoopbackServer::Impl {
       auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
       if (ec) co_return;
       auto msg = parser.release();
-      LoopbackReply reply = call(handler, to_request(msg));
+      LoopbackRequest req = to_request(msg);
+      boost::system::error_code peer_ec;
+      auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peer_ec);
+      if (!peer_ec) req.peer = peer.address().to_string();
+      LoopbackReply reply = call(handler, req);
       if (reply.delay.count() > 0) {
         beast::get_lowest_layer(stream).expires_never();
         asio::steady_timer timer(io, reply.delay);

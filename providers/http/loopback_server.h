@@ -22,6 +22,7 @@ struct LoopbackRequest {
   std::string target;  // path and query, as on the wire
   HttpHeaders headers = {};
   std::string body = {};
+  std::string peer = {};  // the client's IP address
 };
 
 struct LoopbackReply {

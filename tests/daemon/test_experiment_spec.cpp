@@ -236,3 +236,29 @@ TEST_CASE("market expands like other config fields: on-demand by default, spot w
   CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "market": 1}]})")
             .find("market") != std::string::npos);
 }
+
+TEST_CASE("spot_recovery: spot configs only, integers in range, unknown fields named; kept through to_json") {
+  auto r = parse_experiment_spec(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "c5.large",
+      "market": ["spot", "on-demand"], "spot_recovery": {"on_demand_after": 2, "checkpoint_every_s": 60}}]})");
+  REQUIRE(r.ok());
+  REQUIRE(r->configs.size() == 2);
+  CHECK(r->configs[0].spot_recovery.on_demand_after == 2);
+  CHECK(r->configs[0].spot_recovery.checkpoint_every_s == 60);
+  CHECK(r->configs[0].spot_recovery.max_interruptions == 6);  // the default
+  CHECK(r->configs[1].spot_recovery == RunConfig::SpotRecovery{});  // on-demand: none
+  CHECK(r->to_json()["configs"][0]["spot_recovery"]["on_demand_after"] == 2);
+  CHECK_FALSE(r->to_json()["configs"][1].contains("spot_recovery"));
+  auto again = parse_experiment_spec(r->to_json().dump());
+  REQUIRE(again.ok());
+  CHECK(again->to_json() == r->to_json());
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x",
+      "spot_recovery": {"max_interruptions": 2}}]})") ==
+        "'configs[0].spot_recovery' is for spot runs: set 'configs[0].market' to \"spot\"");
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "market": "spot",
+      "spot_recovery": {"max_interruptions": -1}}]})") ==
+        "'configs[0].spot_recovery.max_interruptions' must be an integer from 0 to 100");
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "market": "spot",
+      "spot_recovery": {"zone": "other"}}]})").find("zone") != std::string::npos);
+  CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "market": "spot",
+      "spot_recovery": 3}]})") == "'configs[0].spot_recovery' must be an object");
+}

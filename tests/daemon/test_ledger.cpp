@@ -228,3 +228,96 @@ TEST_CASE("a multi-node run's handle grows node by node and never loses one") {
   CHECK(f.ledger.extend_instance(1, group({"b"})).code() == Code::already_exists);
   CHECK((*f.store.run(1)->instance)["data"]["nodes"].size() == 2);
 }
+
+TEST_CASE("attempts: an interruption's notice and checkpoint are kept with the attempt; the next one has phases of "
+          "its own, resumes the last checkpoint, and the run's history keeps both") {
+  DaemonFixture f;
+  const int64_t run = 1;
+  auto ev = [](Phase p, AgentEvent::Kind k, double mono, nlohmann::json attrs = nlohmann::json::object()) {
+    AgentEvent e;
+    e.phase = p;
+    e.kind = k;
+    e.mono_s = mono;
+    e.attrs = std::move(attrs);
+    return e;
+  };
+  REQUIRE(f.ledger.advance(run, RunStatus::provisioning, "dispatched").ok());
+  REQUIRE(f.ledger.begin_attempt(run, {"aws", "c5.large", "spot", 0.03}).ok());
+  REQUIRE(f.ledger.begin_attempt(run, {"aws", "c5.large", "spot", 99}).ok());  // once: the first stays
+  REQUIRE(f.ledger.record_mark(run, Phase::startup, Mark::begin, 10, ClockDomain::daemon).ok());
+  REQUIRE(f.ledger.set_instance(run, {{"provider", "aws"}, {"id", "i-1"}}).ok());
+  REQUIRE(f.ledger.apply_agent_event(run, ev(Phase::learn, AgentEvent::Kind::begin, 5)).ok());
+
+  // A checkpoint naming an artifact the daemon does not hold is refused; one it holds is kept once.
+  const std::string sha(64, 'a');
+  auto missing = f.ledger.apply_agent_event(
+      run, ev(Phase::learn, AgentEvent::Kind::checkpoint, 6, {{"artifact", "checkpoint-a1-1.tar.gz"}, {"sha256", sha}}));
+  CHECK(missing.code() == Code::invalid_argument);
+  REQUIRE(f.db->exec("INSERT INTO run_artifacts (run_id, name, sha256, bytes, created_at) VALUES (1, "
+                     "'checkpoint-a1-1.tar.gz', '" + sha + "', 1234, 0)").ok());
+  auto notice = f.ledger.apply_agent_event(
+      run, ev(Phase::learn, AgentEvent::Kind::interrupted, 6.5, {{"cloud", "aws"}, {"notice", "{\"action\": \"terminate\"}"}}));
+  REQUIRE(notice.ok());
+  CHECK(notice->recorded);
+  auto again = f.ledger.apply_agent_event(
+      run, ev(Phase::learn, AgentEvent::Kind::interrupted, 7, {{"cloud", "aws"}, {"notice", "later"}}));
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->recorded);  // the first notice stands
+  nlohmann::json trainer = {{"event", "checkpoint"}, {"epoch", 2}, {"step", 40}, {"learn_seconds", 12.5},
+                            {"reason", "signal"}, {"path", "/opt/tsum/ckpt/state.pt"}};
+  auto kept = f.ledger.apply_agent_event(run, ev(Phase::learn, AgentEvent::Kind::checkpoint, 8,
+                                                 {{"artifact", "checkpoint-a1-1.tar.gz"}, {"sha256", sha},
+                                                  {"trainer", trainer}}));
+  REQUIRE(kept.ok());
+  CHECK(kept->recorded);
+  CHECK(*f.ledger.status(run) == RunStatus::learning);  // neither mark moves the run
+
+  // The machine is gone: the run goes back to the queue for its second attempt, on on-demand.
+  REQUIRE(f.ledger.advance(run, RunStatus::terminating, "").ok());
+  REQUIRE(f.ledger.record_mark(run, Phase::poweroff, Mark::end, 50, ClockDomain::daemon).ok());
+  REQUIRE(f.ledger.next_attempt(run, {"aws", "c5.large", "on-demand", 0.085}, "interrupted by aws (notice)").ok());
+  auto row = f.store.run(run);
+  REQUIRE(row.ok());
+  CHECK(row->status == RunStatus::queued);
+  CHECK(row->attempt == 2);
+  CHECK(row->market == "on-demand");
+  CHECK(row->hourly_price == doctest::Approx(0.085));
+  CHECK_FALSE(row->instance.has_value());
+  // Its phases start empty; the first attempt's stay.
+  CHECK(f.ledger.phases(run)->empty());
+  REQUIRE(f.ledger.advance(run, RunStatus::provisioning, "dispatched").ok());
+  REQUIRE(f.ledger.begin_attempt(run, {"aws", "c5.large", "on-demand", 0.085}).ok());
+  REQUIRE(f.ledger.record_mark(run, Phase::startup, Mark::begin, 60, ClockDomain::daemon).ok());
+  CHECK(f.ledger.phases(run)->at(Phase::startup).begin->t == 60);
+  auto ck = f.ledger.last_checkpoint(run);
+  REQUIRE(ck.ok());
+  REQUIRE(ck->has_value());
+  CHECK((*ck)->artifact == "checkpoint-a1-1.tar.gz");
+  CHECK((*ck)->attrs["epoch"] == 2);
+  CHECK_FALSE((*ck)->attrs.contains("path"));  // the machine's path means nothing elsewhere
+  REQUIRE(f.ledger.advance(run, RunStatus::failed, "gave up").ok());
+
+  auto all = f.ledger.attempts(run);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 2);
+  const auto& first = (*all)[0];
+  CHECK(first.spec.market == "spot");
+  CHECK(first.spec.hourly_price == doctest::Approx(0.03));
+  CHECK(first.outcome == "interrupted");
+  CHECK(first.reason == "interrupted by aws (notice)");
+  REQUIRE(first.notice.has_value());
+  CHECK((*first.notice)["source"] == "agent");
+  CHECK((*first.notice)["text"] == "{\"action\": \"terminate\"}");
+  CHECK((*first.instance)["id"] == "i-1");
+  CHECK(first.phases.at(Phase::startup).begin->t == 10);
+  CHECK(first.phases.at(Phase::poweroff).end->t == 50);
+  CHECK((*all)[1].outcome == "failed");  // it ended with the run
+  CHECK((*all)[1].spec.market == "on-demand");
+  // A finished run takes no next attempt.
+  CHECK(f.ledger.next_attempt(run, {"aws", "c5.large", "spot", 0.03}, "late").code() == Code::already_exists);
+  // The transitions say so: learning > terminating > queued (attempt 2) > provisioning > failed.
+  auto st = f.db->prepare("SELECT to_status FROM run_transitions WHERE run_id = 1 ORDER BY seq");
+  std::vector<std::string> seen;
+  while (*st->step()) seen.push_back(st->text(0));
+  CHECK(seen == std::vector<std::string>{"provisioning", "learning", "terminating", "queued", "provisioning", "failed"});
+}

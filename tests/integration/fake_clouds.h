@@ -41,8 +41,10 @@ class FakeCloud {
  public:
   // Starts the fake of `cloud` with files under dir. `faults`: its --faults spec; `guest`: boot instances'
   // user data in guest machines (--guest-root, --guest-image, --guest-network), no root for records only.
+  // metadata_host: serve the instances' metadata service (spot notices) there, an address the guests reach; the
+  // section's metadata_url points the agents at it.
   FakeCloud(const std::string& cloud, const TempDir& dir, const TestTls& tls, const std::string& faults = "",
-            const providers::fake_guest::FakeGuestOptions& guest = {})
+            const providers::fake_guest::FakeGuestOptions& guest = {}, const std::string& metadata_host = "")
       : cloud_(cloud), log_(dir.file("fake-" + cloud + ".log")) {
     const std::string secret = "s3cret-" + cloud + "-Zq9Xw";  // distinctive, so a leak in any output is found
     std::vector<std::string> args;
@@ -67,7 +69,14 @@ class FakeCloud {
     if (!guest.root.empty())
       args.insert(args.end(), {"--guest-root", guest.root, "--guest-image", guest.image, "--guest-network", guest.network});
     if (!guest.insecure_registry.empty()) args.insert(args.end(), {"--guest-registry", guest.insecure_registry});
+    if (!metadata_host.empty()) args.insert(args.end(), {"--metadata-listen", metadata_host + ":0"});
     start(args);
+    if (!metadata_host.empty()) {
+      const std::string text = log();
+      auto at = text.find("metadata service on ");
+      REQUIRE(at != std::string::npos);
+      metadata_url_ = text.substr(at + 20, text.find_first_of(" \n", at + 20) - at - 20);
+    }
 
     secret_ = secret;
     const std::string secret_file = d + "/" + cloud + ".secret";
@@ -101,6 +110,7 @@ class FakeCloud {
                   {"billing_endpoint", url + "/billing/v1"}, {"operation_poll_ms", 200}};
     }
     section_["ca_file"] = tls.ca_file();
+    if (!metadata_url_.empty()) section_["metadata_url"] = metadata_url_;
   }
   ~FakeCloud() { stop(); }
   FakeCloud(const FakeCloud&) = delete;
@@ -116,6 +126,22 @@ class FakeCloud {
     std::ifstream in(log_);
     return {std::istreambuf_iterator<char>(in), {}};
   }
+
+  // Takes spot instance `id` back as the cloud does (POST /_fake/interrupt): its notice now, gone notice_s later
+  // (negative: the cloud's own period; 0: at once, without notice). The fake's answer, or why it failed.
+  std::string interrupt(const std::string& id, const std::string& ca_file, double notice_s = -1) const {
+    std::string url = base_url_ + "/_fake/interrupt/" + id;
+    if (notice_s >= 0) url += "?notice_s=" + std::to_string(notice_s);
+    std::string cmd = "curl -sS -X POST --cacert '" + ca_file + "' '" + url + "' 2>&1";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[512];
+      for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+      pclose(p);
+    }
+    return out;
+  }
+  const std::string& metadata_url() const { return metadata_url_; }
 
   // A cloud that no longer answers: the process is stopped (SIGSTOP), so connections are accepted by the kernel
   // and then nothing comes back; resume() lets it go on where it was.
@@ -170,7 +196,7 @@ class FakeCloud {
     base_url_ = base_url_.substr(0, base_url_.find_first_of(" \n"));
   }
 
-  std::string cloud_, log_, base_url_, secret_;
+  std::string cloud_, log_, base_url_, secret_, metadata_url_;
   nlohmann::json section_;
   pid_t pid_ = 0;
 };

@@ -51,6 +51,17 @@ std::vector<fake_guest::LiveInstance> FakeAwsCloud::live_guests() const {
   return up;
 }
 
+Status FakeAwsCloud::interrupt(const std::string& id, std::optional<double> notice_s) {
+  return ec2_.interrupt(id, notice_s);
+}
+
+http::LoopbackReply FakeAwsCloud::metadata(const http::LoopbackRequest& req, const std::string& id) {
+  std::string path = req.target.substr(0, req.target.find('?'));
+  const std::string token(http::find_header(req.headers, "X-aws-ec2-metadata-token").value_or(""));
+  const std::string ttl(http::find_header(req.headers, "X-aws-ec2-metadata-token-ttl-seconds").value_or(""));
+  return reply_of(ec2_.metadata(req.method, path, token, ttl, id));
+}
+
 fake_cloud::Route FakeAwsCloud::route(const http::LoopbackRequest& req) {
   auto target = http::find_header(req.headers, "X-Amz-Target");
   const bool pricing = target.has_value();

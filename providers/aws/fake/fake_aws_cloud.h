@@ -38,6 +38,9 @@ class FakeAwsCloud final : public fake_cloud::FakeCloudApi {
   std::vector<FakeInstance> instances() const { return ec2_.instances(); }
   int created() const { return ec2_.created(); }
   Status guest_shutdown(std::string_view id);
+  // A spot interruption (FakeEc2::interrupt) and the instances' IMDSv2 (FakeEc2::metadata).
+  Status interrupt(const std::string& id, std::optional<double> notice_s) override;
+  http::LoopbackReply metadata(const http::LoopbackRequest& req, const std::string& id) override;
 
  private:
   fake_cloud::Route route(const http::LoopbackRequest& req) override;

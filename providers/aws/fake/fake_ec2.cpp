@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "providers/aws/fake/fake_catalog.h"
 #include "providers/aws/sigv4.h"
@@ -124,6 +125,10 @@ std::string FakeEc2::instance_xml(const Record& r, double now) const {
   if (!i.public_ip.empty()) x += el("ipAddress", i.public_ip);
   if (!i.client_token.empty()) x += el("clientToken", i.client_token);
   if (!i.lifecycle.empty()) x += el("instanceLifecycle", i.lifecycle);
+  if (!r.state_reason.empty() && r.t.deleted_at_s && now >= *r.t.deleted_at_s)
+    x += "<stateReason>" + el("code", r.state_reason) + el("message", r.state_reason + ": " +
+         (r.state_reason == "Server.SpotInstanceTermination" ? "Spot instance termination" : "User initiated shutdown")) +
+         "</stateReason>";
   x += "<tagSet>";
   for (const auto& [k, v] : i.tags) x += "<item>" + el("key", k) + el("value", v) + "</item>";
   return x + "</tagSet></item>";
@@ -276,7 +281,10 @@ FakeAnswer FakeEc2::terminate_instances(const Fields& params) {
   std::string items;
   for (Record* r : picked) {
     std::string before = state_of(*r, now);
-    if (!r->t.deleted_at_s) r->t.deleted_at_s = now;
+    if (!r->t.deleted_at_s || *r->t.deleted_at_s > now) {
+      r->t.deleted_at_s = now;
+      r->state_reason = "Client.UserInitiatedShutdown";
+    }
     items += "<item>" + el("instanceId", r->inst.id) + state_xml("currentState", state_of(*r, now)) +
              state_xml("previousState", before) + "</item>";
   }
@@ -295,6 +303,48 @@ std::vector<FakeInstance> FakeEc2::instances() const {
 int FakeEc2::created() const {
   std::lock_guard lock(mu_);
   return static_cast<int>(records_.size());
+}
+
+Status FakeEc2::interrupt(const std::string& id, std::optional<double> notice_s) {
+  std::lock_guard lock(mu_);
+  const double now = clock_.now_s();
+  Record* r = find(id, now);
+  const std::string state = r ? state_of(*r, now) : "";
+  if (!r || (state != "pending" && state != "running") || (r->t.deleted_at_s && *r->t.deleted_at_s <= now))
+    return make_error(Code::not_found, "no instance " + id + " is up");
+  if (r->inst.lifecycle != "spot") return make_error(Code::invalid_argument, id + " is an on-demand instance");
+  if (r->notice_at_s) return make_error(Code::invalid_argument, id + " is already being interrupted");
+  const double notice = notice_s.value_or(120);
+  if (notice > 0) r->notice_at_s = now;
+  r->t.deleted_at_s = now + notice;
+  r->state_reason = "Server.SpotInstanceTermination";
+  return Status{};
+}
+
+FakeAnswer FakeEc2::metadata(const std::string& method, const std::string& path, const std::string& token_header,
+                             const std::string& ttl_header, const std::string& id) {
+  std::lock_guard lock(mu_);
+  const double now = clock_.now_s();
+  auto text = [](int status, std::string body) { return FakeAnswer{status, std::move(body), "text/plain"}; };
+  if (path == "/latest/api/token") {
+    if (method != "PUT") return text(405, "");
+    char* end = nullptr;
+    const long ttl = std::strtol(ttl_header.c_str(), &end, 10);
+    if (ttl_header.empty() || *end != '\0' || ttl < 1 || ttl > 21600) return text(400, "");
+    std::string token = "AQAEA" + std::to_string(next_id_++) + "-" + std::to_string(static_cast<long>(now * 1000));
+    imds_tokens_[token] = now + static_cast<double>(ttl);
+    return text(200, token);
+  }
+  auto tok = imds_tokens_.find(token_header);
+  if (token_header.empty() || tok == imds_tokens_.end() || tok->second < now) return text(401, "");
+  Record* r = id.empty() ? nullptr : find(id, now);
+  if (!r) return text(404, "");
+  if (path == "/latest/meta-data/instance-id") return text(200, r->inst.id);
+  if (path == "/latest/meta-data/spot/instance-action") {
+    if (!r->notice_at_s || now < *r->notice_at_s) return text(404, "");
+    return text(200, "{\"action\": \"terminate\", \"time\": \"" + iso8601(*r->t.deleted_at_s) + "\"}");
+  }
+  return text(404, "");
 }
 
 Status FakeEc2::guest_shutdown(std::string_view id) {

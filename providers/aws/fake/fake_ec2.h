@@ -67,10 +67,22 @@ class FakeEc2 {
   // The guest powered itself off (e.g. `poweroff` in the instance). not_found for an unknown id.
   Status guest_shutdown(std::string_view id);
 
+  // A spot interruption (FakeCloudApi::interrupt): the instance's metadata shows spot/instance-action now, and
+  // EC2 terminates it notice_s later (default 120: EC2's two-minute warning), with the state reason
+  // Server.SpotInstanceTermination. not_found: no such instance up; invalid_argument: an on-demand one.
+  Status interrupt(const std::string& id, std::optional<double> notice_s);
+  // IMDSv2 inside instance `id`: PUT /latest/api/token (X-aws-ec2-metadata-token-ttl-seconds 1..21600) gives a
+  // token every GET must carry (X-aws-ec2-metadata-token; else 401); GET /latest/meta-data/instance-id and
+  // /latest/meta-data/spot/instance-action ({"action": "terminate", "time": ...} once noticed, else 404).
+  FakeAnswer metadata(const std::string& method, const std::string& path, const std::string& token_header,
+                      const std::string& ttl_header, const std::string& id);
+
  private:
   struct Record {
     FakeInstance inst;
     fake_cloud::Timeline t;  // deleted: terminate requested; halted: a guest power-off with behavior stop
+    std::optional<double> notice_at_s = {};  // a spot interruption's notice; t.deleted_at_s is when it goes
+    std::string state_reason = {};           // stateReason/code once it is going
   };
   struct Launch {
     std::string fingerprint;
@@ -93,6 +105,7 @@ class FakeEc2 {
   std::vector<Record> records_;              // launch order
   std::map<std::string, Launch> by_token_;   // ClientToken -> the launch it made
   unsigned long next_id_ = 1;
+  std::map<std::string, double> imds_tokens_;  // IMDSv2 token -> expiry
 };
 
 }  // namespace tsum::providers::aws::fake

@@ -133,6 +133,7 @@ std::string compute_method(const ComputeCall& c) {
   if (s[4] == "instances" && is(c, 6, "GET")) return "instances.get";
   if (s[4] == "instances" && is(c, 6, "DELETE")) return "instances.delete";
   if (s[4] == "operations" && is(c, 6, "GET")) return "zoneOperations.get";
+  if (s[4] == "operations" && is(c, 5, "GET")) return "zoneOperations.list";
   if (s[4] == "machineTypes" && is(c, 5, "GET")) return "machineTypes.list";
   return {};
 }
@@ -160,6 +161,7 @@ JsonAnswer FakeCompute::handle(const ComputeCall& c) {
   if (method == "instances.insert") return insert(zone, c);
   if (method == "instances.get") return get(zone, c.segments[5]);
   if (method == "instances.delete") return remove(zone, c.segments[5], c);
+  if (method == "zoneOperations.list") return list_operations(zone, c);
   return operation(zone, c.segments[5]);
 }
 
@@ -339,6 +341,60 @@ Status FakeCompute::guest_shutdown(const std::string& zone, const std::string& n
   std::string status = status_of(*r, now);
   if (status == "RUNNING" || status == "STAGING" || status == "PROVISIONING") r->t.halted_at_s = now;
   return Status{};
+}
+
+Status FakeCompute::interrupt(const std::string& name, std::optional<double> notice_s) {
+  std::lock_guard lock(mu_);
+  const double now = clock_.now_s();
+  Record* r = nullptr;
+  for (auto& x : records_)
+    if ((x.inst.name == name || x.inst.id == name) && status_of(x, now) == "RUNNING") r = &x;
+  if (!r) return make_error(Code::not_found, "no instance " + name + " is running");
+  if (r->inst.provisioning_model != "SPOT") return make_error(Code::invalid_argument, name + " is not a Spot VM");
+  if (r->preempted_at_s) return make_error(Code::invalid_argument, name + " is already being preempted");
+  const double at = now + notice_s.value_or(30);
+  r->preempted_at_s = now;
+  (r->inst.termination_action == "STOP" ? r->t.halted_at_s : r->t.deleted_at_s) = at;
+  const ComputeCall none;
+  Operation& op = start_operation(r->inst.zone, "compute.instances.preempted", r, at, none);
+  op.done_at_s = at;
+  return Status{};
+}
+
+std::pair<int, std::string> FakeCompute::metadata(const std::string& path, const std::string& flavor, const std::string& id) {
+  std::lock_guard lock(mu_);
+  if (flavor != "Google") return {403, "Missing Metadata-Flavor:Google header."};
+  const double now = clock_.now_s();
+  const Record* r = nullptr;
+  for (const auto& x : records_)
+    if (x.inst.id == id && !status_of(x, now).empty()) r = &x;
+  if (!r) return {404, "not found"};
+  if (path == "/computeMetadata/v1/instance/preempted")
+    return {200, r->preempted_at_s && now >= *r->preempted_at_s ? "TRUE" : "FALSE"};
+  if (path == "/computeMetadata/v1/instance/id") return {200, r->inst.id};
+  if (path == "/computeMetadata/v1/instance/name") return {200, r->inst.name};
+  return {404, "not found"};
+}
+
+// The zone's operations that have begun, filtered by operationType="..." (the only filter the fake takes).
+JsonAnswer FakeCompute::list_operations(const std::string& zone, const ComputeCall& c) {
+  std::string type;
+  if (auto f = c.query.find("filter"); f != c.query.end()) {
+    const std::string& text = f->second;
+    const std::string prefix = "operationType=\"";
+    std::string compact;
+    for (char ch : text)
+      if (ch != ' ') compact += ch;
+    if (!compact.starts_with(prefix) || !compact.ends_with("\"") || compact.size() < prefix.size() + 1)
+      return invalid("filter", "the fake supports only operationType = \"TYPE\"");
+    type = compact.substr(prefix.size(), compact.size() - prefix.size() - 1);
+  }
+  const double now = clock_.now_s();
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& [name, op] : operations_)
+    if (op.zone == zone && op.started_at_s <= now && (type.empty() || op.type == type))
+      items.push_back(operation_json(op, now, false));
+  return {200, {{"kind", "compute#operationList"}, {"items", items}}};
 }
 
 void FakeCompute::set_stockout(bool on) {

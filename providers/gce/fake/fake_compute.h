@@ -80,11 +80,21 @@ class FakeCompute {
   // The guest powered itself off. not_found for an unknown or gone instance.
   Status guest_shutdown(const std::string& zone, const std::string& name);
   void set_stockout(bool on);
+  // A preemption (FakeCloudApi::interrupt) of the Spot VM named `name` (or with that id): its metadata's
+  // instance/preempted turns TRUE now, and notice_s later (default 30, GCE's) its instanceTerminationAction
+  // applies (DELETE: STOPPING, then gone), recorded as a compute.instances.preempted operation of its zone.
+  // not_found: no such instance up; invalid_argument: a STANDARD one.
+  Status interrupt(const std::string& name, std::optional<double> notice_s);
+  // GET /computeMetadata/v1/instance/preempted (and instance/id, instance/name) from inside the instance with
+  // that id; Metadata-Flavor: Google required (else 403).
+  // Its status and plain-text body.
+  std::pair<int, std::string> metadata(const std::string& path, const std::string& flavor, const std::string& id);
 
  private:
   struct Record {
     FakeGceInstance inst;
     fake_cloud::Timeline t;  // halted: a guest power-off
+    std::optional<double> preempted_at_s = {};  // the notice; the termination action applies notice_s later
   };
   struct Operation {
     std::string name = {}, id = {}, zone = {}, type = {}, target = {}, target_id = {};
@@ -97,6 +107,7 @@ class FakeCompute {
   JsonAnswer remove(const std::string& zone, const std::string& name, const ComputeCall& c);
   JsonAnswer aggregated(const ComputeCall& c);
   JsonAnswer operation(const std::string& zone, const std::string& name);
+  JsonAnswer list_operations(const std::string& zone, const ComputeCall& c);
   std::optional<JsonAnswer> replay(const ComputeCall& c, double now);
   Operation& start_operation(const std::string& zone, const std::string& type, const Record* target, double now,
                              const ComputeCall& c);

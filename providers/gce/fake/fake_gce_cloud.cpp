@@ -51,6 +51,14 @@ Status FakeGceCloud::guest_shutdown(const std::string& zone, const std::string& 
   return s;
 }
 
+http::LoopbackReply FakeGceCloud::metadata(const http::LoopbackRequest& req, const std::string& id) {
+  const std::string path = req.target.substr(0, req.target.find('?'));
+  const std::string flavor(http::find_header(req.headers, "Metadata-Flavor").value_or(""));
+  auto [status, body] = compute_.metadata(path, flavor, id);
+  return {.status = status, .headers = {{"Content-Type", "application/text"}, {"Metadata-Flavor", "Google"}},
+          .body = std::move(body)};
+}
+
 std::vector<fake_guest::LiveInstance> FakeGceCloud::live_guests() const {
   std::vector<fake_guest::LiveInstance> up;
   for (auto& i : compute_.instances())

@@ -47,6 +47,11 @@ class FakeGceCloud final : public fake_cloud::FakeCloudApi {
   int created() const { return compute_.created(); }
   Status guest_shutdown(const std::string& zone, const std::string& name);
   void set_stockout(bool on) { compute_.set_stockout(on); }
+  // A Spot VM's preemption (FakeCompute::interrupt) and the instances' metadata server (FakeCompute::metadata).
+  Status interrupt(const std::string& name, std::optional<double> notice_s) override {
+    return compute_.interrupt(name, notice_s);
+  }
+  http::LoopbackReply metadata(const http::LoopbackRequest& req, const std::string& id) override;
 
  private:
   fake_cloud::Route route(const http::LoopbackRequest& req) override;

@@ -6,6 +6,7 @@
 #include "providers/aws/aws_provider.h"
 #include "providers/aws/fake/fake_aws_cloud.h"
 #include "providers/aws/fake/fake_catalog.h"
+#include "providers/fake_cloud/request.h"
 #include "providers/http/codec.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
@@ -88,7 +89,8 @@ TEST_CASE("shutting-down reads exited with EC2's state; terminated reads gone, a
   auto st = run_sync(c.provider->describe(*h));
   REQUIRE(st.ok());
   CHECK(st->state == InstanceState::exited);
-  CHECK(st->detail == "EC2 state shutting-down");
+  CHECK(st->detail == "EC2 state shutting-down (Client.UserInitiatedShutdown)");
+  CHECK_FALSE(st->interrupted);
   c.clock.advance(3);
   CHECK(run_sync(c.provider->describe(*h))->state == InstanceState::gone);  // terminated, still listed
   c.clock.advance(120);
@@ -192,7 +194,7 @@ TEST_CASE("describe_many asks EC2 once (every page) for all the handles and answ
   CHECK(c.fake.server().requests("DescribeInstances") - before == 2);  // one filtered listing, in pages of two
   REQUIRE(all.size() == asked.size());  // each as describe would: the conformance suite
   CHECK(all[0]->state == InstanceState::running);
-  CHECK(all[1]->detail == "EC2 state shutting-down");
+  CHECK(all[1]->detail == "EC2 state shutting-down (Client.UserInitiatedShutdown)");
   CHECK(all[2]->state == InstanceState::gone);
   CHECK(all[5]->state == InstanceState::pending);
 
@@ -201,4 +203,49 @@ TEST_CASE("describe_many asks EC2 once (every page) for all the handles and answ
   REQUIRE(failed.size() == 2);
   CHECK(failed[0].code() == Code::unavailable);
   CHECK(failed[1].code() == Code::unavailable);
+}
+
+TEST_CASE("a spot interruption: the notice on IMDSv2 (token first), then EC2 terminates it with the state reason "
+          "Server.SpotInstanceTermination, which describe reads as interrupted") {
+  Cloud c;
+  auto spec = launch_spec("9");
+  spec.market = "spot";
+  auto h = run_sync(c.provider->create(offer(), spec));
+  REQUIRE(h.ok());
+  c.clock.advance(3);
+  FakeAwsCloud& api = c.fake;
+  auto get = [&](const std::string& path, const std::string& token) {
+    http::LoopbackRequest req{"GET", path};
+    if (!token.empty()) req.headers.emplace_back("X-aws-ec2-metadata-token", token);
+    return api.metadata(req, h->id);
+  };
+  http::LoopbackRequest put{"PUT", "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "60"}}};
+  auto token = api.metadata(put, h->id);
+  REQUIRE(token.status == 200);
+  CHECK(get("/latest/meta-data/spot/instance-action", "").status == 401);  // IMDSv2: no token, no answer
+  CHECK(get("/latest/meta-data/spot/instance-action", token.body).status == 404);  // no notice yet
+  CHECK(get("/latest/meta-data/instance-id", token.body).body == h->id);
+
+  // An on-demand instance is never interrupted; this one is, with EC2's two minutes.
+  auto on_demand = run_sync(c.provider->create(offer(), launch_spec("10")));
+  REQUIRE(on_demand.ok());
+  CHECK(c.fake.interrupt(on_demand->id, std::nullopt).code() == Code::invalid_argument);
+  REQUIRE(c.fake.interrupt(h->id, std::nullopt).ok());
+  auto notice = get("/latest/meta-data/spot/instance-action", token.body);
+  REQUIRE(notice.status == 200);
+  auto action = nlohmann::json::parse(notice.body);
+  CHECK(action["action"] == "terminate");
+  CHECK(action["time"] == fake_cloud::iso8601(c.clock.now_s() + 120));
+  CHECK(run_sync(c.provider->describe(*h))->state == InstanceState::running);  // until the time comes
+  CHECK_FALSE(run_sync(c.provider->describe(*h))->interrupted);
+  c.clock.advance(121);
+  auto st = run_sync(c.provider->describe(*h));
+  REQUIRE(st.ok());
+  CHECK(st->state == InstanceState::exited);  // shutting-down
+  CHECK(st->interrupted);
+  CHECK(st->detail.find("Server.SpotInstanceTermination") != std::string::npos);
+  auto many = run_sync(c.provider->describe_many({*h}));
+  REQUIRE(many.size() == 1);
+  CHECK(many[0]->interrupted);
+  CHECK(c.fake.interrupt(h->id, 10).code() == Code::not_found);  // gone already
 }

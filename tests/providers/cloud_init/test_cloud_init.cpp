@@ -41,6 +41,22 @@ TEST_CASE("the user data writes the agent, its environment and a start script, a
 
   spec.runtime = "docker";
   CHECK(cloud_init_user_data(spec, {})->find("packages:\n  - docker.io\n") != std::string::npos);
+
+  // A spot machine's agent is told which notice to watch, and where when the config names a stand-in; an
+  // on-demand one, or a cloud that gives none, is told nothing.
+  auto env_of = [](const Result<std::string>& ud) {
+    REQUIRE(ud.ok());
+    auto at = ud->find("content: ", ud->find("path: /opt/tsum/agent.env")) + 9;
+    auto env = http::base64_decode(ud->substr(at, ud->find('\n', at) - at));
+    REQUIRE(env.ok());
+    return *env;
+  };
+  CloudInitOptions spot{.spot_notice = "aws", .metadata_url = "http://10.1.2.3:8080"};
+  CHECK(env_of(cloud_init_user_data(spec, spot)).find("TSUM_SPOT_NOTICE") == std::string::npos);
+  spec.market = "spot";
+  CHECK(env_of(cloud_init_user_data(spec, spot)) ==
+        "TSUM_METADATA_URL='http://10.1.2.3:8080'\nTSUM_SPOT_NOTICE='aws'\nTSUM_TOKEN='a'\\''b c'\nTSUM_URL='http://x'\n");
+  CHECK(env_of(cloud_init_user_data(spec, {})).find("TSUM_SPOT_NOTICE") == std::string::npos);
 }
 
 TEST_CASE("the user data refuses bad directories, environment names, runtimes and sizes, naming them") {

@@ -239,3 +239,48 @@ TEST_CASE("describe_many lists each tag's instances once for all the handles; an
   CHECK_FALSE(failed[0].ok());
   CHECK_FALSE(failed[1].ok());
 }
+
+TEST_CASE("a Spot VM's preemption: instance/preempted turns TRUE (Metadata-Flavor required), then GCE deletes it and "
+          "records compute.instances.preempted, which describe reads as interrupted") {
+  Cloud c;
+  auto spec = launch_spec("21");
+  spec.market = "spot";
+  auto h = run_sync(c.provider->create(offer(), spec));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  c.clock.advance(5);
+  const std::string id = c.fake.instances().at(0).id;
+  auto ask = [&](const std::string& flavor) {
+    http::LoopbackRequest req{"GET", "/computeMetadata/v1/instance/preempted"};
+    if (!flavor.empty()) req.headers.emplace_back("Metadata-Flavor", flavor);
+    return c.fake.metadata(req, id);
+  };
+  CHECK(ask("").status == 403);
+  CHECK(ask("Google").body == "FALSE");
+  auto standard = run_sync(c.provider->create(offer(), launch_spec("22")));
+  REQUIRE(standard.ok());
+  c.clock.advance(5);
+  CHECK(c.fake.interrupt(standard->id, std::nullopt).code() == Code::invalid_argument);  // not a Spot VM
+  CHECK(c.fake.interrupt("no-such-vm", std::nullopt).code() == Code::not_found);
+  REQUIRE(c.fake.interrupt(h->id, std::nullopt).ok());
+  CHECK(ask("Google").body == "TRUE");
+  auto during = run_sync(c.provider->describe(*h));
+  REQUIRE(during.ok());
+  CHECK(during->state == InstanceState::running);  // GCE's 30 s
+  CHECK_FALSE(during->interrupted);
+  c.clock.advance(31);
+  auto st = run_sync(c.provider->describe(*h));
+  REQUIRE(st.ok());
+  CHECK(st->state == InstanceState::exited);  // STOPPING, then gone
+  CHECK(st->interrupted);
+  CHECK(st->detail.find("compute.instances.preempted") != std::string::npos);
+  c.clock.advance(10);
+  auto gone = run_sync(c.provider->describe(*h));
+  REQUIRE(gone.ok());
+  CHECK(gone->state == InstanceState::gone);
+  CHECK(gone->interrupted);  // deleted, and GCE's operations say why
+  CHECK_FALSE(run_sync(c.provider->describe(*standard))->interrupted);
+  auto many = run_sync(c.provider->describe_many({*h, *standard}));
+  REQUIRE(many.size() == 2);
+  CHECK(many[0]->interrupted);
+  CHECK_FALSE(many[1]->interrupted);
+}

@@ -1,0 +1,218 @@
+// Spot machines end to end on the fake EC2, whose guests share only the network with tsumd: a run interrupted
+// with EC2's two-minute notice (shortened) checkpoints at once and resumes on a new machine; interrupted again
+// without notice, it resumes from its periodic checkpoint; tsumd killed with -9 during that recovery loses
+// nothing; after two interruptions spot_recovery moves it to on-demand, where it finishes with the accuracy of the
+// same training run uninterrupted. No machine is left behind.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include "integration/cloud_rig.h"
+
+using namespace tsum;
+using namespace tsum::testing;
+using nlohmann::json;
+
+namespace {
+
+json run_of(CloudRig& rig, const std::string& admin, int id) {
+  return rig.daemon.call("GET", "/v1/runs/" + std::to_string(id), admin).json();
+}
+
+// Takes run 1's current machine back once its attempt is `attempt` and `ready` holds; returns the machine's id.
+template <class Ready>
+std::string interrupt_when(CloudRig& rig, const std::string& admin, int attempt, double notice_s, Ready ready) {
+  json run;
+  bool up = eventually([&] {
+    run = run_of(rig, admin, 1);
+    return run["attempt"] == attempt && run["status"] == "learning" && run["instance"].is_object() && ready(run);
+  }, std::chrono::seconds(240));
+  INFO(run.dump(2));
+  INFO(rig.daemon.log());
+  REQUIRE(up);
+  const std::string id = run["instance"]["id"].get<std::string>();
+  const std::string answer = rig.fake.interrupt(id, rig.tls.ca_file(), notice_s);
+  INFO(answer);
+  REQUIRE(answer.find("interrupting " + id) != std::string::npos);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then without), tsumd is killed during the "
+          "recovery, and it finishes on on-demand with an uninterrupted run's accuracy; no machine is left") {
+  CloudRig rig("aws", "", kGuestImage, 0, /*metadata=*/true);
+  rig.daemon.start();
+  const std::string admin = rig.daemon.admin_token();
+  auto offers = json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-aws.json")).out)["offers"];
+  REQUIRE_FALSE(offers.empty());
+  // Run 1 on spot, run 2 the same training on on-demand: the reference.
+  json body = {{"name", "spot"},
+               {"workload", {{"epochs", 3}, {"limit", 6000}, {"test_limit", 1000}, {"threads", 1}}},
+               {"configs", {{{"provider", "aws"}, {"instance_type", offers[0]["instance_type"]},
+                             {"market", {"spot", "on-demand"}},
+                             {"spot_recovery", {{"on_demand_after", 2}, {"checkpoint_every_s", 4}}}}}},
+               {"repetitions", 1}};
+  auto created = rig.daemon.call("POST", "/v1/experiments", admin, body.dump());
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+
+  // 1: a notice (20 s) once the first epoch is done: the agent checkpoints at once.
+  interrupt_when(rig, admin, 1, 20, [](const json& run) { return run["epochs"].size() >= 1; });
+  // 2: no notice, once the second machine has delivered a periodic checkpoint and learned a while since.
+  interrupt_when(rig, admin, 2, 0, [](const json& run) {
+    return run["attempts"].size() == 2 && run["attempts"][1]["checkpoint"].is_object();
+  });
+  // tsumd killed with -9 while the run waits for, or boots, its third machine.
+  bool recovering = eventually([&] { return run_of(rig, admin, 1)["attempt"] == 3; }, std::chrono::seconds(60));
+  REQUIRE(recovering);
+  auto killed = rig.daemon.stop(SIGKILL);
+  REQUIRE(killed.has_value());
+  rig.daemon.start();
+
+  json run, reference;
+  bool finished = eventually([&] {
+    run = run_of(rig, admin, 1);
+    reference = run_of(rig, admin, 2);
+    return is_terminal(run) && is_terminal(reference);
+  }, std::chrono::seconds(300));
+  INFO(run.dump(2));
+  INFO(rig.daemon.log());
+  INFO(rig.fake.log());
+  REQUIRE(finished);
+  REQUIRE(run["status"] == "done");
+  REQUIRE(reference["status"] == "done");
+  CHECK(reference["attempt"] == 1);
+
+  const json& attempts = run["attempts"];
+  REQUIRE(attempts.size() >= 3);  // a fourth when the kill caught the third machine already created
+  // The first: EC2's notice reached the agent, which checkpointed at once: nothing was learned twice.
+  CHECK(attempts[0]["market"] == "spot");
+  CHECK(attempts[0]["outcome"] == "interrupted");
+  CHECK(attempts[0]["notice"]["source"] == "agent");
+  CHECK(attempts[0]["notice"]["cloud"] == "aws");
+  CHECK(attempts[0]["notice"]["text"].get<std::string>().find("\"action\": \"terminate\"") != std::string::npos);
+  CHECK(attempts[0]["checkpoint"]["reason"] == "signal");
+  CHECK(attempts[0]["lost_s"].get<double>() < 2);
+  // AWS charges nothing for a spot instance it interrupts within its first hour.
+  for (const auto& [rule, bill] : attempts[0]["cost"].items()) CHECK(bill["amount"].get<double>() == 0);
+  // The second: gone without notice; EC2's state reason told the daemon; what followed the periodic checkpoint
+  // was learned again.
+  CHECK(attempts[1]["market"] == "spot");
+  CHECK(attempts[1]["outcome"] == "interrupted");
+  CHECK(attempts[1]["notice"]["source"] == "cloud");
+  CHECK(attempts[1]["reason"].get<std::string>().find("Server.SpotInstanceTermination") != std::string::npos);
+  CHECK(attempts[1]["checkpoint"]["reason"] == "periodic");
+  CHECK(attempts[1]["lost_s"].get<double>() > 0);
+  CHECK(attempts[1]["lost_s"].get<double>() < 30);
+  // After two interruptions, on-demand (spot_recovery.on_demand_after); every attempt its own machine.
+  CHECK(attempts.back()["market"] == "on-demand");
+  CHECK(attempts.back()["outcome"] == "done");
+  CHECK(attempts[0]["instance"] != attempts[1]["instance"]);
+  for (const auto& a : attempts) CHECK(a["up_s"].get<double>() > 0);
+  // The finished model: an uninterrupted run's accuracy, within a point.
+  const double acc = run["metrics"]["test_accuracy"].get<double>();
+  const double ref = reference["metrics"]["test_accuracy"].get<double>();
+  CHECK(std::abs(acc - ref) <= 0.01);
+  CHECK(acc > 0.5);
+  // t_sum spans every machine: the first create to the last poweroff.
+  double last = 0;
+  for (const auto& [phase, secs] : run["phases"].items()) last += secs.get<double>();
+  CHECK(run["t_sum"].get<double>() > last);
+  CHECK(run["lost_s"].get<double>() >= attempts[1]["lost_s"].get<double>());
+
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+}
+
+TEST_CASE("a spot run on the fake GCE: preempted with its 30 s notice on the metadata server, it checkpoints and "
+          "finishes on its next Spot VM") {
+  CloudRig rig("gce", "", kGuestImage, 0, /*metadata=*/true);
+  rig.daemon.start();
+  const std::string admin = rig.daemon.admin_token();
+  auto offers = json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-gce.json")).out)["offers"];
+  REQUIRE_FALSE(offers.empty());
+  json body = {{"name", "spot on gce"},
+               {"workload", {{"epochs", 2}, {"limit", 6000}, {"test_limit", 500}, {"threads", 1}}},
+               {"configs", {{{"provider", "gce"}, {"instance_type", offers[0]["instance_type"]}, {"market", "spot"}}}},
+               {"repetitions", 1}};
+  REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, body.dump()).status == 201);
+  interrupt_when(rig, admin, 1, 30, [](const json& run) { return run["epochs"].size() >= 1; });
+  json run;
+  bool finished = eventually([&] { return is_terminal(run = run_of(rig, admin, 1)); }, std::chrono::seconds(300));
+  INFO(run.dump(2));
+  INFO(rig.daemon.log());
+  REQUIRE(finished);
+  CHECK(run["status"] == "done");
+  REQUIRE(run["attempts"].size() == 2);
+  const json& first = run["attempts"][0];
+  CHECK(first["outcome"] == "interrupted");
+  CHECK(first["notice"]["source"] == "agent");
+  CHECK(first["notice"]["cloud"] == "gce");
+  CHECK(first["notice"]["text"] == "TRUE");
+  CHECK(first["checkpoint"]["reason"] == "signal");
+  CHECK(run["attempts"][1]["market"] == "spot");
+  CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.5);
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+}
+
+// bench/spot.sh (skipped in the suite): one training run interrupted 0, 1, 2 and 4 times, each time with a notice
+// of 30 s (GCE's and Azure's window) once the machine has learned a few seconds. Prints a line per run:
+//   spot-bench: k=<interruptions> t_sum=<s> lost_s=<s> cost=<USD> notice_to_checkpoint_s=<max over its interruptions>
+//               resume_s=<mean of new machine to learning again> accuracy=<test accuracy>
+TEST_CASE("bench: a spot run interrupted 0, 1, 2 and 4 times" * doctest::skip(true)) {
+  CloudRig rig("aws", "", kGuestImage, 0, /*metadata=*/true);
+  rig.daemon.start();
+  const std::string admin = rig.daemon.admin_token();
+  auto offers = json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-aws.json")).out)["offers"];
+  REQUIRE_FALSE(offers.empty());
+  const int epochs = std::getenv("SPOT_EPOCHS") ? std::atoi(std::getenv("SPOT_EPOCHS")) : 2;
+  int id = 0;
+  for (int k : {0, 1, 2, 4}) {
+    json body = {{"name", "spot bench k=" + std::to_string(k)},
+                 {"workload", {{"epochs", epochs}, {"limit", 6000}, {"test_limit", 1000}, {"threads", 1}}},
+                 {"configs", {{{"provider", "aws"}, {"instance_type", offers[0]["instance_type"]}, {"market", "spot"},
+                               {"spot_recovery", {{"checkpoint_every_s", 60}}}}}},
+                 {"repetitions", 1}};
+    REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, body.dump()).status == 201);
+    ++id;
+    std::vector<double> noticed_at;  // wall clock when each notice was given
+    for (int j = 1; j <= k; ++j) {
+      json run;
+      std::optional<std::chrono::steady_clock::time_point> learning_since;
+      bool ready = eventually([&] {
+        run = run_of(rig, admin, id);
+        const bool learning = run["attempt"] == j && run["status"] == "learning" && run["instance"].is_object();
+        if (!learning) learning_since.reset();
+        else if (!learning_since) learning_since = std::chrono::steady_clock::now();
+        return learning && std::chrono::steady_clock::now() - *learning_since > std::chrono::seconds(3);
+      }, std::chrono::seconds(300));
+      INFO(run.dump(2));
+      REQUIRE(ready);
+      noticed_at.push_back(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+      REQUIRE(rig.fake.interrupt(run["instance"]["id"].get<std::string>(), rig.tls.ca_file(), 30).find("interrupting") !=
+              std::string::npos);
+    }
+    json run;
+    REQUIRE(eventually([&] { return is_terminal(run = run_of(rig, admin, id)); }, std::chrono::seconds(600)));
+    INFO(run.dump(2));
+    REQUIRE(run["status"] == "done");
+    double worst_notice = 0, resume = 0;
+    for (int j = 0; j < k; ++j) {
+      const json& a = run["attempts"][j];
+      REQUIRE(a["checkpoint"].is_object());
+      worst_notice = std::max(worst_notice, a["checkpoint"]["received_at"].get<double>() - noticed_at[j]);
+      const json& next = run["attempts"][j + 1]["phases"];
+      for (const char* p : {"startup", "install", "load_data", "start"}) resume += next[p].get<double>() / k;
+    }
+    double cost = 0;
+    for (const auto& [rule, bill] : run["cost"].items()) { cost = bill["amount"].get<double>(); break; }
+    std::cout << "spot-bench: k=" << k << " t_sum=" << run["t_sum"].get<double>()
+              << " lost_s=" << (run["lost_s"].is_null() ? 0.0 : run["lost_s"].get<double>()) << " cost=" << cost
+              << " notice_to_checkpoint_s=" << worst_notice << " resume_s=" << resume
+              << " accuracy=" << run["metrics"]["test_accuracy"].get<double>() << std::endl;
+  }
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+}
