@@ -337,16 +337,17 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   };
   for (;;) {
     if (live.cancel_reason) co_return Result{RunStatus::cancelled, *live.cancel_reason};
-    if (live.noticed) {
+    if (live.noticed && !live.saved) {
       // The notice came: once the checkpoint is in (or there was nothing to save yet: no learning begun) the
-      // machine is let go at once, not at the cloud's deadline.
+      // machine is let go at once, not at the cloud's deadline. A run past learning finishes verify and save if
+      // they fit before the machine goes (its going is an interruption, below).
       auto phases = s_.ledger.phases(live.id);
-      const bool learning = phases && phases->count(Phase::learn) && (*phases)[Phase::learn].begin &&
-                            !(*phases)[Phase::learn].end;
-      if (live.checkpointed_after_notice || !learning)
+      const bool begun = phases && phases->count(Phase::learn) && (*phases)[Phase::learn].begin;
+      const bool learned = begun && (*phases)[Phase::learn].end;
+      if (live.checkpointed_after_notice || !begun)
         co_return interrupted("interrupted by " + row->provider + " (notice)" +
                               (live.checkpointed_after_notice ? "; checkpoint held" : "; nothing to save yet"));
-      if (live.noticed_at && std::chrono::steady_clock::now() - *live.noticed_at > notice_wait)
+      if (!learned && live.noticed_at && std::chrono::steady_clock::now() - *live.noticed_at > notice_wait)
         co_return interrupted("interrupted by " + row->provider + " (notice); no checkpoint within " +
                               std::to_string(notice_wait.count()) + " s");
     }

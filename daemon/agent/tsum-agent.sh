@@ -643,7 +643,8 @@ else
     esac
   done < "$WORK/events.fifo"
   wait "$trainer"; rc=$?
-  [ -e "$WORK/notice" ] && interrupted_exit "tsum-train exited with status $rc"
+  # Stopped by the notice; one that came during verify or save let the trainer finish, and save goes on.
+  [ -e "$WORK/notice" ] && [ "$rc" -ne 0 ] && interrupted_exit "tsum-train exited with status $rc"
   [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
   if [ "$NODE" -gt 0 ]; then  # rank > 0 neither verifies nor saves: its part ends with the training
     t=$(now)
