@@ -8,7 +8,7 @@ import { planRows } from '../../web/src/plan.js';
 import { localFiring, scheduleBody } from '../../web/src/schedule_form.js';
 import { scaleOf } from '../../web/src/search.js';
 import { parseEvents } from '../../web/src/sse.js';
-import { byConfig, headroomUnderStep, mean, resources, stderr } from '../../web/src/stats.js';
+import { attemptSpans, byConfig, headroomUnderStep, mean, resources, stderr } from '../../web/src/stats.js';
 
 test('mean and standard error', () => {
   assert.equal(mean([]), null);
@@ -123,4 +123,23 @@ test('a search\'s bands share one log scale from the lowest p10 to the highest p
   assert.equal(scale(1000), 100);  // clamped
   assert.equal(scaleOf([])(5), 0);  // nothing to scale
   assert.equal(scaleOf([{ p10: 3, mean: 3, p90: 3 }])(3), 50);  // one point: the middle
+});
+
+test('a spot run\'s machines share one time axis from the first start to the last end; one machine gets none', () => {
+  const attempts = [
+    { attempt: 1, market: 'spot', started_at: 100, ended_at: 130, outcome: 'interrupted' },
+    { attempt: 2, market: 'spot', started_at: 135, ended_at: 160, outcome: 'interrupted' },
+    { attempt: 3, market: 'on-demand', started_at: 160, ended_at: null, outcome: null },
+  ];
+  const spans = attemptSpans(attempts, 200);
+  assert.equal(spans.length, 3);
+  assert.deepEqual(spans.map((s) => s.outcome), ['interrupted', 'interrupted', 'running']);
+  assert.equal(spans[0].start, 0);
+  assert.equal(spans[0].width, 30);   // 30 of the 100 s from 100 to now (200)
+  assert.equal(spans[1].start, 35);
+  assert.equal(spans[2].start, 60);
+  assert.equal(spans[2].width, 40);   // still running: until now
+  assert.equal(spans[2].market, 'on-demand');
+  assert.deepEqual(attemptSpans([attempts[0]]), []);
+  assert.deepEqual(attemptSpans(undefined), []);
 });

@@ -8,6 +8,7 @@ import { PHASES, PHASE_OF_STATUS, TERMINAL, clock, configName, metric, money, nu
 import { badge } from './page_experiments.js';
 import { searchCard } from './search.js';
 import { watchRun } from './sse.js';
+import { attemptSpans } from './stats.js';
 
 function timeline(run) {
   const known = PHASES.map((p) => run.phases[p]).filter(Number.isFinite);
@@ -89,6 +90,31 @@ function inferenceBlock(sweep) {
       h('td', { class: 'num' }, metric('rss_bytes', b.peak_rss_bytes)))), { id: 'inference' })), canvas];
 }
 
+// A spot run's machines in turn: one bar each on a shared time axis, and what each did (its market, how it
+// ended, the learning redone after it, the checkpoint it handed on).
+function attemptsBlock(run) {
+  const spans = attemptSpans(run.attempts);
+  if (!spans.length) return null;
+  const bars = h('ol', { class: 'timeline attempts', id: 'attempts' }, spans.map((s) => {
+    const bar = h('span', { class: `bar ${s.outcome === 'interrupted' ? 'interrupted' : 'learn'}` });
+    bar.style.marginLeft = `${s.start}%`;
+    bar.style.width = `${s.width}%`;
+    return h('li', { class: 'phase done', dataset: { attempt: s.attempt, outcome: s.outcome } },
+      h('span', { class: 'name' }, `#${s.attempt} ${s.market}`), h('span', { class: 'track' }, bar),
+      h('span', { class: 'secs' }, s.outcome));
+  }));
+  const rows = run.attempts.map((a) => h('tr', {},
+    h('th', { scope: 'row' }, `#${a.attempt}`), h('td', {}, `${a.market} ${a.instance_type}`), h('td', {}, a.instance ?? '–'),
+    h('td', { class: 'num' }, Number.isFinite(a.up_s) ? seconds(a.up_s, 1) : '–'),
+    h('td', {}, a.outcome ?? 'running'), h('td', {}, a.notice ? `${a.notice.source} notice` : '–'),
+    h('td', {}, a.checkpoint ? `epoch ${a.checkpoint.epoch}, step ${a.checkpoint.step} (${a.checkpoint.reason})` : '–'),
+    h('td', { class: 'num' }, Number.isFinite(a.lost_s) ? seconds(a.lost_s, 1) : '–')));
+  return h('section', { class: 'card' }, h('h2', {}, 'Machines'),
+    h('p', { class: 'hint' }, `Interrupted ${run.attempts.filter((a) => a.outcome === 'interrupted').length} times; `,
+      `learning redone ${Number.isFinite(run.lost_s) ? seconds(run.lost_s, 1) : '–'}.`),
+    bars, table(['Attempt', 'Machine', 'Instance', 'Up', 'Ended', 'Interruption', 'Checkpoint handed on', 'Redone'], rows));
+}
+
 function costBlock(run) {
   const rules = Object.entries(run.cost);
   if (!rules.length) return empty('The cost is known once all 8 phases are timed.');
@@ -153,6 +179,7 @@ export function runPage(root, [id], { signal }) {
       inference || h('section', { class: 'card' }, h('h2', {}, 'Trainer'),
         h('p', { class: 'meta' }, `test accuracy ${Number.isFinite(run.metrics.test_accuracy) ? `${number(100 * run.metrics.test_accuracy, 2)} %` : '–'}`,
           ` · ${number(run.metrics.images_per_s)} images/s over learn`), epochs),
+      attemptsBlock(run),
       h('section', { class: 'card' }, h('h2', {}, 'Resources per phase'),
         h('p', { class: 'hint' }, 'Sampled inside the instance by the agent: min / average / max over each phase.'), statsTable(run.stats),
         gpuProbe(run.metrics.install?.gpu_probe)),

@@ -55,3 +55,21 @@ export function headroomUnderStep(t, rule, within = 0.1) {
   const left = (boundary - t) / rule.step_s;
   return left > 0 && left <= within ? { left, boundary } : null;
 }
+
+// A run's machines in turn (GET /v1/runs/{id}: attempts), placed on one time axis from the first one's start:
+// each {attempt, market, outcome, start, width} with start and width in percent of the span from the first
+// start to the last end (a live attempt ends now). Empty for a run of one machine.
+export function attemptSpans(attempts, now = Date.now() / 1000) {
+  if (!Array.isArray(attempts) || attempts.length < 2) return [];
+  const first = attempts[0].started_at;
+  const ends = attempts.map((a) => (Number.isFinite(a.ended_at) ? a.ended_at : now));
+  const span = Math.max(...ends) - first;
+  if (!(span > 0)) return [];
+  return attempts.map((a, i) => ({
+    attempt: a.attempt,
+    market: a.market,
+    outcome: a.outcome ?? 'running',
+    start: (100 * (a.started_at - first)) / span,
+    width: Math.max(0.5, (100 * (ends[i] - a.started_at)) / span),
+  }));
+}
