@@ -11,6 +11,7 @@
 #include "daemon/admission.h"
 #include "daemon/experiment_spec.h"
 #include "daemon/past_runs.h"
+#include "daemon/spot_risk.h"
 
 namespace tsum::api {
 
@@ -27,17 +28,30 @@ std::optional<double> number_param(const Request& req, const char* key, bool* ba
   return v;
 }
 
-// Done runs of every experiment whose workload equals `workload`, as the predictor's measured runs.
-Result<std::vector<billing::MeasuredRun>> history(daemon::Store& store, daemon::Views& views, const json& workload) {
+struct History {
+  std::vector<billing::MeasuredRun> runs;
+  std::vector<double> restarts;  // of resumed attempts (spot), seconds
+};
+
+// Done runs of every experiment whose workload equals `workload`, as the predictor's measured runs (a run that
+// needed several machines as one machine's, daemon::one_machine_phases), and the restarts of resumed attempts.
+Result<History> history(daemon::Store& store, daemon::Views& views, const json& workload) {
   auto all = store.experiments();
   if (!all) return all.error();
-  std::vector<billing::MeasuredRun> out;
+  History h;
+  auto& out = h.runs;
   for (const auto& e : *all) {
     if (e.spec.workload().to_json() != workload) continue;
     auto full = views.experiment(e.id);
     if (!full) return full.error();
     for (const auto& run : (*full)["runs"]) {
+      auto r = daemon::restarts_of(run);
+      h.restarts.insert(h.restarts.end(), r.begin(), r.end());
       if (run["status"] != "done" || !run["t_sum"].is_number()) continue;
+      const json phases = daemon::one_machine_phases(run);  // a run of several machines as one machine's
+      bool known = true;
+      for (auto name : billing::kPhaseNames) known = known && phases[std::string(name)].is_number();
+      if (!known) continue;
       billing::MeasuredRun m;
       std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
       const int nodes = run.value("nodes", 1);
@@ -47,11 +61,11 @@ Result<std::vector<billing::MeasuredRun>> history(daemon::Store& store, daemon::
       // The machine as the run stored it from its offer, named as the candidates below name theirs.
       daemon::describe_machine(run.value("machine", json::object()), m.cfg);
       for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
-        m.phases[i] = run["phases"][std::string(billing::kPhaseNames[i])].get<double>();
+        m.phases[i] = phases[std::string(billing::kPhaseNames[i])].get<double>();
       out.push_back(std::move(m));
     }
   }
-  return out;
+  return h;
 }
 
 }  // namespace
@@ -85,9 +99,27 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
       rule_override = *r;
     }
 
+    // Spot candidates: the prior interruption rate where a type has no stored spot machines.
+    double prior_rate = billing::kSpotPriorRate;
+    if (auto it = req.query.find("interruptions_per_hour"); it != req.query.end()) {
+      auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), prior_rate);
+      if (ec != std::errc() || p != it->second.data() + it->second.size() || !(prior_rate >= 0) || prior_rate > 3600)
+        co_return unprocessable("'interruptions_per_hour' must be a number from 0 to 3600 (the prior rate at which "
+                                "a cloud takes a spot machine back, per machine-hour; default " +
+                                std::to_string(billing::kSpotPriorRate).substr(0, 4) + ")");
+    }
+    // The recovery policy of the experiment's spot config, else the defaults a spot config gets.
+    daemon::RunConfig::SpotRecovery recovery;
+    for (size_t v = 0; v < exp->spec.variants(); ++v)
+      if (exp->spec.config_of(v).market == "spot") {
+        recovery = exp->spec.config_of(v).spot_recovery;
+        break;
+      }
+
     const json workload = exp->spec.workload().to_json();
-    auto runs = history(store, views, workload);
-    if (!runs) co_return error_response(runs.error());
+    auto past = history(store, views, workload);
+    if (!past) co_return error_response(past.error());
+    const auto* runs = &past->runs;
     if (runs->empty())
       co_return unprocessable("no done run of experiment " + std::to_string(exp_id) +
                               "'s workload yet: run it on at least one config first");
@@ -127,6 +159,17 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
           cfg.config = o.provider + "/" + o.instance_type + (n > 1 ? "/x" + std::to_string(n) : "");
           cfg.nodes = n;
           candidates.push_back({cfg, n * o.hourly_price, o.currency, *rule});
+          // Its spot twin where the cloud sells spare capacity and quotes its price: one machine (a multi-node
+          // run cannot resume yet), predicted from the same machine's runs, priced with its interruptions.
+          if (n == 1 && p->capabilities().spot && o.spot_hourly_price > 0) {
+            auto seen = store.spot_exposure(o.provider, o.instance_type);
+            if (!seen) co_return error_response(seen.error());
+            billing::PlanCandidate spot{cfg, o.spot_hourly_price, o.currency, *rule};
+            spot.cfg.config += "/spot";
+            spot.predict_as = cfg.config;
+            spot.spot = daemon::spot_model(*seen, recovery, o.provider, o.hourly_price, prior_rate, past->restarts);
+            candidates.push_back(std::move(spot));
+          }
         }
       }
     }

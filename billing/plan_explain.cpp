@@ -99,10 +99,25 @@ std::string format_money(double amount, const std::string& currency) {
   return fmt(f, amount) + " " + currency;
 }
 
+// What a spot entry's numbers already hold: "spot: 0.12 interruptions expected (0.05/h, prior: ...), redoing
+// 4 s of learning and 11 s of restarts on average".
+std::string spot_note(const PlanEntry& e) {
+  const auto& m = *e.candidate.spot;
+  std::string out = "spot at " + format_money(e.candidate.hourly_price, e.candidate.currency) + "/h: " +
+                    fmt("%.2g", e.interruptions) + " interruptions expected (" + m.rate_basis + "), redoing " +
+                    fmt("%.1f s", e.lost_s) + " of learning and " + fmt("%.1f s", e.restart_s) + " of restarts on average";
+  if (m.free_first_hour) out += "; a machine the cloud takes back within its first hour is free";
+  if (e.p_fail > 0) out += "; fails in " + fmt("%.2g%%", 100 * e.p_fail) + " of draws (more than " +
+                           std::to_string(m.max_interruptions) + " interruptions)";
+  return out;
+}
+
 void explain_plan(Plan& plan) {
   if (plan.ranked.empty()) return;
   plan.ranked[0].reason = winner_reason(plan);
   for (size_t i = 1; i < plan.ranked.size(); ++i) plan.ranked[i].reason = loser_reason(plan, plan.ranked[i]);
+  for (auto& e : plan.ranked)
+    if (e.candidate.spot) e.reason += "; " + spot_note(e);
 }
 
 }  // namespace tsum::billing

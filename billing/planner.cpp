@@ -21,7 +21,52 @@ struct Evaluated {
   PlanEntry entry;
   std::vector<double> cost;  // per Monte Carlo draw
   std::vector<double> time;
+  std::vector<char> failed;  // a spot plan interrupted more than it may be
 };
+
+// One machine's job under a SpotModel (see planner.h): `pre` seconds to learning, `work` seconds of
+// checkpointed work, `post` seconds after it.
+struct SpotDraw {
+  double wall = 0, billed = 0, cost = 0, lost = 0, restart = 0;
+  int interruptions = 0;
+  bool failed = false;
+};
+
+SpotDraw simulate_spot(const SpotModel& m, const PlanCandidate& c, double pre, double work, double post,
+                       std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  SpotDraw d;
+  double remaining = work;
+  for (;;) {
+    const bool on_demand = m.on_demand_after > 0 && d.interruptions >= m.on_demand_after;
+    const double price = on_demand ? m.on_demand_price : c.hourly_price;
+    const double boot = d.interruptions == 0 ? pre : m.restart_s.value_or(pre);
+    const double need = boot + remaining + post;
+    const double per_s = on_demand ? 0 : m.rate_per_hour / 3600;
+    const double up = per_s > 0 ? -std::log1p(-unit(rng)) / per_s : kInf;  // until the cloud takes it back
+    if (d.interruptions > 0) d.restart += std::min(up, boot);
+    if (up >= need) {
+      const double billed = expected_billed_seconds(c.rule, need);
+      d.wall += need, d.billed += billed, d.cost += price * billed / 3600;
+      return d;
+    }
+    const double billed = m.free_first_hour && up < 3600 ? 0 : expected_billed_seconds(c.rule, up);
+    d.wall += up, d.billed += billed, d.cost += price * billed / 3600;
+    ++d.interruptions;
+    if (up > boot) {
+      const double learned = std::min(up - boot, remaining);
+      const double lost = std::min(learned, unit(rng) * m.checkpoint_every_s);
+      remaining -= learned - lost;
+      d.lost += lost;
+    }
+    if (d.interruptions > m.max_interruptions) {  // failed: what it spent, and the run again on on-demand
+      const double again = pre + work + post, billed_again = expected_billed_seconds(c.rule, again);
+      d.wall += again, d.billed += billed_again, d.cost += m.on_demand_price * billed_again / 3600;
+      d.failed = true;
+      return d;
+    }
+  }
+}
 
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -56,13 +101,29 @@ Evaluated evaluate(const Prediction& p, const PlanCandidate& c, Packing packing,
   Evaluated ev;
   ev.cost.resize(draws);
   ev.time.resize(draws);
+  ev.failed.assign(draws, 0);
   std::vector<double> billed(draws), instance_t(draws);
+  std::mt19937_64 rng(req.seed ^ std::hash<std::string>{}(c.cfg.config + "/interruptions"));
+  double interruptions = 0, lost = 0, restart = 0, failed = 0;
+  // A spot machine's job: interrupted and resumed per c.spot; the draw's cost, wall time and what it lost.
+  auto on_spot = [&](size_t i, double pre, double work, double post, double& cost, double& bill) {
+    auto d = simulate_spot(*c.spot, c, pre, work, post, rng);
+    cost += d.cost, bill += d.billed, interruptions += d.interruptions, lost += d.lost, restart += d.restart;
+    if (d.failed && !ev.failed[i]) ev.failed[i] = 1, ++failed;
+    return d.wall;
+  };
   for (size_t i = 0; i < draws; ++i) {
     double cost = 0, bill = 0, wall = 0;
     if (packing == Packing::fresh) {
       for (int r = 0; r < reps; ++r) {
-        double t = p.t_sum[(i + shift[r]) % draws];
-        bill += expected_billed_seconds(c.rule, t);
+        const size_t j = (i + shift[r]) % draws;
+        double t = p.t_sum[j];
+        if (c.spot) {
+          const double pre = p.phases[kStartup][j] + p.phases[kInstall][j] + p.phases[kLoadData][j] + p.phases[kStart][j];
+          t = on_spot(i, pre, p.phases[kLearn][j], p.t_sum[j] - pre - p.phases[kLearn][j], cost, bill);
+        } else {
+          bill += expected_billed_seconds(c.rule, t);
+        }
         wall = std::max(wall, t);
       }
       instance_t[i] = p.t_sum[i];
@@ -72,15 +133,25 @@ Evaluated evaluate(const Prediction& p, const PlanCandidate& c, Packing packing,
         else
           for (int r = 0; r < reps; ++r) wall += p.phases[ph][(i + shift[r]) % draws];
       }
-      bill = expected_billed_seconds(c.rule, wall);
       instance_t[i] = wall;
+      if (c.spot) {  // one machine: everything between its setup and its poweroff is work a restart resumes
+        const double pre = p.phases[kStartup][i] + p.phases[kInstall][i] + p.phases[kLoadData][i];
+        wall = on_spot(i, pre, wall - pre - p.phases[kPoweroff][i], p.phases[kPoweroff][i], cost, bill);
+      } else {
+        bill = expected_billed_seconds(c.rule, wall);
+      }
     }
-    cost = c.hourly_price * bill / 3600.0;
+    if (!c.spot) cost = c.hourly_price * bill / 3600.0;
     ev.cost[i] = cost;
     ev.time[i] = wall;
     billed[i] = bill;
   }
   PlanEntry& e = ev.entry;
+  const double n = static_cast<double>(draws);
+  e.interruptions = interruptions / n;
+  e.lost_s = lost / n;
+  e.restart_s = restart / n;
+  e.p_fail = failed / n;
   e.candidate = c;
   e.packing = packing;
   e.repetitions = reps;
@@ -106,7 +177,7 @@ void judge(Evaluated& ev, const PlanRequest& req) {
   auto& e = ev.entry;
   if (req.deadline_s) {
     size_t ok = 0;
-    for (double t : ev.time) ok += t <= *req.deadline_s;
+    for (size_t i = 0; i < ev.time.size(); ++i) ok += ev.time[i] <= *req.deadline_s && !ev.failed[i];
     e.p_deadline = static_cast<double>(ok) / static_cast<double>(ev.time.size());
   }
   if (req.objective == Objective::cost_under_deadline) e.feasible = e.p_deadline >= req.deadline_confidence;
@@ -167,6 +238,12 @@ Status check_request(const PlanRequest& req, std::span<const PlanCandidate> cand
   for (const auto& c : candidates) {
     if (!(c.hourly_price >= 0) || !std::isfinite(c.hourly_price))
       return make_error(Code::invalid_argument, "plan: " + c.cfg.config + " has no valid hourly price");
+    if (c.spot && !(c.spot->rate_per_hour >= 0 && std::isfinite(c.spot->rate_per_hour) &&
+                    c.spot->checkpoint_every_s > 0 && std::isfinite(c.spot->checkpoint_every_s) &&
+                    c.spot->max_interruptions >= 0 && c.spot->max_interruptions <= 1000 &&
+                    c.spot->on_demand_price >= 0 && (!c.spot->restart_s || *c.spot->restart_s >= 0)))
+      return make_error(Code::invalid_argument, "plan: " + c.cfg.config + "'s interruption model is invalid "
+                                                "(rate >= 0, checkpoint interval > 0, 0..1000 interruptions)");
     if (c.currency != candidates.front().currency)
       return make_error(Code::invalid_argument, "plan: candidates are priced in " + candidates.front().currency +
                                                     " and " + c.currency + "; convert them to one currency first");
@@ -206,10 +283,32 @@ Result<PackingChoice> parse_packing(std::string_view name) {
   return make_error(Code::invalid_argument, "unknown packing '" + std::string(name) + "': use fresh, packed or best");
 }
 
+SpotRate estimate_spot_rate(int interruptions, double machine_hours, double prior_rate, double prior_hours) {
+  char buf[200];
+  const double rate = (prior_rate * prior_hours + interruptions) / (prior_hours + machine_hours);
+  if (machine_hours <= 0 && interruptions == 0) {
+    std::snprintf(buf, sizeof buf, "prior: %.3g/h (no spot machine of this type measured yet)", prior_rate);
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "measured: %d interruption%s in %.3g spot machine-hours, with the prior %.3g/h counted as %.3g "
+                  "machine-hour%s",
+                  interruptions, interruptions == 1 ? "" : "s", machine_hours, prior_rate, prior_hours,
+                  prior_hours == 1 ? "" : "s");
+  }
+  return {rate, buf};
+}
+
 Result<PlanCandidate> candidate_from_offer(const Catalog& catalog, const CatalogOffer& offer,
-                                           std::span<const BillingRule> user_rules, bool spot) {
+                                           std::span<const BillingRule> user_rules, bool spot, SpotModel spot_model) {
   PlanCandidate c;
   c.cfg.config = catalog.provider + "/" + offer.instance_type + (spot ? "/spot" : "");
+  if (spot) {
+    c.predict_as = catalog.provider + "/" + offer.instance_type;
+    spot_model.on_demand_price = offer.hourly;
+    spot_model.free_first_hour = spot_model.free_first_hour || catalog.provider == "aws";
+    if (spot_model.rate_basis.empty()) spot_model.rate_basis = estimate_spot_rate(0, 0, spot_model.rate_per_hour).basis;
+    c.spot = spot_model;
+  }
   c.cfg.provider = catalog.provider;
   c.cfg.instance_type = offer.instance_type;
   c.cfg.cores = offer.vcpus;
@@ -235,6 +334,13 @@ Result<PlanCandidate> candidate_from_offer(const Catalog& catalog, const Catalog
   return c;
 }
 
+RunDraw draw_run(const PlanCandidate& c, const Prediction& p, size_t i, std::mt19937_64& rng) {
+  if (!c.spot) return {expected_cost(c.rule, c.hourly_price, p.t_sum[i]), p.t_sum[i], false};
+  const double pre = p.phases[kStartup][i] + p.phases[kInstall][i] + p.phases[kLoadData][i] + p.phases[kStart][i];
+  auto d = simulate_spot(*c.spot, c, pre, p.phases[kLearn][i], p.t_sum[i] - pre - p.phases[kLearn][i], rng);
+  return {d.cost, d.wall, d.failed};
+}
+
 std::string PlanEntry::label() const {
   if (repetitions <= 1) return candidate.cfg.config;
   return candidate.cfg.config + " (" + std::string(packing_name(packing)) + ")";
@@ -247,7 +353,9 @@ Result<Plan> make_plan(const Predictor& predictor, std::span<const PlanCandidate
   plan.spread = predictor.spread_source();
   std::vector<Evaluated> all;
   for (const auto& c : candidates) {
-    auto p = predictor.predict(c.cfg);
+    ConfigSpec as = c.cfg;
+    if (!c.predict_as.empty()) as.config = c.predict_as;
+    auto p = predictor.predict(as);
     if (!p) {
       plan.unpredictable.emplace_back(c.cfg.config, p.error().detail);
       continue;
@@ -298,6 +406,21 @@ json plan_to_json(const Plan& plan) {
               {"free", {{"repetitions", e.free_repetitions}, {"epochs", e.free_epochs}}},
               {"reason", e.reason}};
     if (req.deadline_s) j["p_deadline"] = e.p_deadline;
+    j["market"] = e.candidate.spot ? "spot" : "on-demand";
+    if (const auto& m = e.candidate.spot) {
+      j["interruptions"] = {{"rate_per_hour", m->rate_per_hour},
+                            {"rate_basis", m->rate_basis},
+                            {"checkpoint_every_s", m->checkpoint_every_s},
+                            {"restart_s", m->restart_s ? json(*m->restart_s) : json(nullptr)},
+                            {"restart_basis", m->restart_basis},
+                            {"on_demand_after", m->on_demand_after},
+                            {"max_interruptions", m->max_interruptions},
+                            {"free_first_hour", m->free_first_hour},
+                            {"expected", e.interruptions},
+                            {"lost_s", e.lost_s},
+                            {"restarts_s", e.restart_s},
+                            {"p_fail", e.p_fail}};
+    }
     ranked.push_back(std::move(j));
   }
   json unpredictable = json::array();

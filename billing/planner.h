@@ -20,6 +20,7 @@
 #pragma once
 
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,20 +45,57 @@ enum class PackingChoice { fresh, packed, best };
 std::string_view packing_name(Packing p);
 Result<PackingChoice> parse_packing(std::string_view name);
 
+// A spot candidate's interruptions. The cloud takes machines back at random: a Poisson process of
+// rate_per_hour per machine-hour (the one assumption). Each interruption bills the machine's time so far (nothing
+// where free_first_hour and it came within the first hour: AWS's rule for the Linux spot instances it interrupts),
+// redoes the learning since the last checkpoint (uniform in [0, checkpoint_every_s]: as if no notice came; a
+// notice only makes it less) and pays a restart: a next machine to learning again (restart_s where measured, else
+// the plan's own startup, install, load_data and start). After on_demand_after interruptions (0: never) the run
+// goes on on-demand at on_demand_price; after more than max_interruptions it fails, which misses any deadline and
+// costs what it spent plus the whole run again on on-demand (what its user then does).
+struct SpotModel {
+  double rate_per_hour = 0;
+  std::string rate_basis;
+  double checkpoint_every_s = 300;
+  std::optional<double> restart_s;
+  std::string restart_basis;
+  int max_interruptions = 6;
+  int on_demand_after = 0;
+  double on_demand_price = 0;
+  bool free_first_hour = false;
+};
+
+// The interruption rate of a type's spot machines from what tsum saw of them: a Gamma-Poisson estimate,
+// (prior_rate * prior_hours + interruptions) / (prior_hours + machine_hours), so a few machine-hours move it from
+// the prior and many make it the measured rate. The basis says which it is.
+struct SpotRate {
+  double rate_per_hour = 0;
+  std::string basis;
+};
+SpotRate estimate_spot_rate(int interruptions, double machine_hours, double prior_rate, double prior_hours = 1.0);
+// The prior when nothing is stored: 0.05 interruptions per machine-hour (one in 20 hours; GCE documents 5-15 %
+// of Spot VMs preempted per day, AWS's advisor buckets most types under 5 % a month). GET /v1/plan's
+// interruptions_per_hour sets it.
+inline constexpr double kSpotPriorRate = 0.05;
+
 struct PlanCandidate {
   ConfigSpec cfg;
   double hourly_price = 0;
   std::string currency = "USD";
   BillingRule rule;
+  std::optional<SpotModel> spot;  // a spot candidate (cfg.config ends with "/spot")
+  std::string predict_as;         // the config whose measured runs predict this one; empty: cfg.config
 };
 
 // A candidate for a catalog offer: its machine (vcpus as cores, GPUs, cpu_family), its hourly price (spot when
 // asked and listed), the catalog's currency, and its billing rule: the offer's, else the catalog's, else the
 // provider's (user rules first), else per_second_60s_min; capped at the offer's monthly price when the rule has
-// a cap. config is "<provider>/<instance_type>" ("/spot" appended for spot). invalid_argument for an unknown
-// rule name, or spot asked for an offer without a spot price.
+// a cap. config is "<provider>/<instance_type>" ("/spot" appended for spot: its SpotModel is `spot_model`, with
+// the offer's on-demand price; predicted as the on-demand config). invalid_argument for an unknown rule name, or
+// spot asked for an offer without a spot price.
 Result<PlanCandidate> candidate_from_offer(const Catalog& catalog, const CatalogOffer& offer,
-                                           std::span<const BillingRule> user_rules = {}, bool spot = false);
+                                           std::span<const BillingRule> user_rules = {}, bool spot = false,
+                                           SpotModel spot_model = {.rate_per_hour = kSpotPriorRate});
 
 struct PlanRequest {
   Objective objective = Objective::cost;
@@ -87,6 +125,12 @@ struct PlanEntry {
   int runs = 0;
   int free_repetitions = 0;
   int free_epochs = 0;
+  // A spot candidate: expected interruptions, learning redone and restart time over the plan, and the share of
+  // draws in which it failed (interrupted more than max_interruptions).
+  double interruptions = 0;
+  double lost_s = 0;
+  double restart_s = 0;
+  double p_fail = 0;
   std::string reason;
 
   std::string label() const;  // config, plus "(packed)"/"(fresh)" when repetitions > 1
@@ -104,6 +148,14 @@ struct Plan {
 Result<Plan> make_plan(const Predictor& predictor, std::span<const PlanCandidate> candidates, const PlanRequest& req);
 
 nlohmann::json plan_to_json(const Plan& plan);
+
+// One run of c on one fresh machine from the prediction's draw i: its expected cost and wall time; for a spot
+// candidate with interruptions drawn from rng (failed: more than it may have).
+struct RunDraw {
+  double cost = 0, wall = 0;
+  bool failed = false;
+};
+RunDraw draw_run(const PlanCandidate& c, const Prediction& p, size_t i, std::mt19937_64& rng);
 
 // The phases a packed plan pays once, in kPhaseNames order.
 bool paid_once_when_packed(int phase);

@@ -55,12 +55,14 @@ void score_draws(Scored& s, const PlanCandidate& c, const SearchRequest& req) {
   s.valid.resize(t.size());
   double sum = 0, sum_cost = 0;
   size_t ok = 0;
+  std::mt19937_64 rng(plan.seed ^ std::hash<std::string>{}(c.cfg.config));  // a spot candidate's interruptions
   for (size_t i = 0; i < t.size(); ++i) {
-    double cost = expected_cost(c.rule, c.hourly_price, t[i]) * plan.repetitions;
-    double hours_value = t[i] / 3600.0 * req.value_per_hour;
+    const RunDraw run = draw_run(c, *s.pred, i, rng);
+    double cost = run.cost * plan.repetitions;
+    double hours_value = run.wall / 3600.0 * req.value_per_hour;
     bool time_based = plan.objective == Objective::time || plan.objective == Objective::budget;
     s.value[i] = time_based ? hours_value : cost;
-    s.valid[i] = plan.objective == Objective::cost_under_deadline ? t[i] <= *plan.deadline_s
+    s.valid[i] = plan.objective == Objective::cost_under_deadline ? run.wall <= *plan.deadline_s && !run.failed
                  : plan.objective == Objective::budget             ? cost <= *plan.budget
                                                                    : true;
     sum += s.value[i];

@@ -130,7 +130,21 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
     if (!r.is_object()) return bad("'" + at + "' must be an object");
     if (std::find(markets->begin(), markets->end(), "spot") == markets->end())
       return bad("'" + at + "' is for spot runs: set '" + where + ".market' to \"spot\"");
-    if (auto e = reject_unknown(r, at + ".", {"max_interruptions", "on_demand_after", "checkpoint_every_s"})) return *e;
+    if (auto e = reject_unknown(r, at + ".", {"max_interruptions", "on_demand_after", "checkpoint_every_s", "zones"}))
+      return *e;
+    if (r.contains("zones")) {
+      const json& z = r["zones"];
+      const auto zone_ok = [](const json& v) {
+        if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 63) return false;
+        for (char ch : v.get<std::string>())
+          if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-') return false;
+        return true;
+      };
+      if (!z.is_array() || z.empty() || z.size() > 16 || !std::all_of(z.begin(), z.end(), zone_ok))
+        return bad("'" + at + ".zones' must be a list of 1 to 16 zone names (letters, digits, -), e.g. "
+                   "[\"us-central1-a\", \"us-central1-b\"]");
+      recovery.zones = z.get<std::vector<std::string>>();
+    }
     for (auto [key, field, lo, hi] : {std::tuple{"max_interruptions", &recovery.max_interruptions, 0, 100},
                                       std::tuple{"on_demand_after", &recovery.on_demand_after, 0, 100},
                                       std::tuple{"checkpoint_every_s", &recovery.checkpoint_every_s, 1, 86400}}) {
@@ -166,6 +180,7 @@ json ExperimentSpec::to_json() const {
       cfg["spot_recovery"] = {{"max_interruptions", c.spot_recovery.max_interruptions},
                               {"on_demand_after", c.spot_recovery.on_demand_after},
                               {"checkpoint_every_s", c.spot_recovery.checkpoint_every_s}};
+    if (c.market == "spot" && !c.spot_recovery.zones.empty()) cfg["spot_recovery"]["zones"] = c.spot_recovery.zones;
     cfgs.push_back(std::move(cfg));
   }
   json rules = json::array();

@@ -53,6 +53,9 @@ struct RunConfig {
     int max_interruptions = 6;
     int on_demand_after = 0;
     int checkpoint_every_s = 300;
+    // Zones of the provider's region the attempts go to in turn (attempt k in zones[(k - 1) % n]), so a recovery
+    // does not land where the capacity just ran out; empty: the provider's own zone every time.
+    std::vector<std::string> zones = {};
     bool operator==(const SpotRecovery&) const = default;
   };
   SpotRecovery spot_recovery = {};

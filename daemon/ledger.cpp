@@ -381,17 +381,19 @@ Result<int> Ledger::attempt_of(int64_t run_id) {
 
 Status Ledger::begin_attempt(int64_t run_id, const AttemptSpec& spec) {
   auto st = db_.prepare(
-      "INSERT INTO run_attempts (run_id, attempt, provider, instance_type, market, hourly_price, started_at) "
-      "SELECT id, attempt, ?2, ?3, ?4, ?5, ?6 FROM runs WHERE id = ?1 ON CONFLICT DO NOTHING");
+      "INSERT INTO run_attempts (run_id, attempt, provider, instance_type, market, hourly_price, started_at, zone) "
+      "SELECT id, attempt, ?2, ?3, ?4, ?5, ?6, ?7 FROM runs WHERE id = ?1 ON CONFLICT DO NOTHING");
   if (!st) return st.error();
-  if (auto s = st->bind(run_id, spec.provider, spec.instance_type, spec.market, spec.hourly_price, clock_.now_s()).run();
+  if (auto s = st->bind(run_id, spec.provider, spec.instance_type, spec.market, spec.hourly_price, clock_.now_s(),
+                        spec.zone).run();
       !s)
     return s;
   if (db_.changes() == 1) changed(run_id);
   return {};
 }
 
-Status Ledger::next_attempt(int64_t run_id, const AttemptSpec& next, std::string_view reason) {
+Status Ledger::next_attempt(int64_t run_id, const AttemptSpec& next, std::string_view reason,
+                            std::string_view outcome) {
   Transaction tx(db_);
   if (!tx.begun()) return tx.begun().error();
   auto from = status(run_id);
@@ -401,10 +403,10 @@ Status Ledger::next_attempt(int64_t run_id, const AttemptSpec& next, std::string
                                                 std::string(status_name(*from)));
   const double now = clock_.now_s();
   auto end = db_.prepare(
-      "UPDATE run_attempts SET ended_at = ?1, outcome = 'interrupted', reason = ?2 WHERE run_id = ?3 AND "
+      "UPDATE run_attempts SET ended_at = ?1, outcome = ?4, reason = ?2 WHERE run_id = ?3 AND "
       "ended_at IS NULL AND attempt = (SELECT attempt FROM runs WHERE id = ?3)");
   if (!end) return end.error();
-  if (auto s = end->bind(now, reason, run_id).run(); !s) return s;
+  if (auto s = end->bind(now, reason, run_id, outcome).run(); !s) return s;
   auto up = db_.prepare(
       "UPDATE runs SET status = 'queued', reason = ?1, updated_at = ?2, attempt = attempt + 1, instance = NULL, "
       "provider = ?3, instance_type = ?4, market = ?5, hourly_price = ?6 WHERE id = ?7");
@@ -483,7 +485,7 @@ Result<std::optional<CheckpointRecord>> Ledger::last_checkpoint(int64_t run_id) 
 Result<std::vector<AttemptRecord>> Ledger::attempts(int64_t run_id) {
   auto st = db_.prepare(
       "SELECT attempt, provider, instance_type, market, hourly_price, instance, started_at, ended_at, outcome, reason, "
-      "notice FROM run_attempts WHERE run_id = ? ORDER BY attempt");
+      "notice, zone FROM run_attempts WHERE run_id = ? ORDER BY attempt");
   if (!st) return st.error();
   st->bind(run_id);
   std::vector<AttemptRecord> out;
@@ -493,7 +495,7 @@ Result<std::vector<AttemptRecord>> Ledger::attempts(int64_t run_id) {
     if (!*row) break;
     AttemptRecord a;
     a.attempt = static_cast<int>(st->int64(0));
-    a.spec = {st->text(1), st->text(2), st->text(3), st->real(4)};
+    a.spec = {st->text(1), st->text(2), st->text(3), st->real(4), st->text(11)};
     if (!st->is_null(5)) a.instance = parse_attrs(st->text(5));
     a.started_at = st->real(6);
     a.ended_at = st->opt_real(7);

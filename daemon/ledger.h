@@ -51,6 +51,7 @@ struct PhaseRecord {
 struct AttemptSpec {
   std::string provider, instance_type, market = "on-demand";
   double hourly_price = 0;
+  std::string zone = {};  // where it was placed (spot_recovery.zones); empty: the provider's own
 };
 struct AttemptRecord {
   int attempt = 1;
@@ -123,10 +124,12 @@ class Ledger {
   // ---- attempts (spot machines) ----
   // The current attempt's row, written at dispatch if it has none yet (idempotent).
   Status begin_attempt(int64_t run_id, const AttemptSpec& spec);
-  // The current attempt ended by an interruption (`reason`): it is closed, and the run goes back to the queue for
+  // The current attempt ended (`outcome`: "interrupted" when the cloud took the machine back, "abandoned" when a
+  // restarted daemon found it unfinished; `reason` says how): it is closed, and the run goes back to the queue for
   // its next attempt, on `next` (whose provider, type, market and price become the run's). Its machine must be
   // gone already (the caller terminated it): the run's instance is cleared. A finished run: already_exists.
-  Status next_attempt(int64_t run_id, const AttemptSpec& next, std::string_view reason);
+  Status next_attempt(int64_t run_id, const AttemptSpec& next, std::string_view reason,
+                      std::string_view outcome = "interrupted");
   // The interruption's notice on the current attempt, kept once (the first one wins). True if written.
   Result<bool> note_interruption(int64_t run_id, const nlohmann::json& notice);
   Result<int> attempt_of(int64_t run_id);

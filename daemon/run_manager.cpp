@@ -222,7 +222,11 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
                                             std::to_string(exp->spec.variants())};
   const Workload& workload = exp->spec.workload_of(variant);
   const RunConfig& config = exp->spec.config_of(variant);
-  if (auto st = s_.ledger.begin_attempt(live.id, {row->provider, row->instance_type, row->market, row->hourly_price}); !st)
+  // Attempt k of a spot run in spot_recovery.zones[(k - 1) % n]: a recovery moves on from where it was taken back.
+  const auto& zones = config.spot_recovery.zones;
+  const std::string zone = zones.empty() ? "" : zones[static_cast<size_t>(row->attempt - 1) % zones.size()];
+  if (auto st = s_.ledger.begin_attempt(live.id, {row->provider, row->instance_type, row->market, row->hourly_price, zone});
+      !st)
     co_return Result{RunStatus::failed, st.error().detail};
   auto env = agent_env(*provider, workload, offers->front().gpus);
   if (!env) co_return Result{RunStatus::failed, env.error().detail};
@@ -249,6 +253,7 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   spec.agent_script = std::string(find_embedded(agent_files(), "tsum-agent.sh"));
   spec.agent_sha256 = opts_.agent_sha256;
   spec.market = row->market;
+  spec.zone = zone;
   spec.env = std::move(*env);
   spec.env["TSUM_RUN_ID"] = spec.run_id;
   spec.env["TSUM_TOKEN"] = *token;
@@ -625,7 +630,7 @@ asio::awaitable<void> RunManager::reconcile() {
     if (machine_gone && (r.market == "spot" || r.attempt > 1) && p) {
       auto next = co_await next_attempt_of(r.id);
       if (next) {
-        if (auto st = s_.ledger.next_attempt(r.id, *next, reason); st) {
+        if (auto st = s_.ledger.next_attempt(r.id, *next, reason, "abandoned"); st) {
           (void)s_.tokens.revoke_run(r.id);
           log_line("reconcile: run " + std::to_string(r.id) + " goes on on a next machine: " + reason);
           continue;

@@ -10,6 +10,7 @@
 
 #include "billing/rule_book.h"
 #include "common/json_util.h"
+#include "daemon/spot_risk.h"
 #include "daemon/submit.h"
 
 namespace tsum::daemon {
@@ -72,6 +73,16 @@ asio::awaitable<Result<billing::PlanCandidate>> SearchRunner::candidate(const Ru
   cand.cfg.nodes = c.nodes;
   cand.hourly_price = c.nodes * o.hourly_price;
   cand.currency = o.currency;
+  if (c.market == "spot") {  // ranked beside its on-demand twin: its own probes, its price, its interruptions
+    if (o.spot_hourly_price <= 0)
+      co_return make_error(Code::invalid_argument, "provider '" + c.provider + "' quotes no spot price for '" +
+                                                       c.instance_type + "'");
+    auto seen = s_.store.spot_exposure(c.provider, c.instance_type);
+    if (!seen) co_return seen.error();
+    cand.cfg.config += "/spot";
+    cand.hourly_price = o.spot_hourly_price;
+    cand.spot = spot_model(*seen, c.spot_recovery, c.provider, o.hourly_price, billing::kSpotPriorRate, {});
+  }
   if (!billing.empty()) {
     auto rule = billing::parse_rule(billing);
     if (!rule) co_return rule.error();
@@ -173,7 +184,8 @@ asio::awaitable<void> SearchRunner::probe_run(std::shared_ptr<Search> s, RunConf
   s_.runs_queued();
   size_t index = s->probes.size();
   s->probes.push_back({{"config", config.provider + "/" + config.instance_type +
-                                      (config.nodes > 1 ? "/x" + std::to_string(config.nodes) : "")},
+                                      (config.nodes > 1 ? "/x" + std::to_string(config.nodes) : "") +
+                                      (config.market == "spot" ? "/spot" : "")},
                        {"experiment_id", *exp},
                        {"run_id", runs->front().id}, {"status", "queued"}, {"t_sum", nullptr}});
   (void)save(*s, "running", "", nullptr);
@@ -204,9 +216,16 @@ asio::awaitable<Result<billing::MeasuredRun>> SearchRunner::await_run(int64_t ru
                                                 (*view)["status"].get<std::string>() + ": " +
                                                 (*view).value("reason", ""));
   s->probes[index]["t_sum"] = (*view)["t_sum"];
+  if (view->value("attempt", 1) > 1) s->probes[index]["attempts"] = (*view)["attempt"];
+  const json phases = one_machine_phases(*view);  // a spot probe that needed several machines as one machine's
   billing::MeasuredRun m;
-  for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
-    m.phases[i] = (*view)["phases"][std::string(billing::kPhaseNames[i])].get<double>();
+  for (size_t i = 0; i < billing::kPhaseNames.size(); ++i) {
+    const json& v = phases[std::string(billing::kPhaseNames[i])];
+    if (!v.is_number())
+      co_return make_error(Code::unavailable, "probe run " + std::to_string(run_id) + "'s " +
+                                                  std::string(billing::kPhaseNames[i]) + " is not known");
+    m.phases[i] = v.get<double>();
+  }
   co_return m;
 }
 

@@ -167,4 +167,21 @@ Result<std::vector<json>> Store::epochs_of(int64_t run_id) {
   return out;
 }
 
+Result<SpotExposure> Store::spot_exposure(const std::string& provider, const std::string& instance_type) {
+  auto st = db_.prepare(
+      "SELECT COUNT(*), COALESCE(SUM(outcome = 'interrupted'), 0), COALESCE(SUM(ended_at - started_at), 0) "
+      "FROM run_attempts WHERE provider = ? AND instance_type = ? AND market = 'spot' AND ended_at IS NOT NULL");
+  if (!st) return st.error();
+  st->bind(provider, instance_type);
+  auto row = st->step();
+  if (!row) return row.error();
+  SpotExposure out;
+  if (*row) {
+    out.attempts = static_cast<int>(st->int64(0));
+    out.interruptions = static_cast<int>(st->int64(1));
+    out.machine_hours = std::max(0.0, st->real(2)) / 3600;
+  }
+  return out;
+}
+
 }  // namespace tsum::daemon

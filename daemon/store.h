@@ -53,6 +53,14 @@ struct PricedConfig {
   nlohmann::json machine = nlohmann::json::object();  // providers::machine_of the offer
 };
 
+// A type's spot machines as tsum saw them: attempts that ended, how many the cloud took back, and their machine
+// time (dispatch to end, daemon clock).
+struct SpotExposure {
+  int attempts = 0;
+  int interruptions = 0;
+  double machine_hours = 0;
+};
+
 class Store {
  public:
   Store(Db& db, const Clock& clock) : db_(db), clock_(clock) {}
@@ -74,6 +82,8 @@ class Store {
   Result<std::vector<RunRow>> runs_in(std::initializer_list<RunStatus> statuses);
   // The trainer's per-epoch samples of a run, in epoch order.
   Result<std::vector<nlohmann::json>> epochs_of(int64_t run_id);
+  // The ended spot attempts of `provider`'s `instance_type`, every run's.
+  Result<SpotExposure> spot_exposure(const std::string& provider, const std::string& instance_type);
 
  private:
   Result<std::vector<RunRow>> query_runs(std::string_view where, const std::vector<SqlValue>& args);

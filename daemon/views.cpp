@@ -229,8 +229,8 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
         last_checkpoint.update(c.attrs);
         kept_learn_s = c.attrs.value("learn_seconds", kept_learn_s);
       }
-    json lost_here = nullptr;
-    if (a.outcome == "interrupted") {
+    json lost_here = nullptr, learned_here = nullptr;
+    if (a.outcome == "interrupted" || a.outcome == "abandoned") {  // another attempt followed
       double learned = 0;
       auto l = a.phases.find(Phase::learn);
       const double stop = a.notice ? a.notice->value("at", a.ended_at.value_or(0.0)) : a.ended_at.value_or(0.0);
@@ -241,12 +241,14 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
       const double redone = std::max(0.0, learned - (kept_learn_s - resumed_learn_s));
       lost += redone;
       lost_here = redone;
+      learned_here = learned;
       resumed_learn_s = kept_learn_s;
     }
     out.attempts.push_back({{"attempt", a.attempt},
                             {"provider", a.spec.provider},
                             {"instance_type", a.spec.instance_type},
                             {"market", a.spec.market},
+                            {"zone", a.spec.zone.empty() ? json(nullptr) : json(a.spec.zone)},
                             {"hourly_price", a.spec.hourly_price},
                             {"instance", a.instance ? json(a.instance->value("id", "")) : json(nullptr)},
                             {"started_at", a.started_at},
@@ -258,6 +260,7 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
                             {"up_s", up ? json(*up) : json(nullptr)},
                             {"cost", bill},
                             {"checkpoint", last_checkpoint},
+                            {"learned_s", learned_here},
                             {"lost_s", lost_here}});
   }
   out.lost_s = lost;

@@ -108,6 +108,9 @@ struct LaunchSpec {
   // "spot": the cloud's spare capacity (AWS spot, GCE Spot VMs, Azure Spot, Yandex preemptible), which it may take
   // back with a short notice; deleted, never stopped, when it does. Only where Capabilities::spot.
   std::string market = "on-demand";
+  // The zone of the provider's region to place the machine in (a spot run's recovery moves between zones:
+  // spot_recovery.zones); empty: the provider's own. Spot clouds only (AWS, GCE, Azure, Yandex).
+  std::string zone = {};
   int nodes = 1;                        // machines this create makes: > 1 only where Capabilities::gang_nodes
 };
 

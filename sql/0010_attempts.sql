@@ -12,10 +12,11 @@ CREATE TABLE run_attempts (
   instance_type TEXT NOT NULL,
   market        TEXT NOT NULL CHECK (market IN ('on-demand', 'spot')),
   hourly_price  REAL NOT NULL,
+  zone          TEXT NOT NULL DEFAULT '',  -- spot_recovery.zones' pick; '' the provider's own
   instance      TEXT,                 -- the provider's handle, once created
   started_at    REAL NOT NULL,        -- daemon clock: dispatched
   ended_at      REAL,                 -- daemon clock: the run moved on (a next attempt) or finished
-  outcome       TEXT CHECK (outcome IN ('interrupted', 'done', 'failed', 'cancelled')),
+  outcome       TEXT CHECK (outcome IN ('interrupted', 'abandoned', 'done', 'failed', 'cancelled')),
   reason        TEXT NOT NULL DEFAULT '',
   notice        TEXT,                 -- the interruption: {"source": "agent"|"cloud", "cloud", "text", "at"}
   PRIMARY KEY (run_id, attempt)

@@ -89,6 +89,9 @@ Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const Launc
   if (offer.instance_type.empty()) return make_error(Code::invalid_argument, "aws: offer without an instance type");
   if (spec.idempotency_token.empty()) return make_error(Code::invalid_argument, "aws: create needs an idempotency token");
   if (spec.tag.empty()) return make_error(Code::invalid_argument, "aws: create needs an ownership tag");
+  if (!spec.zone.empty() && !opts_.subnet_id.empty())
+    return make_error(Code::invalid_argument, "aws: zone " + spec.zone + " with subnet_id " + opts_.subnet_id +
+                                                  ": a subnet is in one zone; leave subnet_id out to move between zones");
   auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
   Fields p{{"ImageId", opts_.image_id},
@@ -109,6 +112,7 @@ Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const Launc
   }
   if (!opts_.key_name.empty()) p.emplace_back("KeyName", opts_.key_name);
   if (!opts_.subnet_id.empty()) p.emplace_back("SubnetId", opts_.subnet_id);
+  if (!spec.zone.empty()) p.emplace_back("Placement.AvailabilityZone", spec.zone);
   for (std::size_t i = 0; i < opts_.security_group_ids.size(); ++i)
     p.emplace_back("SecurityGroupId." + std::to_string(i + 1), opts_.security_group_ids[i]);
   return p;

@@ -71,6 +71,7 @@ nlohmann::json vm_body(const VmSpec& s) {
             {"networkProfile", {{"networkApiVersion", "2020-11-01"}, {"networkInterfaceConfigurations", {nic}}}}}}};
   if (s.spot)
     body["properties"].update({{"priority", "Spot"}, {"evictionPolicy", "Delete"}, {"billingProfile", {{"maxPrice", -1}}}});
+  if (!s.zone.empty()) body["zones"] = {s.zone};
   return body;
 }
 

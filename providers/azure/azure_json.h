@@ -41,6 +41,7 @@ struct VmSpec {
   std::string subnet_id = {};       // the subnet the VM's NIC joins
   Tags tags = {};
   bool spot = false;                // priority Spot, evictionPolicy Delete, maxPrice -1 (up to the on-demand price)
+  std::string zone = {};            // an availability zone of the location ("1", "2", "3"); empty: Azure's choice
 };
 
 // {"location", "tags"}

@@ -123,7 +123,7 @@ Result<VmSpec> AzureProvider::vm_spec(const Offer& offer, const LaunchSpec& spec
                 .user_data = *user_data,
                 .subnet_id = "/" + group_path(group) + "/providers/Microsoft.Network/virtualNetworks/" + group + "-vnet/subnets/default",
                 .tags = {{opts_.tag_name, spec.tag}, {std::string(kRunTag), spec.run_id}},
-                .spot = spec.market == "spot"};
+                .spot = spec.market == "spot", .zone = spec.zone};
 }
 
 InstanceHandle AzureProvider::handle_of(const std::string& group, const std::string& location, const std::string& size,
@@ -202,7 +202,9 @@ Task<Result<InstanceHandle>> AzureProvider::create(const Offer& offer, const Lau
     co_return make_error(provisioned.code(), provisioned.error().detail + "; its resource group is being deleted");
   }
   if (!provisioned) co_return provisioned.error();
-  co_return handle_of(vm->name, vm->location, vm->size, created_at);
+  auto h = handle_of(vm->name, vm->location, vm->size, created_at);
+  if (vm->spot) h.data["spot"] = true;  // describe then reads a VM gone from its group as an eviction
+  co_return h;
 }
 
 Task<Result<std::string>> AzureProvider::public_ip(const std::string& group) {
@@ -220,7 +222,17 @@ Task<Result<InstanceStatus>> AzureProvider::describe(const InstanceHandle& h) {
                            "?$expand=instanceView&" + api(kComputeApi);
   const std::string method = "GET", body;
   auto answer = co_await api_->arm(method, path, body);
-  if (!answer && answer.code() == Code::not_found) co_return InstanceStatus{InstanceState::gone, "Azure does not know the VM or its group", ""};
+  if (!answer && answer.code() == Code::not_found) {
+    // tsum deletes a VM's whole resource group; Azure's eviction of a Spot VM (evictionPolicy Delete) deletes the
+    // VM alone: a spot VM gone from a group that is still there was evicted.
+    const bool vm_alone = answer.error().detail.find("ResourceGroupNotFound") == std::string::npos;
+    InstanceStatus st{InstanceState::gone, "Azure does not know the VM or its group", ""};
+    if (vm_alone && h.data.is_object() && h.data.value("spot", false)) {
+      st.detail = "Azure evicted the Spot VM (gone from its resource group)";
+      st.interrupted = true;
+    }
+    co_return st;
+  }
   if (!answer) co_return answer.error();
   auto vm = parse_vm(answer->body);
   if (!vm) co_return vm.error();

@@ -90,9 +90,11 @@ Result<InsertSpec> GceProvider::insert_spec(const Offer& offer, const LaunchSpec
     return bad("tag '" + spec.tag + "' is not a GCE label value (lowercase letters, digits, _ and -, at most 63)");
   if (!valid_label_value(spec.run_id)) return bad("run id '" + spec.run_id + "' is not a GCE label value");
   if (opts_.source_image.empty()) return bad("no source_image configured");
+  if (!spec.zone.empty() && !valid_resource_name(spec.zone)) return bad("zone '" + spec.zone + "' is not valid");
   auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
-  return InsertSpec{.name = instance_name(spec), .zone = opts_.zone, .machine_type = offer.instance_type,
+  return InsertSpec{.name = instance_name(spec), .zone = spec.zone.empty() ? opts_.zone : spec.zone,
+                    .machine_type = offer.instance_type,
                     .source_image = opts_.source_image, .disk_gb = opts_.disk_gb, .network = opts_.network,
                     .labels = {{opts_.label_key, spec.tag}, {std::string(kRunLabel), spec.run_id}},
                     .metadata = {{"user-data", *user_data}}, .max_run_duration = opts_.max_run_duration,

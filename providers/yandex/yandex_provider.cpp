@@ -95,6 +95,8 @@ Result<CreateInstance> YandexProvider::create_spec(const Offer& offer, const Lau
   if (spec.idempotency_token.empty()) return bad("create needs an idempotency token");
   if (spec.tag.empty() || !valid_label_value(spec.tag)) return bad("tag '" + spec.tag + "' is not a Yandex label value");
   if (!valid_label_value(spec.run_id)) return bad("run id '" + spec.run_id + "' is not a Yandex label value");
+  if (!spec.zone.empty() && spec.zone != opts_.zone)
+    return bad("zone " + spec.zone + ": the configured subnet is in " + opts_.zone + " (a subnet belongs to one zone)");
   auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
   if (user_data->size() > kMaxUserData) return bad("user data over Yandex's 256 KiB");

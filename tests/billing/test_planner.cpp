@@ -240,3 +240,135 @@ TEST_CASE("catalog offers become candidates with their provider's rule and their
   REQUIRE(user.ok());
   CHECK(candidate_from_offer(*local, local->offers[0], *user)->rule.name == "my_local");
 }
+
+namespace {
+
+// A spot twin of `c`: its own config id, predicted from c's runs, under `m`.
+PlanCandidate spot_of(const ConfigSpec& c, double price, const char* rule_name, SpotModel m) {
+  PlanCandidate s = cand(c, price, rule_name);
+  s.cfg.config += "/spot";
+  s.predict_as = c.config;
+  s.spot = m;
+  return s;
+}
+
+const PlanEntry& entry(const Plan& p, const std::string& config) {
+  for (const auto& e : p.ranked)
+    if (e.candidate.cfg.config == config) return e;
+  FAIL("no entry " << config);
+  return p.ranked.front();
+}
+
+}  // namespace
+
+TEST_CASE("spot: the interruption rate moves from the prior toward what was measured") {
+  auto prior = estimate_spot_rate(0, 0, 0.05);
+  CHECK(prior.rate_per_hour == doctest::Approx(0.05));
+  CHECK(prior.basis.find("prior") == 0);
+  auto few = estimate_spot_rate(2, 0.5, 0.05);  // 2 in half an hour, the prior worth one hour
+  CHECK(few.rate_per_hour == doctest::Approx((0.05 + 2) / 1.5));
+  CHECK(few.basis.find("measured: 2 interruptions in 0.5 spot machine-hours") == 0);
+  auto many = estimate_spot_rate(10, 1000, 0.05);  // 0.01/h over a thousand hours: the data wins
+  CHECK(many.rate_per_hour == doctest::Approx(0.01).epsilon(0.01));
+}
+
+TEST_CASE("spot: a candidate never interrupted costs its price; interruptions add time, redone learning and "
+          "restarts, and a high enough rate ranks on-demand first, with the reason") {
+  auto c = local(2);
+  c.provider = "gce";
+  std::vector<MeasuredRun> h = {run(c, 3000), run(c, 3100), run(c, 3050)};  // t_sum about an hour
+  SpotModel calm{.rate_per_hour = 0, .rate_basis = "prior: 0/h", .checkpoint_every_s = 300, .on_demand_price = 1.0};
+  auto quiet = plan(h, {cand(c, 1.0, "per_second_60s_min"), spot_of(c, 0.3, "per_second_60s_min", calm)});
+  const auto& q = entry(quiet, c.config + "/spot");
+  CHECK(quiet.ranked[0].candidate.cfg.config == c.config + "/spot");
+  CHECK(q.cost == doctest::Approx(0.3 * entry(quiet, c.config).cost));  // same machine time, 30 % of the price
+  CHECK(q.t_mean == doctest::Approx(entry(quiet, c.config).t_mean));
+  CHECK(q.interruptions == 0);
+  CHECK(q.reason.find("spot at") != std::string::npos);
+  CHECK(plan_to_json(quiet)["ranked"][0]["market"] == "spot");
+  CHECK(plan_to_json(quiet)["ranked"][0]["interruptions"]["expected"] == 0);
+
+  // Two an hour, each redoing up to 5 minutes of learning and paying a 10-minute restart.
+  SpotModel stormy = calm;
+  stormy.rate_per_hour = 2;
+  stormy.restart_s = 600;
+  stormy.max_interruptions = 100;
+  auto rough = plan(h, {cand(c, 1.0, "per_second_60s_min"), spot_of(c, 0.3, "per_second_60s_min", stormy)});
+  const auto& r = entry(rough, c.config + "/spot");
+  CHECK(r.interruptions > 1.5);
+  CHECK(r.lost_s > 0);
+  CHECK(r.lost_s < r.interruptions * 300);
+  CHECK(r.restart_s > 0);
+  CHECK(r.t_mean > q.t_mean + 0.5 * (r.lost_s + r.restart_s));
+  CHECK(r.cost > q.cost);
+  CHECK(r.p_fail == 0);
+  // At 0.9 of the price, the interruptions make spot dearer than on-demand.
+  auto dear = plan(h, {cand(c, 1.0, "per_second_60s_min"), spot_of(c, 0.9, "per_second_60s_min", stormy)});
+  CHECK(dear.ranked[0].candidate.cfg.config == c.config);
+  CHECK(entry(dear, c.config + "/spot").reason.find("interruptions expected") != std::string::npos);
+  // Time: on-demand is faster whatever the price.
+  PlanRequest fastest;
+  fastest.objective = Objective::time;
+  CHECK(plan(h, {cand(c, 1.0, "per_second_60s_min"), spot_of(c, 0.1, "per_second_60s_min", stormy)}, fastest)
+            .ranked[0].candidate.cfg.config == c.config);
+}
+
+TEST_CASE("spot: a deadline's probability counts the interruptions, failures miss it, and on-demand after N "
+          "bounds the damage") {
+  auto c = local(2);
+  std::vector<MeasuredRun> h = {run(c, 3000), run(c, 3100), run(c, 3050)};
+  PlanRequest req;
+  req.objective = Objective::cost_under_deadline;
+  req.deadline_s = 3600;
+  SpotModel m{.rate_per_hour = 1, .rate_basis = "test", .checkpoint_every_s = 600, .restart_s = 300,
+              .max_interruptions = 100, .on_demand_price = 1.0};
+  auto p = plan(h, {cand(c, 1.0, "per_second_60s_min"), spot_of(c, 0.3, "per_second_60s_min", m)}, req);
+  const auto& spot = entry(p, c.config + "/spot");
+  const auto& od = entry(p, c.config);
+  CHECK(od.p_deadline == doctest::Approx(1.0));
+  // P(no interruption in its ~3130 s) = exp(-3130/3600) ~ 0.42; one interrupted in its first few minutes may
+  // still make it (a 300 s restart, little learning redone); later ones miss an hour's deadline.
+  CHECK(spot.p_deadline > 0.38);
+  CHECK(spot.p_deadline < 0.6);
+  CHECK_FALSE(spot.feasible);
+  CHECK(p.ranked[0].candidate.cfg.config == c.config);
+  CHECK(plan_to_json(p)["ranked"][1]["p_deadline"].get<double>() == doctest::Approx(spot.p_deadline));
+
+  // No interruption allowed: an interrupted draw is a failed run.
+  SpotModel strict = m;
+  strict.max_interruptions = 0;
+  auto s = plan(h, {spot_of(c, 0.3, "per_second_60s_min", strict)}, req);
+  CHECK(s.ranked[0].p_fail == doctest::Approx(1 - s.ranked[0].p_deadline).epsilon(0.02));
+  CHECK(s.ranked[0].reason.find("fails in") != std::string::npos);
+
+  // On-demand after the first interruption: at most one restart, priced at the on-demand rate after it.
+  SpotModel once = m;
+  once.on_demand_after = 1;
+  auto o = plan(h, {spot_of(c, 0.3, "per_second_60s_min", once)});
+  CHECK(o.ranked[0].interruptions <= 1.0);
+  CHECK(o.ranked[0].interruptions > 0.4);
+  CHECK(o.ranked[0].p_fail == 0);
+}
+
+TEST_CASE("spot: AWS charges nothing for a machine it takes back within its first hour") {
+  auto c = local(2);
+  std::vector<MeasuredRun> h = {run(c, 1000), run(c, 1050), run(c, 1100)};
+  SpotModel m{.rate_per_hour = 3, .rate_basis = "test", .checkpoint_every_s = 60, .restart_s = 60,
+              .max_interruptions = 1000, .on_demand_price = 1.0};
+  SpotModel aws = m;
+  aws.free_first_hour = true;
+  auto paid = plan(h, {spot_of(c, 0.3, "per_second_60s_min", m)});
+  auto free = plan(h, {spot_of(c, 0.3, "per_second_60s_min", aws)});
+  CHECK(free.ranked[0].interruptions == doctest::Approx(paid.ranked[0].interruptions));
+  CHECK(free.ranked[0].t_mean == doctest::Approx(paid.ranked[0].t_mean));
+  CHECK(free.ranked[0].cost < paid.ranked[0].cost);
+  // Only the last machine, the one that finished, is paid: its run from the restart on.
+  CHECK(free.ranked[0].billed_s < paid.ranked[0].billed_s);
+  CHECK(free.ranked[0].reason.find("within its first hour is free") != std::string::npos);
+  // An invalid model is refused.
+  SpotModel bad = m;
+  bad.checkpoint_every_s = 0;
+  auto p = Predictor::learn(h, {2, 0});
+  REQUIRE(p.ok());
+  CHECK_FALSE(make_plan(*p, std::vector{spot_of(c, 0.3, "per_second_60s_min", bad)}, {}).ok());
+}

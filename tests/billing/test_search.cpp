@@ -216,3 +216,33 @@ TEST_CASE("search requests are checked") {
   t.tolerance = -0.1;
   CHECK_FALSE(adaptive_search(table("per_hour"), {}, probe, t).ok());
 }
+
+TEST_CASE("spot twins: a search ranks each machine's spot candidate beside its on-demand one with its "
+          "interruptions; a storm of them makes on-demand the pick") {
+  auto table_with_spot = [](double rate) {
+    auto out = table("per_second_60s_min");
+    const size_t n = out.size();
+    for (size_t i = 0; i < n; ++i) {
+      PlanCandidate s = out[i];
+      s.cfg.config += "/spot";
+      s.hourly_price = out[i].hourly_price * 0.3;
+      s.spot = SpotModel{.rate_per_hour = rate, .rate_basis = "test", .checkpoint_every_s = 300, .restart_s = 600,
+                         .max_interruptions = 100, .on_demand_price = out[i].hourly_price};
+      out.push_back(s);
+    }
+    return out;
+  };
+  auto req = request();
+  req.probe_budget = 5.0;
+  auto calm = adaptive_search(table_with_spot(0.01), {}, probe, req);
+  REQUIRE(calm.ok());
+  CHECK(calm->recommendation().candidate.spot.has_value());  // 70 % off, rarely interrupted
+  auto j = search_to_json(*calm);
+  CHECK(j["recommendation"]["config"].get<std::string>().ends_with("/spot"));
+  auto stormy = adaptive_search(table_with_spot(20), {}, probe, req);
+  REQUIRE(stormy.ok());
+  const auto& pick = stormy->recommendation();
+  CHECK_FALSE(pick.candidate.spot.has_value());  // twenty an hour, ten minutes each to come back: not worth it
+  for (const auto& e : stormy->plan.ranked)
+    if (e.candidate.spot) CHECK(e.interruptions > 1);
+}

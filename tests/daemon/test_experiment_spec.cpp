@@ -262,3 +262,18 @@ TEST_CASE("spot_recovery: spot configs only, integers in range, unknown fields n
   CHECK(error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "market": "spot",
       "spot_recovery": 3}]})") == "'configs[0].spot_recovery' must be an object");
 }
+
+TEST_CASE("spot_recovery.zones: 1 to 16 zone names, kept through to_json") {
+  auto r = parse_experiment_spec(R"({"workload": {}, "configs": [{"provider": "gce", "instance_type": "e2-small",
+      "market": "spot", "spot_recovery": {"zones": ["us-central1-a", "us-central1-b"]}}]})");
+  REQUIRE(r.ok());
+  CHECK(r->configs[0].spot_recovery.zones == std::vector<std::string>{"us-central1-a", "us-central1-b"});
+  CHECK(r->to_json()["configs"][0]["spot_recovery"]["zones"][1] == "us-central1-b");
+  auto again = parse_experiment_spec(r->to_json().dump());
+  REQUIRE(again.ok());
+  CHECK(again->configs[0].spot_recovery == r->configs[0].spot_recovery);
+  for (const char* bad : {R"([])", R"("us-central1-a")", R"([""])", R"(["a b"])", R"(["us/central"])", R"([1])"})
+    CHECK(error_of(std::string(R"({"workload": {}, "configs": [{"provider": "gce", "instance_type": "x", "market": "spot",
+        "spot_recovery": {"zones": )") + bad + "}}]}")
+              .find("'configs[0].spot_recovery.zones' must be a list of 1 to 16 zone names") == 0);
+}

@@ -229,6 +229,22 @@ TEST_CASE("a multi-node run's handle grows node by node and never loses one") {
   CHECK((*f.store.run(1)->instance)["data"]["nodes"].size() == 2);
 }
 
+TEST_CASE("attempts: one a restarted daemon found unfinished ends \"abandoned\"; an unknown outcome is refused") {
+  DaemonFixture f;
+  const int64_t run = 1;
+  REQUIRE(f.ledger.advance(run, RunStatus::provisioning, "dispatched").ok());
+  REQUIRE(f.ledger.begin_attempt(run, {"aws", "c5.large", "spot", 0.03}).ok());
+  CHECK_FALSE(f.ledger.next_attempt(run, {"aws", "c5.large", "spot", 0.03}, "?", "lost").ok());
+  CHECK(f.store.run(run)->attempt == 1);  // the refused change left nothing behind
+  REQUIRE(f.ledger.next_attempt(run, {"aws", "c5.large", "spot", 0.03}, "daemon restarted", "abandoned").ok());
+  auto all = f.ledger.attempts(run);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 1);
+  CHECK((*all)[0].outcome == "abandoned");
+  CHECK((*all)[0].reason == "daemon restarted");
+  CHECK(f.store.run(run)->attempt == 2);
+}
+
 TEST_CASE("attempts: an interruption's notice and checkpoint are kept with the attempt; the next one has phases of "
           "its own, resumes the last checkpoint, and the run's history keeps both") {
   DaemonFixture f;

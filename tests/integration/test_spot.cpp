@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -17,6 +19,19 @@ using namespace tsum::testing;
 using nlohmann::json;
 
 namespace {
+
+// Runs a check of tests/web (node, Debian's Chromium) and returns what it printed.
+std::string run_web_check(const std::string& args) {
+  const std::string cmd = std::string("TSUMD_BIN=") + TSUMD_BIN + " TSUM_WEB_DIR=" + TSUM_WEB_DIR + " " + TSUM_NODE_BIN +
+                          " " + TSUM_WEB_TESTS + "/" + args + " 2>&1";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    out += "\n(exit " + std::to_string(pclose(p)) + ")";
+  }
+  return out;
+}
 
 json run_of(CloudRig& rig, const std::string& admin, int id) {
   return rig.daemon.call("GET", "/v1/runs/" + std::to_string(id), admin).json();
@@ -112,7 +127,14 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   CHECK(attempts.back()["market"] == "on-demand");
   CHECK(attempts.back()["outcome"] == "done");
   CHECK(attempts[0]["instance"] != attempts[1]["instance"]);
-  for (const auto& a : attempts) CHECK(a["up_s"].get<double>() > 0);
+  // The kill ended the third attempt: "abandoned". When it came before the machine was recorded, its up-time is
+  // unknown (the restarted daemon terminated it as a stray); every other attempt's machine was timed to its end.
+  if (attempts.size() > 3) CHECK(attempts[2]["outcome"] == "abandoned");
+  for (const auto& a : attempts) {
+    INFO(a.dump());
+    if (a["outcome"] == "abandoned" && a["instance"].is_null()) continue;
+    CHECK(a["up_s"].get<double>() > 0);
+  }
   // The finished model: an uninterrupted run's accuracy, within a point.
   const double acc = run["metrics"]["test_accuracy"].get<double>();
   const double ref = reference["metrics"]["test_accuracy"].get<double>();
@@ -124,11 +146,42 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   CHECK(run["t_sum"].get<double>() > last);
   CHECK(run["lost_s"].get<double>() >= attempts[1]["lost_s"].get<double>());
 
+  // The planner: the type's spot candidate beside its on-demand twin, priced with the interruptions tsum saw of
+  // it (two, in a few machine-minutes) and the restarts this run measured; the deadline's odds count them.
+  const std::string type = offers[0]["instance_type"];
+  auto planned = rig.daemon.call("GET", "/v1/plan?experiment=" + std::to_string(json::parse(created.body)["id"].get<int>()) +
+                                            "&objective=cost_under_deadline&deadline=3600", admin);
+  INFO(planned.body);
+  REQUIRE(planned.status == 200);
+  json spot_entry, od_entry;
+  const json plan = json::parse(planned.body);
+  for (const auto& e : plan["ranked"])
+    if (e["instance_type"] == type) (e["market"] == "spot" ? spot_entry : od_entry) = e;
+  REQUIRE(spot_entry.is_object());
+  REQUIRE(od_entry.is_object());
+  CHECK(spot_entry["config"] == "aws/" + type + "/spot");
+  CHECK(spot_entry["hourly_price"].get<double>() < od_entry["hourly_price"].get<double>());
+  CHECK(spot_entry["interruptions"]["rate_basis"].get<std::string>().find("measured: 2 interruptions") == 0);
+  CHECK(spot_entry["interruptions"]["rate_per_hour"].get<double>() > 1);  // two in minutes outweigh the prior's hour
+  CHECK(spot_entry["interruptions"]["restart_s"].get<double>() > 0);
+  CHECK(spot_entry["interruptions"]["checkpoint_every_s"] == 4);  // the experiment's spot_recovery
+  CHECK(spot_entry["interruptions"]["free_first_hour"] == true);
+  CHECK(spot_entry["interruptions"]["expected"].get<double>() > 0);
+  CHECK(spot_entry["p_deadline"].get<double>() <= od_entry["p_deadline"].get<double>());
+  CHECK(spot_entry["reason"].get<std::string>().find("interruptions expected") != std::string::npos);
+  CHECK(rig.daemon.call("GET", "/v1/plan?experiment=1&interruptions_per_hour=-1", admin).status == 422);
+
   CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+
+  // The run page's Machines card, in headless Chromium, on this run's database served by a fresh tsumd.
+  REQUIRE(rig.daemon.stop(SIGTERM).has_value());
+  const std::string card = run_web_check("machines_card.mjs " + rig.dir.file("t.db") + " 1 " + rig.dir.file("machines.png"));
+  INFO(card);
+  CHECK(card.find("machines card: ok (" + std::to_string(attempts.size()) + " attempts)") != std::string::npos);
 }
 
 TEST_CASE("a spot run on the fake GCE: preempted with its 30 s notice on the metadata server, it checkpoints and "
-          "finishes on its next Spot VM") {
+          "finishes on its next Spot VM, in the next of its spot_recovery.zones") {
   CloudRig rig("gce", "", kGuestImage, 0, /*metadata=*/true);
   rig.daemon.start();
   const std::string admin = rig.daemon.admin_token();
@@ -136,7 +189,8 @@ TEST_CASE("a spot run on the fake GCE: preempted with its 30 s notice on the met
   REQUIRE_FALSE(offers.empty());
   json body = {{"name", "spot on gce"},
                {"workload", {{"epochs", 2}, {"limit", 6000}, {"test_limit", 500}, {"threads", 1}}},
-               {"configs", {{{"provider", "gce"}, {"instance_type", offers[0]["instance_type"]}, {"market", "spot"}}}},
+               {"configs", {{{"provider", "gce"}, {"instance_type", offers[0]["instance_type"]}, {"market", "spot"},
+                             {"spot_recovery", {{"zones", {"us-central1-b", "europe-west4-a"}}}}}}},
                {"repetitions", 1}};
   REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, body.dump()).status == 201);
   interrupt_when(rig, admin, 1, 30, [](const json& run) { return run["epochs"].size() >= 1; });
@@ -154,6 +208,46 @@ TEST_CASE("a spot run on the fake GCE: preempted with its 30 s notice on the met
   CHECK(first["notice"]["text"] == "TRUE");
   CHECK(first["checkpoint"]["reason"] == "signal");
   CHECK(run["attempts"][1]["market"] == "spot");
+  CHECK(first["zone"] == "us-central1-b");
+  CHECK(run["attempts"][1]["zone"] == "europe-west4-a");
+  CHECK(run["instance"]["data"]["zone"] == "europe-west4-a");  // GCE put it there
+  CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.5);
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+}
+
+TEST_CASE("a spot run on the fake Azure: evicted with its Preempt event on Scheduled Events, then without notice "
+          "(the Spot VM gone from its resource group), it finishes on its third Spot VM") {
+  CloudRig rig("azure", "", kGuestImage, 0, /*metadata=*/true);
+  rig.daemon.start();
+  const std::string admin = rig.daemon.admin_token();
+  auto offers =
+      json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-azure.json")).out)["offers"];
+  REQUIRE_FALSE(offers.empty());
+  json body = {{"name", "spot on azure"},
+               {"workload", {{"epochs", 2}, {"limit", 6000}, {"test_limit", 500}, {"threads", 1}}},
+               {"configs", {{{"provider", "azure"}, {"instance_type", offers[0]["instance_type"]}, {"market", "spot"}}}},
+               {"repetitions", 1}};
+  REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, body.dump()).status == 201);
+  interrupt_when(rig, admin, 1, 30, [](const json& run) { return run["epochs"].size() >= 1; });
+  interrupt_when(rig, admin, 2, 0, [](const json&) { return true; });
+  json run;
+  bool finished = eventually([&] { return is_terminal(run = run_of(rig, admin, 1)); }, std::chrono::seconds(300));
+  INFO(run.dump(2));
+  INFO(rig.daemon.log());
+  REQUIRE(finished);
+  CHECK(run["status"] == "done");
+  REQUIRE(run["attempts"].size() == 3);
+  const json& first = run["attempts"][0];
+  CHECK(first["outcome"] == "interrupted");
+  CHECK(first["notice"]["source"] == "agent");
+  CHECK(first["notice"]["cloud"] == "azure");
+  CHECK(first["notice"]["text"].get<std::string>().find("Preempt") != std::string::npos);
+  CHECK(first["checkpoint"]["reason"] == "signal");
+  const json& second = run["attempts"][1];
+  CHECK(second["outcome"] == "interrupted");
+  CHECK(second["notice"]["source"] == "cloud");
+  CHECK(second["reason"].get<std::string>().find("Azure evicted the Spot VM") != std::string::npos);
+  CHECK(run["attempts"][2]["market"] == "spot");
   CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.5);
   CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
 }

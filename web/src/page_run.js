@@ -96,7 +96,7 @@ function attemptsBlock(run) {
   const spans = attemptSpans(run.attempts);
   if (!spans.length) return null;
   const bars = h('ol', { class: 'timeline attempts', id: 'attempts' }, spans.map((s) => {
-    const bar = h('span', { class: `bar ${s.outcome === 'interrupted' ? 'interrupted' : 'learn'}` });
+    const bar = h('span', { class: `bar ${s.outcome === 'interrupted' || s.outcome === 'abandoned' ? 'interrupted' : 'learn'}` });
     bar.style.marginLeft = `${s.start}%`;
     bar.style.width = `${s.width}%`;
     return h('li', { class: 'phase done', dataset: { attempt: s.attempt, outcome: s.outcome } },
@@ -104,7 +104,7 @@ function attemptsBlock(run) {
       h('span', { class: 'secs' }, s.outcome));
   }));
   const rows = run.attempts.map((a) => h('tr', {},
-    h('th', { scope: 'row' }, `#${a.attempt}`), h('td', {}, `${a.market} ${a.instance_type}`), h('td', {}, a.instance ?? '–'),
+    h('th', { scope: 'row' }, `#${a.attempt}`), h('td', {}, `${a.market} ${a.instance_type}${a.zone ? ` in ${a.zone}` : ''}`), h('td', {}, a.instance ?? '–'),
     h('td', { class: 'num' }, Number.isFinite(a.up_s) ? seconds(a.up_s, 1) : '–'),
     h('td', {}, a.outcome ?? 'running'), h('td', {}, a.notice ? `${a.notice.source} notice` : '–'),
     h('td', {}, a.checkpoint ? `epoch ${a.checkpoint.epoch}, step ${a.checkpoint.step} (${a.checkpoint.reason})` : '–'),

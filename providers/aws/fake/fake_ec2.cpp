@@ -120,7 +120,7 @@ std::string FakeEc2::instance_xml(const Record& r, double now) const {
   FakeInstance i = snapshot(r, now);
   std::string x = "<item>" + el("instanceId", i.id) + el("imageId", i.image_id) + state_xml("instanceState", i.state) +
                   el("instanceType", i.instance_type) + el("launchTime", iso8601(i.launched_at_s)) +
-                  "<placement>" + el("availabilityZone", opts_.region + "a") + "</placement>";
+                  "<placement>" + el("availabilityZone", i.zone) + "</placement>";
   if (!i.private_ip.empty()) x += el("privateIpAddress", i.private_ip);
   if (!i.public_ip.empty()) x += el("ipAddress", i.public_ip);
   if (!i.client_token.empty()) x += el("clientToken", i.client_token);
@@ -136,7 +136,7 @@ std::string FakeEc2::instance_xml(const Record& r, double now) const {
 
 FakeAnswer FakeEc2::run_instances(const Fields& params) {
   if (auto u = unknown_param(params, {"ImageId", "InstanceType", "MinCount", "MaxCount", "ClientToken", "UserData",
-                                      "InstanceInitiatedShutdownBehavior", "KeyName", "SubnetId"},
+                                      "InstanceInitiatedShutdownBehavior", "KeyName", "SubnetId", "Placement.AvailabilityZone"},
                              {"SecurityGroupId", "TagSpecification", "InstanceMarketOptions"}))
     return ec2_error(400, "UnknownParameter", "The parameter " + *u + " is not recognized");
   auto image = param(params, "ImageId");
@@ -177,6 +177,10 @@ FakeAnswer FakeEc2::run_instances(const Fields& params) {
                        "One-time spot instances can only be terminated on interruption");
     lifecycle = *market == "spot" ? "spot" : "";
   }
+  // Placement: one of the region's zones (<region>a, b or c here); default the first.
+  const std::string zone = param(params, "Placement.AvailabilityZone").value_or(opts_.region + "a");
+  if (zone.size() != opts_.region.size() + 1 || !zone.starts_with(opts_.region) || zone.back() < 'a' || zone.back() > 'c')
+    return ec2_error(400, "InvalidParameterValue", "Invalid availability zone: [" + zone + "]");
 
   const double now = clock_.now_s();
   Fields significant;
@@ -197,7 +201,7 @@ FakeAnswer FakeEc2::run_instances(const Fields& params) {
       FakeInstance i{.id = hex_id("i", next_id_), .reservation_id = reservation, .instance_type = *type,
                      .image_id = *image, .private_ip = "10.0." + std::to_string(next_id_ / 250 % 256) + "." + std::to_string(next_id_ % 250 + 4),
                      .client_token = token, .shutdown_behavior = behavior, .user_data = user_data,
-                     .lifecycle = lifecycle, .tags = tags,
+                     .lifecycle = lifecycle, .zone = zone, .tags = tags,
                      .launched_at_s = now};
       i.public_ip = "198.51." + std::to_string(100 + next_id_ / 250 % 100) + "." + std::to_string(next_id_ % 250 + 1);
       ids.push_back(i.id);

@@ -48,6 +48,7 @@ struct FakeInstance {
   std::string shutdown_behavior = {};  // stop | terminate
   std::string user_data = {};          // decoded
   std::string lifecycle = {};          // "spot" for spot capacity (instanceLifecycle), else empty: on-demand
+  std::string zone = {};               // placement.availabilityZone
   std::map<std::string, std::string> tags = {};
   double launched_at_s = 0;
 };

@@ -1,5 +1,7 @@
 #include "providers/azure/fake/fake_arm.h"
 
+#include <ctime>
+
 #include <algorithm>
 
 #include "providers/azure/azure_json.h"
@@ -172,6 +174,57 @@ void FakeArm::finish(Operation& op, double now) {
 void FakeArm::settle(double now) {
   for (auto& [_, op] : ops_)
     if (!op.done && now - op.started_at_s >= opts_.operation_s) finish(op, now);
+  for (auto& [_, g] : groups_)  // evictions due: Delete takes the VM out of its group, Deallocate stops it
+    for (auto v = g.vms.begin(); v != g.vms.end();) {
+      if (v->second.evicted(now) && v->second.vm.eviction_policy == "Delete") {
+        v = g.vms.erase(v);
+        continue;
+      }
+      if (v->second.evicted(now) && !v->second.stopped_at_s) v->second.stopped_at_s = *v->second.evict_at_s;
+      ++v;
+    }
+}
+
+Status FakeArm::interrupt(const std::string& id, std::optional<double> notice_s) {
+  std::lock_guard lock(mu_);
+  const double now = clock_.now_s();
+  settle(now);
+  for (auto& [_, g] : groups_)
+    for (auto& [__, v] : g.vms) {
+      if (v.vm.group + "." + v.vm.name != id && v.vm.name != id) continue;
+      if (vm_as_of(v, g, now).power_state != "running") return make_error(Code::not_found, id + " is not running");
+      if (v.vm.priority != "Spot") return make_error(Code::invalid_argument, id + " is not a Spot VM");
+      if (v.notice_at_s) return make_error(Code::invalid_argument, id + " is already being evicted");
+      v.notice_at_s = now;
+      v.evict_at_s = now + notice_s.value_or(30);
+      return Status{};
+    }
+  return make_error(Code::not_found, "no VM " + id);
+}
+
+std::pair<int, std::string> FakeArm::scheduled_events(const std::string& guest_id, bool metadata_header) const {
+  if (!metadata_header)
+    return {400, R"({"error": "Bad request. Required metadata header not specified"})"};
+  std::lock_guard lock(mu_);
+  const double now = clock_.now_s();
+  for (const auto& [_, g] : groups_)
+    for (const auto& [__, v] : g.vms) {
+      if (v.vm.group + "." + v.vm.name != guest_id || v.evicted(now)) continue;
+      nlohmann::json events = nlohmann::json::array();
+      if (v.notice_at_s) {
+        char not_before[64];
+        const std::time_t t = static_cast<std::time_t>(*v.evict_at_s);
+        std::tm tm{};
+        gmtime_r(&t, &tm);
+        std::strftime(not_before, sizeof not_before, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        events.push_back({{"EventId", "A123BC45-1234-5678-AB90-ABCDEF123456"}, {"EventType", "Preempt"},
+                          {"ResourceType", "VirtualMachine"}, {"Resources", {v.vm.name}}, {"EventStatus", "Scheduled"},
+                          {"NotBefore", not_before}, {"Description", "Spot VM eviction"},
+                          {"EventSource", "Platform"}, {"DurationInSeconds", -1}});
+      }
+      return {200, nlohmann::json{{"DocumentIncarnation", v.notice_at_s ? 2 : 1}, {"Events", events}}.dump()};
+    }
+  return {404, R"({"error": "Not found"})"};
 }
 
 FakeVm FakeArm::vm_as_of(const Vm& v, const Group& g, double now) const {
@@ -205,8 +258,10 @@ nlohmann::json FakeArm::vm_json(const FakeVm& v, bool instance_view) const {
     if (!v.power_state.empty()) statuses.push_back({{"code", "PowerState/" + v.power_state}});
     props["instanceView"] = {{"computerName", v.name}, {"statuses", statuses}};
   }
-  return {{"id", id}, {"name", v.name}, {"type", "Microsoft.Compute/virtualMachines"}, {"location", v.location},
-          {"tags", v.tags}, {"properties", props}};
+  nlohmann::json out{{"id", id}, {"name", v.name}, {"type", "Microsoft.Compute/virtualMachines"},
+                     {"location", v.location}, {"tags", v.tags}, {"properties", props}};
+  if (!v.zone.empty()) out["zones"] = {v.zone};
+  return out;
 }
 
 ArmAnswer FakeArm::put_group(const std::string& name, const ArmCall& c) {
@@ -346,6 +401,15 @@ ArmAnswer FakeArm::put_vm(const std::string& group, const std::string& name, con
   } else if (!eviction.empty() || !max_price.is_null()) {
     return arm_error(400, "InvalidParameter", "evictionPolicy and billingProfile apply to Spot VMs only.");
   }
+  // An availability zone: at most one of the location's "1", "2", "3".
+  std::string zone;
+  if (body.contains("zones")) {
+    const auto& z = body["zones"];
+    if (!z.is_array() || z.size() != 1 || !z[0].is_string() ||
+        (z[0] != "1" && z[0] != "2" && z[0] != "3"))
+      return arm_error(400, "InvalidParameter", "The value of parameter zones is invalid: one of \"1\", \"2\", \"3\".");
+    zone = z[0].get<std::string>();
+  }
   auto existing = g->vms.find(lower(name));
   if (existing != g->vms.end()) {
     Vm& v = existing->second;
@@ -368,7 +432,7 @@ ArmAnswer FakeArm::put_vm(const std::string& group, const std::string& name, con
                                     text_at(value_at(pip, {"properties"}), "deleteOption") == "Delete",
               .priority = priority, .eviction_policy = eviction,
               .max_price = max_price.is_number() ? max_price.get<double>() : 0,
-              .created_at_s = now}};
+              .zone = zone, .created_at_s = now}};
   v.op = start_operation("vm", group, name, now);
   ++vms_created_;
   auto& stored = g->vms[lower(name)] = std::move(v);
@@ -464,7 +528,8 @@ std::vector<FakeVm> FakeArm::vms() const {
   const double now = clock_.now_s();
   std::vector<FakeVm> out;
   for (const auto& [_, g] : groups_)
-    for (const auto& [__, v] : g.vms) out.push_back(vm_as_of(v, g, now));
+    for (const auto& [__, v] : g.vms)
+      if (!(v.evicted(now) && v.vm.eviction_policy == "Delete")) out.push_back(vm_as_of(v, g, now));
   return out;
 }
 

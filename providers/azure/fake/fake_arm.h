@@ -69,6 +69,7 @@ struct FakeVm {
   std::string priority = "Regular";      // or Spot
   std::string eviction_policy = {};      // Spot: Delete or Deallocate
   double max_price = 0;                  // Spot: -1 (up to the pay-as-you-go price) or a price per hour
+  std::string zone = {};                 // zones[0]: "1", "2" or "3"; empty: none asked
   double created_at_s = 0;
 };
 
@@ -105,6 +106,14 @@ class FakeArm {
   int groups_created() const;
   Status guest_shutdown(const std::string& group);
   void set_allocation_failure(bool on);
+  // An eviction of the running Spot VM `id` (<group>.<vm name>, or its name), as Azure does it: a Preempt event
+  // on the VM's Scheduled Events now, and notice_s later (default 30, Azure's minimum) its evictionPolicy applies:
+  // Delete removes the VM alone (its group, disks' owner, stays), Deallocate stops it.
+  Status interrupt(const std::string& id, std::optional<double> notice_s);
+  // GET /metadata/scheduledevents from inside VM `guest_id` (needs the "Metadata: true" header): status and the
+  // {"DocumentIncarnation", "Events": [{"EventId", "EventType": "Preempt", "ResourceType", "Resources",
+  // "EventStatus": "Scheduled", "NotBefore", "Description", "EventSource": "Platform", "DurationInSeconds"}]}.
+  std::pair<int, std::string> scheduled_events(const std::string& guest_id, bool metadata_header) const;
 
  private:
   struct Vm {
@@ -113,6 +122,9 @@ class FakeArm {
     std::optional<double> provisioned_at_s = {};
     bool failed = false;
     std::optional<double> stopped_at_s = {};  // a guest power-off
+    std::optional<double> notice_at_s = {};   // an eviction's Preempt event
+    std::optional<double> evict_at_s = {};    // and when its policy applies
+    bool evicted(double now) const { return evict_at_s && now >= *evict_at_s; }
   };
   struct Group {
     FakeGroup g;

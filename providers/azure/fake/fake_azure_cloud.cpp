@@ -38,6 +38,14 @@ Status FakeAzureCloud::guest_shutdown(const std::string& group) {
   return s;
 }
 
+http::LoopbackReply FakeAzureCloud::metadata(const http::LoopbackRequest& req, const std::string& id) {
+  const std::string path = req.target.substr(0, req.target.find('?'));
+  if (path != "/metadata/scheduledevents") return {.status = 404, .headers = {}, .body = R"({"error": "Not found"})"};
+  const bool header = http::find_header(req.headers, "Metadata").value_or("") == "true";
+  auto [status, body] = arm_.scheduled_events(id, header);
+  return {.status = status, .headers = {{"Content-Type", "application/json; charset=utf-8"}}, .body = std::move(body)};
+}
+
 std::vector<fake_guest::LiveInstance> FakeAzureCloud::live_guests() const {
   std::vector<fake_guest::LiveInstance> up;
   for (auto& v : arm_.vms())

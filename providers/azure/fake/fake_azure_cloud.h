@@ -54,6 +54,11 @@ class FakeAzureCloud final : public fake_cloud::FakeCloudApi {
   int groups_created() const { return arm_.groups_created(); }
   Status guest_shutdown(const std::string& group);
   void set_allocation_failure(bool on) { arm_.set_allocation_failure(on); }
+  // A Spot VM's eviction (FakeArm::interrupt) and the VMs' Scheduled Events on the metadata server.
+  Status interrupt(const std::string& id, std::optional<double> notice_s) override {
+    return arm_.interrupt(id, notice_s);
+  }
+  http::LoopbackReply metadata(const http::LoopbackRequest& req, const std::string& id) override;
 
  private:
   fake_cloud::Route route(const http::LoopbackRequest& req) override;

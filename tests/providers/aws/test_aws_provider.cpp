@@ -249,3 +249,30 @@ TEST_CASE("a spot interruption: the notice on IMDSv2 (token first), then EC2 ter
   CHECK(many[0]->interrupted);
   CHECK(c.fake.interrupt(h->id, 10).code() == Code::not_found);  // gone already
 }
+
+TEST_CASE("a zone: RunInstances places the instance there (Placement.AvailabilityZone); EC2 refuses a zone outside "
+          "the region; with a subnet (which is in one zone) the provider refuses to move") {
+  Cloud c;
+  auto spec = launch_spec("12");
+  spec.market = "spot";
+  spec.zone = "us-east-1b";
+  auto h = run_sync(c.provider->create(offer(), spec));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  REQUIRE(c.fake.instances().size() == 1);
+  CHECK(c.fake.instances()[0].zone == "us-east-1b");
+  auto plain = run_sync(c.provider->create(offer(), launch_spec("13")));
+  REQUIRE(plain.ok());
+  CHECK(c.fake.instances()[1].zone == "us-east-1a");  // EC2's choice: the fake's first zone
+  auto far = launch_spec("14");
+  far.zone = "eu-west-1a";
+  auto refused = run_sync(c.provider->create(offer(), far));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().detail.find("Invalid availability zone") != std::string::npos);
+  AwsOptions o{.credentials = kCreds, .ec2_endpoint = c.fake.server().base_url(), .image_id = "ami-0tsum0test",
+               .subnet_id = "subnet-0abc", .http = testing::fake_http(c.tls.ca_file()), .clock = &c.clock};
+  auto with_subnet = AwsProvider::make(o);
+  REQUIRE(with_subnet.ok());
+  auto moved = run_sync((*with_subnet)->create(offer(), spec));
+  REQUIRE_FALSE(moved.ok());
+  CHECK(moved.error().detail.find("a subnet is in one zone") != std::string::npos);
+}

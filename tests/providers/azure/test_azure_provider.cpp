@@ -345,3 +345,73 @@ TEST_CASE("without a configured SSH key the VM gets a throwaway one, the same fo
   CHECK(vms[0].ssh_key.ends_with(" tsum-throwaway"));
   CHECK(vms[1].ssh_key == vms[0].ssh_key);
 }
+
+TEST_CASE("a Spot VM's eviction: a Preempt event on Scheduled Events (Metadata: true required), then Azure deletes "
+          "the VM alone, which describe reads as interrupted; a VM whose group tsum deleted is not") {
+  Cloud c;
+  auto spec = launch_spec("21");
+  spec.market = "spot";
+  auto h = run_sync(c.provider->create(offer(), spec));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  CHECK(h->data.value("spot", false));
+  c.clock.advance(5);
+  const std::string guest = h->id + "." + h->id;  // <group>.<vm name>
+  auto ask = [&](bool header) {
+    http::LoopbackRequest req{"GET", "/metadata/scheduledevents?api-version=2020-07-01"};
+    if (header) req.headers.emplace_back("Metadata", "true");
+    return c.fake.metadata(req, guest);
+  };
+  CHECK(ask(false).status == 400);
+  auto quiet = nlohmann::json::parse(ask(true).body);
+  CHECK(quiet["Events"].empty());
+  auto standard = run_sync(c.provider->create(offer(), launch_spec("22")));
+  REQUIRE(standard.ok());
+  c.clock.advance(5);
+  CHECK(c.fake.interrupt(standard->id, std::nullopt).code() == Code::invalid_argument);  // not a Spot VM
+  CHECK(c.fake.interrupt("no-such-vm", std::nullopt).code() == Code::not_found);
+  REQUIRE(c.fake.interrupt(h->id, std::nullopt).ok());
+  CHECK(c.fake.interrupt(h->id, std::nullopt).code() == Code::invalid_argument);  // already being evicted
+  auto notice = nlohmann::json::parse(ask(true).body);
+  REQUIRE(notice["Events"].size() == 1);
+  CHECK(notice["Events"][0]["EventType"] == "Preempt");
+  CHECK(notice["Events"][0]["Resources"][0] == h->id);
+  CHECK(notice["Events"][0]["NotBefore"].get<std::string>().ends_with(" GMT"));
+  auto during = run_sync(c.provider->describe(*h));
+  REQUIRE(during.ok());
+  CHECK(during->state == InstanceState::running);  // Azure's 30 s
+  CHECK_FALSE(during->interrupted);
+  c.clock.advance(31);
+  auto gone = run_sync(c.provider->describe(*h));
+  REQUIRE(gone.ok());
+  CHECK(gone->state == InstanceState::gone);
+  CHECK(gone->interrupted);
+  CHECK(gone->detail.find("evicted") != std::string::npos);
+  CHECK(c.fake.groups().size() == 2);  // the VM went alone
+  CHECK(c.fake.vms().size() == 1);
+  auto many = run_sync(c.provider->describe_many({*h, *standard}));
+  REQUIRE(many.size() == 2);
+  CHECK(many[0]->interrupted);
+  CHECK_FALSE(many[1]->interrupted);
+  // terminate deletes the group: the evicted VM's handle stays gone and interrupted no more than the group says.
+  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
+  auto after = run_sync(c.provider->describe(*h));
+  REQUIRE(after.ok());
+  CHECK(after->state == InstanceState::gone);
+  CHECK_FALSE(after->interrupted);  // group and VM gone: tsum's own delete, nothing to tell
+}
+
+TEST_CASE("a zone: the VM asks for that availability zone of its location; ARM refuses one it does not have") {
+  Cloud c;
+  auto spec = launch_spec("23");
+  spec.market = "spot";
+  spec.zone = "2";
+  auto h = run_sync(c.provider->create(offer(), spec));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  REQUIRE(c.fake.vms().size() == 1);
+  CHECK(c.fake.vms()[0].zone == "2");
+  auto far = launch_spec("24");
+  far.zone = "7";
+  auto refused = run_sync(c.provider->create(offer(), far));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().detail.find("zones") != std::string::npos);
+}

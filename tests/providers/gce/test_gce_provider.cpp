@@ -284,3 +284,28 @@ TEST_CASE("a Spot VM's preemption: instance/preempted turns TRUE (Metadata-Flavo
   CHECK(many[0]->interrupted);
   CHECK_FALSE(many[1]->interrupted);
 }
+
+TEST_CASE("a zone: the instance goes to that zone of the project, describe and terminate follow it there") {
+  Cloud c;
+  auto spec = launch_spec("31");
+  spec.market = "spot";
+  spec.zone = "us-central1-b";
+  auto h = run_sync(c.provider->create(offer(), spec));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  CHECK(h->data.value("zone", "") == "us-central1-b");
+  REQUIRE(c.fake.instances().size() == 1);
+  CHECK(c.fake.instances()[0].zone == "us-central1-b");
+  c.clock.advance(5);
+  auto st = run_sync(c.provider->describe(*h));
+  REQUIRE(st.ok());
+  CHECK(st->state == InstanceState::running);
+  REQUIRE(run_sync(c.provider->terminate(*h)).ok());
+  auto bad = launch_spec("32");
+  bad.zone = "Not A Zone";
+  CHECK(run_sync(c.provider->create(offer(), bad)).code() == Code::invalid_argument);
+  auto unknown = launch_spec("33");
+  unknown.zone = "asia-east1-a";  // not one of the fake project's zones: GCE says so
+  auto refused = run_sync(c.provider->create(offer(), unknown));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().detail.find("Unknown zone") != std::string::npos);
+}

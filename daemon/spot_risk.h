@@ -1,0 +1,36 @@
+// What the planner knows of spot interruptions, from the ledger (issue 28): how often a type's spot machines were
+// taken back (each attempt's machine time and outcome), and what a restart cost (a resumed attempt's wait for its
+// machine plus its startup, install, load_data and start), folded into a billing::SpotModel for a candidate.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "billing/planner.h"
+#include "daemon/experiment_spec.h"
+#include "daemon/store.h"
+
+namespace tsum::daemon {
+
+// A resumed attempt's restart overheads in a run view (its `attempts`): for each attempt after the first whose
+// phases up to learning are known, the seconds from the previous attempt's end to its learning: the wait for the
+// next machine and that machine's startup, install, load_data and start.
+std::vector<double> restarts_of(const nlohmann::json& run_view);
+
+// A run view's phases as one machine's run of the workload, for the predictor: for a run of one attempt its own;
+// for a run that needed several, the first attempt's startup, install, load_data and start, the learning every
+// attempt kept (learned less redone) plus the last one's, and the last one's verify, save and poweroff. Null where
+// a phase is not known.
+nlohmann::json one_machine_phases(const nlohmann::json& run_view);
+
+// The interruption model of one spot candidate: its type's rate (billing::estimate_spot_rate over `seen`, from
+// `prior_rate`), the run's recovery policy, the on-demand price it falls back to, AWS's free first hour, and the
+// mean of `restarts` (empty: the plan's own phases stand in, as the basis says).
+billing::SpotModel spot_model(const SpotExposure& seen, const RunConfig::SpotRecovery& recovery,
+                              const std::string& provider, double on_demand_price, double prior_rate,
+                              const std::vector<double>& restarts);
+
+}  // namespace tsum::daemon
