@@ -55,6 +55,30 @@ std::string interrupt_when(CloudRig& rig, const std::string& admin, int attempt,
   return id;
 }
 
+// Submits run 1: a small spot training on `cloud`'s first offer, with `recovery` as its spot_recovery.
+void submit_spot(CloudRig& rig, const std::string& admin, const std::string& cloud, json recovery = json::object()) {
+  auto offers = json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-" + cloud + ".json")).out);
+  REQUIRE_FALSE(offers["offers"].empty());
+  json config = {{"provider", cloud}, {"instance_type", offers["offers"][0]["instance_type"]}, {"market", "spot"}};
+  if (!recovery.empty()) config["spot_recovery"] = recovery;
+  json body = {{"name", "spot on " + cloud},
+               {"workload", {{"epochs", 2}, {"limit", 6000}, {"test_limit", 500}, {"threads", 1}}},
+               {"configs", {config}},
+               {"repetitions", 1}};
+  REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, body.dump()).status == 201);
+}
+
+// Run 1 once it has finished (a failed check shows it and the daemon's log).
+json finished_run(CloudRig& rig, const std::string& admin) {
+  json run;
+  bool finished = eventually([&] { return is_terminal(run = run_of(rig, admin, 1)); }, std::chrono::seconds(300));
+  INFO(run.dump(2));
+  INFO(rig.daemon.log());
+  REQUIRE(finished);
+  CHECK(run["status"] == "done");
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then without), tsumd is killed during the "
@@ -185,21 +209,10 @@ TEST_CASE("a spot run on the fake GCE: preempted with its 30 s notice on the met
   CloudRig rig("gce", "", kGuestImage, 0, /*metadata=*/true);
   rig.daemon.start();
   const std::string admin = rig.daemon.admin_token();
-  auto offers = json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-gce.json")).out)["offers"];
-  REQUIRE_FALSE(offers.empty());
-  json body = {{"name", "spot on gce"},
-               {"workload", {{"epochs", 2}, {"limit", 6000}, {"test_limit", 500}, {"threads", 1}}},
-               {"configs", {{{"provider", "gce"}, {"instance_type", offers[0]["instance_type"]}, {"market", "spot"},
-                             {"spot_recovery", {{"zones", {"us-central1-b", "europe-west4-a"}}}}}}},
-               {"repetitions", 1}};
-  REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, body.dump()).status == 201);
+  submit_spot(rig, admin, "gce", {{"zones", {"us-central1-b", "europe-west4-a"}}});
   interrupt_when(rig, admin, 1, 30, [](const json& run) { return run["epochs"].size() >= 1; });
-  json run;
-  bool finished = eventually([&] { return is_terminal(run = run_of(rig, admin, 1)); }, std::chrono::seconds(300));
+  const json run = finished_run(rig, admin);
   INFO(run.dump(2));
-  INFO(rig.daemon.log());
-  REQUIRE(finished);
-  CHECK(run["status"] == "done");
   REQUIRE(run["attempts"].size() == 2);
   const json& first = run["attempts"][0];
   CHECK(first["outcome"] == "interrupted");
@@ -220,22 +233,11 @@ TEST_CASE("a spot run on the fake Azure: evicted with its Preempt event on Sched
   CloudRig rig("azure", "", kGuestImage, 0, /*metadata=*/true);
   rig.daemon.start();
   const std::string admin = rig.daemon.admin_token();
-  auto offers =
-      json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-azure.json")).out)["offers"];
-  REQUIRE_FALSE(offers.empty());
-  json body = {{"name", "spot on azure"},
-               {"workload", {{"epochs", 2}, {"limit", 6000}, {"test_limit", 500}, {"threads", 1}}},
-               {"configs", {{{"provider", "azure"}, {"instance_type", offers[0]["instance_type"]}, {"market", "spot"}}}},
-               {"repetitions", 1}};
-  REQUIRE(rig.daemon.call("POST", "/v1/experiments", admin, body.dump()).status == 201);
+  submit_spot(rig, admin, "azure");
   interrupt_when(rig, admin, 1, 30, [](const json& run) { return run["epochs"].size() >= 1; });
   interrupt_when(rig, admin, 2, 0, [](const json&) { return true; });
-  json run;
-  bool finished = eventually([&] { return is_terminal(run = run_of(rig, admin, 1)); }, std::chrono::seconds(300));
+  const json run = finished_run(rig, admin);
   INFO(run.dump(2));
-  INFO(rig.daemon.log());
-  REQUIRE(finished);
-  CHECK(run["status"] == "done");
   REQUIRE(run["attempts"].size() == 3);
   const json& first = run["attempts"][0];
   CHECK(first["outcome"] == "interrupted");
