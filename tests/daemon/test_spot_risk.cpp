@@ -1,0 +1,75 @@
+// What the planner reads of spot runs from their views (daemon/spot_risk.h): restarts of resumed attempts, a run
+// of several machines as one machine's phases, and the interruption model of a candidate.
+#include <doctest/doctest.h>
+
+#include "daemon/spot_risk.h"
+
+using namespace tsum::daemon;
+using nlohmann::json;
+
+namespace {
+
+json phases(double startup, double learn) {
+  return {{"startup", startup}, {"install", 10}, {"load_data", 2}, {"start", 1}, {"learn", learn},
+          {"verify", 3}, {"save", 1}, {"poweroff", 4}};
+}
+
+// Three machines: interrupted after 50 s of learning with 45 kept, abandoned after 20 with 20 kept, then done.
+json three_machines() {
+  json a1 = {{"attempt", 1}, {"started_at", 100.0}, {"ended_at", 200.0}, {"phases", phases(5, 0)},
+             {"learned_s", 50.0}, {"lost_s", 5.0}};
+  a1["phases"]["learn"] = nullptr;
+  json a2 = {{"attempt", 2}, {"started_at", 210.0}, {"ended_at", 300.0}, {"phases", phases(6, 0)},
+             {"learned_s", 20.0}, {"lost_s", 0.0}};
+  a2["phases"]["learn"] = nullptr;
+  json a3 = {{"attempt", 3}, {"started_at", 305.0}, {"ended_at", nullptr}, {"phases", phases(7, 30)},
+             {"learned_s", nullptr}, {"lost_s", nullptr}};
+  return {{"attempt", 3}, {"attempts", {a1, a2, a3}}, {"phases", a3["phases"]}};
+}
+
+}  // namespace
+
+TEST_CASE("restarts_of: each resumed attempt's wait for its machine plus its startup to learning") {
+  auto r = restarts_of(three_machines());
+  REQUIRE(r.size() == 2);
+  CHECK(r[0] == doctest::Approx(10 + 6 + 10 + 2 + 1));  // 210 - 200, then its phases up to learning
+  CHECK(r[1] == doctest::Approx(5 + 7 + 10 + 2 + 1));
+  CHECK(restarts_of(json{{"phases", phases(5, 30)}}).empty());  // one machine: nothing resumed
+  json unknown = three_machines();
+  unknown["attempts"][1]["phases"]["install"] = nullptr;  // a phase not measured: that restart is not known
+  CHECK(restarts_of(unknown).size() == 1);
+}
+
+TEST_CASE("one_machine_phases: the first machine's setup, the learning every machine kept, the last one's end") {
+  auto p = one_machine_phases(three_machines());
+  CHECK(p["startup"] == 5);
+  CHECK(p["learn"].get<double>() == doctest::Approx(30 + 45 + 20));
+  CHECK(p["poweroff"] == 4);
+  const json one = {{"phases", phases(5, 30)}};
+  CHECK(one_machine_phases(one) == one["phases"]);
+  json unknown = three_machines();
+  unknown["attempts"][0]["lost_s"] = nullptr;
+  CHECK(one_machine_phases(unknown)["learn"].is_null());
+}
+
+TEST_CASE("spot_model: the type's measured rate over the prior, the run's recovery policy, AWS's free hour, the "
+          "mean restart") {
+  RunConfig::SpotRecovery recovery{.max_interruptions = 3, .on_demand_after = 2, .checkpoint_every_s = 60};
+  auto m = spot_model({.attempts = 4, .interruptions = 2, .machine_hours = 1.0}, recovery, "aws", 0.1, 0.05, {10, 20});
+  CHECK(m.rate_per_hour == doctest::Approx((0.05 + 2) / 2));
+  CHECK(m.rate_basis.find("measured: 2 interruptions in 1 spot machine-hours") == 0);
+  CHECK(m.rate_basis.find("(4 spot attempts)") != std::string::npos);
+  CHECK(m.checkpoint_every_s == 60);
+  CHECK(m.max_interruptions == 3);
+  CHECK(m.on_demand_after == 2);
+  CHECK(m.on_demand_price == 0.1);
+  CHECK(m.free_first_hour);
+  REQUIRE(m.restart_s.has_value());
+  CHECK(*m.restart_s == doctest::Approx(15));
+  auto prior = spot_model({}, {}, "gce", 0.2, 0.05, {});
+  CHECK(prior.rate_per_hour == doctest::Approx(0.05));
+  CHECK(prior.rate_basis.find("prior") == 0);
+  CHECK_FALSE(prior.free_first_hour);
+  CHECK_FALSE(prior.restart_s.has_value());
+  CHECK(prior.restart_basis.find("no resumed attempt") == 0);
+}
