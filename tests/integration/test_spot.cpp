@@ -22,8 +22,8 @@ namespace {
 
 // Runs a check of tests/web (node, Debian's Chromium) and returns what it printed.
 std::string run_web_check(const std::string& args) {
-  const std::string cmd = std::string("TSUMD_BIN=") + TSUMD_BIN + " TSUM_WEB_DIR=" + TSUM_WEB_DIR + " " + TSUM_NODE_BIN +
-                          " " + TSUM_WEB_TESTS + "/" + args + " 2>&1";
+  const std::string cmd = std::string("TSUMD_BIN=") + TSUMD_BIN + " TSUM_WEB_DIR=" + TSUM_WEB_DIR + " " + TSUM_WEB_TESTS +
+                          "/own_netns.sh " + TSUM_NODE_BIN + " " + TSUM_WEB_TESTS + "/" + args + " 2>&1";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];
