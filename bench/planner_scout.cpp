@@ -7,11 +7,15 @@
 // memory cannot explain; no more cases came within 5% after 3 probes and that workload's regret grew, e.g.
 // 13.6% -> 45.5% after 3 probes under per-minute billing.)
 // For each workload x billing rule, over `seeds` searches that each start from a random completed config
-// already measured (the user's first probe), it prints the regret of the search's pick after k probes, k
-// counting that first one (median / p90), the probes the median needs to come within 5%, random search's
-// median regret at the same k (k random probes, the cheapest completed one picked), and where the search
-// stops by itself when the plan will run 10 times. --explain prints the probes of the first seeds that miss
-// by more than 5% after 3 probes.
+// already measured (the user's first probe), it prints the regret of the recommendation of a search limited
+// to k probes, k counting that first one (median / p90; one search of 8 probes gives them all: a limited
+// search makes the same probes but for its last, which measures the predicted best), the probes the median
+// needs to come within 5%, random search's median regret at the same k (k random probes, the cheapest
+// completed one picked), and where the search stops by itself from the cheapest config when the plan will run
+// 10 and 100 times: probes, regret, and its spend over the planned runs' cost at the optimum. Then the blind
+// picks, the calibration (planner_calibration.h) and the goals. --explain prints the probes of the first
+// seeds that miss by more than 5% after 6 probes and why each natural search stopped; --only limits the
+// workloads.
 #include "planner_scout.h"
 
 #include <algorithm>
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "billing/search.h"
+#include "planner_calibration.h"
 
 using namespace tsum::billing;
 
@@ -106,13 +111,57 @@ double regret_after(const SearchResult& s, int own, const Regret& regret) {
   return regret(s.recommendation().candidate.cfg.config);
 }
 
+// Where a search left to stop by itself ends, from the cheapest config's run, with `runs` future runs planned.
+struct NaturalStop {
+  int probes = 0;      // counting the first run
+  double regret = 0;
+  double spend = 0;    // the search's own probes, as a share of the planned runs' cost at the optimum
+  bool measured = false;
+  std::string why;
+};
+
+// What a user who limits a search to k probes (the first included) is recommended, from the long search `s`:
+// its first k-2 probes of its own are the limited search's too, whose last probe measures the predicted pick
+// of the round before (or, when that is measured, makes the long search's own next probe). Returns the
+// config recommended and the configs it measured.
+template <typename ProbeF>
+std::pair<std::string, std::vector<std::string>> limited_pick(const std::vector<PlanCandidate>& cands,
+                                                               const MeasuredRun& first, const SearchResult& s, int k,
+                                                               const ProbeF& probe, const SearchRequest& base) {
+  std::vector<MeasuredRun> history = {first};
+  std::vector<std::string> measured = {first.cfg.config};
+  const int own = k - 1;
+  if (own == 0) return {s.rounds[0].pick, measured};
+  if (own - 1 >= static_cast<int>(s.rounds.size())) return {s.recommendation().candidate.cfg.config, {}};
+  for (int i = 0; i < own - 1 && i < static_cast<int>(s.trace.size()); ++i)
+    if (s.trace[i].error.empty()) {
+      auto it = std::find_if(s.history.begin(), s.history.end(),
+                             [&](const MeasuredRun& r) { return r.cfg.config == s.trace[i].config; });
+      history.push_back(*it), measured.push_back(s.trace[i].config);
+    }
+  if (own - 1 >= static_cast<int>(s.trace.size())) return {s.recommendation().candidate.cfg.config, measured};
+  const std::string& predicted = s.rounds[own - 1].predicted;
+  const bool known = std::find(measured.begin(), measured.end(), predicted) != measured.end();
+  const std::string next = predicted.empty() || known ? s.trace[own - 1].config : predicted;
+  const auto it = std::find_if(cands.begin(), cands.end(), [&](const PlanCandidate& c) { return c.cfg.config == next; });
+  if (auto run = probe(*it, ProbeSpec{})) history.push_back(*run), measured.push_back(next);
+  SearchRequest req = base;
+  req.probe_budget = 0;
+  auto r = adaptive_search(cands, history, probe, req);
+  return {r ? r->recommendation().candidate.cfg.config : "", measured};
+}
+
 struct CaseResult {
   std::string name;
-  std::vector<double> median, p90, random_median, own;  // [k-1]
-  int natural_probes = 0;
-  double natural_regret = 0, natural_p_within = 0;
+  std::vector<double> median, p90, random_median, own;  // [k-1]; median and p90 of searches limited to k probes
+  std::vector<double> ongoing_median;                   // of the pick of a longer search after its k-th probe
+  NaturalStop natural10, natural100;
+  double oracle_spend = 0;  // the least any search from the same first run spends to end within 5%, / one optimal run
   int to_5pct = 0;  // probes the median needs; 0 = not within max_probes
 };
+
+Calibration g_calibration;
+long limited_picks = 0, limited_blind = 0;
 
 LearnModel g_model = LearnModel::automatic;
 
@@ -137,7 +186,9 @@ CaseResult run_case(const std::string& name, std::vector<Row> rows, const Billin
     cands.push_back(r.cand);
   }
   double best = INFINITY;
-  for (const auto& r : rows) best = std::min(best, true_cost(r));
+  std::string optimum;
+  for (const auto& r : rows)
+    if (true_cost(r) < best) best = true_cost(r), optimum = r.cand.cfg.config;
   const auto regret = [&](const std::string& config) { return true_cost(rows[at.at(config)]) / best - 1; };
   const ProbeFn probe = [&](const PlanCandidate& c, const ProbeSpec&) -> Result<MeasuredRun> {
     const Row& r = rows[at.at(c.cfg.config)];
@@ -150,17 +201,38 @@ CaseResult run_case(const std::string& name, std::vector<Row> rows, const Billin
 
   CaseResult out;
   out.name = name;
-  std::vector<std::vector<double>> tsum(o.max_probes), random(o.max_probes);
+  std::vector<std::vector<double>> tsum(o.max_probes), ongoing(o.max_probes), random(o.max_probes);
   std::mt19937_64 rng(std::hash<std::string>{}(name + rule.name));
   for (int seed = 0; seed < o.seeds; ++seed) {
     const size_t first = completed[std::uniform_int_distribution<size_t>(0, completed.size() - 1)(rng)];
     auto req = request(o.max_probes - 1, 1000);
     req.predictor.seed = static_cast<uint64_t>(seed) + 1;
     auto s = adaptive_search(cands, {run_of(rows[first])}, probe, req);
-    for (int k = 1; k <= o.max_probes; ++k) tsum[k - 1].push_back(s ? regret_after(*s, k - 1, regret) : INFINITY);
-    if (o.explain && s && seed < 4 && tsum[std::min(2, o.max_probes - 1)].back() > 0.05) {
+    for (int k = 1; k <= o.max_probes; ++k) {
+      ongoing[k - 1].push_back(s ? regret_after(*s, k - 1, regret) : INFINITY);
+      if (!s) {
+        tsum[k - 1].push_back(INFINITY);
+        continue;
+      }
+      const auto [pick, measured] = limited_pick(cands, run_of(rows[first]), *s, k, probe, req);
+      tsum[k - 1].push_back(pick.empty() ? INFINITY : regret(pick));
+      double measured_best = INFINITY;
+      for (const auto& m : measured) measured_best = std::min(measured_best, true_cost(rows[at.at(m)]));
+      ++limited_picks;
+      limited_blind += !pick.empty() && true_cost(rows[at.at(pick)]) > measured_best * 1.05 + 1e-12;
+    }
+    if (s) {
+      double measured_best = true_cost(rows[first]);
+      for (size_t r = 0; r < s->rounds.size(); ++r) {
+        if (r > 0 && s->trace[r - 1].error.empty())
+          measured_best = std::min(measured_best, true_cost(rows[at.at(s->trace[r - 1].config)]));
+        g_calibration.add_round(s->rounds[r], [&](const std::string& c) { return true_cost(rows[at.at(c)]); },
+                                optimum, best, measured_best, s->tolerance);
+      }
+    }
+    if (o.explain && s && seed < 4 && tsum[std::min(5, o.max_probes - 1)].back() > 0.05) {
       std::printf("  %s (optimum %.4f) from %s:", name.c_str(), best, rows[first].cand.cfg.config.c_str());
-      for (size_t k = 0; k < s->trace.size() && k < 3; ++k)
+      for (size_t k = 0; k < s->trace.size() && k < 6; ++k)
         std::printf(" [%s %+.0f%% | pick %s %+.1f%%]", s->trace[k].config.c_str(),
                     100 * regret(s->trace[k].config), s->rounds[k + 1].pick.c_str(), 100 * regret(s->rounds[k + 1].pick));
       std::printf("\n    why: %s\n", s->trace.empty() ? "" : s->trace[0].why.c_str());
@@ -179,6 +251,7 @@ CaseResult run_case(const std::string& name, std::vector<Row> rows, const Billin
   }
   for (int k = 0; k < o.max_probes; ++k) {
     out.median.push_back(quantile(tsum[k], 0.5));
+    out.ongoing_median.push_back(quantile(ongoing[k], 0.5));
     out.p90.push_back(quantile(tsum[k], 0.9));
     out.random_median.push_back(quantile(random[k], 0.5));
     if (!out.to_5pct && out.median.back() <= 0.05) out.to_5pct = k + 1;
@@ -190,11 +263,21 @@ CaseResult run_case(const std::string& name, std::vector<Row> rows, const Billin
   size_t cheapest = completed.front();
   for (size_t k : completed)
     if (rows[k].cand.hourly_price < rows[cheapest].cand.hourly_price) cheapest = k;
-  auto nat = adaptive_search(cands, {run_of(rows[cheapest])}, probe, request(0, 10));
-  if (nat) {
-    out.natural_probes = 1 + static_cast<int>(nat->trace.size());
-    out.natural_regret = regret(nat->recommendation().candidate.cfg.config);
-    out.natural_p_within = nat->p_within;
+  if (true_cost(rows[cheapest]) > best * 1.05) {
+    double cheapest_near = INFINITY;  // a probe straight to the cheapest config within 5%
+    for (const auto& r : rows)
+      if (true_cost(r) <= best * 1.05) cheapest_near = std::min(cheapest_near, true_cost(r));
+    out.oracle_spend = cheapest_near / best;
+  }
+  for (double runs : {10.0, 100.0}) {
+    auto nat = adaptive_search(cands, {run_of(rows[cheapest])}, probe, request(0, runs));
+    if (!nat) continue;
+    NaturalStop& n = runs == 10 ? out.natural10 : out.natural100;
+    n.probes = 1 + static_cast<int>(nat->trace.size());
+    n.regret = regret(nat->recommendation().candidate.cfg.config);
+    n.spend = nat->spent / (runs * best);
+    n.measured = nat->measured;
+    n.why = nat->stop_reason;
   }
   return out;
 }
@@ -213,24 +296,27 @@ int run_scout(const ScoutOptions& o) {
   std::printf("\nScout replay (%s): %zu workloads x %zu billing rules, 165 s fixed overheads, %d random first "
               "probes each\n",
               o.csv.c_str(), cases.size(), rules.size(), o.seeds);
-  std::printf("regret of the search's pick after k probes, median over first probes (p90 in brackets); "
+  std::printf("regret of the recommendation of a search limited to k probes, median over first probes (p90 in brackets); "
               "random search's median after the same k\n");
   std::printf("%-26s %-6s", "workload", "rule");
   for (int k = 1; k <= o.max_probes; ++k) std::printf("  k=%d         ", k);
-  std::printf(" to 5%%  random k=3  k=6   natural stop\n");
+  std::printf(" to 5%%  random k=3  k=6   stopping by itself with 10 | 100 future runs: probes, regret, spend\n");
   std::vector<CaseResult> all;
   for (const auto& c : cases)
     for (const auto& [rname, spec] : rules) {
+      if (!o.only.empty() && c.workload.find(o.only) == std::string::npos) continue;
       auto rule = parse_rule(spec);
       if (!rule) return 1;
       rule->name = rname;
       auto r = run_case(c.workload + " " + rname, c.rows, *rule, o);
       std::printf("%-26.26s %-6s", c.workload.c_str(), rname.c_str());
       for (int k = 0; k < o.max_probes; ++k) std::printf(" %5.1f (%5.1f)", 100 * r.median[k], 100 * r.p90[k]);
-      std::printf("  %4s  %6.1f  %6.1f   %d probes, %+.1f%%, P(within 5%%) %.2f\n",
+      std::printf("  %4s  %6.1f  %6.1f   %2d %+6.1f%% %5.3f | %2d %+6.1f%% %5.3f\n",
                   r.to_5pct ? std::to_string(r.to_5pct).c_str() : ">max", 100 * r.random_median[std::min(2, o.max_probes - 1)],
-                  100 * r.random_median[std::min(5, o.max_probes - 1)], r.natural_probes, 100 * r.natural_regret,
-                  r.natural_p_within);
+                  100 * r.random_median[std::min(5, o.max_probes - 1)], r.natural10.probes, 100 * r.natural10.regret,
+                  r.natural10.spend, r.natural100.probes, 100 * r.natural100.regret, r.natural100.spend);
+      if (o.explain) std::printf("    stopped (10 runs): %s\n    stopped (100 runs): %s\n", r.natural10.why.c_str(),
+                                 r.natural100.why.c_str());
       std::fflush(stdout);
       all.push_back(std::move(r));
     }
@@ -243,16 +329,48 @@ int run_scout(const ScoutOptions& o) {
   for (const auto& r : all) worst6 = std::max(worst6, r.median[std::min(5, o.max_probes - 1)]);
   std::printf("\ncases within 5%% (median over first probes) after k probes:");
   for (int k = 1; k <= o.max_probes; ++k) std::printf(" k=%d %.0f%%", k, 100 * share_within(k, 0.05));
+  std::printf("\n  the pick of a search not limited to k, after its k-th probe:");
+  for (int k = 1; k <= o.max_probes; ++k) {
+    int n = 0;
+    for (const auto& r : all) n += r.ongoing_median[k - 1] <= 0.05 + 1e-12;
+    std::printf(" k=%d %.0f%%", k, 100.0 * n / static_cast<double>(all.size()));
+  }
   std::printf("\n");
   int own3 = 0;
   for (const auto& r : all) own3 += r.own[std::min(3, o.max_probes) - 1] <= 0.05 + 1e-12;
   std::printf("from nothing measured (the search picks its first probe too), within 5%% after 3 probes: %d of %zu\n",
               own3, all.size());
-  std::printf("\nScout targets:\n");
-  const double w3 = share_within(std::min(3, o.max_probes), 0.05);
-  std::printf("  within 5%% after 3 probes in >= 90%% of workload x rule cases: %.1f%% (%d of %zu)  [%s]\n", 100 * w3,
-              static_cast<int>(std::lround(w3 * static_cast<double>(all.size()))), all.size(), w3 >= 0.9 ? "met" : "NOT met");
+  g_calibration.print("Scout, every round of every search (k = 1..max probes)");
+  std::printf("\nScout goals (median over first probes per case):\n");
+  const double w3 = share_within(std::min(3, o.max_probes), 0.05), w6 = share_within(std::min(6, o.max_probes), 0.05);
+  const auto n_of = [&](double share) { return static_cast<int>(std::lround(share * static_cast<double>(all.size()))); };
+  std::printf("  within 5%% after 6 probes in >= 90%% of cases: %.1f%% (%d of %zu)  [%s]\n", 100 * w6, n_of(w6),
+              all.size(), w6 >= 0.9 ? "met" : "NOT met");
   std::printf("  no case above 20%% after 6 probes: worst %.1f%%  [%s]\n", 100 * worst6, worst6 <= 0.2 ? "met" : "NOT met");
+  std::printf("  within 5%% after 3 probes no worse than before (55%%): %.1f%% (%d of %zu)  [%s]\n", 100 * w3, n_of(w3),
+              all.size(), w3 >= 0.545 ? "met" : "NOT met");
+  std::printf("  no blind picks: %ld of %ld recommendations of searches limited to k = 1..%d probes  [%s]\n",
+              limited_blind, limited_picks, o.max_probes, limited_blind == 0 ? "met" : "NOT met");
+  for (int runs : {10, 100}) {
+    int within = 0, cheap = 0;
+    std::vector<double> spend;
+    for (const auto& r : all) {
+      const NaturalStop& n = runs == 10 ? r.natural10 : r.natural100;
+      within += n.regret <= 0.05 + 1e-12;
+      cheap += n.spend <= 0.1 + 1e-12;
+      spend.push_back(n.spend);
+    }
+    int first_within = 0;  // cases where the first run is already within 5%: no probe needed
+    for (const auto& r : all) first_within += r.oracle_spend == 0;
+    const double share = static_cast<double>(within) / static_cast<double>(all.size());
+    std::printf("  stopping by itself, %d future runs: within 5%% in %.1f%% (%d of %zu) [%s]; spend / (%d runs at the "
+                "optimum) median %.3f, max %.3f, <= 0.10 in %d of %zu [%s]\n",
+                runs, 100 * share, within, all.size(), share >= 0.9 ? "met" : "NOT met", runs, quantile(spend, 0.5),
+                quantile(spend, 1.0), cheap, all.size(), cheap == static_cast<int>(all.size()) ? "met" : "NOT met");
+    std::printf("    (probes are whole runs here: in the %zu cases where the first run is not within 5%% (all but %d), "
+                "a single probe costs at least one optimal run, %.2f of the planned cost)\n",
+                all.size() - first_within, first_within, 1.0 / runs);
+  }
   return 0;
 }
 

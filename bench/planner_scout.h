@@ -12,7 +12,8 @@ struct ScoutOptions {
   std::string csv;      // path of runs.csv
   int seeds = 20;       // random first probes per workload x rule
   int max_probes = 8;
-  bool explain = false; // print each case's probes where the median misses by more than 5% after 3 probes
+  bool explain = false; // print the probes and stop reasons of the first seeds that miss by more than 5% after 6 probes
+  std::string only;     // run only the workloads whose name contains this
   billing::LearnModel model = billing::LearnModel::automatic;
 };
 

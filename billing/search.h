@@ -18,11 +18,22 @@
 //     candidate most likely to be that much cheaper is probed instead, so a probe that lands just under a
 //     billing step cannot stop the search while a neighbour may fall under a cheaper one. Also stop when the
 //     probe budget would be exceeded, max_probes is reached, or nothing is left to probe.
+// What it knows and what it guesses are kept apart:
+//  - the pick (each round's, and the recommendation) is the best *measured* config, unless the predicted best
+//    is cheaper than it in at least `confidence` of the joint draws and within `tolerance` of the optimum with
+//    the same confidence; the result says which (`measured`, `recommendation_basis`, with the band);
+//  - an unmeasured pick is measured before the search stops on it, and the last probe max_probes allows
+//    measures the predicted best;
+//  - spend is bounded by what the search could still save: before each probe, spent + its expected cost must
+//    not exceed future_runs x (best measured value - the lowest p10 of any candidate; 0 for a group nothing
+//    predicts yet), else it stops on what it measured;
+//  - every probe of a predicted config is compared with the p10..p90 band predicted for it just before; when
+//    the probes miss more often than a calibrated model would with probability 1% (ModelCheck), the model
+//    does not explain this workload: the search says so and stops on the best measured config.
 // A config whose probe failed is not probed again and never recommended.
 // cost_under_deadline counts a draw's improvement only when it meets the deadline; budget only when the
-// draw's cost is within budget. The result ranks all candidates (probed ones from their measurements, the
-// others from the fitted curves) and recommends the best. (Recommending only probed or interpolated configs
-// was tried and did worse on bench/planner: the curves' best guess beats the best probe.)
+// draw's cost is within budget. The plan ranks all candidates (probed ones from their measurements, the
+// others from the fitted curves), with the recommendation first.
 #pragma once
 
 #include <functional>
@@ -88,8 +99,28 @@ struct SearchRound {
   std::string pick;       // the config the search would recommend now ("" when nothing can be predicted)
   double pick_value = 0;  // its expected value
   double p_within = 0;    // P(pick within tolerance of the optimum)
+  bool pick_measured = false;
+  std::string predicted;              // the candidate of least expected value, measured or not
+  double p_beats_measured = 0;        // P(predicted cheaper than best_measured), when they differ
+  std::string best_measured;          // the measured candidate of least expected value ("" if none)
+  double best_measured_value = 0;
+  double best_measured_p_within = 0;
   std::vector<CandidateBand> bands;  // every predicted candidate, cheapest expected first
 };
+
+// How the probes compared with the bands predicted for them just before they ran. A calibrated p10..p90 band
+// misses 20% of measurements; the model fails when its probes missed so often that a calibrated one would
+// have done so with probability below 1% (at least 3 probes compared: all 3 missed, 4 of 5, 5 of 7, ...).
+struct ModelCheck {
+  int probes = 0;        // probes of configs that had a prediction
+  int outside = 0;       // whose measured value fell outside its p10..p90 band
+  bool explains = true;  // false: the search stopped on the best measured config
+
+  static bool fails(int probes, int outside);
+};
+
+// P(X >= k) for X ~ Binomial(n, p).
+double binomial_tail(int n, int k, double p);
 
 struct SearchResult {
   Plan plan;  // the final ranking over all candidates; its first entry is the recommendation
@@ -97,6 +128,9 @@ struct SearchResult {
   std::vector<SearchRound> rounds;  // rounds[k]: after k probes (rounds[0]: from the history alone)
   double tolerance = 0.05;
   double p_within = 0;              // of the final pick
+  bool measured = false;            // the recommendation was probed
+  std::string recommendation_basis; // "measured", or why a prediction was trusted over what was measured
+  ModelCheck model_check;
   double spent = 0;
   std::string stop_reason;
   std::vector<MeasuredRun> history;  // the input history plus every successful probe

@@ -98,7 +98,114 @@ TEST_CASE("the search stops when the expected gain is below the probe cost") {
   auto r = adaptive_search(table("per_second_60s_min"), {}, probe, req);
   REQUIRE(r.ok());
   CHECK(r->trace.size() == 1);
-  CHECK(r->stop_reason.find("below its probe cost") != std::string::npos);
+  CHECK(r->stop_reason.find("cost more than it can save") != std::string::npos);
+  CHECK(r->measured);  // stopped on what it measured
+
+  req.future_runs = 3;  // the second probe pays for itself, the third no longer does
+  auto more = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+  REQUIRE(more.ok());
+  CHECK(more->trace.size() >= 2);
+  CHECK(more->stop_reason.find("below its probe cost") != std::string::npos);
+}
+
+TEST_CASE("the search's spend never exceeds what it could still save over the planned runs") {
+  for (double runs : {0.3, 1.0, 3.0, 30.0}) {
+    CAPTURE(runs);
+    auto req = request();
+    req.future_runs = runs;
+    int probes = 0;
+    req.on_probe = [&](const SearchResult& so_far, const ProbeStep& next) {
+      ++probes;
+      // Before each probe beyond the first: spent so far + this probe <= runs x (best measured - lowest p10).
+      const auto& round = so_far.rounds.back();
+      if (round.best_measured.empty()) return;
+      double low = round.best_measured_value;
+      for (const auto& b : round.bands) low = std::min(low, b.p10);
+      CHECK(so_far.spent + next.expected_probe_cost <= runs * (round.best_measured_value - low) + 1e-12);
+    };
+    auto r = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+    REQUIRE(r.ok());
+    CHECK(probes == static_cast<int>(r->trace.size()));
+  }
+}
+
+TEST_CASE("an unmeasured config is recommended over a measured one only when the draws say it is cheaper with the "
+          "confidence asked") {
+  // x-4 and x-64 measured, no probe allowed: the curve predicts x-1 cheapest, in 79% of its draws cheaper than
+  // x-4 (the true optimum is x-1, 5% under x-2 and 14% under x-4).
+  auto req = request();
+  req.probe_budget = 0;
+  std::vector<MeasuredRun> history;
+  for (int n : {4, 64}) {
+    MeasuredRun m;
+    m.cfg = table("per_second_60s_min")[0].cfg;
+    m.cfg.config = m.cfg.instance_type = "x-" + std::to_string(n);
+    m.cfg.cores = n;
+    m.phases = true_phases(n);
+    history.push_back(m);
+  }
+  auto sure = adaptive_search(table("per_second_60s_min"), history, probe, req);
+  REQUIRE(sure.ok());
+  const auto& round = sure->rounds.back();
+  CHECK(round.predicted == "x-1");
+  CHECK(round.best_measured == "x-4");
+  CHECK(round.p_beats_measured > 0.6);
+  CHECK(round.p_beats_measured < 0.9);
+  CHECK(sure->recommendation().candidate.cfg.config == "x-4");  // first in the plan, though predicted dearer
+  CHECK(sure->measured);
+  CHECK(sure->recommendation_basis == "measured");
+  auto j = search_to_json(*sure);
+  CHECK(j["recommendation"]["config"] == "x-4");
+  CHECK(j["recommendation"]["measured"] == true);
+  CHECK(j["rounds"].back()["predicted"] == "x-1");
+
+  req.confidence = 0.6;
+  auto bold = adaptive_search(table("per_second_60s_min"), history, probe, req);
+  REQUIRE(bold.ok());
+  CHECK(bold->recommendation().candidate.cfg.config == "x-1");
+  CHECK_FALSE(bold->measured);
+  CHECK(bold->recommendation_basis.find("predicted: cheaper than the best measured config (x-4) in ") == 0);
+  auto band = search_to_json(*bold)["recommendation"]["band"];  // what the guess may cost
+  CHECK(band["p10"].get<double>() < band["mean"].get<double>());
+  CHECK(band["mean"].get<double>() < band["p90"].get<double>());
+}
+
+TEST_CASE("the last probe the limit allows measures the predicted pick, so the recommendation is measured") {
+  for (int limit : {2, 3, 4}) {
+    CAPTURE(limit);
+    auto req = request();
+    req.max_probes = limit;
+    req.future_runs = 1000;
+    auto r = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+    REQUIRE(r.ok());
+    REQUIRE(static_cast<int>(r->trace.size()) == limit);
+    const auto& before_last = r->rounds[limit - 1];
+    if (before_last.predicted != before_last.best_measured)
+      CHECK(r->trace.back().why == "the last probe measures the predicted pick");
+    CHECK(r->measured);
+  }
+}
+
+TEST_CASE("the model is judged by how often its probes land outside the bands predicted for them") {
+  // A calibrated p10..p90 band misses 20%: 3 of 3 misses happen 0.8% of the time, 3 of 4 2.7%.
+  CHECK(binomial_tail(3, 3, 0.2) == doctest::Approx(0.008));
+  CHECK(binomial_tail(4, 3, 0.2) == doctest::Approx(0.0272));
+  CHECK(binomial_tail(5, 0, 0.2) == doctest::Approx(1.0));
+  CHECK_FALSE(ModelCheck::fails(2, 2));  // too few to judge
+  CHECK(ModelCheck::fails(3, 3));
+  CHECK_FALSE(ModelCheck::fails(4, 3));
+  CHECK(ModelCheck::fails(5, 4));
+  CHECK_FALSE(ModelCheck::fails(10, 4));
+  CHECK(ModelCheck::fails(10, 6));
+  // A search on a curve the model fits: its probes land inside their bands.
+  auto req = request();
+  req.future_runs = 1000;
+  req.max_probes = 5;
+  auto r = adaptive_search(table("per_second_60s_min"), {}, probe, req);
+  REQUIRE(r.ok());
+  CHECK(r->model_check.probes >= 2);
+  CHECK(r->model_check.explains);
+  CHECK(search_to_json(*r)["model_check"]["explains"] == true);
 }
 
 TEST_CASE("a failing probe is recorded and the config is not tried again") {
@@ -127,12 +234,12 @@ TEST_CASE("a failing probe is recorded and the config is not tried again") {
 
 TEST_CASE("the search does not stop while the pick may be beaten by more than its tolerance") {
   auto req = request();
-  req.future_runs = 1e-6;  // no probe pays for itself by expected gain
+  req.future_runs = 3;     // the third probe no longer pays for itself by expected gain
   req.confidence = 0.999;  // but the pick must be within 5% almost surely
   auto r = adaptive_search(table("per_second_60s_min"), {}, probe, req);
   REQUIRE(r.ok());
-  REQUIRE(r->trace.size() >= 2);
-  CHECK(r->trace[1].why.find("undercut the pick by more than 5%") != std::string::npos);
+  REQUIRE(r->trace.size() >= 3);
+  CHECK(r->trace[2].why.find("undercut the pick by more than 5%") != std::string::npos);
   CHECK(r->rounds.size() == r->trace.size() + 1);  // rounds[k]: after k probes, the last one after them all
   CHECK(r->tolerance == 0.05);
   // Each round has a pick and every predicted candidate's band, cheapest first, p10 <= mean <= p90.
@@ -156,7 +263,8 @@ TEST_CASE("the search does not stop while the pick may be beaten by more than it
     CHECK(r->stop_reason.find("P(pick within 5% of the optimum)") != std::string::npos);
   }
 
-  req.confidence = 0;  // any pick will do: it stops after exploring, as before
+  req.confidence = 0;  // any pick will do, and the plan will hardly be used: it stops after exploring
+  req.future_runs = 1e-6;
   auto lazy = adaptive_search(table("per_second_60s_min"), {}, probe, req);
   REQUIRE(lazy.ok());
   CHECK(lazy->trace.size() == 1);

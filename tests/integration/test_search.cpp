@@ -69,6 +69,9 @@ void search_finds_cheapest(const std::string& price_8c, const std::string& cheap
   bool probed_cheapest = false;
   for (const auto& step : s["trace"]) probed_cheapest = probed_cheapest || step["config"] == cheapest;
   CHECK(probed_cheapest);
+  CHECK(s["recommendation"]["measured"] == true);  // it ran what it recommends
+  CHECK(s["recommendation"]["why"] == "measured");
+  CHECK(s["model_check"]["explains"] == true);
   CHECK(s["spent"].get<double>() <= budget);
   REQUIRE(s["trace"].size() >= 1);
   REQUIRE(s["probes"].size() == s["trace"].size());

@@ -438,6 +438,10 @@ test('a search\'s probe pages show its probes in order, every candidate\'s band 
     }
     const summary = await page.textContent('#search-summary');
     assert.ok(summary.includes(s.stop_reason) && summary.includes(s.recommendation.config), summary);
+    // It says whether the recommendation was measured, or what the guess rests on and may cost.
+    if (s.recommendation.measured) assert.ok(summary.includes(`${s.recommendation.config} (measured)`), summary);
+    else assert.ok(summary.includes('not measured') && summary.includes(s.recommendation.why), summary);
+    assert.equal(typeof s.model_check.explains, 'boolean');
     await shot(page, 'search-experiment');
 
     // The first probe's run page shows the same search with that probe marked.

@@ -64,7 +64,10 @@ function summary(search) {
     return `Running: ${search.probes.length} probe${search.probes.length === 1 ? '' : 's'} so far${search.next ? `, now ${search.next.config}` : ''}.`;
   }
   if (search.status === 'failed') return `Failed: ${search.reason}`;
-  const rec = search.recommendation?.config ?? '–';
+  const r = search.recommendation;
+  const rec = !r ? '–'
+    : r.measured ? `${r.config} (measured)`
+      : `${r.config} (not measured: ${r.why}; predicted ${money(r.band?.p10)} … ${money(r.band?.p90)} per run)`;
   return `Recommends ${rec}; P(within ${tol} of the optimum) = ${number(search.p_within, 2)}; probes cost ${money(search.spent)}. Stopped: ${search.stop_reason}.`;
 }
 
