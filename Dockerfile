@@ -16,6 +16,8 @@ FROM ${BASE_IMAGE} AS build
 ARG TSUM_GPU
 ARG CUDA_VERSION
 ARG LIBTORCH_URL
+# The npm registry the dashboard's `npm ci` uses (scripts/docker-images.sh passes the host's); unset: npm's own.
+ARG npm_config_registry
 WORKDIR /src
 COPY scripts/install-deps.sh scripts/install-cuda-libtorch.sh scripts/
 RUN if [ "$TSUM_GPU" = cuda ]; then \

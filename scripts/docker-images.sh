@@ -109,9 +109,12 @@ build_tsum() {
   base=$(pick_build_base)
   image=${TSUM_SERVER_IMAGE:-tsum:latest}
   say "building $image (TSUM_GPU=${TSUM_GPU:-cpu}, BASE_IMAGE=$base) from $here/Dockerfile"
+  # The build's npm ci uses the registry this machine's npm is configured with.
+  registry=$(npm config get registry 2>/dev/null || true)
   # shellcheck disable=SC2086 # DOCKER_BUILD_FLAGS is a list of flags
   "$docker" build ${DOCKER_BUILD_FLAGS:---network host} --build-arg "BASE_IMAGE=$base" \
-    --build-arg "TSUM_GPU=${TSUM_GPU:-cpu}" -t "$image" "$here" >&2
+    --build-arg "TSUM_GPU=${TSUM_GPU:-cpu}" ${registry:+--build-arg "npm_config_registry=$registry"} \
+    -t "$image" "$here" >&2
   "$docker" run --rm --network none "$image" --help >/dev/null ||
     { say "$image does not run tsumd --help"; exit 1; }
   say "built $image"
