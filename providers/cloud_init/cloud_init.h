@@ -6,7 +6,7 @@
 // the environment and starts the agent in the background (its own session, output in agent.log), with the
 // directory's work/ as its working directory. Optionally it first schedules a power-off after max_lifetime, a safety net for an
 // instance whose daemon is gone (with EC2's InstanceInitiatedShutdownBehavior=terminate the power-off
-// terminates it). providers/fake_guest runs the same document in the fakes' guests.
+// terminates it). tests/fakes/guest runs the same document in the fakes' guests.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // GuestMachine: a machine that shares nothing with this host but the network, for the fake clouds' instances
-// (providers/fake_guest), SSH test hosts and bring-your-own test machines. Needs root, util-linux (unshare,
+// (tests/fakes/guest), SSH test hosts and bring-your-own test machines. Needs root, util-linux (unshare,
 // nsenter, setpriv, mount) and iproute2.
 //
 // Its disk is a fresh copy of a stock root (guest_image.h): an overlayfs whose upper layer is <dir>/upper

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "providers/fake_guest/fake_guest.h"
+#include "tests/fakes/guest/fake_guest.h"
 #include "support/temp_dir.h"
 #include "support/test_tls.h"
 

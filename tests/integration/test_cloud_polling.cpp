@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "integration/daemon_process.h"
-#include "providers/aws/fake/fake_aws_cloud.h"
-#include "providers/hetzner/fake/fake_hetzner_cloud.h"
+#include "tests/fakes/aws/fake_aws_cloud.h"
+#include "tests/fakes/hetzner/fake_hetzner_cloud.h"
 #include "support/test_tls.h"
 
 using namespace tsum;

@@ -99,7 +99,7 @@ TEST_CASE("tsumd offers against a cloud that refuses the credentials fails namin
   CHECK(none.err.find("configures no 'aws'") != std::string::npos);
 }
 
-// ---- experiments on the fake clouds, the agent standing in for the VM (providers/fake_guest) ----
+// ---- experiments on the fake clouds, the agent standing in for the VM (tests/fakes/guest) ----
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Probes for tests of the fake guest (providers/fake_guest): the agent script they boot, waiting for a file
+// Probes for tests of the fake guest (tests/fakes/guest): the agent script they boot, waiting for a file
 // an instance writes, and finding the processes an instance runs: those in its network namespace (a guest
 // machine's processes all are, and nothing else is).
 #pragma once

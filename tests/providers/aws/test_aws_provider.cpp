@@ -4,9 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "providers/aws/aws_provider.h"
-#include "providers/aws/fake/fake_aws_cloud.h"
-#include "providers/aws/fake/fake_catalog.h"
-#include "providers/fake_cloud/request.h"
+#include "tests/fakes/aws/fake_aws_cloud.h"
+#include "tests/fakes/aws/fake_catalog.h"
+#include "tests/fakes/cloud/request.h"
 #include "providers/http/codec.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"

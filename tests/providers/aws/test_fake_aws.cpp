@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "providers/aws/ec2_xml.h"
-#include "providers/aws/fake/fake_aws_cloud.h"
+#include "tests/fakes/aws/fake_aws_cloud.h"
 #include "providers/http/http_client.h"
 #include "support/run_sync.h"
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "providers/azure/azure_provider.h"
-#include "providers/azure/fake/fake_azure_cloud.h"
+#include "tests/fakes/azure/fake_azure_cloud.h"
 #include "providers/http/codec.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"

@@ -12,7 +12,7 @@
 
 #include "providers/cloud_init/cloud_init.h"
 #include "providers/http/codec.h"
-#include "providers/http/loopback_server.h"
+#include "tests/fakes/http/loopback_server.h"
 #include "support/temp_dir.h"
 #include "support/test_tls.h"
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "providers/fake_cloud/fake_server.h"
-#include "providers/fake_guest/fake_guest.h"
+#include "tests/fakes/cloud/fake_server.h"
+#include "tests/fakes/guest/fake_guest.h"
 #include "providers/provider.h"
 #include "support/provider_fixtures.h"
 #include "support/test_tls.h"

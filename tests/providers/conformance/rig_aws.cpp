@@ -1,6 +1,6 @@
 // The AWS rig: the EC2 adapter on the fake AWS (SigV4 on every call).
 #include "providers/aws/aws_provider.h"
-#include "providers/aws/fake/fake_aws_cloud.h"
+#include "tests/fakes/aws/fake_aws_cloud.h"
 #include "providers/conformance/cloud_rig.h"
 #include "support/provider_fixtures.h"
 

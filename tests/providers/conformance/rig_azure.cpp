@@ -1,7 +1,7 @@
 // The Azure rig: the ARM adapter (a resource group per launch) on the fake Azure (a client-credentials
 // grant, then bearer tokens); operations finish after one poll.
 #include "providers/azure/azure_provider.h"
-#include "providers/azure/fake/fake_azure_cloud.h"
+#include "tests/fakes/azure/fake_azure_cloud.h"
 #include "providers/conformance/cloud_rig.h"
 #include "support/provider_fixtures.h"
 

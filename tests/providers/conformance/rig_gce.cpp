@@ -1,6 +1,6 @@
 // The GCE rig: the Compute Engine adapter on the fake GCE (an RS256 JWT grant, then bearer tokens).
 #include "providers/conformance/cloud_rig.h"
-#include "providers/gce/fake/fake_gce_cloud.h"
+#include "tests/fakes/gce/fake_gce_cloud.h"
 #include "providers/gce/gce_provider.h"
 #include "support/gce_account.h"
 #include "support/provider_fixtures.h"

@@ -1,6 +1,6 @@
 // The Hetzner rig: the Hetzner Cloud adapter on the fake Hetzner (a static bearer token).
 #include "providers/conformance/cloud_rig.h"
-#include "providers/hetzner/fake/fake_hetzner_cloud.h"
+#include "tests/fakes/hetzner/fake_hetzner_cloud.h"
 #include "providers/hetzner/hetzner_provider.h"
 #include "support/provider_fixtures.h"
 

@@ -2,7 +2,7 @@
 // tokens); operations finish after one poll.
 #include "providers/conformance/cloud_rig.h"
 #include "providers/gce/jwt.h"
-#include "providers/yandex/fake/fake_yandex_cloud.h"
+#include "tests/fakes/yandex/fake_yandex_cloud.h"
 #include "providers/yandex/yandex_provider.h"
 #include "support/provider_fixtures.h"
 

@@ -7,7 +7,7 @@
 #include "common/embedded.h"
 #include "providers/cloud_init/cloud_init.h"
 #include "providers/conformance/cloud_rig.h"
-#include "providers/fake_guest/fake_guest.h"
+#include "tests/fakes/guest/fake_guest.h"
 #include "providers/http/codec.h"
 #include "support/guest_net.h"
 #include "support/guest_probe.h"

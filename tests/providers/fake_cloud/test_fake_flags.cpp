@@ -1,7 +1,7 @@
 // The command line every fake shares, with a cloud's own flags next to it.
 #include <doctest/doctest.h>
 
-#include "providers/fake_cloud/fake_flags.h"
+#include "tests/fakes/cloud/fake_flags.h"
 
 using namespace tsum::providers::fake_cloud;
 

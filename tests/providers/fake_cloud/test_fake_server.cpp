@@ -2,7 +2,7 @@
 // booking, faults (429 with Retry-After, 5xx, timeouts, lost answers) and options come from FakeServer.
 #include <doctest/doctest.h>
 
-#include "providers/fake_cloud/fake_server.h"
+#include "tests/fakes/cloud/fake_server.h"
 #include "providers/http/http_client.h"
 #include "support/run_sync.h"
 

@@ -1,7 +1,7 @@
 // The fault spec every fake's --faults takes, and the plan that hands faults out.
 #include <doctest/doctest.h>
 
-#include "providers/fake_cloud/faults.h"
+#include "tests/fakes/cloud/faults.h"
 
 using namespace tsum;
 using namespace tsum::providers::fake_cloud;

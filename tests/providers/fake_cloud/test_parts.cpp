@@ -1,10 +1,10 @@
 // The small shared parts of the fakes: pages, lifecycles, the call book, targets and timestamps.
 #include <doctest/doctest.h>
 
-#include "providers/fake_cloud/call_book.h"
-#include "providers/fake_cloud/lifecycle.h"
-#include "providers/fake_cloud/pagination.h"
-#include "providers/fake_cloud/request.h"
+#include "tests/fakes/cloud/call_book.h"
+#include "tests/fakes/cloud/lifecycle.h"
+#include "tests/fakes/cloud/pagination.h"
+#include "tests/fakes/cloud/request.h"
 
 using namespace tsum;
 using namespace tsum::providers;

@@ -10,8 +10,8 @@
 
 #include "providers/cloud_init/cloud_init.h"
 #include "providers/http/codec.h"
-#include "providers/fake_guest/fake_guest.h"
-#include "providers/http/loopback_server.h"
+#include "tests/fakes/guest/fake_guest.h"
+#include "tests/fakes/http/loopback_server.h"
 #include "support/guest_net.h"
 #include "support/guest_probe.h"
 #include "support/temp_dir.h"

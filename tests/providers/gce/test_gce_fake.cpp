@@ -2,7 +2,7 @@
 // issuer, audience, lifetime, grant type), bearer checks, and the Compute requests it refuses.
 #include <doctest/doctest.h>
 
-#include "providers/gce/fake/fake_gce_cloud.h"
+#include "tests/fakes/gce/fake_gce_cloud.h"
 #include "providers/gce/gce_json.h"
 #include "providers/http/codec.h"
 #include "providers/http/http_client.h"

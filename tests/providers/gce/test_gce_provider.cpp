@@ -7,7 +7,7 @@
 #include <future>
 #include <thread>
 
-#include "providers/gce/fake/fake_gce_cloud.h"
+#include "tests/fakes/gce/fake_gce_cloud.h"
 #include "providers/gce/gce_provider.h"
 #include "providers/http/codec.h"
 #include "support/gce_account.h"

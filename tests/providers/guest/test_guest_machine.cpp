@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "providers/guest/host_command.h"
-#include "providers/http/loopback_server.h"
+#include "tests/fakes/http/loopback_server.h"
 #include "support/guest_net.h"
 #include "support/guest_probe.h"
 #include "support/temp_dir.h"

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "providers/hetzner/fake/fake_hetzner_cloud.h"
+#include "tests/fakes/hetzner/fake_hetzner_cloud.h"
 #include "providers/hetzner/hetzner_provider.h"
 #include "providers/http/codec.h"
 #include "providers/http/http_client.h"

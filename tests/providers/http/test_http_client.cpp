@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "providers/http/http_client.h"
-#include "providers/http/loopback_server.h"
+#include "tests/fakes/http/loopback_server.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"
 

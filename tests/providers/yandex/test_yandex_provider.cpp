@@ -8,7 +8,7 @@
 
 #include "providers/gce/jwt.h"
 #include "providers/http/codec.h"
-#include "providers/yandex/fake/fake_yandex_cloud.h"
+#include "tests/fakes/yandex/fake_yandex_cloud.h"
 #include "providers/yandex/yandex_provider.h"
 #include "support/run_sync.h"
 #include "support/test_tls.h"

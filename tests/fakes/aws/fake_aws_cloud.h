@@ -1,0 +1,56 @@
+// FakeAwsCloud: a stateful fake of the AWS endpoints tsum's EC2 provider talks to, on the shared fake server
+// (fake_cloud/fake_server.h: loopback HTTP(S), call book, faults, guests). One server answers both APIs:
+//   - EC2 Query API (POST form or GET query; service "ec2", the configured region): RunInstances,
+//     DescribeInstances, TerminateInstances (fake_ec2.h), DescribeInstanceTypes and
+//     DescribeSpotPriceHistory (fake_catalog.h);
+//   - the Price List API (X-Amz-Target AWSPriceListService.*; service "pricing", us-east-1): GetProducts.
+// Every request must carry a valid SigV4 signature for the configured credentials (fake_auth.h); bad ones
+// get AWS's error answer and count as rejected. Faults apply to authenticated requests, by action name.
+// Point the provider at it with AwsOptions::ec2_endpoint = pricing_endpoint = server().base_url() and, for
+// HTTPS, http.ca_file = the CA that signed the certificate.
+// Guests (a guest root set): an instance's guest id is its instance id; it is up while pending or running.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tests/fakes/aws/fake_common.h"
+#include "tests/fakes/aws/fake_ec2.h"
+#include "providers/aws/sigv4.h"
+#include "tests/fakes/cloud/fake_server.h"
+
+namespace tsum::providers::aws::fake {
+
+struct FakeAwsCloudOptions {
+  fake_cloud::FakeServerOptions server = {};
+  Credentials credentials{"AKIDTSUMFAKE", "tsum-fake-secret-key", ""};
+  FakeEc2Options ec2 = {};
+};
+
+class FakeAwsCloud final : public fake_cloud::FakeCloudApi {
+ public:
+  explicit FakeAwsCloud(FakeAwsCloudOptions opts);
+
+  Result<std::uint16_t> start() { return server_.start(); }
+  fake_cloud::FakeServer& server() { return server_; }
+  const fake_cloud::FakeServer& server() const { return server_; }
+
+  std::vector<FakeInstance> instances() const { return ec2_.instances(); }
+  int created() const { return ec2_.created(); }
+  Status guest_shutdown(std::string_view id);
+  // A spot interruption (FakeEc2::interrupt) and the instances' IMDSv2 (FakeEc2::metadata).
+  Status interrupt(const std::string& id, std::optional<double> notice_s) override;
+  http::LoopbackReply metadata(const http::LoopbackRequest& req, const std::string& id) override;
+
+ private:
+  fake_cloud::Route route(const http::LoopbackRequest& req) override;
+  http::LoopbackReply fault_answer(int status, const std::string& action) const override;
+  std::vector<fake_guest::LiveInstance> live_guests() const override;
+  FakeAnswer dispatch(const std::string& action, const Fields& params, const std::string& body, bool pricing);
+
+  FakeAwsCloudOptions opts_;
+  FakeEc2 ec2_;
+  fake_cloud::FakeServer server_;  // last: its thread stops before the state above goes
+};
+
+}  // namespace tsum::providers::aws::fake
