@@ -135,7 +135,10 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   CHECK(attempts[0]["notice"]["cloud"] == "aws");
   CHECK(attempts[0]["notice"]["text"].get<std::string>().find("\"action\": \"terminate\"") != std::string::npos);
   CHECK(attempts[0]["checkpoint"]["reason"] == "signal");
-  CHECK(attempts[0]["lost_s"].get<double>() < 2);
+  // lost_s compares the daemon's clock (learn began .. the notice arrived) with the agent's learn_seconds at the
+  // checkpoint, so it carries the delivery delays of both marks: under 2 s in earlier runs, 3.0 s seen under
+  // ctest -j 3. Below one checkpoint interval (4 s) says the notice's checkpoint, not a periodic one, was resumed.
+  CHECK(attempts[0]["lost_s"].get<double>() < 4);
   // AWS charges nothing for a spot instance it interrupts within its first hour.
   for (const auto& [rule, bill] : attempts[0]["cost"].items()) CHECK(bill["amount"].get<double>() == 0);
   // The second: gone without notice; EC2's state reason told the daemon; what followed the periodic checkpoint
