@@ -116,7 +116,6 @@ struct NaturalStop {
   int probes = 0;      // counting the first run
   double regret = 0;
   double spend = 0;    // the search's own probes, as a share of the planned runs' cost at the optimum
-  bool measured = false;
   std::string why;
 };
 
@@ -156,7 +155,7 @@ struct CaseResult {
   std::vector<double> median, p90, random_median, own;  // [k-1]; median and p90 of searches limited to k probes
   std::vector<double> ongoing_median;                   // of the pick of a longer search after its k-th probe
   NaturalStop natural10, natural100;
-  double oracle_spend = 0;  // the least any search from the same first run spends to end within 5%, / one optimal run
+  bool first_within = false;  // the run the natural stops start from is already within 5%
   int to_5pct = 0;  // probes the median needs; 0 = not within max_probes
 };
 
@@ -269,12 +268,7 @@ CaseResult run_case(const std::string& name, std::vector<Row> rows, const Billin
   size_t cheapest = completed.front();
   for (size_t k : completed)
     if (rows[k].cand.hourly_price < rows[cheapest].cand.hourly_price) cheapest = k;
-  if (true_cost(rows[cheapest]) > best * 1.05) {
-    double cheapest_near = INFINITY;  // a probe straight to the cheapest config within 5%
-    for (const auto& r : rows)
-      if (true_cost(r) <= best * 1.05) cheapest_near = std::min(cheapest_near, true_cost(r));
-    out.oracle_spend = cheapest_near / best;
-  }
+  out.first_within = true_cost(rows[cheapest]) <= best * 1.05 + 1e-12;
   for (double runs : {10.0, 100.0}) {
     auto nat = adaptive_search(cands, {run_of(rows[cheapest])}, probe, request(0, runs));
     if (!nat) continue;
@@ -282,7 +276,6 @@ CaseResult run_case(const std::string& name, std::vector<Row> rows, const Billin
     n.probes = 1 + static_cast<int>(nat->trace.size());
     n.regret = regret(nat->recommendation().candidate.cfg.config);
     n.spend = nat->spent / (runs * best);
-    n.measured = nat->measured;
     n.why = nat->stop_reason;
   }
   return out;
@@ -368,7 +361,7 @@ int run_scout(const ScoutOptions& o) {
       spend.push_back(n.spend);
     }
     int first_within = 0;  // cases where the first run is already within 5%: no probe needed
-    for (const auto& r : all) first_within += r.oracle_spend == 0;
+    for (const auto& r : all) first_within += r.first_within;
     const double share = static_cast<double>(within) / static_cast<double>(all.size());
     std::printf("  stopping by itself, %d future runs: within 5%% in %.1f%% (%d of %zu) [%s]; spend / (%d runs at the "
                 "optimum) median %.3f, max %.3f, <= 0.10 in %d of %zu [%s]\n",
