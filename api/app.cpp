@@ -25,6 +25,7 @@
 #include "providers/byo/byo_provider.h"
 #include "daemon/startup_deadline.h"
 #include "providers/local/local_provider.h"
+#include "providers/kubernetes/kubernetes_provider.h"
 #include "providers/slurm/slurm_provider.h"
 #include "providers/ssh/ssh_provider.h"
 #include "providers/trace/trace_provider.h"
@@ -97,6 +98,7 @@ Status add_configured_providers(daemon::DaemonConfig& config, const std::string&
     config.slurm->state_dir = state_dir;
     all.push_back(std::make_unique<providers::SlurmProvider>(*config.slurm));
   }
+  if (config.kubernetes) all.push_back(std::make_unique<providers::KubernetesProvider>(*config.kubernetes));
   for (auto& p : all) {
     if (metrics) registry.add(std::make_unique<daemon::MeteredProvider>(std::move(p), *metrics));
     else registry.add(std::move(p));

@@ -87,6 +87,7 @@ std::map<std::string, std::chrono::seconds> DaemonConfig::startup_deadlines() co
   auto out = clouds.startup_deadlines();
   if (ssh) out["ssh"] = ssh_startup_deadline;
   if (slurm) out["slurm"] = slurm_startup_deadline;
+  if (kubernetes) out["kubernetes"] = kubernetes_startup_deadline;
   return out;
 }
 
@@ -114,11 +115,15 @@ Result<DaemonConfig> parse_config(std::string_view text, const std::string& dir)
         providers::SlurmOptions o;
         s = parse_slurm_section(v, dir, &o, &out.slurm_startup_deadline, &out.slurm_token);
         if (s) out.slurm = std::move(o);
+      } else if (k == "kubernetes") {
+        providers::KubernetesOptions o;
+        s = parse_kubernetes_section(v, dir, &o, &out.kubernetes_startup_deadline, &out.kubeconfig);
+        if (s) out.kubernetes = std::move(o);
       }
       else if (std::find(std::begin(kCloudNames), std::end(kCloudNames), k) != std::end(kCloudNames))
         s = parse_cloud_section(k, v, dir, &out.clouds);
       else
-        return Fields::bad("providers." + k, "unknown provider (known: ssh, slurm, byo, aws, gce, azure, hetzner, yandex)");
+        return Fields::bad("providers." + k, "unknown provider (known: ssh, slurm, kubernetes, byo, aws, gce, azure, hetzner, yandex)");
       if (!s) return s.error();
     }
   }

@@ -1,5 +1,6 @@
 // The daemon's config file (`tsumd serve --config FILE`): JSON with one section per provider under
-// "providers": "ssh" (providers/ssh), "slurm" (daemon/slurm_config.h) and the clouds "aws", "gce", "azure", "hetzner", "yandex"
+// "providers": "ssh" (providers/ssh), "slurm" (daemon/slurm_config.h), "kubernetes"
+// (daemon/kube_config.h) and the clouds "aws", "gce", "azure", "hetzner", "yandex"
 // (daemon/cloud_config.h). The format is documented in docs/config.md.
 //
 // Every field is checked: an unknown field, a wrong type or a value out of range is an invalid_argument that
@@ -19,6 +20,7 @@
 
 #include "common/result.h"
 #include "daemon/cloud_config.h"
+#include "daemon/kube_config.h"
 #include "daemon/slurm_config.h"
 #include "daemon/startup_deadline.h"
 #include "providers/slurm/slurm_options.h"
@@ -42,6 +44,9 @@ struct DaemonConfig {
   std::optional<providers::SlurmOptions> slurm;  // providers.slurm (daemon/slurm_config.h); state_dir: the daemon's
   SlurmTokenRef slurm_token;                     // providers.slurm.slurmrestd's token, read by load_config
   std::chrono::seconds slurm_startup_deadline = default_startup_deadline("slurm");  // providers.slurm.startup_deadline_s
+  std::optional<providers::KubernetesOptions> kubernetes;  // providers.kubernetes (daemon/kube_config.h)
+  KubeconfigRef kubeconfig;                                // its kubeconfig, read by load_config
+  std::chrono::seconds kubernetes_startup_deadline = default_startup_deadline("kubernetes");
 
   // The startup deadline of every provider the file configures (ssh and the clouds), by provider name.
   std::map<std::string, std::chrono::seconds> startup_deadlines() const;

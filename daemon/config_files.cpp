@@ -32,6 +32,9 @@ Result<DaemonConfig> load_config(const std::string& path) {
   if (config->slurm)
     if (auto s = read_slurm_token(config->slurm_token, &*config->slurm); !s)
       return make_error(Code::invalid_argument, path + ": " + s.error().detail);
+  if (config->kubernetes)
+    if (auto s = read_kubernetes_credentials(config->kubeconfig, &*config->kubernetes); !s)
+      return make_error(Code::invalid_argument, path + ": " + s.error().detail);
   if (config->slurm && !config->slurm->login.key_file.empty())
     if (auto s = check_mode(config->slurm->login.key_file, S_IRWXG | S_IRWXO,
                             "the private key of the slurm login node is readable by others; chmod 600 " +

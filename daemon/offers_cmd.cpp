@@ -12,6 +12,7 @@
 
 #include "billing/catalog.h"
 #include "daemon/config.h"
+#include "providers/kubernetes/kubernetes_provider.h"
 #include "providers/slurm/slurm_provider.h"
 #include "providers/ssh/ssh_provider.h"
 
@@ -80,6 +81,7 @@ int offers_command(const std::string& config_path, const std::string& only, bool
   }
   // Listing an ssh host's offer touches neither the host nor a state dir.
   if (config->ssh) providers->push_back(std::make_unique<providers::SshProvider>(*config->ssh));
+  if (config->kubernetes) providers->push_back(std::make_unique<providers::KubernetesProvider>(*config->kubernetes));
   // The Slurm provider asks sinfo on the login node; its known_hosts and logs go to a temporary state dir.
   std::string slurm_state;
   if (config->slurm) {

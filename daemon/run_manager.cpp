@@ -340,6 +340,7 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     live.interrupted = std::move(why);
     return Result{RunStatus::queued, *live.interrupted};
   };
+  std::string waiting;  // what the provider last said a machine waits for (a queue's or scheduler's reason)
   for (;;) {
     if (live.cancel_reason) co_return Result{RunStatus::cancelled, *live.cancel_reason};
     if (live.noticed && !live.saved) {
@@ -366,7 +367,8 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     if (!live.alive && now - t0 > startup_limit)
       co_return Result{RunStatus::failed, "no sign of life from the agent within " +
                                               std::to_string(startup_limit.count()) + " s (" + row->provider +
-                                              "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")"};
+                                              "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")" +
+                                              (waiting.empty() ? "" : "; still waiting: " + waiting)};
     if (now - t0 > run_deadline)
       co_return Result{RunStatus::failed,
                        "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
@@ -376,6 +378,7 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     live.polled.clear();
     for (const auto& [node, st] : polled) {
       if (st && st->queue_wait_s) (void)s_.ledger.set_queue_wait(live.id, *st->queue_wait_s);
+      if (st && st->state == InstanceState::pending && !st->detail.empty()) waiting = st->detail;
       const std::string who = machines.size() > 1 ? "node " + std::to_string(node) + ": " : "";
       if (machines.size() > 1 && st && st->state == InstanceState::exited) {
         // A node that has saved its part is done and may have exited while the others still save.

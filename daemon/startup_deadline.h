@@ -23,6 +23,7 @@ inline constexpr StartupDeadlineDefault kStartupDeadlines[] = {
     {"local", std::chrono::seconds(120)},   // a process on this machine
     {"trace", std::chrono::seconds(120)},   // beyond the replay's own startup (see App::add_trace_provider)
     {"slurm", std::chrono::seconds(3600)},  // sbatch plus the job's wait in the queue (recorded as queue_wait_s)
+    {"kubernetes", std::chrono::seconds(900)},  // scheduling and the image pull (queue_wait_s), then the agent
     {"byo", std::chrono::seconds(24 * 3600)},  // until someone joins a machine: the join code's lifetime
 };
 
@@ -36,7 +37,7 @@ constexpr std::chrono::seconds default_startup_deadline(std::string_view provide
 // The config field that sets `provider`'s deadline, e.g. "providers.aws.startup_deadline_s"; empty for a
 // provider with no section in the config file (local, trace).
 inline std::string startup_deadline_field(std::string_view provider) {
-  for (std::string_view n : {"aws", "gce", "azure", "hetzner", "yandex", "ssh", "slurm"})
+  for (std::string_view n : {"aws", "gce", "azure", "hetzner", "yandex", "ssh", "slurm", "kubernetes"})
     if (n == provider) return "providers." + std::string(provider) + ".startup_deadline_s";
   return {};
 }

@@ -24,6 +24,10 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
       co_return make_error(Code::invalid_argument,
                            "provider '" + cfg.provider + "' cannot run the docker runtime" + (job ? " (a job runs in Docker)" : "") +
                                (cfg.provider == "local" ? " (no Docker engine is used locally); use native" : ""));
+    if (cfg.runtime == "native" && !job && !p->capabilities().native)
+      co_return make_error(Code::invalid_argument,
+                           "configs: runtime native on '" + cfg.provider + "': it runs containers only; use runtime "
+                           "docker with workload.image (the workload image, make workload-image)");
     if (cfg.market == "spot" && !p->capabilities().spot)
       co_return make_error(Code::invalid_argument,
                            "configs: market spot on '" + cfg.provider + "': it sells no spare capacity (spot runs on "

@@ -30,7 +30,10 @@
 #   TSUM_DATA_URL, TSUM_DATA_SHA256     the data set (tar or tar.gz), unpacked into the data directory
 #   TSUM_DATA_NAME, TSUM_DATA_FORMAT    its name and format, for messages and marks
 #   TSUM_RUNTIME, TSUM_IMAGE            "docker": install pulls TSUM_IMAGE (timed as install) and tsum-train
-#                                       runs in it; default "native"
+#                                       runs in it; "container": the agent itself runs in TSUM_IMAGE (a
+#                                       Kubernetes Pod: the pull was part of startup) and runs tsum-train or the
+#                                       job's command directly, with the data set, outputs and checkpoints under
+#                                       $WORK (data, out, checkpoint); default "native"
 #   TSUM_REGISTRY_USER, TSUM_REGISTRY_PASSWORD   docker: log in to TSUM_IMAGE's registry first
 #   TSUM_TRAIN_ARGS                     extra tsum-train flags (model, optimizer, epochs, limits, threads, ...)
 #   TSUM_KIND                           train (default) or infer: tsum-train infer, the sweep measured as learn
@@ -70,6 +73,7 @@ set -u
 WORK=$(pwd)
 SPOOL="$WORK/spool"
 CKPT="$WORK/ckpt"
+[ "${TSUM_RUNTIME:-native}" = container ] && CKPT="$WORK/checkpoint"
 mkdir -p "$SPOOL" "$WORK/bin" "$WORK/data" "$WORK/out" "$CKPT"
 SEQ=0
 NODES=${TSUM_NODES:-1}
@@ -391,6 +395,9 @@ if [ "${TSUM_RUNTIME:-native}" = docker ]; then
     docker run --rm --network "$net" $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:$WORK/data:${DATA_MODE:-ro}" -v "$WORK/out:$WORK/out" \
       -v "$CKPT:$CKPT" --entrypoint tsum-train "$TSUM_IMAGE" "$@"
   }
+elif [ "${TSUM_RUNTIME:-native}" = container ]; then
+  run_trainer() { tsum-train "$@"; }
+  GPUSTAT=$(command -v tsum-gpustat || echo "$GPUSTAT")
 else
   run_trainer() { "$WORK/tsum/bin/tsum-train" "$@"; }
 fi
@@ -418,6 +425,9 @@ if [ "${TSUM_RUNTIME:-native}" = docker ]; then
   fi
   bytes=$(docker image inspect -f '{{.Size}}' "$TSUM_IMAGE" 2>/dev/null || echo 0)
   install_attrs="{\"method\":\"$method\",\"image\":$(json_str "$TSUM_IMAGE"),\"bytes\":${bytes:-0}}"
+elif [ "${TSUM_RUNTIME:-native}" = container ]; then
+  method=image  # the container runtime pulled it before the agent started: startup's part
+  install_attrs="{\"method\":\"image\",\"image\":$(json_str "${TSUM_IMAGE:-}")}"
 else
   : "${TSUM_TRAINER_URL:?}" "${TSUM_TRAINER_SHA256:?}"
   if mkdir -p "$WORK/tsum" && cache_link trainer "$TSUM_TRAINER_SHA256" "$WORK/tsum"; then
@@ -511,17 +521,29 @@ run_job() {
   exec 4<>"$WORK/marks/events"  # read and write: opening it blocks neither side
   gpus=$(docker_gpus)
   cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
-  # The command is the whole program line: its first word replaces the image's entrypoint.
-  eval "set -- ${TSUM_JOB_COMMAND:?}"
-  prog=$1; shift
-  eval "set -- ${TSUM_JOB_ENV:-} --entrypoint \"\$prog\" \"\$TSUM_IMAGE\" \"\$@\""
+  if [ "${TSUM_RUNTIME:-native}" = container ]; then
+    # Already in the job's image, with $WORK at /tsum (the Pod's working directory): the command runs here,
+    # its variables given by env (the -e words of TSUM_JOB_ENV dropped).
+    eval "set -- ${TSUM_JOB_ENV:-} -- ${TSUM_JOB_COMMAND:?}"
+    n=$#; i=0; past=""
+    while [ "$i" -lt "$n" ]; do
+      a=$1; shift; i=$((i + 1))
+      if [ -n "$past" ]; then set -- "$@" "$a"; else case $a in -e) ;; --) past=1 ;; *) set -- "$@" "$a" ;; esac; fi
+    done
+    set -- env TSUM_EVENTS="$WORK/marks/events" TSUM_CHECKPOINT_DIR="$CKPT" "$@"
+  else
+    # The command is the whole program line: its first word replaces the image's entrypoint.
+    eval "set -- ${TSUM_JOB_COMMAND:?}"
+    prog=$1; shift
+    eval "set -- ${TSUM_JOB_ENV:-} --entrypoint \"\$prog\" \"\$TSUM_IMAGE\" \"\$@\""
+    # shellcheck disable=SC2086  # gpus is empty or two words
+    set -- docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:/tsum/data:ro" \
+      -v "$WORK/out:/tsum/out" -v "$WORK/marks:/tsum/marks" -e TSUM_EVENTS=/tsum/marks/events \
+      -v "$CKPT:/tsum/checkpoint" -e TSUM_CHECKPOINT_DIR=/tsum/checkpoint "$@"
+  fi
   pos=0; derived=""; malformed=0; epochs=0; t0=$(now); start_end=$t0
   emit start begin "$t0"
-  # shellcheck disable=SC2086  # gpus is empty or two words
-  ( docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:/tsum/data:ro" \
-      -v "$WORK/out:/tsum/out" -v "$WORK/marks:/tsum/marks" -e TSUM_EVENTS=/tsum/marks/events \
-      -v "$CKPT:/tsum/checkpoint" -e TSUM_CHECKPOINT_DIR=/tsum/checkpoint "$@" \
-      > "$WORK/job.log" 2>&1
+  ( "$@" > "$WORK/job.log" 2>&1
     echo "{\"tsum_exit\":$?}" > "$WORK/marks/events" ) &
   while IFS= read -r line <&4; do
     t=$(now)

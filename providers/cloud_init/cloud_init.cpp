@@ -38,11 +38,8 @@ std::string start_script(const std::string& dir, std::chrono::minutes max_lifeti
   return s;
 }
 
-// The agent's bootstrap: fetches the agent from the daemon (GET $TSUM_URL/v1/blobs/<sha256> with the run token,
-// over TLS with TSUM_CA_PEM when given), checks its sha256 and runs it in its place, in the same session and
-// directory. A daemon that does not answer, a refused request or other bytes are tried again with backoff (1, 2,
-// 4 .. 30 s, for TSUM_BOOT_FETCH_S seconds, default 600); then it tells the daemon why as an install error (the
-// daemon fails the run and terminates the machine) and exits.
+}  // namespace
+
 std::string bootstrap_script(const std::string& dir, const std::string& sha256) {
   std::string s = R"sh(#!/bin/sh
 # tsum: fetches the agent by its sha256 from the daemon, checks it and runs it.
@@ -70,6 +67,8 @@ exit 1
       s.replace(at, key.size(), value);
   return s;
 }
+
+namespace {
 
 // A write_files entry; gzipped first where that is what fits a script carried whole in EC2's 16 KiB.
 std::string write_file(const std::string& path, const char* mode, std::string_view content, bool gzip = false) {

@@ -31,6 +31,14 @@ struct CloudInitOptions {
   std::string metadata_url = {};
 };
 
+// The agent's bootstrap (POSIX sh): fetches the agent from the daemon (GET $TSUM_URL/v1/blobs/<sha256> with the
+// run token, over TLS with TSUM_CA_PEM when given) into `dir`, checks its sha256 and runs it in its place, in the
+// same session and directory. A daemon that does not answer, a refused request or other bytes are tried again
+// with backoff (1, 2, 4 .. 30 s, for TSUM_BOOT_FETCH_S seconds, default 600); then it tells the daemon why as an
+// install error (the daemon fails the run and terminates the machine) and exits. Also a Pod's command
+// (providers/kubernetes).
+std::string bootstrap_script(const std::string& dir, const std::string& sha256);
+
 // invalid_argument: an env name that is not [A-Za-z_][A-Za-z0-9_]*, a bad dir, or a result over
 // kMaxUserDataBytes.
 Result<std::string> cloud_init_user_data(const LaunchSpec& spec, const CloudInitOptions& opts);

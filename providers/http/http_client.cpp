@@ -145,6 +145,22 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req) const {
   // A User-Agent in req.headers replaces this one (curl sends the custom header instead).
   if (!opts_.user_agent.empty()) curl_easy_setopt(c, CURLOPT_USERAGENT, opts_.user_agent.c_str());
   if (!opts_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, opts_.ca_file.c_str());
+  if (!opts_.client_cert_file.empty()) {
+    curl_easy_setopt(c, CURLOPT_SSLCERT, opts_.client_cert_file.c_str());
+    curl_easy_setopt(c, CURLOPT_SSLKEY, opts_.client_key_file.c_str());
+  }
+  // In-memory PEM (libcurl copies a blob at once).
+  auto blob = [c](CURLoption what, const std::string& pem) {
+    if (pem.empty()) return;
+    curl_blob b{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(c, what, &b);
+  };
+  if (opts_.ca_file.empty()) blob(CURLOPT_CAINFO_BLOB, opts_.ca_pem);
+  if (opts_.client_cert_file.empty()) {
+    blob(CURLOPT_SSLCERT_BLOB, opts_.client_cert_pem);
+    blob(CURLOPT_SSLKEY_BLOB, opts_.client_key_pem);
+    if (!opts_.client_cert_pem.empty()) curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+  }
   if (req.method == "HEAD") {
     curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (req.method != "GET" || !req.body.empty()) {

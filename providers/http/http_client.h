@@ -40,6 +40,14 @@ std::string_view default_user_agent();
 
 struct HttpClientOptions {
   std::string ca_file = {};  // PEM file of CAs to trust instead of the system store; empty: the system store
+  // A TLS client certificate and its private key (PEM files), for servers that authenticate clients by
+  // certificate (a Kubernetes API server); empty: none.
+  std::string client_cert_file = {};
+  std::string client_key_file = {};
+  // The same as PEM text held in memory (a kubeconfig's *-data fields), used where the file is not set.
+  std::string ca_pem = {};
+  std::string client_cert_pem = {};
+  std::string client_key_pem = {};
   int threads = 4;      // transfers that can run at once
   RetryPolicy retry = {};
   std::size_t max_response_bytes = 64u << 20;
