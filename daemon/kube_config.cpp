@@ -68,8 +68,7 @@ Status parse_kubernetes_section(const json& j, const std::string& dir, providers
     if (!s) return s;
   if (!o.api_url.empty() && !o.api_url.starts_with("https://") && !o.api_url.starts_with("http://"))
     return Fields::bad(f.at("api_url"), "must be an https:// URL");
-  if (o.api_url.empty() && kubeconfig->path.empty())
-    return Fields::bad(f.at("api_url"), "is required (or kubeconfig)");
+  if (o.api_url.empty() && kubeconfig->path.empty()) return Fields::bad(f.at("api_url"), "is required (or kubeconfig)");
   if (!kubeconfig->context.empty() && kubeconfig->path.empty())
     return Fields::bad(f.at("context"), "names a context of a kubeconfig: set kubeconfig too");
   if (o.client_cert_file.empty() != o.client_key_file.empty())
@@ -92,8 +91,9 @@ Status read_kubernetes_credentials(const KubeconfigRef& ref, providers::Kubernet
   if (out->api_url.empty()) return make_error(Code::invalid_argument, "providers.kubernetes: no API server URL");
   for (const auto& [file, what] : {std::pair{out->token_file, "token"}, {out->client_key_file, "client key"}}) {
     if (file.empty()) continue;
-    if (auto s = check_mode(file, S_IRWXG | S_IRWXO,
-                            std::string("it holds the Kubernetes ") + what + " and others may read it; chmod 600 " + file);
+    if (auto s =
+            check_mode(file, S_IRWXG | S_IRWXO,
+                       std::string("it holds the Kubernetes ") + what + " and others may read it; chmod 600 " + file);
         !s)
       return s;
   }

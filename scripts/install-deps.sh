@@ -15,7 +15,8 @@ runtime="dataset-fashion-mnist curl ca-certificates gzip procps sqlite3"
 libs="libtorch1.13 libopenblas0-openmp libsqlite3-0 libssl3 libcurl4 libxml2 zlib1g libturbojpeg0 libcctz2 tzdata"
 # Tests: the independent reference implementations and the real peers the tests talk to; Chromium for the
 # dashboard's browser test; clang and its libFuzzer runtime for the fuzz targets (bench/fuzz.sh).
-tests="python3-torch python3-botocore python3-jwt python3-google-auth python3-hcloud python3-azure cloud-init iproute2
+tests="python3-torch python3-botocore python3-jwt python3-google-auth python3-hcloud python3-azure python3-kubernetes
+  kubernetes-client cloud-init iproute2
   openssh-server openssh-client openssl chromium docker.io debootstrap docker-registry ccache
   clang libclang-rt-14-dev"
 
@@ -30,12 +31,14 @@ case "${TSUM_DEPS:-all}" in
   *) want="$build $runtime $tests" ;;
 esac
 
-# A package counts as present when it is installed, or, for node and npm, when the command exists (a node
-# from elsewhere, e.g. NodeSource's nodejs, bundles npm and conflicts with Debian's npm package).
+# A package counts as present when it is installed, or, for node, npm and kubectl, when the command exists (a
+# node from elsewhere, e.g. NodeSource's nodejs, bundles npm and conflicts with Debian's npm package).
 present() {
   case "$1" in
     npm) command -v npm >/dev/null 2>&1 && return 0 ;;
     nodejs) command -v node >/dev/null 2>&1 && return 0 ;;
+    # Debian's kubectl; another kubectl (Google's or Kubernetes' own package) owns the same path and serves too.
+    kubernetes-client) command -v kubectl >/dev/null 2>&1 && return 0 ;;
   esac
   dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q '^install ok installed$'
 }

@@ -32,10 +32,18 @@ struct Transfer {
   std::size_t max_bytes = 0;
   bool too_large = false;
   const std::atomic<bool>* stopping = nullptr;
+  const std::function<bool(std::string_view)>* sink = nullptr;  // stream(): a 2xx body goes here
+  const std::atomic<bool>* cancel = nullptr;
+  bool sink_ended = false;
 };
 
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
+  if (t->sink && t->response.status >= 200 && t->response.status < 300) {
+    if ((*t->sink)(std::string_view(data, size * n))) return size * n;
+    t->sink_ended = true;
+    return 0;
+  }
   if (t->response.body.size() + size * n > t->max_bytes) {
     t->too_large = true;
     return 0;  // aborts the transfer with CURLE_WRITE_ERROR
@@ -50,6 +58,8 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   if (line.starts_with("HTTP/")) {
     t->response.headers.clear();  // a new response head (after 100 Continue, for instance)
+    if (auto sp = line.find(' '); sp != std::string_view::npos)
+      t->response.status = std::atoi(std::string(line.substr(sp + 1, 3)).c_str());
   } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
@@ -59,7 +69,8 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
 }
 
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  return static_cast<Transfer*>(user)->stopping->load() ? 1 : 0;
+  auto* t = static_cast<Transfer*>(user);
+  return t->stopping->load() || (t->cancel && t->cancel->load()) ? 1 : 0;
 }
 
 Error transfer_error(CURLcode rc, const char* detail, const HttpRequest& req) {
@@ -111,11 +122,17 @@ HttpClient::~HttpClient() {
   pool_.join();
 }
 
-Result<HttpResponse> HttpClient::perform(const HttpRequest& req) const {
+Result<HttpResponse> HttpClient::stream(const HttpRequest& req, const std::function<bool(std::string_view)>& on_data,
+                                        const std::atomic<bool>* cancel) const {
+  return perform(req, &on_data, cancel);
+}
+
+Result<HttpResponse> HttpClient::perform(const HttpRequest& req, const std::function<bool(std::string_view)>* sink,
+                                         const std::atomic<bool>* cancel) const {
   if (stopping_) return make_error(Code::cancelled, req.method + " " + req.url + ": client is shutting down");
   std::unique_ptr<CURL, CurlDeleter> h(curl_easy_init());
   if (!h) return make_error(Code::internal, "curl_easy_init failed");
-  Transfer t{.max_bytes = opts_.max_response_bytes, .stopping = &stopping_};
+  Transfer t{.max_bytes = opts_.max_response_bytes, .stopping = &stopping_, .sink = sink, .cancel = cancel};
   std::unique_ptr<curl_slist, CurlDeleter> headers;
   auto add_header = [&](const std::string& line) {
     curl_slist* l = curl_slist_append(headers.get(), line.c_str());
@@ -172,6 +189,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req) const {
   if (t.too_large)
     return make_error(Code::internal, req.method + " " + req.url + ": response larger than " +
                                           std::to_string(opts_.max_response_bytes) + " bytes");
+  if (t.sink_ended || (cancel && cancel->load()))
+    return make_error(Code::cancelled, req.method + " " + req.url + ": ended by the receiver");
   if (rc != CURLE_OK) return transfer_error(rc, error, req);
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

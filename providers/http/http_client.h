@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -69,10 +70,18 @@ class HttpClient {
   // One attempt, no retries, req.timeout as its deadline.
   Task<Result<HttpResponse>> send_once(const HttpRequest& req);
 
+  // A blocking exchange on the calling thread whose 2xx body goes to on_data as it arrives (a Kubernetes watch):
+  // one attempt, req.timeout as its deadline, no size limit. on_data returning false, or *cancel turning true
+  // (checked about once a second and at each piece), ends it: cancelled. Otherwise the response's status and
+  // headers (the body only when the status is not 2xx).
+  Result<HttpResponse> stream(const HttpRequest& req, const std::function<bool(std::string_view)>& on_data,
+                              const std::atomic<bool>* cancel) const;
+
   const HttpClientOptions& options() const { return opts_; }
 
  private:
-  Result<HttpResponse> perform(const HttpRequest& req) const;
+  Result<HttpResponse> perform(const HttpRequest& req, const std::function<bool(std::string_view)>* sink = nullptr,
+                               const std::atomic<bool>* cancel = nullptr) const;
 
   HttpClientOptions opts_;
   std::atomic<bool> stopping_{false};

@@ -30,7 +30,9 @@ std::string KubeApi::collection(const std::string& kind, const std::string& sele
 }
 
 Task<Result<json>> KubeApi::get(std::string path) { return call("GET", std::move(path), ""); }
-Task<Result<json>> KubeApi::post(std::string path, const json& body) { return call("POST", std::move(path), body.dump()); }
+Task<Result<json>> KubeApi::post(std::string path, const json& body) {
+  return call("POST", std::move(path), body.dump());
+}
 Task<Result<json>> KubeApi::del(std::string path) { return call("DELETE", std::move(path), ""); }
 
 Task<Result<json>> KubeApi::call(std::string method, std::string path, std::string body) {

@@ -6,8 +6,8 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/result.h"

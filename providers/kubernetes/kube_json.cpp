@@ -74,8 +74,10 @@ std::string dns_label(std::string_view s) {
   for (char c : s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (ok) out += c;
-    else if (!out.empty() && out.back() != '-') out += '-';
+    if (ok)
+      out += c;
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out;
@@ -106,11 +108,22 @@ std::optional<double> parse_quantity(std::string_view q) {
   char* end = nullptr;
   const double v = std::strtod(number.c_str(), &end);
   if (end != number.c_str() + number.size() || !std::isfinite(v)) return std::nullopt;
-  static const std::pair<std::string_view, double> kSuffixes[] = {
-      {"", 1},          {"m", 1e-3},       {"k", 1e3},           {"M", 1e6},           {"G", 1e9},
-      {"T", 1e12},      {"P", 1e15},       {"E", 1e18},          {"Ki", 1024.0},       {"Mi", 1048576.0},
-      {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}, {"Pi", 1125899906842624.0}, {"Ei", 1152921504606846976.0},
-      {"n", 1e-9},      {"u", 1e-6}};
+  static const std::pair<std::string_view, double> kSuffixes[] = {{"", 1},
+                                                                  {"m", 1e-3},
+                                                                  {"k", 1e3},
+                                                                  {"M", 1e6},
+                                                                  {"G", 1e9},
+                                                                  {"T", 1e12},
+                                                                  {"P", 1e15},
+                                                                  {"E", 1e18},
+                                                                  {"Ki", 1024.0},
+                                                                  {"Mi", 1048576.0},
+                                                                  {"Gi", 1073741824.0},
+                                                                  {"Ti", 1099511627776.0},
+                                                                  {"Pi", 1125899906842624.0},
+                                                                  {"Ei", 1152921504606846976.0},
+                                                                  {"n", 1e-9},
+                                                                  {"u", 1e-6}};
   const std::string_view suffix = q.substr(i);
   for (const auto& [s, f] : kSuffixes)
     if (s == suffix) return v * f;
@@ -315,8 +328,9 @@ json pod_manifest(const PodPlan& plan, int node) {
   labels[std::string(kNodeLabel)] = std::to_string(node);
   json amounts = {{"cpu", cpu_quantity(plan.requests.cpu)}, {"memory", memory_quantity(plan.requests.memory)}};
   if (plan.requests.gpus > 0) amounts[std::string(kGpuResource)] = std::to_string(static_cast<int>(plan.requests.gpus));
+  const json pod_ip = {{"fieldRef", {{"fieldPath", "status.podIP"}}}};
   json env = json::array({{{"name", "TSUM_NODE"}, {"value", std::to_string(node)}},
-                          {{"name", "TSUM_NODE_ADDRESS"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}});
+                          {{"name", "TSUM_NODE_ADDRESS"}, {"valueFrom", pod_ip}}});
   json container = {{"name", "tsum"},
                     {"image", plan.image},
                     {"imagePullPolicy", "IfNotPresent"},

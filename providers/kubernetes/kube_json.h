@@ -2,8 +2,8 @@
 // form, Pods' states, and the manifests of a run's Secret, headless Service and Pods. Pure: no I/O.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,14 +57,14 @@ std::map<std::string, Resources> requests_by_node(const nlohmann::json& pods, Po
 
 // One node shape: nodes with the same allocatable resources and GPU model (or the same instance-type label).
 struct KubeNodeShape {
-  std::string name;      // the instance-type label, else e.g. "4c-15g" or "8c-61g-1xnvidia-a100"
+  std::string name;         // the instance-type label, else e.g. "4c-15g" or "8c-61g-1xnvidia-a100"
   bool from_label = false;  // name is node.kubernetes.io/instance-type's value (a Pod is placed by that label)
-  int vcpus = 0;         // what a Pod of this shape requests: what an idle node gives, apart from its own Pods
-  double memory_gib = 0; // (whole MiB)
+  int vcpus = 0;            // what a Pod of this shape requests: what an idle node gives, apart from its own Pods
+  double memory_gib = 0;    // (whole MiB)
   int gpus = 0;
   std::string gpu_type;
-  int nodes = 0;         // ready and schedulable nodes of the shape
-  int free = 0;          // of them, those with room for such a Pod now
+  int nodes = 0;  // ready and schedulable nodes of the shape
+  int free = 0;   // of them, those with room for such a Pod now
   std::vector<std::string> node_names;
 };
 
@@ -74,15 +74,15 @@ std::vector<KubeNodeShape> node_shapes(const std::vector<KubeNode>& nodes, const
 // A Pod's state as the provider needs it.
 struct PodState {
   std::string name;
-  int node = 0;              // the tsum.dev/node label
-  std::string phase;         // Pending, Running, Succeeded, Failed, Unknown
-  bool deleting = false;     // metadata.deletionTimestamp set
-  std::string unschedulable; // the scheduler's message while PodScheduled is False (reason Unschedulable)
+  int node = 0;               // the tsum.dev/node label
+  std::string phase;          // Pending, Running, Succeeded, Failed, Unknown
+  bool deleting = false;      // metadata.deletionTimestamp set
+  std::string unschedulable;  // the scheduler's message while PodScheduled is False (reason Unschedulable)
   std::string waiting_reason, waiting_message;  // the container's, while it waits (ErrImagePull, ...)
   std::string reason, message;                  // the Pod's own (DeadlineExceeded, Evicted)
   std::optional<int> exit_code;                 // the container's, once terminated
   std::string terminated_reason;
-  std::optional<double> created, started;       // unix seconds (creation; container start)
+  std::optional<double> created, started;  // unix seconds (creation; container start)
   std::string pod_ip;
 };
 
@@ -97,7 +97,7 @@ std::string object_base_name(std::string_view token);
 
 // What the manifests are made of.
 struct PodPlan {
-  std::string base;       // object_base_name
+  std::string base;  // object_base_name
   std::string namespace_;
   std::string tag, run_id;
   std::string image;

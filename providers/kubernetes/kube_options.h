@@ -38,13 +38,13 @@ struct KubernetesOptions {
   // The same as PEM text, as a kubeconfig's certificate-authority-data, client-certificate-data and
   // client-key-data hold them (daemon/kube_config.h reads a kubeconfig into these).
   std::string ca_pem, client_cert_pem, client_key_pem;
-  std::string namespace_;  // empty: the kubeconfig context's, else "default"
+  std::string namespace_;                        // empty: the kubeconfig context's, else "default"
   std::map<std::string, KubeShapePrice> shapes;  // by shape name (KubeNodeShape::name)
   KubeResourcePrices resources;
   // A Pod's safety net: the kubelet kills it after this long however the daemon fares (activeDeadlineSeconds).
   std::chrono::seconds active_deadline{6 * 3600};
-  std::chrono::seconds request_timeout{30};   // each API call
-  std::chrono::seconds delete_timeout{120};   // terminate: until the run's Pods are gone
+  std::chrono::seconds request_timeout{30};  // each API call
+  std::chrono::seconds delete_timeout{120};  // terminate: until the run's Pods are gone
   std::string image_pull_secret;  // the name of a Secret of type dockerconfigjson for the workload's registry
 };
 

@@ -40,36 +40,38 @@ Status set_pem(const YAML::Node& n, const char* key, const std::string& path, st
 }  // namespace
 
 Status apply_kubeconfig(const std::string& path, const std::string& context, KubernetesOptions* out) {
+  auto bad = [&path](const std::string& what) {
+    return make_error(Code::invalid_argument, "kubeconfig " + path + ": " + what);
+  };
   YAML::Node doc;
   try {
     doc = YAML::LoadFile(path);
   } catch (const std::exception& e) {
-    return make_error(Code::invalid_argument, "kubeconfig " + path + ": " + e.what());
+    return bad(e.what());
   }
-  if (!doc.IsMap()) return make_error(Code::invalid_argument, "kubeconfig " + path + ": not a kubeconfig (a YAML map)");
+  if (!doc.IsMap()) return bad("not a kubeconfig (a YAML map)");
   const std::string ctx_name = context.empty() ? scalar(doc, "current-context") : context;
-  if (ctx_name.empty()) return make_error(Code::invalid_argument, "kubeconfig " + path + ": no context named and no current-context");
+  if (ctx_name.empty()) return bad("no context named and no current-context");
   const YAML::Node ctx = named(doc["contexts"], ctx_name, "context");
-  if (!ctx || !ctx.IsMap()) return make_error(Code::invalid_argument, "kubeconfig " + path + ": no context '" + ctx_name + "'");
+  if (!ctx || !ctx.IsMap()) return bad("no context '" + ctx_name + "'");
   const std::string cluster_name = scalar(ctx, "cluster"), user_name = scalar(ctx, "user");
   const YAML::Node cluster = named(doc["clusters"], cluster_name, "cluster");
-  if (!cluster || !cluster.IsMap())
-    return make_error(Code::invalid_argument, "kubeconfig " + path + ": context '" + ctx_name + "' names no cluster '" + cluster_name + "'");
+  if (!cluster || !cluster.IsMap()) return bad("context '" + ctx_name + "' names no cluster '" + cluster_name + "'");
   if (out->api_url.empty()) out->api_url = scalar(cluster, "server");
-  if (out->api_url.empty()) return make_error(Code::invalid_argument, "kubeconfig " + path + ": cluster '" + cluster_name + "' has no server");
+  if (out->api_url.empty()) return bad("cluster '" + cluster_name + "' has no server");
   if (scalar(cluster, "insecure-skip-tls-verify") == "true")
-    return make_error(Code::invalid_argument, "kubeconfig " + path + ": cluster '" + cluster_name +
-                                                  "' skips TLS verification; tsum needs its CA (certificate-authority)");
-  if (out->ca_file.empty() && out->ca_pem.empty()) out->ca_file = relative_to(path, scalar(cluster, "certificate-authority"));
+    return bad("cluster '" + cluster_name + "' skips TLS verification; tsum needs its CA (certificate-authority)");
+  if (out->ca_file.empty() && out->ca_pem.empty())
+    out->ca_file = relative_to(path, scalar(cluster, "certificate-authority"));
   if (out->ca_file.empty())
     if (auto s = set_pem(cluster, "certificate-authority-data", path, &out->ca_pem); !s) return s;
   if (const std::string ns = scalar(ctx, "namespace"); !ns.empty() && out->namespace_.empty()) out->namespace_ = ns;
   const YAML::Node user = named(doc["users"], user_name, "user");
   if (!user_name.empty() && user && user.IsMap()) {
     if (user["exec"] || user["auth-provider"])
-      return make_error(Code::invalid_argument, "kubeconfig " + path + ": user '" + user_name +
-                                                    "' gets its credentials from a command or plugin (exec/auth-provider); "
-                                                    "give tsum a token file or a client certificate instead");
+      return bad("user '" + user_name +
+                 "' gets its credentials from a command or plugin (exec/auth-provider); "
+                 "give tsum a token file or a client certificate instead");
     const bool have = !out->token.empty() || !out->token_file.empty() || !out->client_cert_file.empty() ||
                       !out->client_cert_pem.empty();
     if (!have) {

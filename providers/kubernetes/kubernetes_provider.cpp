@@ -80,8 +80,8 @@ Task<Result<std::vector<Offer>>> KubernetesProvider::offers(const Requirements& 
       offer.currency = it->second.currency;
       offer.note = "Kubernetes node shape " + s.name + ": " + price_note(s) + "; priced per shape";
     } else if (o.resources.set()) {
-      offer.hourly_price = s.vcpus * o.resources.vcpu_hour + s.memory_gib * o.resources.gib_hour +
-                           s.gpus * o.resources.gpu_hour;
+      offer.hourly_price =
+          s.vcpus * o.resources.vcpu_hour + s.memory_gib * o.resources.gib_hour + s.gpus * o.resources.gpu_hour;
       offer.billing_rule = o.resources.billing_rule;
       offer.currency = o.resources.currency;
       offer.note = "Kubernetes node shape " + s.name + ": " + price_note(s) + "; priced per vCPU-, GiB- and GPU-hour";
@@ -122,10 +122,14 @@ Task<Result<InstanceHandle>> KubernetesProvider::create(const Offer& offer, cons
   auto shape = std::find_if(shapes_now->begin(), shapes_now->end(),
                             [&](const kube::KubeNodeShape& s) { return s.name == offer.instance_type; });
   if (shape == shapes_now->end())
-    co_return make_error(Code::unavailable, "kubernetes: no ready, schedulable node of shape " + offer.instance_type + " now");
-  if (shape->from_label) plan.instance_type_label = shape->name;
-  else plan.node_names = shape->node_names;
-  const InstanceHandle handle{"kubernetes", plan.base,
+    co_return make_error(Code::unavailable,
+                         "kubernetes: no ready, schedulable node of shape " + offer.instance_type + " now");
+  if (shape->from_label)
+    plan.instance_type_label = shape->name;
+  else
+    plan.node_names = shape->node_names;
+  const InstanceHandle handle{"kubernetes",
+                              plan.base,
                               {{"namespace", plan.namespace_},
                                {"tag", plan.tag},
                                {"nodes", plan.nodes},
@@ -163,7 +167,8 @@ InstanceStatus KubernetesProvider::status_of(const InstanceHandle& h, const json
   if (auto items = pods.find("items"); items != pods.end() && items->is_array())
     for (const auto& p : *items) {
       const auto* labels = p.contains("metadata") ? &p["metadata"] : nullptr;
-      if (labels && labels->contains("labels") && (*labels)["labels"].value(std::string(kube::kInstanceLabel), "") == h.id)
+      if (labels && labels->contains("labels") &&
+          (*labels)["labels"].value(std::string(kube::kInstanceLabel), "") == h.id)
         mine.push_back(kube::parse_pod(p));
     }
   std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.node < b.node; });
@@ -182,7 +187,7 @@ InstanceStatus KubernetesProvider::status_of(const InstanceHandle& h, const json
     if (p.phase == "Failed") {
       st.state = InstanceState::exited;
       std::string why = !p.reason.empty() ? p.reason + (p.message.empty() ? "" : ": " + p.message)
-                        : p.exit_code ? "agent exited with code " + std::to_string(*p.exit_code) +
+                        : p.exit_code     ? "agent exited with code " + std::to_string(*p.exit_code) +
                                             (p.terminated_reason.empty() ? "" : " (" + p.terminated_reason + ")")
                                       : "failed";
       st.detail = who(p) + why;
@@ -198,8 +203,8 @@ InstanceStatus KubernetesProvider::status_of(const InstanceHandle& h, const json
   }
   if (static_cast<int>(mine.size()) < expected) {
     st.state = InstanceState::exited;
-    st.detail = std::to_string(expected - static_cast<int>(mine.size())) + " Pod(s)" + many + " of " + h.id +
-                " were deleted";
+    st.detail =
+        std::to_string(expected - static_cast<int>(mine.size())) + " Pod(s)" + many + " of " + h.id + " were deleted";
     return st;
   }
   if (succeeded == static_cast<int>(mine.size())) {
@@ -210,10 +215,10 @@ InstanceStatus KubernetesProvider::status_of(const InstanceHandle& h, const json
   for (const auto& p : mine)
     if (p.phase == "Pending" || p.phase.empty()) {
       st.state = InstanceState::pending;
-      st.detail = !p.unschedulable.empty()   ? who(p) + "unschedulable: " + p.unschedulable
-                  : !p.waiting_reason.empty() ? who(p) + p.waiting_reason +
-                                                   (p.waiting_message.empty() ? "" : ": " + p.waiting_message)
-                                             : who(p) + "pending";
+      st.detail = !p.unschedulable.empty() ? who(p) + "unschedulable: " + p.unschedulable
+                  : !p.waiting_reason.empty()
+                      ? who(p) + p.waiting_reason + (p.waiting_message.empty() ? "" : ": " + p.waiting_message)
+                      : who(p) + "pending";
       return st;
     }
   st.state = InstanceState::running;
@@ -221,8 +226,10 @@ InstanceStatus KubernetesProvider::status_of(const InstanceHandle& h, const json
   double wait = 0;
   bool all_started = true;
   for (const auto& p : mine) {
-    if (!p.started || !p.created) all_started = false;
-    else wait = std::max(wait, *p.started - *p.created);
+    if (!p.started || !p.created)
+      all_started = false;
+    else
+      wait = std::max(wait, *p.started - *p.created);
   }
   if (all_started) st.queue_wait_s = std::max(0.0, wait);
   for (const auto& p : mine)
@@ -232,29 +239,57 @@ InstanceStatus KubernetesProvider::status_of(const InstanceHandle& h, const json
 
 Task<Result<InstanceStatus>> KubernetesProvider::describe(const InstanceHandle& h) {
   const auto& o = api_->options();
-  const std::string path = "/api/v1/namespaces/" + ns_of(h, o.namespace_) + "/pods?labelSelector=" +
-                           http::uri_encode(selector_of(kube::kInstanceLabel, h.id));
+  const std::string path = "/api/v1/namespaces/" + ns_of(h, o.namespace_) +
+                           "/pods?labelSelector=" + http::uri_encode(selector_of(kube::kInstanceLabel, h.id));
   auto pods = co_await api_->get(path);
   if (!pods) co_return pods.error();
   co_return status_of(h, *pods);
 }
 
-Task<std::vector<Result<InstanceStatus>>> KubernetesProvider::describe_many(const std::vector<InstanceHandle>& handles) {
+kube::PodWatch& KubernetesProvider::watch_of(const std::string& ns) {
+  std::lock_guard lock(watches_mu_);
+  auto& w = watches_[ns];
+  if (!w) w = std::make_unique<kube::PodWatch>(api_->options(), ns);
+  return *w;
+}
+
+Task<std::vector<Result<InstanceStatus>>> KubernetesProvider::describe_many(
+    const std::vector<InstanceHandle>& handles) {
   const auto& o = api_->options();
-  std::map<std::string, Result<json>> lists;  // by namespace: one list call each
+  std::map<std::string, Result<json>> lists;  // by namespace: the watch's copy, else one list call
+  std::map<std::string, bool> watched;
   for (const auto& h : handles) {
     const std::string ns = ns_of(h, o.namespace_);
     if (lists.count(ns)) continue;
-    const std::string path = "/api/v1/namespaces/" + ns + "/pods?labelSelector=" +
-                             http::uri_encode(selector_of(kube::kManagedBy, "tsum"));
+    auto& watch = watch_of(ns);
+    if (auto copy = watch.snapshot()) {
+      lists.emplace(ns, std::move(*copy));
+      watched[ns] = true;
+      continue;
+    }
+    const std::string path =
+        "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + http::uri_encode(selector_of(kube::kManagedBy, "tsum"));
     auto list = co_await api_->get(path);
+    ++pod_lists_;
+    if (list) watch.reset(*list);
     lists.emplace(ns, std::move(list));
   }
   std::vector<Result<InstanceStatus>> out;
   for (const auto& h : handles) {
-    const auto& list = lists.at(ns_of(h, o.namespace_));
-    if (!list) out.push_back(list.error());
-    else out.push_back(status_of(h, *list));
+    const std::string ns = ns_of(h, o.namespace_);
+    const auto& list = lists.at(ns);
+    if (!list) {
+      out.push_back(list.error());
+      continue;
+    }
+    auto st = status_of(h, *list);
+    if (st.state == InstanceState::gone && watched[ns]) {
+      // Not in the watch's copy: a Pod made a moment ago may not have reached it yet. Asked about alone.
+      auto alone = co_await describe(h);
+      out.push_back(std::move(alone));
+      continue;
+    }
+    out.push_back(std::move(st));
   }
   co_return out;
 }
@@ -286,8 +321,8 @@ Task<Status> KubernetesProvider::terminate(const InstanceHandle& h) {
   const std::string ns = ns_of(h, o.namespace_);
   if (auto s = co_await delete_objects(ns, h.id); !s) co_return s;
   const auto deadline = std::chrono::steady_clock::now() + o.delete_timeout;
-  const std::string path = "/api/v1/namespaces/" + ns + "/pods?labelSelector=" +
-                           http::uri_encode(selector_of(kube::kInstanceLabel, h.id));
+  const std::string path =
+      "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + http::uri_encode(selector_of(kube::kInstanceLabel, h.id));
   for (;;) {
     auto pods = co_await api_->get(path);
     if (!pods) co_return pods.error();

@@ -23,19 +23,25 @@
 //              running otherwise (address: Pod 0's IP); gone when no Pod is left. queue_wait_s: the longest
 //              time a Pod spent from creation to its container's start (scheduling and image pull), once all
 //              have started, on the cluster's clock.
-//   describe_many: one Pod list per namespace (label managed-by=tsum) for every handle, each answered as describe.
+//   describe_many: every handle of a namespace answered from one copy of its tsum Pods (label managed-by=tsum),
+//              as describe would: the copy a watch keeps current (pod_watch.h), else one list call, which
+//              (re)starts the watch. A run the watch's copy does not hold yet is asked about alone.
 //   terminate: deletes the Pods (grace 1 s), the Service and the Secret, then lists until the Pods are gone
 //              (delete_timeout). Gone already is success.
 //   list_tagged: the runs whose Pods, Services or Secrets carry tsum.dev/tag=<tag>.
 #pragma once
 
+#include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "providers/kubernetes/kube_api.h"
 #include "providers/kubernetes/kube_json.h"
 #include "providers/kubernetes/kube_options.h"
+#include "providers/kubernetes/pod_watch.h"
 #include "providers/provider.h"
 
 namespace tsum::providers {
@@ -59,12 +65,19 @@ class KubernetesProvider final : public Provider {
 
   // A run's state from the Pods a list returned (PodList JSON; those of other runs are skipped).
   static InstanceStatus status_of(const InstanceHandle& h, const nlohmann::json& pods);
+  // Pod list calls describe_many has made (the watch answers the others).
+  long pod_lists() const { return pod_lists_; }
 
  private:
   Task<Status> delete_objects(const std::string& ns, const std::string& base);
   Task<Result<std::vector<kube::KubeNodeShape>>> shapes();  // of the nodes and Pods the cluster reports now
 
+  kube::PodWatch& watch_of(const std::string& ns);
+
   std::unique_ptr<kube::KubeApi> api_;
+  std::mutex watches_mu_;
+  std::map<std::string, std::unique_ptr<kube::PodWatch>> watches_;  // by namespace, made on first use
+  std::atomic<long> pod_lists_{0};
 };
 
 }  // namespace tsum::providers

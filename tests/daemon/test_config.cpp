@@ -68,7 +68,7 @@ TEST_CASE("a config with two ssh hosts: values, defaults and relative key paths"
 
 TEST_CASE("unknown fields, wrong types and bad values are errors naming the field") {
   CHECK(error_of(R"({"provider": {}})") == "config.provider: unknown field");
-  CHECK(error_of(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, slurm, byo, aws, gce, azure, hetzner, yandex)");
+  CHECK(error_of(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, slurm, kubernetes, byo, aws, gce, azure, hetzner, yandex)");
   CHECK(error_of(R"({"providers": {"ssh": {"hosts": []}}})") == "providers.ssh.hosts: must be a non-empty array of hosts");
   CHECK(error_of(R"({"providers": {"ssh": {"hosts": [{}], "x": 1}}})") == "providers.ssh.hosts[0].name: is required");
   CHECK(error_of(one_host(R"(,"prot":22)")) == "providers.ssh.hosts[0].prot: unknown field");
@@ -330,4 +330,59 @@ TEST_CASE("providers.slurm: the login node, partition prices and rules, defaults
   CHECK(rest->slurm->rest_user == "ml");
   CHECK(rest->slurm->rest_token.empty());  // read by load_config, not by the parser
   CHECK(rest->slurm_token.file == "/etc/tsum/jwt");
+}
+
+TEST_CASE("providers.kubernetes: credentials, prices, defaults, a kubeconfig read at load, errors naming the field") {
+  auto c = parse_config(R"({"providers": {"kubernetes": {"api_url": "https://k8s:6443", "ca_file": "ca.crt",
+      "token_file": "token", "namespace": "ml", "shapes": {"n1-standard-8": {"hourly_price": 0.38}},
+      "prices": {"vcpu_hour": 0.03, "gib_hour": 0.004, "gpu_hour": 2.5, "billing_rule": "per_minute"},
+      "active_deadline_s": 3600, "startup_deadline_s": 300}}})",
+                        "/etc/tsum");
+  REQUIRE(c);
+  REQUIRE(c->kubernetes);
+  CHECK(c->kubernetes->ca_file == "/etc/tsum/ca.crt");
+  CHECK(c->kubernetes->token_file == "/etc/tsum/token");
+  CHECK(c->kubernetes->namespace_ == "ml");
+  CHECK(c->kubernetes->shapes.at("n1-standard-8").hourly_price == 0.38);
+  CHECK(c->kubernetes->shapes.at("n1-standard-8").billing_rule == "step:1,min:0");
+  CHECK(c->kubernetes->resources.billing_rule == "per_minute");
+  CHECK(c->kubernetes->active_deadline == std::chrono::seconds(3600));
+  CHECK(c->startup_deadlines().at("kubernetes") == std::chrono::seconds(300));
+  CHECK(parse_config(R"({"providers": {"kubernetes": {"api_url": "https://k"}}})", "/")->startup_deadlines().at(
+            "kubernetes") == std::chrono::seconds(900));
+
+  auto k8s = [](const std::string& fields) { return error_of(R"({"providers": {"kubernetes": {)" + fields + "}}}"); };
+  CHECK(k8s(R"("namespace": "ml")") == "providers.kubernetes.api_url: is required (or kubeconfig)");
+  CHECK(k8s(R"("api_url": "ftp://k")") == "providers.kubernetes.api_url: must be an https:// URL");
+  CHECK(k8s(R"("api_url": "https://k", "namespace": "ML_team")") ==
+        "providers.kubernetes.namespace: is not a namespace name (lowercase letters, digits and '-')");
+  CHECK(k8s(R"("api_url": "https://k", "client_cert_file": "c.pem")") ==
+        "providers.kubernetes.client_cert_file: and client_key_file go together");
+  CHECK(k8s(R"("api_url": "https://k", "token_file": "t", "client_cert_file": "c", "client_key_file": "k")") ==
+        "providers.kubernetes.token_file: or a client certificate, not both");
+  CHECK(k8s(R"("api_url": "https://k", "context": "dev")") ==
+        "providers.kubernetes.context: names a context of a kubeconfig: set kubeconfig too");
+  CHECK(k8s(R"("api_url": "https://k", "shapes": {"s": {"hourly_price": 1, "billing_rule": "weekly"}})").find(
+            "providers.kubernetes.shapes.s.billing_rule: unknown billing rule 'weekly'") == 0);
+  CHECK(k8s(R"("api_url": "https://k", "token": "abc")") == "providers.kubernetes.token: unknown field");
+
+  // load_config: the kubeconfig's cluster, user and namespace; a token file others may read is refused.
+  TempDir dir;
+  write(dir, "kubeconfig", "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters:\n- name: c\n  cluster:\n"
+                           "    server: https://dev:6443\n    certificate-authority: dev-ca.pem\nusers:\n- name: u\n"
+                           "  user:\n    token: sekret\ncontexts:\n- name: dev\n  context: {cluster: c, user: u, "
+                           "namespace: team}\n", 0600);
+  const std::string path = write(dir, "tsum.json", R"({"providers": {"kubernetes": {"kubeconfig": "kubeconfig"}}})", 0600);
+  auto loaded = load_config(path);
+  REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().detail));
+  CHECK(loaded->kubernetes->api_url == "https://dev:6443");
+  CHECK(loaded->kubernetes->ca_file == dir.file("dev-ca.pem"));
+  CHECK(loaded->kubernetes->token == "sekret");
+  CHECK(loaded->kubernetes->namespace_ == "team");
+  write(dir, "token", "t0ken\n", 0644);
+  const std::string loose = write(dir, "loose.json",
+                                  R"({"providers": {"kubernetes": {"api_url": "https://k", "token_file": "token"}}})", 0600);
+  auto refused = load_config(loose);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().detail.find("chmod 600") != std::string::npos);
 }

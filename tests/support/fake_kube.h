@@ -28,7 +28,7 @@
 namespace tsum::testing {
 
 struct FakeKubeOptions {
-  std::string nodes;  // JSON: [{"name", "cpu", "memory", "gpus", "labels", "taints", "pods"}]
+  std::string nodes;                // JSON: [{"name", "cpu", "memory", "gpus", "labels", "taints", "pods"}]
   std::string docker_network = {};  // empty: Pods run without containers
   std::string docker_subnet = {};   // the network's first three octets, e.g. "10.231.5"
   std::string docker_host = {};
@@ -40,7 +40,8 @@ class FakeKube {
   explicit FakeKube(FakeKubeOptions o) : opts_(std::move(o)), dir_("tsum-fake-kube") {
     const std::string d = dir_.path().string();
     auto sh = [](const std::string& cmd) { REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd.c_str()); };
-    sh("cd " + d + " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+    sh("cd " + d +
+       " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
        "-subj /CN=tsum-fake-kube-ca >/dev/null 2>&1 && openssl req -newkey rsa:2048 -nodes -keyout srv.key "
        "-out srv.csr -subj /CN=127.0.0.1 >/dev/null 2>&1 && printf 'subjectAltName=IP:127.0.0.1\\n' > ext && "
        "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 "
@@ -48,12 +49,13 @@ class FakeKube {
     std::ofstream(dir_.file("nodes.json")) << opts_.nodes;
     std::ofstream(dir_.file("token")) << opts_.token << "\n";
     chmod(dir_.file("token").c_str(), 0600);
-    std::vector<std::string> args = {"/usr/bin/python3", TSUM_FAKE_KUBE, "--nodes", dir_.file("nodes.json"),
-                                     "--port-file", dir_.file("port"), "--token", opts_.token,
-                                     "--tls-cert", dir_.file("srv.pem"), "--tls-key", dir_.file("srv.key")};
+    std::vector<std::string> args = {"/usr/bin/python3", TSUM_FAKE_KUBE,       "--nodes",   dir_.file("nodes.json"),
+                                     "--port-file",      dir_.file("port"),    "--token",   opts_.token,
+                                     "--tls-cert",       dir_.file("srv.pem"), "--tls-key", dir_.file("srv.key")};
     if (!opts_.docker_network.empty())
-      for (const std::string& a : {std::string("--docker-network"), opts_.docker_network, std::string("--docker-subnet"),
-                                   opts_.docker_subnet, std::string("--docker-host"), opts_.docker_host})
+      for (const std::string& a :
+           {std::string("--docker-network"), opts_.docker_network, std::string("--docker-subnet"), opts_.docker_subnet,
+            std::string("--docker-host"), opts_.docker_host})
         args.push_back(a);
     pid_ = fork();
     REQUIRE(pid_ >= 0);

@@ -43,13 +43,14 @@ TEST_CASE("times: RFC 3339 with fractions and offsets") {
 
 namespace {
 
-json node(const std::string& name, const std::string& cpu, const std::string& mem, int gpus = 0, json labels = json::object(),
-          bool ready = true) {
+json node(const std::string& name, const std::string& cpu, const std::string& mem, int gpus = 0,
+          json labels = json::object(), bool ready = true) {
   json alloc = {{"cpu", cpu}, {"memory", mem}, {"pods", "110"}};
   if (gpus) alloc["nvidia.com/gpu"] = std::to_string(gpus);
   return {{"metadata", {{"name", name}, {"labels", labels}}},
           {"spec", json::object()},
-          {"status", {{"allocatable", alloc}, {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
+          {"status",
+           {{"allocatable", alloc}, {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
 }
 
 // A Pod on node_name: a DaemonSet's (owner "DaemonSet") or a run's (owner "").
@@ -77,19 +78,19 @@ TEST_CASE("node shapes: grouped by allocatable and GPU model, sized apart from o
   CHECK(parsed->size() == 6);
   CHECK_FALSE(parse_nodes(json{{"kind", "PodList"}}));
   json pods = {{"items",
-                {pod_on("a", "250m", "512Mi", "DaemonSet"),    // a DaemonSet's share, on a only
-                 pod_on("b", "3", "8Gi", ""),                  // a run holds most of b
-                 pod_on("c", "2", "1Gi", "", "Succeeded"),     // ended: holds nothing
-                 pod_on("", "64", "1Gi", "", "Pending")}}};    // not bound: holds nothing
+                {pod_on("a", "250m", "512Mi", "DaemonSet"),  // a DaemonSet's share, on a only
+                 pod_on("b", "3", "8Gi", ""),                // a run holds most of b
+                 pod_on("c", "2", "1Gi", "", "Succeeded"),   // ended: holds nothing
+                 pod_on("", "64", "1Gi", "", "Pending")}}};  // not bound: holds nothing
   auto shapes = node_shapes(*parsed, pods);
   REQUIRE(shapes.size() == 3);
   CHECK(shapes[0].name == "4c-16g");
   CHECK_FALSE(shapes[0].from_label);
-  CHECK(shapes[0].nodes == 3);   // "down" is not Ready
+  CHECK(shapes[0].nodes == 3);  // "down" is not Ready
   CHECK(shapes[0].node_names == std::vector<std::string>{"a", "b", "c"});
-  CHECK(shapes[0].vcpus == 4);   // an idle b or c gives all 4 cores
+  CHECK(shapes[0].vcpus == 4);  // an idle b or c gives all 4 cores
   CHECK(shapes[0].memory_gib == 16);
-  CHECK(shapes[0].free == 1);    // c; a lacks its DaemonSet's 250m, b is held by the run
+  CHECK(shapes[0].free == 1);  // c; a lacks its DaemonSet's 250m, b is held by the run
   CHECK(shapes[1].name == "8c-61g-1xnvidia-a100-sxm4-40gb");
   CHECK(shapes[1].gpus == 1);
   CHECK(shapes[1].gpu_type == "NVIDIA-A100-SXM4-40GB");
@@ -103,14 +104,16 @@ TEST_CASE("node shapes: grouped by allocatable and GPU model, sized apart from o
 namespace {
 
 json pod_state(const std::string& name, int node, json status, const std::string& instance = "tsum-run1") {
-  return {{"metadata", {{"name", name},
-                        {"creationTimestamp", "2026-11-27T08:00:00Z"},
-                        {"labels", {{"tsum.dev/instance", instance}, {"tsum.dev/node", std::to_string(node)}}}}},
+  return {{"metadata",
+           {{"name", name},
+            {"creationTimestamp", "2026-11-27T08:00:00Z"},
+            {"labels", {{"tsum.dev/instance", instance}, {"tsum.dev/node", std::to_string(node)}}}}},
           {"status", status}};
 }
 
 json running(const std::string& ip, const std::string& started = "2026-11-27T08:00:07Z") {
-  return {{"phase", "Running"}, {"podIP", ip},
+  return {{"phase", "Running"},
+          {"podIP", ip},
           {"containerStatuses", {{{"state", {{"running", {{"startedAt", started}}}}}}}}};
 }
 
@@ -125,16 +128,20 @@ TEST_CASE("a run's state from its Pods: pending with the scheduler's reason, pul
   CHECK(st.state == InstanceState::gone);
 
   json unsched = {{"phase", "Pending"},
-                  {"conditions", {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
-                                   {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}}}};
+                  {"conditions",
+                   {{{"type", "PodScheduled"},
+                     {"status", "False"},
+                     {"reason", "Unschedulable"},
+                     {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}}}};
   st = KubernetesProvider::status_of(one, list({pod_state("tsum-run1-0", 0, unsched)}));
   CHECK(st.state == InstanceState::pending);
   CHECK(st.detail == "Pod tsum-run1-0: unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.");
   CHECK_FALSE(st.queue_wait_s);
 
-  json pull = {{"phase", "Pending"},
-               {"containerStatuses", {{{"state", {{"waiting", {{"reason", "ImagePullBackOff"},
-                                                               {"message", "Back-off pulling image \"x\""}}}}}}}}};
+  json pull = {
+      {"phase", "Pending"},
+      {"containerStatuses",
+       {{{"state", {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image \"x\""}}}}}}}}};
   st = KubernetesProvider::status_of(one, list({pod_state("tsum-run1-0", 0, pull)}));
   CHECK(st.state == InstanceState::exited);
   CHECK(st.detail == "Pod tsum-run1-0: image pull failed: ImagePullBackOff: Back-off pulling image \"x\"");
@@ -146,21 +153,25 @@ TEST_CASE("a run's state from its Pods: pending with the scheduler's reason, pul
   CHECK(*st.queue_wait_s == doctest::Approx(7));
 
   // Two nodes: one done, one running is running; one still pending is pending; a failure ends the run.
-  json done = {{"phase", "Succeeded"},
-               {"containerStatuses", {{{"state", {{"terminated", {{"exitCode", 0}, {"startedAt", "2026-11-27T08:00:03Z"}}}}}}}}};
-  st = KubernetesProvider::status_of(two, list({pod_state("tsum-run1-1", 1, running("10.1.0.6", "2026-11-27T08:00:09Z")),
-                                                pod_state("tsum-run1-0", 0, done)}));
+  json done = {
+      {"phase", "Succeeded"},
+      {"containerStatuses", {{{"state", {{"terminated", {{"exitCode", 0}, {"startedAt", "2026-11-27T08:00:03Z"}}}}}}}}};
+  st =
+      KubernetesProvider::status_of(two, list({pod_state("tsum-run1-1", 1, running("10.1.0.6", "2026-11-27T08:00:09Z")),
+                                               pod_state("tsum-run1-0", 0, done)}));
   CHECK(st.state == InstanceState::running);
   CHECK(*st.queue_wait_s == doctest::Approx(9));
   st = KubernetesProvider::status_of(two, list({pod_state("tsum-run1-0", 0, done), pod_state("tsum-run1-1", 1, done)}));
   CHECK(st.state == InstanceState::exited);
   CHECK(st.detail == "agent exited with code 0");
-  json failed = {{"phase", "Failed"}, {"reason", "DeadlineExceeded"},
+  json failed = {{"phase", "Failed"},
+                 {"reason", "DeadlineExceeded"},
                  {"message", "Pod was active on the node longer than the specified deadline"}};
-  st = KubernetesProvider::status_of(two, list({pod_state("tsum-run1-0", 0, running("10.1.0.5")),
-                                                pod_state("tsum-run1-1", 1, failed)}));
+  st = KubernetesProvider::status_of(
+      two, list({pod_state("tsum-run1-0", 0, running("10.1.0.5")), pod_state("tsum-run1-1", 1, failed)}));
   CHECK(st.state == InstanceState::exited);
-  CHECK(st.detail == "Pod tsum-run1-1: DeadlineExceeded: Pod was active on the node longer than the specified deadline");
+  CHECK(st.detail ==
+        "Pod tsum-run1-1: DeadlineExceeded: Pod was active on the node longer than the specified deadline");
   json crashed = {{"phase", "Failed"},
                   {"containerStatuses", {{{"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}}}};
   st = KubernetesProvider::status_of(one, list({pod_state("tsum-run1-0", 0, crashed)}));
@@ -211,17 +222,20 @@ TEST_CASE("manifests: the environment in a Secret, requests equal limits, labels
 TEST_CASE("kubeconfig: the context's cluster, user and namespace; inline data; explicit fields win") {
   tsum::testing::TempDir dir;
   const std::string ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-  std::ofstream(dir.file("config")) << "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters:\n"
-                                       "- name: prod\n  cluster:\n    server: https://prod:6443\n"
-                                       "    certificate-authority: certs/prod-ca.pem\n"
-                                       "- name: dev\n  cluster:\n    server: https://dev:6443\n"
-                                       "    certificate-authority-data: " << http::base64_encode(ca_pem) << "\n"
-                                       "users:\n- name: alice\n  user:\n    token: abc.def\n"
-                                       "- name: bob\n  user:\n    client-certificate: bob.crt\n    client-key: bob.key\n"
-                                       "- name: sso\n  user:\n    exec:\n      command: aws\n"
-                                       "contexts:\n- name: dev\n  context: {cluster: dev, user: alice, namespace: ml}\n"
-                                       "- name: prod\n  context: {cluster: prod, user: bob}\n"
-                                       "- name: sso\n  context: {cluster: prod, user: sso}\n";
+  std::ofstream(dir.file("config"))
+      << "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters:\n"
+         "- name: prod\n  cluster:\n    server: https://prod:6443\n"
+         "    certificate-authority: certs/prod-ca.pem\n"
+         "- name: dev\n  cluster:\n    server: https://dev:6443\n"
+         "    certificate-authority-data: "
+      << http::base64_encode(ca_pem)
+      << "\n"
+         "users:\n- name: alice\n  user:\n    token: abc.def\n"
+         "- name: bob\n  user:\n    client-certificate: bob.crt\n    client-key: bob.key\n"
+         "- name: sso\n  user:\n    exec:\n      command: aws\n"
+         "contexts:\n- name: dev\n  context: {cluster: dev, user: alice, namespace: ml}\n"
+         "- name: prod\n  context: {cluster: prod, user: bob}\n"
+         "- name: sso\n  context: {cluster: prod, user: sso}\n";
   KubernetesOptions dev;
   REQUIRE(apply_kubeconfig(dir.file("config"), "", &dev));
   CHECK(dev.api_url == "https://dev:6443");

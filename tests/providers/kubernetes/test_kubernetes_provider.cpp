@@ -12,9 +12,9 @@
 
 using namespace tsum;
 using namespace tsum::providers;
+using nlohmann::json;
 using tsum::testing::FakeKube;
 using tsum::testing::run_sync;
-using nlohmann::json;
 
 namespace {
 
@@ -33,7 +33,9 @@ LaunchSpec spec_for(const std::string& token, int nodes = 1, const std::string& 
   s.agent_sha256 = http::sha256_hex(s.agent_script);
   s.runtime = "docker";
   s.nodes = nodes;
-  s.env = {{"TSUM_URL", "https://daemon:8443"}, {"TSUM_TOKEN", "run-token-xyz"}, {"TSUM_IMAGE", image},
+  s.env = {{"TSUM_URL", "https://daemon:8443"},
+           {"TSUM_TOKEN", "run-token-xyz"},
+           {"TSUM_IMAGE", image},
            {"TSUM_RUNTIME", "docker"}};
   return s;
 }
@@ -131,6 +133,36 @@ TEST_CASE("kubernetes provider against the fake API server") {
     REQUIRE(st);
     CHECK(st->state == InstanceState::gone);
     CHECK(run_sync(p.terminate(*h)));  // gone already is success
+  }
+
+  SUBCASE("describe_many: one list, then the watch keeps the copy current") {
+    auto offers = run_sync(p.offers({.instance_type = "2c-4g"}));
+    REQUIRE(offers);
+    auto h = run_sync(p.create(offers->front(), spec_for("run11-tsum-test")));
+    REQUIRE(h);
+    CHECK(wait_for([&] {
+      auto st = run_sync(p.describe_many({*h}));
+      return st[0] && st[0]->state == InstanceState::running;
+    }));
+    // The watch connects after the first list; from then on describe_many lists no more.
+    const long lists = p.pod_lists();
+    CHECK(lists >= 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (int i = 0; i < 5; ++i) {
+      auto st = run_sync(p.describe_many({*h}));
+      REQUIRE(st[0]);
+      CHECK(st[0]->state == InstanceState::running);
+    }
+    const long after_watch = p.pod_lists();
+    CHECK(after_watch <= lists + 1);
+    // Someone else deletes the Pod: the watch's DELETED event, no list, says so.
+    kube.call("DELETE", "/api/v1/namespaces/default/pods/" + h->id + "-0");
+    CHECK(wait_for([&] {
+      auto st = run_sync(p.describe_many({*h}));
+      return st[0] && st[0]->state == InstanceState::gone;
+    }));
+    CHECK(p.pod_lists() == after_watch);
+    REQUIRE(run_sync(p.terminate(*h)));
   }
 
   SUBCASE("two nodes: two Pods and a headless Service; an unschedulable one waits with the scheduler's reason") {
