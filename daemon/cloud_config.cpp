@@ -10,10 +10,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::string absolute_in(const std::string& dir, const std::string& path) {
-  return path.empty() || path[0] == '/' ? path : dir + "/" + path;
-}
-
 // `<name>_env` / `<name>_file`: exactly one when required, at most one otherwise.
 Status secret(Fields& f, const std::string& name, const std::string& dir, bool required, SecretRef* out) {
   out->field = f.at(name);

@@ -19,6 +19,11 @@ namespace tsum::daemon::config_detail {
 
 using nlohmann::json;
 
+// A path the config file names, relative to the file's folder `dir` unless absolute (or empty).
+inline std::string absolute_in(const std::string& dir, const std::string& path) {
+  return path.empty() || path[0] == '/' ? path : dir + "/" + path;
+}
+
 // The fields of one JSON object, taken one by one; whatever is left over is an unknown field.
 class Fields {
  public:

@@ -11,10 +11,6 @@ using namespace config_detail;
 
 namespace {
 
-std::string absolute_in(const std::string& dir, const std::string& path) {
-  return path.empty() || path[0] == '/' ? path : dir + "/" + path;
-}
-
 Status parse_rule_and_currency(Fields& f, std::string* rule, std::string* currency) {
   for (auto s : {f.text("billing_rule", rule), f.text("currency", currency)})
     if (!s) return s;

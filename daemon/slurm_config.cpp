@@ -13,10 +13,6 @@ using namespace config_detail;
 
 namespace {
 
-std::string absolute_in(const std::string& dir, const std::string& path) {
-  return path.empty() || path[0] == '/' ? path : dir + "/" + path;
-}
-
 Status parse_login(const json& j, const std::string& dir, providers::SshHost* h) {
   Fields f(j, "providers.slurm.login");
   if (auto s = f.is_object(); !s) return s;

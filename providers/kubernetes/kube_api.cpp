@@ -9,16 +9,30 @@ namespace tsum::providers::kube {
 
 using nlohmann::json;
 
+http::HttpClientOptions client_options(const KubernetesOptions& o) {
+  http::HttpClientOptions h;
+  h.ca_file = o.ca_file;
+  h.client_cert_file = o.client_cert_file;
+  h.client_key_file = o.client_key_file;
+  h.ca_pem = o.ca_pem;
+  h.client_cert_pem = o.client_cert_pem;
+  h.client_key_pem = o.client_key_pem;
+  return h;
+}
+
+Result<std::string> bearer_token(const KubernetesOptions& o) {
+  if (o.token_file.empty()) return o.token;
+  std::ifstream in(o.token_file);
+  if (!in) return make_error(Code::invalid_argument, "kubernetes: cannot read the token file " + o.token_file);
+  std::string token{std::istreambuf_iterator<char>(in), {}};
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  return token;
+}
+
 KubeApi::KubeApi(KubernetesOptions opts) : opts_(std::move(opts)) {
   while (opts_.api_url.ends_with("/")) opts_.api_url.pop_back();
   if (opts_.namespace_.empty()) opts_.namespace_ = "default";
-  http::HttpClientOptions h;
-  h.ca_file = opts_.ca_file;
-  h.client_cert_file = opts_.client_cert_file;
-  h.client_key_file = opts_.client_key_file;
-  h.ca_pem = opts_.ca_pem;
-  h.client_cert_pem = opts_.client_cert_pem;
-  h.client_key_pem = opts_.client_key_pem;
+  http::HttpClientOptions h = client_options(opts_);
   h.retry.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(opts_.request_timeout) * 2;
   http_ = std::make_unique<http::HttpClient>(h);
 }
@@ -43,14 +57,9 @@ Task<Result<json>> KubeApi::call(std::string method, std::string path, std::stri
   req.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(opts_.request_timeout);
   req.headers.push_back({"Accept", "application/json"});
   if (!body.empty()) req.headers.push_back({"Content-Type", "application/json"});
-  std::string token = opts_.token;
-  if (!opts_.token_file.empty()) {
-    std::ifstream in(opts_.token_file);
-    if (!in) co_return make_error(Code::invalid_argument, "kubernetes: cannot read the token file " + opts_.token_file);
-    token.assign(std::istreambuf_iterator<char>(in), {});
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  }
-  if (!token.empty()) req.headers.push_back({"Authorization", "Bearer " + token});
+  auto token = bearer_token(opts_);
+  if (!token) co_return token.error();
+  if (!token->empty()) req.headers.push_back({"Authorization", "Bearer " + *token});
   auto resp = co_await http_->send(req);
   if (!resp) co_return make_error(resp.code(), "kubernetes: " + resp.error().detail);
   const int code = resp->status;

@@ -19,6 +19,12 @@ namespace tsum::providers::kube {
 template <class T>
 using Task = boost::asio::awaitable<T>;
 
+// The HTTP client options of the API server's TLS: its CA, the client certificate if any.
+http::HttpClientOptions client_options(const KubernetesOptions& o);
+// The bearer token: token_file's (read now: projected tokens rotate), else the token itself; empty: none.
+// invalid_argument when the file cannot be read.
+Result<std::string> bearer_token(const KubernetesOptions& o);
+
 class KubeApi {
  public:
   explicit KubeApi(KubernetesOptions opts);

@@ -1,9 +1,8 @@
 #include "providers/kubernetes/pod_watch.h"
 
-#include <fstream>
-
 #include "providers/http/codec.h"
 #include "providers/http/http_client.h"
+#include "providers/kubernetes/kube_api.h"
 #include "providers/kubernetes/kube_json.h"
 
 namespace tsum::providers::kube {
@@ -14,14 +13,6 @@ namespace {
 
 // The server ends each watch after this long; the thread then watches again from where it was.
 constexpr int kWatchSeconds = 60;
-
-std::string read_token(const KubernetesOptions& o) {
-  if (o.token_file.empty()) return o.token;
-  std::ifstream in(o.token_file);
-  std::string t{std::istreambuf_iterator<char>(in), {}};
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  return t;
-}
 
 }  // namespace
 
@@ -62,13 +53,7 @@ std::optional<json> PodWatch::snapshot() const {
 }
 
 void PodWatch::run() {
-  http::HttpClientOptions h;
-  h.ca_file = opts_.ca_file;
-  h.ca_pem = opts_.ca_pem;
-  h.client_cert_file = opts_.client_cert_file;
-  h.client_key_file = opts_.client_key_file;
-  h.client_cert_pem = opts_.client_cert_pem;
-  h.client_key_pem = opts_.client_key_pem;
+  http::HttpClientOptions h = client_options(opts_);
   h.threads = 1;
   const http::HttpClient client(h);
   while (!stopping_) {
@@ -89,8 +74,8 @@ void PodWatch::run() {
               "&labelSelector=" + http::uri_encode(std::string(kManagedBy) + "=tsum") + "&resourceVersion=" + from;
     req.timeout = std::chrono::seconds(kWatchSeconds + 30);
     req.headers.push_back({"Accept", "application/json"});
-    if (const std::string token = read_token(opts_); !token.empty())
-      req.headers.push_back({"Authorization", "Bearer " + token});
+    if (auto token = bearer_token(opts_); token && !token->empty())
+      req.headers.push_back({"Authorization", "Bearer " + *token});
     partial_.clear();
     auto on_data = [this](std::string_view piece) {
       partial_.append(piece);

@@ -168,6 +168,12 @@ TEST_CASE("kubernetes: runs as Pods end to end, the scheduler's and the kubelet'
     CHECK(run["nodes"] == 2);
     REQUIRE(run["node_phases"].size() == 2);
     CHECK(run["node_phases"][1]["phases"]["learn"].get<double>() > 0);
+    const json listing =
+        d.call("GET", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/artifacts", rig.admin).json();
+    std::set<std::string> names;
+    for (const auto& a : listing["artifacts"]) names.insert(a["name"].get<std::string>());
+    CHECK(names == std::set<std::string>{"events.jsonl", "model.pt", "node1/events.jsonl", "node1/samples.csv",
+                                         "samples.csv"});
     CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.3);
     MESSAGE("kubernetes, 2 Pods (ring): startup " << run["phases"]["startup"] << " s (queue wait "
                                                   << run["metrics"]["queue_wait_s"] << " s), learn "
@@ -233,6 +239,23 @@ echo "$GREETING" > /tsum/out/ckpt/weights.bin
     MESSAGE("bad image, after " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
                                 << " s: " << reason);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(40));  // well before the startup deadline
+    CHECK(rig.leftovers() == 0);
+  }
+  {
+    // The native runtime is refused before anything is made; a cancel deletes the run's Pod and Secret.
+    const json native = {{{"provider", "kubernetes"}, {"instance_type", "2c-3g"}}};
+    auto refused = d.call("POST", "/v1/experiments", rig.admin, rig.experiment(native, cnn(300)).dump());
+    CHECK(refused.status == 422);
+    CHECK_MESSAGE(refused.body.find("runs containers only") != std::string::npos, refused.body);
+    const json cfg = {{{"provider", "kubernetes"}, {"instance_type", "2c-3g"}, {"runtime", "docker"}}};
+    const int64_t id = submit_experiment(d, rig.admin, rig.experiment(cfg, cnn(3000, 5)));
+    const json learning = wait_run_status(rig, id, {"learning"}, std::chrono::seconds(180));
+    REQUIRE_MESSAGE(learning.value("status", "") == "learning", learning.dump(1));
+    CHECK(rig.leftovers() >= 2);  // its Pod and Secret
+    CHECK(d.call("DELETE", "/v1/experiments/" + std::to_string(id), rig.admin).status == 202);
+    const json cancelled = wait_run_status(rig, id, {"cancelled"}, std::chrono::seconds(120));
+    CHECK(cancelled.value("status", "") == "cancelled");
+    CHECK(cancelled["phases"]["poweroff"].is_number());
     CHECK(rig.leftovers() == 0);
   }
   {

@@ -131,6 +131,12 @@ class FakeKube {
     return j.is_discarded() ? nlohmann::json() : j;
   }
   nlohmann::json get(const std::string& path) const { return call("GET", path); }
+  // Arms a fault (fake_kube.py's /fake/faults: method, path, status, retry_after, lose_answer, times).
+  void fault(const nlohmann::json& f) const {
+    const std::string cmd = "curl -sS -o /dev/null --cacert " + ca_file() + " -H 'Content-Type: application/json' -d '" +
+                            f.dump() + "' '" + url_ + "/fake/faults'";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  }
   // The items of a namespace's list of `kind` (pods, services, secrets).
   nlohmann::json items(const std::string& kind, const std::string& ns = "default") const {
     auto j = get("/api/v1/namespaces/" + ns + "/" + kind);

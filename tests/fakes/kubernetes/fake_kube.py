@@ -5,6 +5,12 @@ creating what exists is 409 AlreadyExists, a replace with a stale resourceVersio
 404, an invalid spec 422 Invalid (with causes); lists take labelSelector and fieldSelector; watches stream JSON
 lines (chunked) from a resourceVersion, or 410 Expired once it is compacted away.
 
+Faults, as the real service has them: POST /fake/faults {"method": "POST", "path": "/api/v1/namespaces/default/pods",
+"status": 429, "retry_after": 1, "times": 2} answers the next `times` matching requests (method and path prefix;
+either may be left out) with that status and a Status body, without doing them; {"lose_answer": true, ...} does
+them and closes the connection without an answer (a create whose answer was lost). GET /fake/faults lists what is
+left. The /fake/ paths need no credential.
+
 A scheduler binds Pods to the configured nodes by their requests (cpu, memory, nvidia.com/gpu) and, where none
 fits, sets PodScheduled False/Unschedulable with the real scheduler's message ("0/2 nodes are available: 2
 Insufficient cpu."). A kubelet runs each bound Pod as a real container in a Docker engine (--docker-network: the
@@ -46,6 +52,7 @@ NAMESPACED = {"pods": "Pod", "services": "Service", "secrets": "Secret"}
 CLUSTER = {"nodes": "Node", "namespaces": "Namespace"}
 ARGS = None
 STOPPING = threading.Event()
+FAULTS = []  # armed faults, first match wins: {"method", "path", "status", "retry_after", "lose_answer", "times"}
 OWNER = str(os.getpid())
 
 
@@ -631,6 +638,16 @@ API_RESOURCES = {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
     {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]}]}
 
 
+class LostAnswer:
+    """Where a lost answer goes."""
+
+    def write(self, data):
+        return len(data)
+
+    def flush(self):
+        pass
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -654,12 +671,15 @@ class Handler(BaseHTTPRequestHandler):
         return ARGS.token and self.headers.get("Authorization") == "Bearer " + ARGS.token
 
     def body_json(self):
+        if hasattr(self, "body_json_cache"):
+            return self.body_json_cache
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n else b""
         try:
-            return json.loads(raw or b"{}")
+            self.body_json_cache = json.loads(raw or b"{}")
         except ValueError as e:
             raise ApiError(400, "BadRequest", "the body of the request was in an unknown format: %s" % e)
+        return self.body_json_cache
 
     def route(self):
         url = urlsplit(self.path)
@@ -670,7 +690,41 @@ class Handler(BaseHTTPRequestHandler):
             q["watch"] = "true"
         return url.path, parts, q
 
+    def fault(self, method):
+        """The armed fault this request meets, if any (its count taken)."""
+        with LOCK:
+            for f in FAULTS:
+                if f.get("method", method) == method and self.path.startswith(f.get("path", "")) and f["times"] > 0:
+                    f["times"] -= 1
+                    return dict(f)
+        return None
+
     def dispatch(self, method):
+        self.__dict__.pop("body_json_cache", None)  # one handler serves a connection's requests
+        if self.path.startswith("/fake/faults"):
+            if method == "POST":
+                with LOCK:
+                    FAULTS.append(dict(self.body_json(), times=int(self.body_json_cache.get("times", 1))))
+            with LOCK:
+                return self.send_json(200, {"faults": [f for f in FAULTS if f["times"] > 0]})
+        f = self.fault(method)
+        if f and not f.get("lose_answer"):
+            if int(self.headers.get("Content-Length") or 0):
+                self.rfile.read(int(self.headers["Content-Length"]))
+            reason = {429: "TooManyRequests", 500: "InternalError"}.get(f.get("status"), "ServiceUnavailable")
+            e = ApiError(f.get("status", 503), reason, "injected fault")
+            body = json.dumps(e.body()).encode()
+            self.send_response(e.code)
+            self.send_header("Content-Type", "application/json")
+            if f.get("retry_after") is not None:
+                self.send_header("Retry-After", str(f["retry_after"]))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if f and f.get("lose_answer"):
+            self.wfile = LostAnswer()  # the request is carried out; its answer goes nowhere
+            self.close_connection = True
         try:
             if not self.authenticated():
                 raise ApiError(401, "Unauthorized", "Unauthorized")
