@@ -33,6 +33,7 @@ struct FakeKubeOptions {
   std::string docker_subnet = {};   // the network's first three octets, e.g. "10.231.5"
   std::string docker_host = {};
   std::string token = "t0ken-of-the-fake";
+  bool client_certs = false;  // also take a client certificate the CA signed (client_cert_file())
 };
 
 class FakeKube {
@@ -46,12 +47,17 @@ class FakeKube {
        "-out srv.csr -subj /CN=127.0.0.1 >/dev/null 2>&1 && printf 'subjectAltName=IP:127.0.0.1\\n' > ext && "
        "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 "
        "-extfile ext >/dev/null 2>&1");
+    if (opts_.client_certs)
+      sh("cd " + d + " && openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=tsum "
+         ">/dev/null 2>&1 && openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+         "-out client.pem -days 2 >/dev/null 2>&1 && chmod 600 client.key");
     std::ofstream(dir_.file("nodes.json")) << opts_.nodes;
     std::ofstream(dir_.file("token")) << opts_.token << "\n";
     chmod(dir_.file("token").c_str(), 0600);
     std::vector<std::string> args = {"/usr/bin/python3", TSUM_FAKE_KUBE,       "--nodes",   dir_.file("nodes.json"),
                                      "--port-file",      dir_.file("port"),    "--token",   opts_.token,
                                      "--tls-cert",       dir_.file("srv.pem"), "--tls-key", dir_.file("srv.key")};
+    if (opts_.client_certs) args.insert(args.end(), {"--client-ca", dir_.file("ca.pem")});
     if (!opts_.docker_network.empty())
       for (const std::string& a :
            {std::string("--docker-network"), opts_.docker_network, std::string("--docker-subnet"), opts_.docker_subnet,
@@ -100,6 +106,8 @@ class FakeKube {
   const std::string& url() const { return url_; }
   std::string ca_file() const { return dir_.file("ca.pem"); }
   std::string token_file() const { return dir_.file("token"); }
+  std::string client_cert_file() const { return dir_.file("client.pem"); }
+  std::string client_key_file() const { return dir_.file("client.key"); }
   std::string dir() const { return dir_.path().string(); }
   std::string log() const {
     std::ifstream in(dir_.file("fake.log"));

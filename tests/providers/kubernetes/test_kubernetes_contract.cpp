@@ -6,7 +6,10 @@
 // without the secret, and the leak guard.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include "providers/http/codec.h"
+#include "providers/kubernetes/kubeconfig.h"
 #include "providers/kubernetes/kubernetes_provider.h"
 #include "support/fake_kube.h"
 #include "support/run_sync.h"
@@ -166,4 +169,41 @@ TEST_CASE("kubernetes contract: a refused credential is invalid_argument naming 
                              spec("5")));
   REQUIRE_FALSE(h);
   CHECK(kube.items("pods").empty());
+}
+
+TEST_CASE("kubernetes: a client certificate authenticates, from files or from a kubeconfig's inline data") {
+  FakeKube kube({.nodes = kNodes, .client_certs = true});
+  auto by_files = kube.options();
+  by_files.token_file.clear();
+  by_files.client_cert_file = kube.client_cert_file();
+  by_files.client_key_file = kube.client_key_file();
+  auto offers = run_sync(KubernetesProvider(by_files).offers({}));
+  REQUIRE_MESSAGE(offers, (offers ? "" : offers.error().detail));
+  CHECK(offers->size() == 1);
+
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string{std::istreambuf_iterator<char>(in), {}};
+  };
+  tsum::testing::TempDir dir;
+  std::ofstream(dir.file("config")) << "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n"
+                                       "  cluster:\n    server: " << kube.url() << "\n    certificate-authority-data: "
+                                    << http::base64_encode(read(kube.ca_file())) << "\nusers:\n- name: u\n  user:\n"
+                                    << "    client-certificate-data: " << http::base64_encode(read(kube.client_cert_file()))
+                                    << "\n    client-key-data: " << http::base64_encode(read(kube.client_key_file()))
+                                    << "\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n";
+  KubernetesOptions by_kubeconfig;
+  REQUIRE(kube::apply_kubeconfig(dir.file("config"), "", &by_kubeconfig));
+  CHECK(by_kubeconfig.ca_file.empty());
+  CHECK(by_kubeconfig.token.empty());
+  auto inline_offers = run_sync(KubernetesProvider(by_kubeconfig).offers({}));
+  REQUIRE_MESSAGE(inline_offers, (inline_offers ? "" : inline_offers.error().detail));
+  CHECK(inline_offers->size() == 1);
+
+  auto none = by_files;
+  none.client_cert_file.clear();
+  none.client_key_file.clear();
+  auto refused = run_sync(KubernetesProvider(none).offers({}));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().detail.find("HTTP 401") != std::string::npos);
 }
