@@ -5,8 +5,9 @@ reached. Each step asserts what the real API server answers: create, get, list b
 resourceVersion, 409 on a second create and on a stale replace, 404 on a missing Pod, 422 on an invalid spec,
 the scheduler's Unschedulable condition, deletion; nodes' allocatable resources and labels.
 
-  fake_kube_clients.py FAKE_KUBE_PY WORKDIR
-Exit 0 when every check passed; prints each check.
+  [KUBECTL=/path/to/kubectl] fake_kube_clients.py FAKE_KUBE_PY WORKDIR
+Exit 0 when every check passed; prints each check. KUBECTL: another kubectl than the first on PATH (e.g.
+Debian's kubernetes-client unpacked with dpkg-deb -x where another package owns /usr/bin/kubectl).
 """
 import json
 import os
@@ -160,7 +161,7 @@ try:
         check("410" in str(e) or "Expired" in str(e), "python: a watch from a compacted resourceVersion is 410 Expired (%s)" % e)
 
     # --- kubectl ---------------------------------------------------------------------------------------
-    kubectl = shutil.which("kubectl")
+    kubectl = os.environ.get("KUBECTL") or shutil.which("kubectl")
     env = dict(os.environ, KUBECONFIG=kubeconfig, HOME=work)
     r = run(kubectl, "version", "--client", env=env)
     print("kubectl: " + r.stdout.strip().replace("\n", "; "))
@@ -174,8 +175,8 @@ try:
     check(r.returncode == 0 and "created" in r.stdout, "kubectl: run k1 (%s)" % (r.stdout + r.stderr).strip())
     r = run(kubectl, "run", "k1", "--image=debian:12", "--restart=Never", env=env)
     check(r.returncode != 0 and "AlreadyExists" in r.stderr, "kubectl: a second run k1 is AlreadyExists")
-    r = run(kubectl, "wait", "--for=jsonpath={.status.phase}=Running", "pod/k1", "--timeout=10s", env=env)
-    check(r.returncode == 0, "kubectl: wait for k1 Running (%s)" % (r.stdout + r.stderr).strip())
+    r = run(kubectl, "wait", "--for=condition=Ready", "pod/k1", "--timeout=10s", env=env)
+    check(r.returncode == 0, "kubectl: wait for k1 Ready (%s)" % (r.stdout + r.stderr).strip())
     r = run(kubectl, "get", "pods", "-l", "app=k", "-o", "jsonpath={.items[*].metadata.name}", env=env)
     check(r.stdout.strip() == "k1", "kubectl: get pods -l app=k (%s)" % r.stdout.strip())
     r = run(kubectl, "get", "pod", "nope", env=env)
