@@ -5,10 +5,13 @@
 // real Fashion-MNIST. One rig for every case: the engine, the network, the fake and tsumd start once.
 // Needs root (the Docker engine) and the workload image (tests/support/docker_env.h makes it when missing).
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "integration/daemon_process.h"
 #include "support/docker_env.h"
@@ -29,12 +32,29 @@ const char* kNodes = R"([
 
 struct KubeRig {
   KubeRig() {
-    const int n = 20 + static_cast<int>(getpid() % 200);
-    subnet = "10.232." + std::to_string(n);
-    gateway = subnet + ".1";
+    // Networks a killed run of this test left behind (named tsumk8s<pid>, that pid gone) are removed first.
+    const auto stale = docker.docker("network ls --filter name=tsumk8s --format '{{.Name}}'", std::chrono::seconds(30));
+    std::istringstream names(stale.output);
+    for (std::string name; std::getline(names, name);)
+      if (name.starts_with("tsumk8s") && kill(std::atoi(name.c_str() + 7), 0) != 0) {
+        const auto left = docker.docker("ps -aq --filter network=" + name, std::chrono::seconds(30));
+        if (left.status == 0 && !left.output.empty()) {
+          std::string ids = left.output;
+          std::replace(ids.begin(), ids.end(), '\n', ' ');
+          docker.docker("rm -f -v " + ids, std::chrono::seconds(60));
+        }
+        docker.docker("network rm " + name, std::chrono::seconds(30));
+      }
     network = "tsumk8s" + std::to_string(getpid());
-    auto made = docker.docker("network create --subnet " + subnet + ".0/24 --gateway " + gateway + " " + network,
-                              std::chrono::seconds(60));
+    // A /24 of 10.232/16 no other network of the engine holds.
+    DockerCommand made;
+    for (int i = 0; i < 20; ++i) {
+      subnet = "10.232." + std::to_string(20 + (getpid() + i) % 200);
+      gateway = subnet + ".1";
+      made = docker.docker("network create --subnet " + subnet + ".0/24 --gateway " + gateway + " " + network,
+                           std::chrono::seconds(60));
+      if (made.status == 0) break;
+    }
     REQUIRE_MESSAGE(made.status == 0, made.output);
     kube = std::make_unique<FakeKube>(FakeKubeOptions{
         .nodes = kNodes, .docker_network = network, .docker_subnet = subnet, .docker_host = docker.docker_host()});
