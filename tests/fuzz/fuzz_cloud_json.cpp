@@ -1,4 +1,6 @@
 // The clouds' JSON answers and credentials files: the first byte picks the parser, the rest is the document.
+// Every JSON document also goes through the Kubernetes readers (nodes and their shapes, a Pod's state), and every
+// text through its quantity and time parsers.
 #include "fuzz_input.h"
 #include "providers/azure/azure_catalog.h"
 #include "providers/azure/azure_json.h"
@@ -6,6 +8,7 @@
 #include "providers/gce/gce_json.h"
 #include "providers/gce/jwt.h"
 #include "providers/hetzner/hetzner_json.h"
+#include "providers/kubernetes/kube_json.h"
 #include "providers/yandex/ps256_jwt.h"
 #include "providers/yandex/yandex_catalog.h"
 #include "providers/yandex/yandex_json.h"
@@ -16,6 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const int which = data[0] % 18;
   std::string_view in = tsum::fuzz::text(data + 1, size - 1);
+  (void)kube::parse_quantity(in);
+  (void)kube::parse_time(in);
   switch (which) {  // the ones that take text
     case 15: (void)gce::parse_service_account(in); return 0;
     case 16: (void)yandex::parse_authorized_key(in); return 0;
@@ -42,5 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 14: (void)hetzner::parse_server(j); (void)hetzner::parse_server_type(j); break;
     default: break;
   }
+  if (auto nodes = kube::parse_nodes(j)) (void)kube::node_shapes(*nodes, j);
+  (void)kube::parse_pod(j);
+  (void)kube::status_message(in);
   return 0;
 }
