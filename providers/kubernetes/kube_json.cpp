@@ -131,28 +131,45 @@ std::optional<double> parse_quantity(std::string_view q) {
 }
 
 std::optional<double> parse_time(std::string_view t) {
-  std::tm tm{};
-  const std::string s(t);
-  if (s.size() < 20 || std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                                   &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+  // RFC 3339 as the API server writes it: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), nothing else.
+  auto digits = [&](std::size_t at, std::size_t n) -> std::optional<int> {
+    if (at + n > t.size()) return std::nullopt;
+    int v = 0;
+    for (std::size_t k = at; k < at + n; ++k) {
+      if (t[k] < '0' || t[k] > '9') return std::nullopt;
+      v = v * 10 + (t[k] - '0');
+    }
+    return v;
+  };
+  auto sep = [&](std::size_t at, char c) { return at < t.size() && t[at] == c; };
+  const auto year = digits(0, 4), mon = digits(5, 2), day = digits(8, 2), hour = digits(11, 2), min = digits(14, 2),
+             sec = digits(17, 2);
+  if (!year || !mon || !day || !hour || !min || !sec || !sep(4, '-') || !sep(7, '-') ||
+      !(sep(10, 'T') || sep(10, 't')) || !sep(13, ':') || !sep(16, ':') || *mon < 1 || *mon > 12 || *day < 1 ||
+      *day > 31 || *hour > 23 || *min > 59 || *sec > 60)
     return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
+  std::tm tm{};
+  tm.tm_year = *year - 1900;
+  tm.tm_mon = *mon - 1;
+  tm.tm_mday = *day;
+  tm.tm_hour = *hour;
+  tm.tm_min = *min;
+  tm.tm_sec = *sec;
   double out = static_cast<double>(timegm(&tm));
   std::size_t i = 19;
-  if (s[i] == '.') {
+  if (sep(i, '.')) {
     std::size_t j = i + 1;
-    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
-    out += std::strtod(s.substr(i, j - i).c_str(), nullptr);
+    double scale = 0.1;
+    while (j < t.size() && t[j] >= '0' && t[j] <= '9') out += (t[j++] - '0') * scale, scale /= 10;
+    if (j == i + 1) return std::nullopt;
     i = j;
   }
-  if (i < s.size() && (s[i] == '+' || s[i] == '-') && i + 6 <= s.size()) {
-    const int sign = s[i] == '+' ? 1 : -1;
-    out -= sign * (std::stoi(s.substr(i + 1, 2)) * 3600 + std::stoi(s.substr(i + 4, 2)) * 60);
-  } else if (i >= s.size() || (s[i] != 'Z' && s[i] != 'z')) {
-    return std::nullopt;
-  }
-  return out;
+  if (i + 1 == t.size() && (t[i] == 'Z' || t[i] == 'z')) return out;
+  if (i + 6 != t.size() || !(t[i] == '+' || t[i] == '-') || !sep(i + 3, ':')) return std::nullopt;
+  const auto oh = digits(i + 1, 2), om = digits(i + 4, 2);
+  if (!oh || !om || *oh > 23 || *om > 59) return std::nullopt;
+  const int sign = t[i] == '+' ? 1 : -1;
+  return out - sign * (*oh * 3600 + *om * 60);
 }
 
 Result<std::vector<KubeNode>> parse_nodes(const json& list) {

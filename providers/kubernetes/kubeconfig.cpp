@@ -8,7 +8,9 @@ namespace tsum::providers::kube {
 
 namespace {
 
+// yaml-cpp throws when a node that is not a map is indexed: every lookup checks first.
 std::string scalar(const YAML::Node& n, const char* key) {
+  if (!n || !n.IsMap()) return {};
   const YAML::Node v = n[key];
   return v && v.IsScalar() ? v.as<std::string>() : std::string();
 }
@@ -17,7 +19,7 @@ std::string scalar(const YAML::Node& n, const char* key) {
 YAML::Node named(const YAML::Node& list, const std::string& name, const char* inner) {
   if (!list || !list.IsSequence()) return YAML::Node();
   for (const auto& e : list)
-    if (scalar(e, "name") == name) return e[inner];
+    if (e.IsMap() && scalar(e, "name") == name) return e[inner];
   return YAML::Node();
 }
 

@@ -39,6 +39,14 @@ TEST_CASE("times: RFC 3339 with fractions and offsets") {
   CHECK(*parse_time("2026-11-27T09:14:25+01:00") == *parse_time("2026-11-27T08:14:25Z"));
   CHECK_FALSE(parse_time("2026-11-27 08:14:25"));
   CHECK_FALSE(parse_time("yesterday"));
+  CHECK(*parse_time("2026-11-27T00:14:25.000-08:00") == *parse_time("2026-11-27T08:14:25Z"));
+  // What the fuzzer found: an offset that is not digits threw from inside the parser.
+  CHECK_FALSE(parse_time("2026-11-25T10:00:00.000-08:frid303"));
+  CHECK_FALSE(parse_time("2026-11-25T10:00:00-0x:00"));
+  CHECK_FALSE(parse_time("2026-11-25T10:00:00Zjunk"));
+  CHECK_FALSE(parse_time("2026-11-25T10:00:00."));
+  CHECK_FALSE(parse_time("2026-13-25T10:00:00Z"));
+  CHECK_FALSE(parse_time("+026-11-25T10:00:00Z"));
 }
 
 namespace {
@@ -257,4 +265,11 @@ TEST_CASE("kubeconfig: the context's cluster, user and namespace; inline data; e
   KubernetesOptions none;
   CHECK_FALSE(apply_kubeconfig(dir.file("config"), "staging", &none));
   CHECK_FALSE(apply_kubeconfig(dir.file("missing"), "", &none));
+  // What the fuzzer found: a list entry that is not a map threw from yaml-cpp instead of being skipped.
+  std::ofstream(dir.file("odd")) << "current-context: lab\ncontexts:\n- just text\n- [1, 2]\n"
+                                    "- name: lab\n  context: {cluster: lab, user: ci}\n"
+                                    "clusters:\n- name: lab\n  cluster: a string\n";
+  auto odd = apply_kubeconfig(dir.file("odd"), "", &none);
+  CHECK_FALSE(odd);
+  CHECK(odd.error().detail.find("names no cluster 'lab'") != std::string::npos);
 }
