@@ -5,7 +5,7 @@ namespace {
 
 constexpr std::int64_t kEmbedding = 128;
 constexpr std::int64_t kHidden = 64;
-constexpr double kDropout = 0.5;
+constexpr double kLstmDropout = 0.5;
 
 }  // namespace
 
@@ -22,7 +22,7 @@ torch::Tensor BiLstm::forward(const torch::Tensor& x) {
   const auto [outputs, state] = lstm_->forward(embedding_->forward(x));
   const torch::Tensor& h_n = std::get<0>(state);  // [2 directions, N, kHidden]
   auto h = torch::cat({h_n[0], h_n[1]}, 1);
-  h = dropout_(h, kDropout, is_training());
+  h = dropout_(h, kLstmDropout, is_training());
   return fc_->forward(h);
 }
 

@@ -3,7 +3,7 @@
 namespace tsum::workload {
 namespace {
 
-constexpr double kDropout = 0.5;
+constexpr double kSmallDropout = 0.5;
 
 }  // namespace
 
@@ -20,7 +20,7 @@ torch::Tensor CifarSmall::forward(const torch::Tensor& x) {
   for (auto* conv : {&conv1_, &conv2_, &conv3_}) {
     h = torch::max_pool2d((*conv)->forward(h), 2).relu_();
   }
-  h = dropout_(torch::flatten(h, 1), kDropout, is_training());
+  h = dropout_(torch::flatten(h, 1), kSmallDropout, is_training());
   return fc_->forward(h);
 }
 

@@ -3,7 +3,7 @@
 namespace tsum::workload {
 namespace {
 
-constexpr double kDropout = 0.2;
+constexpr double kMlpDropout = 0.2;
 
 }  // namespace
 
@@ -16,9 +16,9 @@ MnistMlp::MnistMlp() : Model(kName) {
 torch::Tensor MnistMlp::forward(const torch::Tensor& x) {
   // In-place relu is safe: linear backward needs its input, not its output.
   auto h = fc1_->forward(torch::flatten(x, 1)).relu_();
-  h = dropout_(h, kDropout, is_training());
+  h = dropout_(h, kMlpDropout, is_training());
   h = fc2_->forward(h).relu_();
-  h = dropout_(h, kDropout, is_training());
+  h = dropout_(h, kMlpDropout, is_training());
   return fc3_->forward(h);
 }
 

@@ -89,7 +89,8 @@ std::string absolute_path(const std::string& path) {
 Status train_evaluate_save(Trainer& trainer, const std::shared_ptr<Model>& model,
                            const Splits& data, const Options& options, double load_seconds,
                            EventWriter& events) {
-  TrainProgress at{.model = options.model};
+  TrainProgress at;
+  at.model = options.model;
   if (options.resume) {
     auto resumed = load_training_state(*options.resume, trainer, options.model);
     if (!resumed.ok()) return resumed.error();

@@ -1,4 +1,4 @@
-// Test helpers: a self-deleting temporary directory and writers for small IDX, CIFAR and text files.
+// Test helpers: a self-deleting temporary directory, writers for small IDX, CIFAR and text files, a text check.
 #pragma once
 
 #include <ftw.h>
@@ -14,6 +14,10 @@
 #include <vector>
 
 namespace tsum::workload::testing {
+
+inline bool contains(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
 
 class TempDir {
  public:

@@ -11,10 +11,6 @@ using namespace tsum::workload::testing;
 
 namespace {
 
-bool contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
 // A complete CIFAR directory: `per_file` records in each training batch, `test` in the test batch.
 void write_cifar_dir(const TempDir& dir, std::size_t per_file, std::size_t test) {
   for (int i = 1; i <= 5; ++i) {

@@ -18,10 +18,6 @@ using namespace tsum::workload::testing;
 
 namespace {
 
-bool contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
 const tw::InputShape kCifarShape{tw::InputKind::image, 3, 32, 32, 0, 0, 10};
 const tw::InputShape kTokenShape{tw::InputKind::tokens, 0, 0, 0, 100, 500, 2};
 

@@ -6,14 +6,6 @@
 namespace tw = tsum::workload;
 using namespace tsum::workload::testing;
 
-namespace {
-
-bool contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
-}  // namespace
-
 TEST_CASE("dataset: real fashion-mnist test split loads as 10000x1x28x28 in [0,1]") {
   auto data = tw::load_idx_dataset(TSUM_FASHION_MNIST_DIR, tw::kTestPrefix, 0);
   REQUIRE_MESSAGE(data.ok(), (data.ok() ? "" : data.error().detail));

@@ -8,14 +8,6 @@
 namespace tw = tsum::workload;
 using namespace tsum::workload::testing;
 
-namespace {
-
-bool contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
-}  // namespace
-
 TEST_CASE("idx: raw and gzip files load identically, detected by magic not name") {
   TempDir dir;
   const auto images = idx_images(3, 4, 5, 3 * 4 * 5);

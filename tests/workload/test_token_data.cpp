@@ -11,10 +11,6 @@ using namespace tsum::workload::testing;
 
 namespace {
 
-bool contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
 // "LABEL first first+1 ... first+count-1"
 std::string line_of(int label, int first, int count) {
   std::ostringstream out;
