@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/json_util.h"
 #include "daemon/artifacts/blob_store.h"
 #include "daemon/artifacts/dataset_format.h"
 
@@ -345,8 +346,9 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
       return make_error(Code::invalid_argument, "unknown field 'workload." + key + "' (" + one_of(kFields) + ")");
   // The kind decides whether "batch" is a list of alternatives or the sweep; it cannot vary itself.
   if (j.contains("kind") && j["kind"].is_array()) return bad("kind", "cannot be a list: make one experiment per kind");
-  const bool infer = j.value("kind", "train") == "infer";
-  if (j.contains("command") && j.value("kind", "job") != "job")
+  // A kind that is not a string is named by its own field's check below.
+  const bool infer = json_or(j, "kind", std::string("train")) == "infer";
+  if (j.contains("command") && json_or(j, "kind", std::string("job")) != "job")
     return bad("command", "belongs to a user's job (\"kind\": \"job\", the default with a command)");
 
   // Each field's alternatives (one value unless the field holds a list).

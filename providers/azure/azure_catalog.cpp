@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/json_util.h"
 #include "providers/azure/azure_json.h"
 #include "providers/http/codec.h"
 
@@ -38,14 +39,14 @@ bool restricted_in(const nlohmann::json& sku, std::string_view location) {
   if (rs == sku.end() || !rs->is_array()) return false;
   for (const auto& r : *rs) {
     if (!r.is_object() || str(r, "type") != "Location") continue;
-    for (const auto& v : r.value("values", nlohmann::json::array()))
+    for (const auto& v : json_array_at(r, "values"))
       if (v.is_string() && v.get<std::string>() == location) return true;
   }
   return false;
 }
 
 bool offered_in(const nlohmann::json& sku, std::string_view location) {
-  for (const auto& l : sku.value("locations", nlohmann::json::array())) {
+  for (const auto& l : json_array_at(sku, "locations")) {
     if (!l.is_string()) continue;
     std::string s = l.get<std::string>();
     std::transform(s.begin(), s.end(), s.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });

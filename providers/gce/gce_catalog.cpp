@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 
+#include "common/json_util.h"
 #include "providers/gce/gce_json.h"
 #include "providers/http/codec.h"
 
@@ -60,7 +61,10 @@ Result<std::optional<long long>> base_tier_nanos(const nlohmann::json& expressio
   auto tiers = expression.find("tieredRates");
   if (tiers == expression.end() || !tiers->is_array()) return std::optional<long long>();
   for (const auto& t : *tiers) {
-    if (!t.is_object() || t.value("startUsageAmount", 0.0) != 0.0) continue;
+    if (!t.is_object()) continue;
+    // The base tier starts at 0; proto3's JSON leaves a 0 out. A start that is not a number is not the base.
+    auto start = t.find("startUsageAmount");
+    if (start != t.end() && !(start->is_number() && start->get<double>() == 0.0)) continue;
     auto price = t.find("unitPrice");
     if (price == t.end()) continue;
     auto nanos = money_nanos(*price);
@@ -125,10 +129,10 @@ Result<MachineTypePage> parse_machine_types(const nlohmann::json& j) {
     if (!m.is_object() || str(m, "name").empty() || !m.value("guestCpus", nlohmann::json()).is_number_integer() ||
         !m.value("memoryMb", nlohmann::json()).is_number_integer())
       return make_error(Code::internal, "Compute machineTypes: an item without name, guestCpus or memoryMb");
-    MachineType t{str(m, "name"), m["guestCpus"].get<int>(), m["memoryMb"].get<long>(), m.value("isSharedCpu", false)};
+    MachineType t{str(m, "name"), m["guestCpus"].get<int>(), m["memoryMb"].get<long>(), json_or(m, "isSharedCpu", false)};
     if (auto acc = m.find("accelerators"); acc != m.end() && acc->is_array() && !acc->empty() && (*acc)[0].is_object()) {
       t.gpu_type = str((*acc)[0], "guestAcceleratorType");
-      t.gpus = (*acc)[0].value("guestAcceleratorCount", 0);
+      t.gpus = json_or((*acc)[0], "guestAcceleratorCount", 0);
     }
     page.items.push_back(std::move(t));
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/json_util.h"
+
 namespace tsum::providers::hetzner {
 
 namespace {
@@ -80,7 +82,7 @@ Result<ServerType> parse_server_type(const nlohmann::json& j) {
     return make_error(Code::internal, "Hetzner: a server type without name, cores or memory");
   ServerType t{str(j, "name"), j["cores"].get<int>(), j["memory"].get<double>(), str(j, "cpu_type"), str(j, "architecture")};
   auto deprecation = j.find("deprecation");
-  t.deprecated = (deprecation != j.end() && !deprecation->is_null()) || j.value("deprecated", false) == true;
+  t.deprecated = (deprecation != j.end() && !deprecation->is_null()) || json_or(j, "deprecated", false);
   auto prices = j.find("prices");
   if (prices == j.end() || !prices->is_array()) return make_error(Code::internal, "Hetzner server type " + t.name + ": no prices");
   for (const auto& p : *prices) {

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <set>
 
+#include "common/json_util.h"
 #include "providers/http/codec.h"
 
 namespace tsum::providers::kube {
@@ -194,7 +195,7 @@ Result<std::vector<KubeNode>> parse_nodes(const json& list) {
     if (auto ts = at(n, "spec").find("taints"); ts != at(n, "spec").end() && ts->is_array())
       for (const auto& t : *ts)
         if (text(t, "effect") == "NoSchedule" || text(t, "effect") == "NoExecute") tainted = true;
-    const bool cordoned = at(n, "spec").value("unschedulable", false);
+    const bool cordoned = json_or(at(n, "spec"), "unschedulable", false);
     node.schedulable = ready && !tainted && !cordoned;
     if (!node.name.empty()) out.push_back(std::move(node));
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/json_util.h"
 #include "providers/hetzner/hetzner_json.h"
 #include "providers/http/codec.h"
 
@@ -21,12 +22,12 @@ std::string str(const nlohmann::json& j, const char* key) {
 Result<long long> rate_of(const nlohmann::json& sku, double now_s) {
   double best_time = -1;
   long long best = -1;
-  for (const auto& v : sku.value("pricingVersions", nlohmann::json::array())) {
+  for (const auto& v : json_array_at(sku, "pricingVersions")) {
     if (str(v, "type") != "STREET_PRICE") continue;
     auto effective = parse_rfc3339(str(v, "effectiveTime"));
     if (!effective || *effective > now_s || *effective < best_time) continue;
-    for (const auto& e : v.value("pricingExpressions", nlohmann::json::array()))
-      for (const auto& r : e.value("rates", nlohmann::json::array())) {
+    for (const auto& e : json_array_at(v, "pricingExpressions"))
+      for (const auto& r : json_array_at(e, "rates")) {
         if (str(r, "startPricingQuantity") != "0") continue;
         auto nanos = hetzner::parse_decimal(str(r, "unitPrice"), kNanoScale);
         if (!nanos) return make_error(Code::internal, "Billing: SKU '" + str(sku, "name") + "': unitPrice " + nanos.error().detail);
@@ -69,7 +70,7 @@ std::optional<PlatformStems> platform_stems(std::string_view platform) {
 Result<SkuPage> parse_sku_page(const nlohmann::json& j, double now_s) {
   if (!j.is_object()) return make_error(Code::internal, "Billing: a SKU page is not a JSON object");
   SkuPage page{.next_page_token = str(j, "nextPageToken")};
-  for (const auto& s : j.value("skus", nlohmann::json::array())) {
+  for (const auto& s : json_array_at(j, "skus")) {
     auto rate = rate_of(s, now_s);
     if (!rate) return rate.error();
     page.items.push_back({str(s, "name"), str(s, "pricingUnit"), *rate});

@@ -143,6 +143,8 @@ TEST_CASE("bad workload fields are refused naming the field") {
   CHECK(err(R"({"augment":"yes"})") == "workload.augment: must be true or false");
   CHECK(err(R"({"optimizer":[]})") == "workload.optimizer: must not be an empty list");
   CHECK(err(R"({"kind":["train","infer"]})") == "workload.kind: cannot be a list: make one experiment per kind");
+  CHECK(err(R"({"kind":5})").starts_with("workload.kind: "));  // not a type_error (fuzz_experiment_spec)
+  CHECK(err(R"({"kind":5,"command":["true"]})").starts_with("workload.kind: "));
   CHECK(err(R"({"model":"cifar10_cnn"})") ==
         "workload.dataset: cifar10_cnn reads a cifar10-bin data set: name a registered one (POST /v1/datasets)");
   CHECK(err(R"({"model":"resnet50","dataset":"fashion-mnist"})") ==

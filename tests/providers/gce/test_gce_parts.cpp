@@ -181,3 +181,20 @@ TEST_CASE("machine types are priced from their family's core and RAM rates and t
   CHECK(offers[1].gpu_type == "nvidia-l4");
   CHECK(offers[1].memory_gib == 16);
 }
+
+TEST_CASE("catalog answers with fields of another type are read without throwing") {
+  // The base tier's start as a string is not the base tier; an item's flags and counts of another type read as
+  // missing (the fuzz target must never see nlohmann's type_error).
+  auto skus = parse_sku_page(nlohmann::json::parse(R"({"skus":[{"description":"N1 Predefined Instance Core running in Americas",
+      "pricingInfo":[{"pricingExpression":{"usageUnit":"h","tieredRates":[{"startUsageAmount":"0","unitPrice":{"units":"1"}},
+      {"unitPrice":{"units":"0","nanos":31611000}}]}}]}]})"));
+  REQUIRE_MESSAGE(skus.ok(), skus.error().detail);
+  REQUIRE(skus->items.size() == 1);
+  CHECK(skus->items[0].nanos_per_unit == 31611000);
+  auto types = parse_machine_types(nlohmann::json::parse(R"({"items":[{"name":"g2-standard-4","guestCpus":4,
+      "memoryMb":16384,"isSharedCpu":"no","accelerators":[{"guestAcceleratorType":"nvidia-l4","guestAcceleratorCount":1.5}]}]})"));
+  REQUIRE_MESSAGE(types.ok(), types.error().detail);
+  REQUIRE(types->items.size() == 1);
+  CHECK_FALSE(types->items[0].shared_cpu);
+  CHECK(types->items[0].gpus == 0);
+}

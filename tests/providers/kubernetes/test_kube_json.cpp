@@ -85,6 +85,9 @@ TEST_CASE("node shapes: grouped by allocatable and GPU model, sized apart from o
   REQUIRE(parsed);
   CHECK(parsed->size() == 6);
   CHECK_FALSE(parse_nodes(json{{"kind", "PodList"}}));
+  json odd = nodes;  // a flag of another type reads as unset, never a type_error
+  odd["items"][0]["spec"]["unschedulable"] = "true";
+  REQUIRE(parse_nodes(odd));
   json pods = {{"items",
                 {pod_on("a", "250m", "512Mi", "DaemonSet"),  // a DaemonSet's share, on a only
                  pod_on("b", "3", "8Gi", ""),                // a run holds most of b

@@ -169,4 +169,12 @@ TEST_CASE("Billing SKUs: the newest street price in effect, from tier 0, exact; 
   CHECK(parse_sku_page(nlohmann::json::parse(R"({"skus":[{"name":"x","pricingVersions":[{"type":"STREET_PRICE",
       "effectiveTime":"2024-01-01T00:00:00Z","pricingExpressions":[{"rates":[{"startPricingQuantity":"0","unitPrice":"1e3"}]}]}]}]})"), 1.8e9)
             .code() == Code::internal);
+  // Fields of another type read as missing, never throw (fuzz_cloud_json: "skus" a string, found 2026-11-27).
+  for (const char* doc : {R"({"skus":""})", R"({"skus":{"a":1}})", R"({"skus":[""]})", R"({"skus":[{"pricingVersions":"x"}]})",
+                          R"({"skus":[{"pricingVersions":[{"type":"STREET_PRICE","effectiveTime":"2024-01-01T00:00:00Z",
+                              "pricingExpressions":[7,{"rates":{"r":1}}]}]}]})"}) {
+    auto odd = parse_sku_page(nlohmann::json::parse(doc), 1.8e9);
+    REQUIRE_MESSAGE(odd.ok(), doc);
+    for (const auto& item : odd->items) CHECK(item.nanos_per_unit == -1);
+  }
 }
