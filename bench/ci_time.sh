@@ -83,7 +83,7 @@ if [ "${KEEP:-0}" = 1 ] || [ -n "$failed" ]; then echo "ci_time: kept $work (log
 fi
 if [ -n "$failed" ]; then tail -40 "$log"; echo "ci_time: make test FAILED in step $failed (log: $log)"; exit 1; fi
 if [ "${secs_deps:-0}" -lt 60 ]; then
-  echo "ci_time: deps took ${secs_deps:-0} s: the packages were present; on a fresh machine apt-get adds about 3.5 min"
+  echo "ci_time: deps took ${secs_deps:-0} s: the packages were present; on a fresh machine apt-get added 1.9-3.5 min (README)"
 fi
 if [ "$total" -le $((goal_min * 60)) ]; then
   echo "ci_time: goal met: make test in $(min $total) min <= $goal_min min"
