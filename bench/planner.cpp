@@ -1,8 +1,11 @@
 // bench_planner: how well tsum's planner and probe search pick configs on synthetic trace tables whose true
 // optimum is known (see planner_tables.h). Prints ratios; it is not a unit test and times nothing.
 //
-//   bench_planner [--tables N] [--seed S] [--max-probes K] [--explain]
+//   bench_planner [--tables N] [--seed S] [--max-probes K] [--explain] [--scout CSV] [--ibm CSV] [--trimtuner DIR]
+//                 [--generated N] [--totals]
 //
+// First what a search costs the user in all on the measured traces and generated tables (planner_totals.h;
+// --totals: only that), then:
 // Reports, over N seeded tables:
 //  - how often billing-aware and linear pricing (price × E[t]) pick different configs, and linear's regret;
 //  - whether the planner finds the exact billing-aware optimum of full tables (3 measured runs per config,
@@ -24,6 +27,7 @@
 #include "planner_calibration.h"
 #include "planner_scout.h"
 #include "planner_tables.h"
+#include "planner_totals.h"
 
 using namespace tsum::billing;
 using tsum::bench::Table;
@@ -44,6 +48,9 @@ struct Options {
   int scout_seeds = 20;
   bool synthetic = true;
   LearnModel model = LearnModel::automatic;
+  std::string ibm, trimtuner;  // the other measured traces (--ibm, --trimtuner)
+  int generated = 100;         // generated tables of the traces' shape for the totals (--generated)
+  bool totals_only = false;    // --totals: only what a search costs in all
 };
 
 size_t index_of(const Table& t, const std::string& config) {
@@ -288,6 +295,10 @@ Options parse(int argc, char** argv) {
       o.explain = true;
       continue;
     }
+    if (!std::strcmp(argv[i], "--totals")) {
+      o.totals_only = true;
+      continue;
+    }
     if (!std::strcmp(argv[i], "--no-synthetic")) {
       o.synthetic = false;
       continue;
@@ -302,6 +313,9 @@ Options parse(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--scout")) o.scout = argv[i + 1];
     else if (!std::strcmp(argv[i], "--scout-seeds")) o.scout_seeds = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--only")) o.only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--ibm")) o.ibm = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--trimtuner")) o.trimtuner = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--generated")) o.generated = std::max(0, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--model"))
       o.model = !std::strcmp(argv[i + 1], "resources") ? LearnModel::resources
                 : !std::strcmp(argv[i + 1], "family")  ? LearnModel::family
@@ -317,6 +331,9 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   g_model = o.model;
+  if (int rc = tsum::bench::run_totals({o.scout, o.ibm, o.trimtuner, o.generated, o.seed, o.explain, o.model}); rc != 0)
+    return rc;
+  if (o.totals_only) return 0;
   if (!o.synthetic) return o.scout.empty() ? 0 : tsum::bench::run_scout({o.scout, o.scout_seeds, std::max(8, o.max_probes), o.explain, o.only, o.model});
   Stats st;
   st.tsum_regret.resize(o.max_probes);

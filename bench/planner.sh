@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# Builds and runs bench_planner: tsum's planner and probe search on seeded synthetic trace tables with a known
-# optimum, then the Scout replay on real measured cloud runtimes (../shared/testdata/scout/runs.csv, when that
-# folder is there; SCOUT=path to use another copy, SCOUT= to skip it). Prints ratios; it times nothing.
+# Builds and runs bench_planner: first what a search costs the user in all (its probes plus 10 or 100 planned runs
+# on its pick, over those runs on the optimum) on the measured traces in ../shared/testdata (Scout, IBM's
+# multi-cloud set, TrimTuner) and on generated tables of their shape; then tsum's planner and probe search on
+# seeded synthetic trace tables with a known optimum, and the Scout replay from random first probes
+# (../shared/testdata/scout/runs.csv; SCOUT=path to use another copy, SCOUT= to skip it; IBM= and TRIMTUNER=
+# likewise). Prints ratios; it times nothing.
 # Besides the regret after k probes it prints the blind picks (a recommendation more than 5% dearer than the best
 # config already measured), the calibration of the bands and of P(within tolerance) by decile, and where a
 # search left to stop by itself ends with 10 and 100 future runs, with its spend as a share of their cost.
-#   bench/planner.sh [--tables N] [--seed S] [--max-probes K] [--explain] [--scout-seeds N] [--no-synthetic]
-#                    [--only WORKLOAD] [--model automatic|resources|family]
+#   bench/planner.sh [--totals] [--generated N] [--tables N] [--seed S] [--max-probes K] [--explain]
+#                    [--scout-seeds N] [--no-synthetic] [--only WORKLOAD] [--model automatic|resources|family]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-SCOUT=${SCOUT-../shared/testdata/scout/runs.csv}
+TRACES=../shared/testdata
+SCOUT=${SCOUT-$TRACES/scout/runs.csv}
+IBM=${IBM-$TRACES/traces/ibm-multicloud/multi-cloud-configuration.csv}
+TRIMTUNER=${TRIMTUNER-$TRACES/traces/trimtuner}
 if [ ! -f "$BUILD/build.ninja" ]; then
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 ninja -C "$BUILD" bench_planner >/dev/null
 echo "bench_planner on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (ratios only; nothing is timed)"
-if [ -n "$SCOUT" ] && [ -f "$SCOUT" ]; then
-  exec "$BUILD/bin/bench_planner" --scout "$SCOUT" "$@"
-fi
-[ -z "$SCOUT" ] || echo "bench/planner.sh: no Scout trace at $SCOUT; synthetic tables only" >&2
-exec "$BUILD/bin/bench_planner" "$@"
+args=()
+for pair in "--scout:$SCOUT" "--ibm:$IBM" "--trimtuner:$TRIMTUNER"; do
+  flag=${pair%%:*} path=${pair#*:}
+  if [ -n "$path" ] && [ -e "$path" ]; then args+=("$flag" "$path");
+  elif [ -n "$path" ]; then echo "bench/planner.sh: no trace at $path; left out" >&2; fi
+done
+exec "$BUILD/bin/bench_planner" "${args[@]}" "$@"

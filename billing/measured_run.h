@@ -74,6 +74,10 @@ struct MeasuredRun {
   std::optional<double> images_done;
   std::optional<double> epochs_done;
   std::optional<double> steady_images_per_s;
+  // A probe that did not finish (stopped at its ProbeSpec::max_s, or its job failed): its phases are what it
+  // billed, and it measures nothing about the config. failure says why.
+  bool failed = false;
+  std::string failure;
 };
 
 }  // namespace tsum::billing

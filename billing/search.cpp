@@ -24,9 +24,12 @@ struct Scored {
   std::vector<double> value;      // money per draw (lower is better)
   std::vector<bool> valid;        // the draw meets the deadline / budget
   double mean_value = 0;
+  double mean_cost = 0;           // money per plan run (times repetitions), whatever the objective
   bool feasible = true;
   double probe_cost = 0;          // expected
+  double probe_cost_p90 = 0;
   bool probed = false;            // measured: its prediction comes from its own runs
+  bool prior = false;             // its group has no run: predicted by prior_prediction, never picked on it
 };
 
 double probe_fraction(const ProbeSpec& spec, const Workload& w) {
@@ -35,17 +38,42 @@ double probe_fraction(const ProbeSpec& spec, const Workload& w) {
   return 1.0;
 }
 
-double expected_probe_cost(const PlanCandidate& c, const Prediction* p, const SearchRequest& req) {
+// The expected cost of probing c, and its p90 over the prediction's draws (the expectation when none).
+std::pair<double, double> probe_cost_of(const PlanCandidate& c, const Prediction* p, const SearchRequest& req) {
   double t = 0;
   if (p) {
-    for (int ph : {kStartup, kInstall, kLoadData, kStart, kPoweroff}) t += p->mean(ph);
-    t += probe_fraction(req.probe, req.workload) * p->mean(kLearn);
+    const double f = probe_fraction(req.probe, req.workload);
+    std::vector<double> costs(p->t_sum.size());
+    double sum = 0;
+    for (size_t i = 0; i < costs.size(); ++i) {
+      double ti = f * p->phases[kLearn][i];
+      for (int ph : {kStartup, kInstall, kLoadData, kStart, kPoweroff}) ti += p->phases[ph][i];
+      costs[i] = expected_cost(c.rule, c.hourly_price, ti);
+      sum += costs[i];
+    }
+    if (costs.empty()) return {0, 0};
+    std::sort(costs.begin(), costs.end());
+    return {sum / static_cast<double>(costs.size()), costs[static_cast<size_t>(0.9 * static_cast<double>(costs.size() - 1))]};
   } else {
     const auto& prior = phase_prior(c.cfg.provider);
     t = prior.startup + (c.cfg.image_cached ? prior.install_cached : prior.install_cold) + prior.load_data +
         prior.start + prior.poweroff + req.unexplored_probe_s;
   }
-  return expected_cost(c.rule, c.hourly_price, t);
+  const double e = expected_cost(c.rule, c.hourly_price, t);
+  return {e, e};
+}
+
+// The most seconds of t_sum that cost at most `money` under c's rule (0 when not even a moment does).
+double seconds_within(const PlanCandidate& c, double money) {
+  if (!(money < kInf)) return 0;
+  if (expected_cost(c.rule, c.hourly_price, 1e-9) > money) return 0;
+  double lo = 0, hi = 1;
+  while (hi < 1e9 && expected_cost(c.rule, c.hourly_price, hi) <= money) lo = hi, hi *= 2;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (expected_cost(c.rule, c.hourly_price, mid) <= money ? lo : hi) = mid;
+  }
+  return lo;
 }
 
 // Per-draw value in money of one plan run (times repetitions), and whether the draw satisfies the constraint.
@@ -72,15 +100,40 @@ void score_draws(Scored& s, const PlanCandidate& c, const SearchRequest& req) {
   }
   const double n = static_cast<double>(t.size());
   s.mean_value = sum / n;
+  s.mean_cost = sum_cost / n;
   if (plan.objective == Objective::cost_under_deadline) s.feasible = ok / n >= plan.deadline_confidence;
   if (plan.objective == Objective::budget) s.feasible = sum_cost / n <= *plan.budget;
+}
+
+// A config measured by full runs is worth what those runs cost (their mean billed cost, or hours valued), not the
+// mean of its draws: near a billing step the draws' noise would price it a step dearer than any run of it was,
+// and the search would then prefer a config that measured dearer. Partial runs and spot candidates keep the
+// model's value (a probe covers part of the workload; a measured run says nothing of interruptions).
+void use_measured_value(Scored& s, const PlanCandidate& c, std::span<const MeasuredRun> history,
+                        const SearchRequest& req) {
+  if (c.spot) return;
+  double value = 0, cost_sum = 0;
+  int runs = 0;
+  for (const auto& r : history) {
+    if (r.cfg.config != c.cfg.config) continue;
+    if (r.images_done || r.epochs_done) return;
+    const double t = t_sum_of(r.phases);
+    const double run_cost = expected_cost(c.rule, c.hourly_price, t) * req.plan.repetitions;
+    const bool time_based = req.plan.objective == Objective::time || req.plan.objective == Objective::budget;
+    value += time_based ? t / 3600.0 * req.value_per_hour : run_cost;
+    cost_sum += run_cost;
+    ++runs;
+  }
+  if (runs == 0) return;
+  s.mean_value = value / runs;
+  s.mean_cost = cost_sum / runs;
 }
 
 double incumbent_of(const std::vector<Scored>& scored, const std::set<std::string>& probed,
                     std::span<const PlanCandidate> candidates) {
   double best_probed = kInf, best_any = kInf, worst = 0;
   for (const auto& s : scored) {
-    if (!s.pred) continue;
+    if (!s.pred || s.prior) continue;
     worst = std::max(worst, s.mean_value);
     if (!s.feasible) continue;
     best_any = std::min(best_any, s.mean_value);
@@ -143,27 +196,75 @@ std::optional<Choice> pick_exploration(const std::vector<Scored>& scored, std::s
   return best;
 }
 
-std::optional<Choice> pick_exploitation(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
-                                        const std::set<std::string>& probed, const std::set<std::string>& excluded,
-                                        const SearchRequest& req) {
+// A prior for a config whose group nothing has measured yet, so that its probe is weighed like any other:
+// it does the same work as the measured configs (learn seconds × cores × nodes, Predictor::count_of) spread over
+// its own cores and nodes. log(work) is normal around the mean of the measured configs' log work, with their
+// spread and at least ln 2 (a factor of 2 either way, p16..p84): no more is assumed of a family never run. Its
+// other phases are the measured configs' means. nullopt before anything is measured.
+std::optional<Prediction> prior_prediction(const ConfigSpec& cfg, const std::vector<Scored>& scored,
+                                           std::span<const PlanCandidate> candidates, const PredictorOptions& opt) {
+  std::vector<double> log_work;
+  std::array<double, 8> phase_mean{};
+  for (const auto& s : scored) {
+    if (!s.probed || !s.pred || s.prior) continue;
+    const double learn = s.pred->mean(kLearn);
+    const double count = Predictor::count_of(candidates[s.index].cfg);
+    if (!(learn > 0) || !(count > 0)) continue;
+    log_work.push_back(std::log(learn * count));
+    for (int ph = 0; ph < 8; ++ph) phase_mean[ph] += s.pred->mean(ph);
+  }
+  if (log_work.empty()) return std::nullopt;
+  const double n = static_cast<double>(log_work.size());
+  double mu = 0, var = 0;
+  for (double w : log_work) mu += w / n;
+  for (double w : log_work) var += (w - mu) * (w - mu) / std::max(1.0, n - 1);
+  const double sigma = std::max(std::sqrt(var), std::log(2.0));
+  const double count = std::max(1e-9, Predictor::count_of(cfg));
+  Prediction p;
+  p.basis = "prior: the measured configs' work over " + money(count) + " cores";
+  p.log_sd = sigma;
+  p.overhead_basis = "prior";
+  const size_t draws = static_cast<size_t>(std::max(1, opt.samples));
+  std::mt19937_64 rng(opt.seed ^ std::hash<std::string>{}(cfg.config));
+  std::normal_distribution<double> z(0, 1);
+  for (int ph = 0; ph < 8; ++ph) p.phases[ph].assign(draws, phase_mean[ph] / n);
+  p.t_sum.assign(draws, 0);
+  for (size_t i = 0; i < draws; ++i) {
+    p.phases[kLearn][i] = std::exp(mu + sigma * z(rng)) / count;
+    for (int ph = 0; ph < 8; ++ph) p.t_sum[i] += p.phases[ph][i];
+  }
+  return p;
+}
+
+// The probe worth most: the unprobed config of the largest net value of information, future_runs × its expected
+// improvement on the incumbent (the best measured config) less its expected probe cost, among those whose p90
+// probe cost fits what is left of the budget. `best_any` gets the same over every config, affordable or not.
+std::optional<Choice> pick_by_value(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
+                                    const std::set<std::string>& probed, const std::set<std::string>& excluded,
+                                    const SearchRequest& req, double budget_left, double discount,
+                                    std::optional<Choice>& best_any) {
   const double incumbent = incumbent_of(scored, probed, candidates);
-  const double scale = req.future_runs;
   std::optional<Choice> best;
-  double best_net = 0;
+  double best_net = 0, any_net = 0;
   for (const auto& s : scored) {
     const auto& cfg = candidates[s.index].cfg;
     if (!s.pred || probed.contains(cfg.config) || excluded.contains(cfg.config)) continue;
-    double gain = expected_improvement(s, incumbent) * scale;
+    const double gain = expected_improvement(s, incumbent) * req.future_runs * discount;
     const double net = gain - s.probe_cost;
-    if (!best || net > best_net)
-      best_net = net, best = Choice{s.index, "expected gain " + money(gain) + " for a probe of " + money(s.probe_cost),
-                                        gain, s.probe_cost, false};
+    Choice c{s.index,
+             "expected saving " + money(gain) + " over " + money(req.future_runs) + " planned runs for a probe of " +
+                 money(s.probe_cost) + (s.prior ? " (" + s.pred->basis + ")" : ""),
+             gain, s.probe_cost, false};
+    if (!best_any || net > any_net) any_net = net, best_any = c;
+    if (s.probe_cost_p90 > budget_left) continue;
+    if (!best || net > best_net) best_net = net, best = c;
   }
   return best;
 }
 
+// A candidate the model predicts (not only the prior), whose probe did not fail: one that can be picked.
 bool usable(const Scored& s, std::span<const PlanCandidate> candidates, const std::set<std::string>& excluded) {
-  return s.pred && !excluded.contains(candidates[s.index].cfg.config);
+  return s.pred && !s.prior && !excluded.contains(candidates[s.index].cfg.config);
 }
 
 // Quantile q of a candidate's draws.
@@ -250,30 +351,6 @@ SearchRound current_round(const std::vector<Scored>& scored, std::span<const Pla
   return round;
 }
 
-// While the pick is not yet within the tolerance with the confidence asked: the unprobed candidate most
-// likely to undercut it by more than the tolerance, per unit of probe cost.
-std::optional<Choice> pick_doubt(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
-                                 const std::set<std::string>& probed, const std::set<std::string>& excluded,
-                                 const SearchRound& round, const SearchRequest& req) {
-  const double threshold = round.pick_value / (1 + req.tolerance);
-  std::optional<Choice> best;
-  double best_ratio = 0;
-  for (const auto& s : scored) {
-    const auto& cfg = candidates[s.index].cfg;
-    if (!usable(s, candidates, excluded) || probed.contains(cfg.config)) continue;
-    double below = 0;
-    for (size_t i = 0; i < s.value.size(); ++i) below += s.valid[i] && s.value[i] < threshold;
-    below /= static_cast<double>(std::max<size_t>(1, s.value.size()));
-    if (below < 0.01) continue;
-    const double ratio = s.probe_cost > 0 ? below / s.probe_cost : kInf;
-    if (ratio > best_ratio)
-      best_ratio = ratio, best = Choice{s.index, money(100 * below) + "% likely to undercut the pick by more than " +
-                                                     money(100 * req.tolerance) + "%",
-                                        0, s.probe_cost, false};
-  }
-  return best;
-}
-
 // The resource model's prior on a job's working set spans the memory of the configs being searched.
 PredictorOptions with_memory_range(PredictorOptions opt, std::span<const PlanCandidate> candidates) {
   double lo = kInf, hi = 0;
@@ -288,7 +365,10 @@ PredictorOptions with_memory_range(PredictorOptions opt, std::span<const PlanCan
 
 Status check(std::span<const PlanCandidate> candidates, const SearchRequest& req) {
   if (candidates.empty()) return make_error(Code::invalid_argument, "search: no candidate configs");
-  if (!(req.probe_budget >= 0)) return make_error(Code::invalid_argument, "search: probe budget must be >= 0");
+  if (req.probe_budget && !(*req.probe_budget >= 0))
+    return make_error(Code::invalid_argument, "search: probe budget must be >= 0");
+  if (req.budget_share && !(*req.budget_share >= 0))
+    return make_error(Code::invalid_argument, "search: budget share must be >= 0");
   if (!(req.future_runs > 0)) return make_error(Code::invalid_argument, "search: future_runs must be > 0");
   if (req.plan.objective == Objective::cost_under_deadline && !req.plan.deadline_s)
     return make_error(Code::invalid_argument, "search: cost_under_deadline needs a deadline");
@@ -302,25 +382,6 @@ Status check(std::span<const PlanCandidate> candidates, const SearchRequest& req
 }  // namespace
 
 namespace {
-
-// What the search can still save over the planned runs: future_runs × (best measured value - the lowest p10
-// of any usable candidate). A usable candidate nothing predicts yet could cost anything down to 0. nullopt
-// before anything is measured.
-std::optional<double> possible_saving(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
-                                      const std::set<std::string>& excluded, const SearchRequest& req) {
-  double measured = kInf, low = kInf;
-  for (const auto& s : scored) {
-    if (excluded.contains(candidates[s.index].cfg.config)) continue;
-    if (!s.pred) {
-      low = 0;
-      continue;
-    }
-    if (s.probed && s.feasible) measured = std::min(measured, s.mean_value);
-    if (s.feasible) low = std::min(low, quantile_of(s, 0.1));
-  }
-  if (measured == kInf) return std::nullopt;
-  return req.future_runs * std::max(0.0, measured - low);
-}
 
 const Scored* scored_of(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
                         const std::string& config) {
@@ -345,16 +406,84 @@ bool ModelCheck::fails(int probes, int outside) {
   return probes >= 3 && binomial_tail(probes, outside, 0.2) < 0.01;
 }
 
+double poisson_binomial_cdf(std::span<const double> p, int k) {
+  if (k < 0) return 0;
+  std::vector<double> dist(p.size() + 1, 0.0);  // dist[x] = P(x successes so far)
+  dist[0] = 1;
+  for (size_t i = 0; i < p.size(); ++i) {
+    for (size_t x = i + 1; x > 0; --x) dist[x] = dist[x] * (1 - p[i]) + dist[x - 1] * p[i];
+    dist[0] *= 1 - p[i];
+  }
+  double sum = 0;
+  for (int x = 0; x <= k && x < static_cast<int>(dist.size()); ++x) sum += dist[x];
+  return std::min(1.0, sum);
+}
+
+double ImprovementCheck::discount() const {
+  const double n = static_cast<double>(predicted.size());
+  if (n == 0 || !(promised > 0)) return 1;
+  return (n * delivered / promised + 1) / (n + 1);
+}
+
+bool ImprovementCheck::fails(std::span<const double> predicted, int improved) {
+  return predicted.size() >= 3 && poisson_binomial_cdf(predicted, improved) < 0.01;
+}
+
+namespace {
+
+// The exploration budget in money: probe_budget and/or, on top of what the search spent before its first
+// measurement (`entry`: a search cannot recommend anything before one), budget_share × future_runs × the planned
+// run's cost at the best measured config (kDefaultBudgetShare when neither is given; infinite until something is
+// measured).
+double budget_of(const SearchRequest& req, double entry, double best_measured_cost) {
+  double budget = req.probe_budget.value_or(kInf);
+  const std::optional<double> share = req.budget_share    ? req.budget_share
+                                      : req.probe_budget ? std::nullopt
+                                                         : std::optional<double>(kDefaultBudgetShare);
+  if (share && best_measured_cost < kInf)
+    budget = std::min(budget, entry + *share * req.future_runs * best_measured_cost);
+  return budget;
+}
+
+// What the search expects of a probe before it runs, to check the model with afterwards.
+struct Expectation {
+  std::string config;
+  std::optional<CandidateBand> band;  // the model's p10..p90 (not the prior's)
+  double p_improve = 0;               // P(value < incumbent)
+  double incumbent = 0;
+  double promised = 0;                // future_runs × E[max(0, incumbent - value)]
+};
+
+std::optional<Expectation> expectation_of(const Scored& s, std::span<const PlanCandidate> candidates,
+                                          const std::vector<Scored>& scored, const std::set<std::string>& probed,
+                                          double future_runs) {
+  if (!s.pred || s.probed) return std::nullopt;
+  Expectation e;
+  e.config = candidates[s.index].cfg.config;
+  if (!s.prior) e.band = CandidateBand{e.config, quantile_of(s, 0.1), s.mean_value, quantile_of(s, 0.9), false, s.pred->basis};
+  e.incumbent = incumbent_of(scored, probed, candidates);
+  double below = 0;
+  for (size_t i = 0; i < s.value.size(); ++i) below += s.valid[i] && s.value[i] < e.incumbent;
+  e.p_improve = below / static_cast<double>(std::max<size_t>(1, s.value.size()));
+  e.promised = future_runs * expected_improvement(s, e.incumbent);
+  return e;
+}
+
+std::string percent(double share) { return money(100 * share) + "%"; }
+
+}  // namespace
+
 Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, std::vector<MeasuredRun> history,
                                      const ProbeFn& probe, const SearchRequest& req) {
   if (auto s = check(candidates, req); !s) return s.error();
   SearchResult out;
   out.tolerance = req.tolerance;
+  out.budget = kInf;
   std::set<std::string> excluded;
   const PredictorOptions popt = with_memory_range(req.predictor, candidates);
-  // The band predicted for the last probe before it ran, to compare with what it measured.
-  std::optional<CandidateBand> last_band;
-  bool force_measured = false;
+  std::optional<Expectation> expected;  // of the last probe, before it ran
+  bool force_measured = true;           // a search that stops by itself recommends what it measured
+  std::optional<double> entry;          // spent when the first measurement came in
   while (true) {
     auto predictor = Predictor::learn(history, req.workload, popt);
     if (!predictor) return predictor.error();
@@ -367,58 +496,99 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
       if (auto p = predictor->predict(candidates[k].cfg)) {
         scored[k].pred = std::move(*p);
         score_draws(scored[k], candidates[k], req);
+        if (scored[k].probed) use_measured_value(scored[k], candidates[k], history, req);
       }
-      scored[k].probe_cost = expected_probe_cost(candidates[k], scored[k].pred ? &*scored[k].pred : nullptr, req);
     }
-    if (last_band) {
-      if (const Scored* s = scored_of(scored, candidates, last_band->config); s && s->pred) {
-        out.model_check.probes += 1;
-        out.model_check.outside += s->mean_value < last_band->p10 || s->mean_value > last_band->p90;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      if (!scored[k].pred)
+        if (auto p = prior_prediction(candidates[k].cfg, scored, candidates, popt)) {
+          scored[k].pred = std::move(*p);
+          scored[k].prior = true;
+          score_draws(scored[k], candidates[k], req);
+        }
+      std::tie(scored[k].probe_cost, scored[k].probe_cost_p90) =
+          probe_cost_of(candidates[k], scored[k].pred ? &*scored[k].pred : nullptr, req);
+    }
+    if (expected) {
+      if (const Scored* s = scored_of(scored, candidates, expected->config); s && s->pred && !s->prior) {
+        if (expected->band) {
+          out.model_check.probes += 1;
+          out.model_check.outside += s->mean_value < expected->band->p10 || s->mean_value > expected->band->p90;
+        }
+        out.improvement_check.predicted.push_back(expected->p_improve);
+        out.improvement_check.improved += s->mean_value < expected->incumbent;
+        out.improvement_check.promised += expected->promised;
+        out.improvement_check.delivered += req.future_runs * std::max(0.0, expected->incumbent - s->mean_value);
       }
-      last_band.reset();
+      expected.reset();
     }
     out.rounds.push_back(current_round(scored, candidates, excluded, req, static_cast<int>(out.trace.size())));
     const SearchRound& round = out.rounds.back();
-    const auto& check = out.model_check;
-    if (ModelCheck::fails(check.probes, check.outside)) {
+    double best_cost = kInf;
+    if (const Scored* m = scored_of(scored, candidates, round.best_measured)) best_cost = m->mean_cost;
+    if (best_cost < kInf && !entry) entry = out.spent;
+    out.budget = budget_of(req, entry.value_or(0), best_cost);
+    const double budget_left = out.budget - out.spent;
+    const auto& mc = out.model_check;
+    const auto& ic = out.improvement_check;
+    if (ModelCheck::fails(mc.probes, mc.outside)) {
       out.model_check.explains = false;
-      out.stop_reason = "the model does not explain the measurements: " + std::to_string(check.outside) + " of " +
-                        std::to_string(check.probes) + " probes fell outside the p10-p90 band predicted for them; " +
+      out.stop_reason = "the model does not explain the measurements: " + std::to_string(mc.outside) + " of " +
+                        std::to_string(mc.probes) + " probes fell outside the p10-p90 band predicted for them; " +
                         "stopping on the best measured config";
-      force_measured = true;
+      break;
+    }
+    if (ImprovementCheck::fails(ic.predicted, ic.improved)) {
+      out.improvement_check.explains = false;
+      double hoped = 0;
+      for (double p : ic.predicted) hoped += p;
+      out.stop_reason = "the model is too hopeful: " + std::to_string(ic.improved) + " of " +
+                        std::to_string(ic.predicted.size()) + " probes improved on the best measured config, where " +
+                        money(hoped) + " were expected; stopping on the best measured config";
+      break;
+    }
+    if (req.max_probes > 0 && static_cast<int>(out.trace.size()) >= req.max_probes) {
+      out.stop_reason = "max probes reached";
+      force_measured = false;
       break;
     }
     const Scored* predicted = scored_of(scored, candidates, round.predicted);
     const bool last_probe = req.max_probes > 0 && static_cast<int>(out.trace.size()) + 1 == req.max_probes;
-    std::optional<Choice> choice;
-    if (last_probe && predicted && !predicted->probed && predicted->feasible)
+    std::optional<Choice> choice, best_any;
+    if (last_probe && predicted && !predicted->probed && predicted->feasible && predicted->probe_cost_p90 <= budget_left)
       choice = Choice{predicted->index, "the last probe measures the predicted pick", 0, predicted->probe_cost, false};
-    if (!choice) choice = pick_exploration(scored, candidates, excluded, req.plan.objective);
-    if (!choice) choice = pick_exploitation(scored, candidates, probed, excluded, req);
-    if (!choice) { out.stop_reason = "every config has been probed"; break; }
-    if (!choice->explore && choice->gain < choice->probe_cost && !last_probe) {
-      const std::string gain = "best expected gain " + money(choice->gain) + " is below its probe cost " +
-                               money(choice->probe_cost);
-      const std::string within = "P(pick within " + money(100 * req.tolerance) + "% of the optimum) = " +
-                                 money(round.p_within);
-      if (round.p_within >= req.confidence) {
-        if (round.pick_measured) { out.stop_reason = gain + ", and " + within; break; }
-        const Scored* pick = scored_of(scored, candidates, round.pick);
-        choice = Choice{pick->index, gain + ", and " + within + ": the pick is measured before the search stops on it",
-                        0, pick->probe_cost, false};
-      } else {
-        choice = pick_doubt(scored, candidates, probed, excluded, round, req);
-        if (!choice) { out.stop_reason = gain + "; " + within + ", but no unprobed config is likely to be cheaper"; break; }
-        choice->why = gain + ", but " + within + ": " + choice->why;
+    const bool nothing_predicted =
+        std::none_of(scored.begin(), scored.end(), [](const Scored& s) { return s.pred.has_value(); });
+    if (!choice && nothing_predicted) {
+      choice = pick_exploration(scored, candidates, excluded, req.plan.objective);
+      if (choice && choice->probe_cost > budget_left) {
+        out.stop_reason = "the probe budget " + money(out.budget) + " does not cover a first probe (" +
+                          money(choice->probe_cost) + ")";
+        force_measured = false;
+        break;
       }
     }
-    if (req.max_probes > 0 && static_cast<int>(out.trace.size()) >= req.max_probes) { out.stop_reason = "max probes reached"; break; }
-    if (out.spent + choice->probe_cost > req.probe_budget) { out.stop_reason = "probe budget spent"; break; }
-    if (auto saving = possible_saving(scored, candidates, excluded, req); saving && out.spent + choice->probe_cost > *saving) {
-      out.stop_reason = "probing more would cost more than it can save: spent " + money(out.spent) + " + the next probe " +
-                        money(choice->probe_cost) + " > " + money(req.future_runs) +
-                        " future runs x (best measured - lowest p10) = " + money(*saving);
-      break;
+    if (!choice) {
+      choice = pick_by_value(scored, candidates, probed, excluded, req, budget_left, ic.discount(), best_any);
+      if (!best_any) { out.stop_reason = "every config has been probed"; break; }
+      out.expected_saving = best_any->gain, out.expected_probe_cost = best_any->probe_cost;
+      if (best_any->gain <= best_any->probe_cost && !last_probe) {
+        out.stop_reason = "no probe is worth its cost: the best, " + candidates[best_any->index].cfg.config +
+                          ", is expected to save " + money(best_any->gain) + " over the " + money(req.future_runs) +
+                          " planned runs for a probe of " + money(best_any->probe_cost);
+        break;
+      }
+      if (!choice || (choice->gain <= choice->probe_cost && !last_probe)) {
+        const Scored& b = scored[best_any->index];
+        out.stop_reason = "the exploration budget is spent: spent " + money(out.spent) + ", budget " + money(out.budget) +
+                          (req.probe_budget ? "" : " (the first measurement's " + money(entry.value_or(0)) + " + " +
+                                                       percent(req.budget_share.value_or(kDefaultBudgetShare)) +
+                                                       " of the planned runs at the best measured config)") +
+                          "; the probe worth most, " + candidates[b.index].cfg.config + " (expected saving " +
+                          money(best_any->gain) + "), may cost " + money(b.probe_cost_p90) + " (p90)";
+        force_measured = !req.probe_budget;
+        break;
+      }
     }
     const auto& cand = candidates[choice->index];
     ProbeStep step;
@@ -426,14 +596,27 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     step.why = choice->why;
     step.expected_gain = choice->gain;
     step.expected_probe_cost = choice->probe_cost;
+    step.expected_probe_cost_p90 = scored[choice->index].probe_cost_p90;
     if (req.on_probe) req.on_probe(out, step);
-    if (const Scored& s = scored[choice->index]; s.pred && !s.probed)
-      last_band = CandidateBand{cand.cfg.config, quantile_of(s, 0.1), s.mean_value, quantile_of(s, 0.9), false, s.pred->basis};
-    auto run = probe(cand, req.probe);
-    if (!run) {
-      step.error = run.error().detail;
+    expected = expectation_of(scored[choice->index], candidates, scored, probed, req.future_runs);
+    ProbeSpec spec = req.probe;
+    spec.max_s = budget_left < kInf ? seconds_within(cand, budget_left) : 0;
+    auto run = probe(cand, spec);
+    if (run && spec.max_s > 0 && t_sum_of(run->phases) > spec.max_s) {
+      // It ran past its limit (a caller that stops it there reports it failed itself): it measures nothing, and
+      // what it billed is spent all the same.
+      run->failed = true;
+      run->failure = "ran past the " + format_duration(spec.max_s) + " the exploration budget left it";
+    }
+    if (!run || run->failed) {
+      step.error = run ? run->failure : run.error().detail;
+      if (run) {
+        step.t_sum = t_sum_of(run->phases);
+        step.probe_cost = expected_cost(cand.rule, cand.hourly_price, step.t_sum);
+        out.spent += step.probe_cost;
+      }
       excluded.insert(cand.cfg.config);
-      last_band.reset();
+      expected.reset();
     } else {
       run->cfg = cand.cfg;
       step.t_sum = t_sum_of(run->phases);
@@ -458,7 +641,8 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
   // The recommendation is the last round's pick (or its measured best when the model failed), first in the plan.
   if (!out.rounds.empty()) {
     SearchRound& last = out.rounds.back();
-    if (force_measured && !last.best_measured.empty() && last.pick != last.best_measured) {
+    if ((force_measured || !out.model_check.explains || !out.improvement_check.explains) &&
+        !last.best_measured.empty() && last.pick != last.best_measured) {
       last.pick = last.best_measured, last.pick_value = last.best_measured_value, last.pick_measured = true;
       last.p_within = last.best_measured_p_within;
     }
@@ -507,7 +691,8 @@ json progress_json(const SearchResult& r) {
       round["best_measured"] = rd.best_measured, round["p_beats_measured"] = rd.p_beats_measured;
     rounds.push_back(std::move(round));
   }
-  return {{"trace", std::move(trace)}, {"rounds", std::move(rounds)}, {"tolerance", r.tolerance}, {"spent", r.spent}};
+  return {{"trace", std::move(trace)}, {"rounds", std::move(rounds)}, {"tolerance", r.tolerance}, {"spent", r.spent},
+          {"budget", std::isfinite(r.budget) ? json(r.budget) : json(nullptr)}};
 }
 }  // namespace
 
@@ -532,6 +717,15 @@ json search_to_json(const SearchResult& r) {
   out["p_within"] = r.p_within;
   out["model_check"] = {{"probes", r.model_check.probes}, {"outside_band", r.model_check.outside},
                         {"explains", r.model_check.explains}};
+  double hoped = 0;
+  for (double p : r.improvement_check.predicted) hoped += p;
+  out["improvement_check"] = {{"probes", r.improvement_check.predicted.size()},
+                              {"improved", r.improvement_check.improved},
+                              {"expected_improved", hoped},
+                              {"explains", r.improvement_check.explains}};
+  // What the next probe would have been worth when it stopped, and the budget it had.
+  out["expected_saving"] = r.expected_saving;
+  out["next_probe_cost"] = r.expected_probe_cost;
   out["stop_reason"] = r.stop_reason;
   out["plan"] = std::move(plan);
   return out;

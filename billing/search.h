@@ -1,42 +1,42 @@
 // Adaptive probing: which config to measure next, and when to stop measuring. A pure library: the caller
 // supplies a probe callback that runs (part of) the workload on a config and returns its measured phases.
 //
-// Each round refits the predictor on everything measured so far, then:
-//  1. explore: a group (CPU family or GPU type, see Predictor::group_of) with no run at all cannot be
-//     predicted, so one of its configs is probed first, cheapest group first: the second smallest for cost,
-//     the lower third for cost under a deadline, the middle for time and budget (see explore_index);
-//  2. exploit: otherwise every unprobed config j gets an expected improvement over the incumbent (the best
-//     probed config by expected value) from its predicted distribution,
-//       gain_j = E[max(0, incumbent - value_j)] * future_runs * repetitions
-//     in money (time objectives convert hours saved with value_per_hour), and the config with the largest
-//     net gain (gain_j - its expected probe cost) is probed next (gain per probe cost, tried before, favours
-//     cheap probes of little promise: 86.7% vs 91.7% of synthetic tables within 5% after 3 probes on
-//     bench/planner --tables 60, and worse on the Scout replay);
-//  3. stop when that best gain is below its probe's cost *and* the predictions leave the pick within
-//     `tolerance` of the optimum with probability >= `confidence` (P(no other candidate costs less than the
-//     pick's expected cost / (1 + tolerance)), over joint draws); while that probability is short, the
-//     candidate most likely to be that much cheaper is probed instead, so a probe that lands just under a
-//     billing step cannot stop the search while a neighbour may fall under a cheaper one. Also stop when the
-//     probe budget would be exceeded, max_probes is reached, or nothing is left to probe.
+// The objective is what the user pays in all: the search's own probes plus the planned runs (future_runs x
+// repetitions) on its pick. Each round refits the predictor on everything measured so far, then:
+//  1. the first probe, when nothing is measured: a config of the group (CPU family or GPU type, see
+//     Predictor::group_of) that is cheapest to probe: the second smallest for cost, the lower third for cost under
+//     a deadline, the middle for time and budget (see explore_index);
+//  2. every unprobed config j then has a value of information: the expected reduction of the planned runs' cost
+//     if it were probed, future_runs x E[max(0, incumbent - value_j)] over its predictive distribution (the
+//     incumbent is the best *measured* config; time objectives convert hours with value_per_hour), less its
+//     expected probe cost. A config whose group nothing measured yet is predicted by the prior of
+//     prior_prediction: the measured configs' work (learn seconds x cores x nodes) spread over its own cores and
+//     nodes, with the measured configs' spread and at least a factor of 2 either way. The config of the largest
+//     net value is probed; the search stops when no probe is worth its cost, and says so with both numbers.
+//  3. exploration budget: a probe starts only if the spend so far plus its p90 cost fits the budget: probe_budget
+//     (money) and/or budget_share x future_runs x the planned run's cost at the best measured config (default 10%
+//     when neither is given). The probe is also told the most seconds it may run (ProbeSpec::max_s) so that even
+//     a probe slower than its p90 cannot spend past the budget: it is stopped there and counts as failed.
+//  4. doubt stops the search: when its probes land outside the bands predicted for them more often than a
+//     calibrated model would with probability 1% (ModelCheck), or improve on the incumbent much less often than
+//     predicted (ImprovementCheck), the model does not explain this workload: the search stops on the best
+//     measured config and says why, instead of paying to explore a model it no longer trusts.
+//  Also stop when max_probes is reached or nothing is left to probe.
 // What it knows and what it guesses are kept apart:
 //  - the pick (each round's, and the recommendation) is the best *measured* config, unless the predicted best
 //    is cheaper than it in at least `confidence` of the joint draws and within `tolerance` of the optimum with
-//    the same confidence; the result says which (`measured`, `recommendation_basis`, with the band);
-//  - an unmeasured pick is measured before the search stops on it, and the last probe max_probes allows
-//    measures the predicted best;
-//  - spend is bounded by what the search could still save: before each probe, spent + its expected cost must
-//    not exceed future_runs x (best measured value - the lowest p10 of any candidate; 0 for a group nothing
-//    predicts yet), else it stops on what it measured;
-//  - every probe of a predicted config is compared with the p10..p90 band predicted for it just before; when
-//    the probes miss more often than a calibrated model would with probability 1% (ModelCheck), the model
-//    does not explain this workload: the search says so and stops on the best measured config.
-// A config whose probe failed is not probed again and never recommended.
+//    the same confidence; the result says which (`measured`, `recommendation_basis`, with the band). A search
+//    that stops by itself (not at max_probes or an explicit probe_budget) recommends a measured config, so the
+//    total never exceeds running every planned run on the first probe by more than the budget;
+//  - the last probe max_probes allows measures the predicted best.
+// A config whose probe failed is not probed again and never recommended; what it ran is spent all the same.
 // cost_under_deadline counts a draw's improvement only when it meets the deadline; budget only when the
 // draw's cost is within budget. The plan ranks all candidates (probed ones from their measurements, the
 // others from the fitted curves), with the recommendation first.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,10 +51,16 @@
 namespace tsum::billing {
 
 // The part of the workload a probe runs: images or epochs (a few hundred steps); both 0 = a full run.
+// max_s: the most seconds of t_sum the probe may bill (the exploration budget left); 0 = no limit. A probe that
+// reaches it is stopped, and the caller reports it as a failed run (MeasuredRun::failed) with what it billed.
 struct ProbeSpec {
   double images = 0;
   double epochs = 0;
+  double max_s = 0;
 };
+
+// The default exploration budget: this share of the planned runs' cost at the best measured config.
+inline constexpr double kDefaultBudgetShare = 0.1;
 
 // Runs a probe; returns its measured phases with images_done/epochs_done set for a partial run.
 using ProbeFn = std::function<Result<MeasuredRun>(const PlanCandidate&, const ProbeSpec&)>;
@@ -64,11 +70,14 @@ struct SearchRequest {
   Workload workload;
   PredictorOptions predictor;
   ProbeSpec probe;
-  double probe_budget = 0;          // money for probes, in the candidates' currency
+  // The exploration budget: money for probes (in the candidates' currency) and/or a share of the planned runs'
+  // cost at the best measured config; the smaller applies. Neither set: budget_share = kDefaultBudgetShare.
+  std::optional<double> probe_budget;
+  std::optional<double> budget_share;
   int max_probes = 0;               // 0 = no limit besides the budget
   double future_runs = 1;           // how many times the recommended plan will run
   double value_per_hour = 0;        // time and budget objectives: money per hour of wall time saved
-  double unexplored_probe_s = 120;  // assumed learn seconds of a probe in a group nothing predicts yet
+  double unexplored_probe_s = 120;  // assumed learn seconds of the first probe, before anything is measured
   double tolerance = 0.05;          // how far above the optimum a pick may be
   double confidence = 0.9;          // required P(pick within tolerance) before the search stops by itself
   // Called on the search's thread as each probe starts: the trace and rounds so far, and the probe's step
@@ -81,6 +90,7 @@ struct ProbeStep {
   std::string why;                   // "explore: ..." or "expected gain ..."
   double expected_gain = 0;          // money; 0 for exploration
   double expected_probe_cost = 0;
+  double expected_probe_cost_p90 = 0;  // what the budget check took it to cost at most
   double probe_cost = 0;             // measured t_sum under the config's billing rule
   double t_sum = 0;                  // the probe's measured t_sum
   std::string error;                 // set when the probe failed; the config is then not probed again
@@ -119,6 +129,27 @@ struct ModelCheck {
   static bool fails(int probes, int outside);
 };
 
+// How often the probes improved on the incumbent against how often the predictions said they would: each probe
+// of a predicted config had P(value < incumbent). The model is too hopeful when so few improved that the
+// predicted probabilities would give that few or fewer with probability below 1% (Poisson binomial).
+// The same probes by money: what the model promised they would save over the planned runs (future_runs × their
+// expected improvement) against what they delivered (future_runs × how far each came under the incumbent). The
+// search weighs the next probe's expected saving by discount(): (n·delivered/promised + 1) / (n + 1) after n
+// probes, the first at face value and then as the probes bore the model out.
+struct ImprovementCheck {
+  std::vector<double> predicted;  // P(improve) of each probe compared
+  int improved = 0;
+  double promised = 0;
+  double delivered = 0;
+  bool explains = true;
+
+  static bool fails(std::span<const double> predicted, int improved);
+  double discount() const;
+};
+
+// P(X <= k) for X the number of successes of independent trials with probabilities p.
+double poisson_binomial_cdf(std::span<const double> p, int k);
+
 // P(X >= k) for X ~ Binomial(n, p).
 double binomial_tail(int n, int k, double p);
 
@@ -131,7 +162,11 @@ struct SearchResult {
   bool measured = false;            // the recommendation was probed
   std::string recommendation_basis; // "measured", or why a prediction was trusted over what was measured
   ModelCheck model_check;
+  ImprovementCheck improvement_check;
   double spent = 0;
+  double budget = 0;            // the exploration budget when it stopped (infinity: none yet)
+  double expected_saving = 0;   // of the best probe left when it stopped: future_runs x its expected improvement
+  double expected_probe_cost = 0;  // and that probe's expected cost
   std::string stop_reason;
   std::vector<MeasuredRun> history;  // the input history plus every successful probe
 

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cmath>
 
+#include "billing/phase_priors.h"
 #include "billing/rule_book.h"
 #include "common/json_util.h"
 #include "daemon/spot_risk.h"
@@ -118,11 +119,12 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   s->req.future_runs = number_field(request, "future_runs", &bad).value_or(1);
   s->req.tolerance = number_field(request, "tolerance", &bad).value_or(0.05);
   s->req.confidence = number_field(request, "confidence", &bad).value_or(0.9);
-  if (bad || !probe_budget || s->req.confidence > 1)
+  s->req.probe_budget = probe_budget;
+  s->req.budget_share = number_field(request, "budget_share", &bad);
+  if (bad || s->req.confidence > 1)
     co_return make_error(Code::invalid_argument,
-                         "search: 'probe_budget' is required; it, 'deadline_s', 'budget', 'max_probes', "
+                         "search: 'probe_budget', 'budget_share', 'deadline_s', 'budget', 'max_probes', "
                          "'future_runs' and 'tolerance' must be non-negative numbers, 'confidence' one in [0, 1]");
-  s->req.probe_budget = *probe_budget;
   s->req.workload.epochs = base->workload().epochs;
   std::string rule = request.value("billing", "");
   for (const auto& c : base->configs) {
@@ -144,8 +146,8 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
     });
   };
   threads_.emplace_back([this, s] {
-    const billing::ProbeFn probe_fn = [&](const billing::PlanCandidate& c, const billing::ProbeSpec&) {
-      return probe(s, c);
+    const billing::ProbeFn probe_fn = [&](const billing::PlanCandidate& c, const billing::ProbeSpec& spec) {
+      return probe(s, c, spec);
     };
     auto r = billing::adaptive_search(s->candidates, {}, probe_fn, s->req);
     asio::post(io_, [this, s, r = std::move(r)]() mutable { finish(s, std::move(r)); });
@@ -154,11 +156,17 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
 }
 
 // On the search thread: queues the probe on the executor and waits for its outcome.
-Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c) {
+// The exploration budget's limit (ProbeSpec::max_s) becomes the probe run's deadline, which bounds a run from its
+// create call to its save: the provider's usual poweroff is left for the rest.
+Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c,
+                                                 const billing::ProbeSpec& spec) {
   if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
+  std::optional<int> deadline_s;
+  if (spec.max_s > 0)
+    deadline_s = std::max(1, static_cast<int>(spec.max_s - billing::phase_prior(c.cfg.provider).poweroff));
   auto done = std::make_shared<ProbePromise>();
   auto outcome = done->get_future();
-  asio::co_spawn(io_, probe_run(s, s->config_of.at(c.cfg.config), done), asio::detached);
+  asio::co_spawn(io_, probe_run(s, s->config_of.at(c.cfg.config), deadline_s, done), asio::detached);
   const auto deadline = std::chrono::steady_clock::now() + kProbeDeadline;
   while (outcome.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
     if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
@@ -168,11 +176,12 @@ Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, cons
 }
 
 asio::awaitable<void> SearchRunner::probe_run(std::shared_ptr<Search> s, RunConfig config,
-                                              std::shared_ptr<ProbePromise> done) {
+                                              std::optional<int> deadline_s, std::shared_ptr<ProbePromise> done) {
   ExperimentSpec spec = s->base;
   spec.name = "search " + std::to_string(s->id) + " probe " + std::to_string(s->probes.size() + 1);
   spec.configs = {config};
   spec.repetitions = 1;
+  if (deadline_s) spec.deadline_s = spec.deadline_s ? std::min(*spec.deadline_s, *deadline_s) : *deadline_s;
   auto priced = co_await price_configs(spec, s_.providers, s_.datasets);
   Result<int64_t> exp =
       priced ? s_.store.create_experiment(spec, *priced, std::nullopt, s->id) : Result<int64_t>(priced.error());
@@ -211,10 +220,19 @@ asio::awaitable<Result<billing::MeasuredRun>> SearchRunner::await_run(int64_t ru
   }
   auto view = s_.views.run(run_id);
   if (!view) co_return view.error();
-  if ((*view)["status"] != "done" || !(*view)["t_sum"].is_number())
-    co_return make_error(Code::unavailable, "probe run " + std::to_string(run_id) + " " +
-                                                (*view)["status"].get<std::string>() + ": " +
-                                                (*view).value("reason", ""));
+  const std::string failure = "probe run " + std::to_string(run_id) + " " + (*view)["status"].get<std::string>() +
+                              ": " + (*view).value("reason", "");
+  if ((*view)["status"] != "done" || !(*view)["t_sum"].is_number()) {
+    // What it ran is billed all the same: its phases as far as they were measured.
+    const json phases = one_machine_phases(*view);
+    billing::MeasuredRun m;
+    m.failed = true;
+    m.failure = failure;
+    for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
+      if (const json& v = phases[std::string(billing::kPhaseNames[i])]; v.is_number()) m.phases[i] = v.get<double>();
+    if (billing::t_sum_of(m.phases) > 0) co_return m;
+    co_return make_error(Code::unavailable, failure);
+  }
   s->probes[index]["t_sum"] = (*view)["t_sum"];
   if (view->value("attempt", 1) > 1) s->probes[index]["attempts"] = (*view)["attempt"];
   const json phases = one_machine_phases(*view);  // a spot probe that needed several machines as one machine's

@@ -5,15 +5,17 @@
 // waits for probe results (with a deadline) and hands its outcome back there.
 //
 // Request: {"workload": {...an experiment's workload...}, "candidates": [{"provider", "instance_type"}, ...],
-//           "objective": "cost"|"time"|"cost_under_deadline"|"budget", "probe_budget": money,
-//           optional "deadline_s", "budget", "max_probes", "future_runs", "billing" (a rule spec for every
-//           candidate; default: each provider's rule, else per_second_60s_min)}
+//           "objective": "cost"|"time"|"cost_under_deadline"|"budget",
+//           optional "probe_budget" (money), "budget_share" (of the planned runs' cost at the best measured config;
+//           0.1 when neither is given), "deadline_s", "budget", "max_probes", "future_runs", "billing" (a rule spec
+//           for every candidate; default: each provider's rule, else per_second_60s_min)}
 // Persisted in the searches table (sql/0005_searches.sql), each round as it is known; each probe's experiment
-// carries the search's id (experiments.search_id), shown as "search_id" on the experiment and its run. A search that was running when the daemon stopped is
-// marked failed at the next start.
+// carries the search's id (experiments.search_id), shown as "search_id" on the experiment and its run. A search
+// that was running when the daemon stopped is marked failed at the next start.
 //
-// Budget: a probe is started only when the spend so far plus its expected cost fits probe_budget (the search
-// library's rule); the measured cost of a probe can exceed its expectation, which `spent` then shows.
+// Budget (billing/search.h): a probe is started only when the spend so far plus its p90 cost fits the budget, and
+// runs with the deadline the rest of the budget buys, so that a probe slower than its p90 is stopped there; a
+// failed probe's measured phases are billed to the search all the same.
 #pragma once
 
 #include <atomic>
@@ -65,8 +67,9 @@ class SearchRunner {
  private:
   struct Search;
   using ProbePromise = std::promise<Result<billing::MeasuredRun>>;
-  Result<billing::MeasuredRun> probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c);
-  boost::asio::awaitable<void> probe_run(std::shared_ptr<Search> s, RunConfig config,
+  Result<billing::MeasuredRun> probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c,
+                                     const billing::ProbeSpec& spec);
+  boost::asio::awaitable<void> probe_run(std::shared_ptr<Search> s, RunConfig config, std::optional<int> deadline_s,
                                          std::shared_ptr<ProbePromise> done);
   boost::asio::awaitable<Result<billing::MeasuredRun>> await_run(int64_t run_id, size_t probe_index,
                                                                  std::shared_ptr<Search> s);

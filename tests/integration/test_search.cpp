@@ -124,6 +124,39 @@ TEST_CASE("search: probes the trace's configs as real runs, stays within its bud
   search_finds_cheapest("0.40", "trace/t-4c");
 }
 
+TEST_CASE("search: without a probe_budget, the default budget is 10% of the planned runs at the best measured config") {
+  TempDir dir;
+  std::ofstream(dir.file("trace.csv")) << kTrace;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "200"});
+  auto body = search_body(0);
+  body.erase("probe_budget");
+  body["future_runs"] = 3;  // 10% of 3 runs: less than one more probe
+  auto created = d.call("POST", "/v1/searches", admin, body.dump());
+  INFO(created.body);
+  REQUIRE(created.status == 202);
+  const std::string path = "/v1/searches/" + created.json()["id"].dump();
+  nlohmann::json s;
+  REQUIRE(eventually([&] {
+    s = d.call("GET", path, admin).json();
+    return s["status"] != "running";
+  }, std::chrono::seconds(120)));
+  INFO(s.dump(2));
+  REQUIRE(s["status"] == "done");
+  REQUIRE(s["trace"].size() >= 1);
+  // The budget: the first probe, plus 10% of 3 runs at the best measured config's cost.
+  const double first = s["trace"][0]["probe_cost"].get<double>();
+  const double best = s["recommendation"]["cost"].get<double>();
+  CHECK(s["budget"].get<double>() == doctest::Approx(first + 0.1 * 3 * best).epsilon(0.02));
+  CHECK(s["spent"].get<double>() <= s["budget"].get<double>() + 1e-12);
+  CHECK(s["trace"].size() == 1);
+  const std::string why = s["stop_reason"];
+  CHECK((why.find("the exploration budget is spent") == 0 || why.find("no probe is worth its cost") == 0));
+  CHECK(s["expected_saving"].is_number());
+  CHECK(s["recommendation"]["measured"] == true);
+}
+
 TEST_CASE("search: past its exploring probe, it follows the expected gain to the cheapest config") {
   search_finds_cheapest("0.20", "trace/t-8c");
 }
@@ -141,11 +174,11 @@ TEST_CASE("search: bad requests are refused with the reason, unknown searches ar
   CHECK(r.status == 422);
   CHECK(r.body.find("t-64c") != std::string::npos);
 
-  auto no_budget = search_body(1);
-  no_budget.erase("probe_budget");
-  r = d.call("POST", "/v1/searches", admin, no_budget.dump());
+  auto bad_share = search_body(1);
+  bad_share["budget_share"] = -0.1;
+  r = d.call("POST", "/v1/searches", admin, bad_share.dump());
   CHECK(r.status == 422);
-  CHECK(r.body.find("probe_budget") != std::string::npos);
+  CHECK(r.body.find("budget_share") != std::string::npos);
 
   auto bad_objective = search_body(1);
   bad_objective["objective"] = "cheapest";

@@ -1,0 +1,24 @@
+// bench_planner's totals: what a search plus the planned runs on its pick cost, on the measured traces and on
+// generated tables of their shape (planner_totals.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "billing/predictor.h"
+
+namespace tsum::bench {
+
+struct TotalsOptions {
+  std::string scout;          // runs.csv; "" = skip
+  std::string ibm;            // multi-cloud-configuration.csv; "" = skip
+  std::string trimtuner_dir;  // the folder of cnn.csv and rnn.csv; "" = skip
+  int generated = 100;        // generated tables
+  uint64_t seed = 1;
+  bool explain = false;       // print the cases whose total is over 1.1 or that break a check
+  billing::LearnModel model = billing::LearnModel::automatic;
+};
+
+int run_totals(const TotalsOptions& o);
+
+}  // namespace tsum::bench

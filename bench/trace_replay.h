@@ -1,0 +1,76 @@
+// Measured-trace cases for the probe search, and what a search on one costs the user in all.
+//
+// A case is one job measured once on each of its configs (a table: config, price, runtime, completed), like the
+// published traces in ../shared/testdata: Scout (11 Hadoop/Spark jobs x 69 AWS clusters), IBM's multi-cloud set
+// (Dask jobs on 82 configs of 3 clouds, with timeouts and failures) and TrimTuner (TensorFlow on t2 types x 6
+// worker counts). generated_case makes tables of the same shape with a known seed: 50-70 configs in 3-8 families
+// of 1-5 node clusters, memory cliffs (a working set that does not fit slows a run several times or times it
+// out), runs that time out, single noisy runs with the odd straggler.
+//
+// replay_total runs tsum's adaptive search on a case as a user would (POST /v1/searches: from nothing, whole runs
+// as probes, the default exploration budget unless one is given) and scores it by the user's total: its probes
+// plus future_runs planned runs on its pick, against the planned runs on the optimum.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "billing/search.h"
+
+namespace tsum::bench {
+
+struct TraceRow {
+  billing::PlanCandidate cand;
+  double runtime = 0;      // seconds of the job (the learn phase); a lower bound when not completed
+  bool completed = true;   // false: timed out or failed; never the optimum, a probe of it fails
+};
+
+struct TraceCase {
+  std::string name;
+  std::vector<TraceRow> rows;
+  billing::PhaseSeconds overheads{};  // the other phases of t_sum around the runtime
+};
+
+// Each returns the cases of the file (empty when it cannot be read). IBM: one case per workload with a completed
+// run; TrimTuner: one case per setting (learning rate, batch size, synchronism) at the full training set.
+std::vector<TraceCase> load_scout(const std::string& runs_csv);
+std::vector<TraceCase> load_ibm(const std::string& csv);
+std::vector<TraceCase> load_trimtuner(const std::string& csv, const std::string& model);
+
+TraceCase generated_case(uint64_t seed);
+
+billing::MeasuredRun run_of(const TraceCase& c, const TraceRow& r);
+double t_sum_of(const TraceCase& c, const TraceRow& r);
+// Under the row's rule; infinity when the run did not complete.
+double true_cost(const TraceCase& c, const TraceRow& r);
+// Probes replay the rows: a completed row is its run; one that did not complete, or that runs past the probe's
+// max_s, is a failed run billed for what it ran.
+billing::ProbeFn prober(const TraceCase& c);
+
+struct Total {
+  bool ok = false;             // the search returned a recommendation
+  std::string error;
+  int probes = 0;
+  double spent = 0;            // its probes
+  double budget = 0;           // the budget at its last round
+  double first_budget = 0;     // the budget once its first probe was measured
+  double optimum = 0;          // true cost of one run at the optimum
+  double pick_cost = 0;        // true cost of one run at its pick
+  double first_cost = 0;       // of its first probe's config (infinity when that probe failed)
+  double first_probe_cost = 0; // what the first probe cost
+  double ratio = 0;            // (spent + runs x pick_cost) / (runs x optimum)
+  double first_ratio = 0;      // (first_probe_cost + runs x first_cost) / (runs x optimum)
+  double regret = 0;           // pick_cost / optimum - 1
+  bool blind = false;          // the pick costs over 5% more than the best config it measured
+  bool budget_kept = true;     // no probe started whose p90 did not fit, and the spend never passed the budget
+  bool total_kept = true;      // total <= the first probe's total + first_budget
+  std::string stop_reason;
+  std::string probes_text;     // each probe: config, its cost over the optimum's run, and why
+};
+
+// One search on `c` with every row priced under `rule`. max_probes 0 = no limit; probe_budget < 0 = none given.
+Total replay_total(TraceCase c, const billing::BillingRule& rule, double future_runs, int max_probes,
+                   const billing::PredictorOptions& predictor, double probe_budget = -1);
+
+}  // namespace tsum::bench
