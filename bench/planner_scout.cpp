@@ -21,15 +21,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <random>
-#include <sstream>
 #include <vector>
 
 #include "billing/search.h"
 #include "planner_calibration.h"
+#include "trace_replay.h"
 
 using namespace tsum::billing;
 
@@ -37,52 +36,18 @@ namespace tsum::bench {
 
 namespace {
 
-// startup, install, load_data, start, verify, save, poweroff: 165 s around the measured learn phase.
+// The rows of trace_replay.h's Scout loader: 165 s of overheads around the measured learn phase.
 constexpr PhaseSeconds kOverheads = {60, 45, 30, 10, 0, 0, 10, 10};
 
-struct Row {
-  PlanCandidate cand;
-  double runtime = 0;
-  bool completed = true;
-};
+using Row = TraceRow;
 
 struct Case {
   std::string workload;
   std::vector<Row> rows;
 };
 
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  std::string f;
-  while (std::getline(ss, f, ',')) out.push_back(f);
-  return out;
-}
-
 bool load(const std::string& path, std::vector<Case>& cases) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::string line;
-  std::getline(in, line);  // header
-  std::map<std::string, size_t> index;
-  while (std::getline(in, line)) {
-    auto f = split(line);
-    if (f.size() < 8) continue;
-    Row r;
-    auto& c = r.cand.cfg;
-    c.nodes = std::stoi(f[2]);
-    c.config = f[2] + "x" + f[1];
-    c.provider = "aws";
-    c.instance_type = f[1];
-    c.cpu_family = f[1].substr(0, f[1].find('.'));
-    c.cores = std::stoi(f[3]);
-    c.memory_gib = std::stod(f[4]);
-    r.cand.hourly_price = std::stod(f[5]) * c.nodes;
-    r.runtime = std::stod(f[6]);
-    r.completed = f[7] == "1";
-    if (!index.contains(f[0])) index[f[0]] = cases.size(), cases.push_back({f[0], {}});
-    cases[index[f[0]]].rows.push_back(std::move(r));
-  }
+  for (auto& c : load_scout(path)) cases.push_back({c.name.substr(c.name.find(' ') + 1), std::move(c.rows)});
   return !cases.empty();
 }
 

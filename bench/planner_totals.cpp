@@ -61,11 +61,11 @@ void run_case(const TraceCase& c, const BillingRule& rule, const TotalsOptions& 
     if (i == 1 && t.first_cost <= t.optimum * 1.05) out.good_first.push_back(t.ratio);
     out.budget_broken += !t.budget_kept;
     out.total_broken += !t.total_kept;
-    if (o.explain && (t.ratio > 1.1 || !t.total_kept || !t.budget_kept))
+    if (o.explain && (t.ratio > 1.1 || (i == 1 && t.first_cost <= 1.05 * t.optimum && t.ratio > 1.04) || !t.total_kept || !t.budget_kept))
       std::printf("  %-44.44s %-5s %3.0f runs: total %.3f (first %.3f), %d probes, spent %.4g of %.4g: %s\n",
                   c.name.c_str(), rule.name.c_str(), runs, t.ratio, t.first_ratio, t.probes, t.spent, t.first_budget,
                   t.stop_reason.c_str());
-    if (o.explain && t.ratio > 1.1) std::printf("    probes (true cost over the optimum's run):%s\n", t.probes_text.c_str());
+    if (o.explain && (t.ratio > 1.1 || (i == 1 && t.first_cost <= 1.05 * t.optimum && t.ratio > 1.04))) std::printf("    probes (true cost over the optimum's run):%s\n", t.probes_text.c_str());
   }
   for (int k : {3, 6}) {
     const Total t = replay_total(c, rule, 100, k, predictor(o.model));
@@ -126,7 +126,7 @@ int run_totals(const TotalsOptions& o) {
   std::printf("%-22s %4s | %5s %5s %5s %4s %5s %5s | %5s %5s %5s %4s %5s %5s | %4s %4s | b B T e\n", "", "",
               "med", "worst", "first", "prb", "s/b", "max", "med", "worst", "first", "prb", "s/b", "max", "k=3", "k=6");
   bool all_kept = true;
-  SetResult scout;
+  std::vector<std::pair<std::string, SetResult>> results;
   for (const auto& [name, cases] : sets) {
     SetResult r;
     for (const auto& c : cases)
@@ -139,20 +139,30 @@ int run_totals(const TotalsOptions& o) {
       }
     print_set(name.c_str(), r);
     all_kept = all_kept && r.budget_broken == 0 && r.total_broken == 0 && r.blind == 0;
-    if (name == "Scout") scout = r;
+    results.emplace_back(name, std::move(r));
   }
-  std::printf("\ngoals of issue 38 (the hidden trace is judged the same way: 100 runs, total median <= 1.05, worst "
-              "<= 1.25, within 5%% after 3 probes in 70%% and after 6 in 85%% of cases, no blind pick):\n");
-  std::printf("  budget kept, total within first + budget and no blind pick on every trace: [%s]\n",
-              all_kept ? "met" : "NOT met");
-  if (scout.cases > 0) {
-    const double med = quantile(scout.ratio[1], 0.5);
-    std::printf("  Scout, 100 runs: total median %.3f <= 1.05  [%s]\n", med, med <= 1.05 ? "met" : "NOT met");
-    int over = 0;
-    for (size_t i = 0; i < scout.ratio[0].size(); ++i) over += scout.ratio[0][i] > scout.first_ratio[0][i] * 1.1 + 1e-9;
-    std::printf("  Scout, 10 runs: total at most the first probe's total + the budget in %zu of %zu  [%s]\n",
-                scout.ratio[0].size() - over, scout.ratio[0].size(), over == 0 ? "met" : "NOT met");
+  const auto verdict = [](bool met) { return met ? "met" : "NOT met"; };
+  std::printf("\ngoals of issue 38, as the hidden trace is judged (100 planned runs; total median <= 1.05, worst <= 1.25; "
+              "within 5%% after 3 probes in >= 70%% and after 6 in >= 85%% of cases; no blind pick):\n");
+  std::printf("  budget kept, total within the first probe's total + the budget, no blind pick, on every trace: [%s]\n",
+              verdict(all_kept));
+  for (const auto& [name, r] : results) {
+    const double med = quantile(r.ratio[1], 0.5), worst = quantile(r.ratio[1], 1.0);
+    const double w3 = static_cast<double>(count_within(r.regret3)) / static_cast<double>(std::max<size_t>(1, r.regret3.size()));
+    const double w6 = static_cast<double>(count_within(r.regret6)) / static_cast<double>(std::max<size_t>(1, r.regret6.size()));
+    std::printf("  %-16s total median %.3f [%s], worst %.3f [%s], within 5%% after 3 probes %.0f%% [%s], after 6 %.0f%% [%s]\n",
+                name.c_str(), med, verdict(med <= 1.05), worst, verdict(worst <= 1.25), 100 * w3, verdict(w3 >= 0.7),
+                100 * w6, verdict(w6 >= 0.85));
+    if (name == "Scout") {
+      int over = 0;
+      for (size_t i = 0; i < r.ratio[0].size(); ++i) over += r.ratio[0][i] > r.first_ratio[0][i] * 1.1 + 1e-9;
+      std::printf("  %-16s 10 runs: total at most the first probe's total + the budget in %zu of %zu  [%s]\n", "",
+                  r.ratio[0].size() - over, r.ratio[0].size(), verdict(over == 0));
+    }
   }
+  std::printf("  (a worst total above 1.25 is a case whose first probe was far off: the budget, 10%% of the planned "
+              "runs at the best measured config, cannot pay for the probes that would find the optimum; see "
+              "--explain)\n");
   return 0;
 }
 

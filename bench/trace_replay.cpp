@@ -278,10 +278,10 @@ MeasuredRun run_of(const TraceCase& c, const TraceRow& r) {
   return m;
 }
 
-double t_sum_of(const TraceCase& c, const TraceRow& r) { return billing::t_sum_of(c.overheads) + r.runtime; }
+double row_t_sum(const TraceCase& c, const TraceRow& r) { return billing::t_sum_of(c.overheads) + r.runtime; }
 
 double true_cost(const TraceCase& c, const TraceRow& r) {
-  return r.completed ? expected_cost(r.cand.rule, r.cand.hourly_price, t_sum_of(c, r)) : kInf;
+  return r.completed ? expected_cost(r.cand.rule, r.cand.hourly_price, row_t_sum(c, r)) : kInf;
 }
 
 ProbeFn prober(const TraceCase& c) {
@@ -289,7 +289,7 @@ ProbeFn prober(const TraceCase& c) {
     for (const auto& r : c.rows) {
       if (r.cand.cfg.config != cand.cfg.config) continue;
       MeasuredRun m = run_of(c, r);
-      if (spec.max_s > 0 && t_sum_of(c, r) > spec.max_s) {
+      if (spec.max_s > 0 && row_t_sum(c, r) > spec.max_s) {
         // Stopped once it has run max_s: the phases up to then, in order.
         double left = spec.max_s;
         for (double& phase : m.phases) phase = std::min(phase, left), left -= phase;
@@ -321,7 +321,7 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
   out.first_budget = kInf;
   std::vector<double> budget_at;  // the budget of the round that started each probe
   req.on_probe = [&](const SearchResult& so_far, const ProbeStep& next) {
-    if (so_far.trace.size() == 1) out.first_budget = so_far.budget;
+    if (!std::isfinite(out.first_budget) && std::isfinite(so_far.budget)) out.first_budget = so_far.budget;
     budget_at.push_back(so_far.budget);
     // Started only when its p90 fits.
     if (so_far.budget < kInf && so_far.spent + next.expected_probe_cost_p90 > so_far.budget * (1 + 1e-9))

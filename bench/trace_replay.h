@@ -41,7 +41,7 @@ std::vector<TraceCase> load_trimtuner(const std::string& csv, const std::string&
 TraceCase generated_case(uint64_t seed);
 
 billing::MeasuredRun run_of(const TraceCase& c, const TraceRow& r);
-double t_sum_of(const TraceCase& c, const TraceRow& r);
+double row_t_sum(const TraceCase& c, const TraceRow& r);
 // Under the row's rule; infinity when the run did not complete.
 double true_cost(const TraceCase& c, const TraceRow& r);
 // Probes replay the rows: a completed row is its run; one that did not complete, or that runs past the probe's
@@ -54,7 +54,7 @@ struct Total {
   int probes = 0;
   double spent = 0;            // its probes
   double budget = 0;           // the budget at its last round
-  double first_budget = 0;     // the budget once its first probe was measured
+  double first_budget = 0;     // the budget once its first measurement came in
   double optimum = 0;          // true cost of one run at the optimum
   double pick_cost = 0;        // true cost of one run at its pick
   double first_cost = 0;       // of its first probe's config (infinity when that probe failed)

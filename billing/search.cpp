@@ -63,7 +63,8 @@ std::pair<double, double> probe_cost_of(const PlanCandidate& c, const Prediction
   return {e, e};
 }
 
-// The most seconds of t_sum that cost at most `money` under c's rule (0 when not even a moment does).
+// The most seconds of t_sum that cost at most `money` under c's rule (0 when not even a moment does), less a
+// millisecond.
 double seconds_within(const PlanCandidate& c, double money) {
   if (!(money < kInf)) return 0;
   if (expected_cost(c.rule, c.hourly_price, 1e-9) > money) return 0;
@@ -73,7 +74,9 @@ double seconds_within(const PlanCandidate& c, double money) {
     const double mid = 0.5 * (lo + hi);
     (expected_cost(c.rule, c.hourly_price, mid) <= money ? lo : hi) = mid;
   }
-  return lo;
+  // A millisecond short of the step the bisection found, so that phases summing to the limit with rounding
+  // error do not bill the next step.
+  return std::max(0.0, lo - 1e-3);
 }
 
 // Per-draw value in money of one plan run (times repetitions), and whether the draw satisfies the constraint.
@@ -156,6 +159,8 @@ std::string money(double v) {
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
+
+std::string percent(double share) { return money(100 * share) + "%"; }
 
 struct Choice {
   size_t index = 0;
@@ -469,7 +474,144 @@ std::optional<Expectation> expectation_of(const Scored& s, std::span<const PlanC
   return e;
 }
 
-std::string percent(double share) { return money(100 * share) + "%"; }
+// Every candidate's prediction (the model's, else the prior's), its value draws and its probe cost.
+std::vector<Scored> score_candidates(const Predictor& predictor, std::span<const PlanCandidate> candidates,
+                                     std::span<const MeasuredRun> history, const std::set<std::string>& probed,
+                                     const SearchRequest& req, const PredictorOptions& popt) {
+  std::vector<Scored> scored(candidates.size());
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    scored[k].index = k;
+    scored[k].probed = probed.contains(candidates[k].cfg.config);
+    if (auto p = predictor.predict(candidates[k].cfg)) {
+      scored[k].pred = std::move(*p);
+      score_draws(scored[k], candidates[k], req);
+      if (scored[k].probed) use_measured_value(scored[k], candidates[k], history, req);
+    }
+  }
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    if (!scored[k].pred)
+      if (auto p = prior_prediction(candidates[k].cfg, scored, candidates, popt)) {
+        scored[k].pred = std::move(*p);
+        scored[k].prior = true;
+        score_draws(scored[k], candidates[k], req);
+      }
+    std::tie(scored[k].probe_cost, scored[k].probe_cost_p90) =
+        probe_cost_of(candidates[k], scored[k].pred ? &*scored[k].pred : nullptr, req);
+  }
+  return scored;
+}
+
+// The last probe against what was expected of it: in its band or not, improving on the incumbent or not, and by
+// how much against what it promised.
+void judge_last_probe(const Expectation& e, const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
+                      const SearchRequest& req, SearchResult& out) {
+  const Scored* s = scored_of(scored, candidates, e.config);
+  if (!s || !s->pred || s->prior) return;
+  if (e.band) {
+    out.model_check.probes += 1;
+    out.model_check.outside += s->mean_value < e.band->p10 || s->mean_value > e.band->p90;
+  }
+  out.improvement_check.predicted.push_back(e.p_improve);
+  out.improvement_check.improved += s->mean_value < e.incumbent;
+  out.improvement_check.promised += e.promised;
+  out.improvement_check.delivered += req.future_runs * std::max(0.0, e.incumbent - s->mean_value);
+}
+
+// Why the search no longer trusts its model, if it does not: its probes missed their bands, or improved far less
+// often than predicted.
+std::optional<std::string> doubt(SearchResult& out) {
+  const auto& mc = out.model_check;
+  const auto& ic = out.improvement_check;
+  if (ModelCheck::fails(mc.probes, mc.outside)) {
+    out.model_check.explains = false;
+    return "the model does not explain the measurements: " + std::to_string(mc.outside) + " of " +
+           std::to_string(mc.probes) + " probes fell outside the p10-p90 band predicted for them; " +
+           "stopping on the best measured config";
+  }
+  if (ImprovementCheck::fails(ic.predicted, ic.improved)) {
+    out.improvement_check.explains = false;
+    double hoped = 0;
+    for (double p : ic.predicted) hoped += p;
+    return "the model is too hopeful: " + std::to_string(ic.improved) + " of " + std::to_string(ic.predicted.size()) +
+           " probes improved on the best measured config, where " + money(hoped) +
+           " were expected; stopping on the best measured config";
+  }
+  return std::nullopt;
+}
+
+// The next probe, or why the search stops (and whether it then recommends only what it measured).
+struct Decision {
+  std::optional<Choice> probe;
+  std::string stop;
+  bool force_measured = true;
+};
+
+Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates, const SearchRound& round,
+                const std::set<std::string>& probed, const std::set<std::string>& excluded, const SearchRequest& req,
+                double entry, SearchResult& out) {
+  const double budget_left = out.budget - out.spent;
+  if (req.max_probes > 0 && static_cast<int>(out.trace.size()) >= req.max_probes)
+    return {std::nullopt, "max probes reached", false};
+  const Scored* predicted = scored_of(scored, candidates, round.predicted);
+  const bool last_probe = req.max_probes > 0 && static_cast<int>(out.trace.size()) + 1 == req.max_probes;
+  if (last_probe && predicted && !predicted->probed && predicted->feasible && predicted->probe_cost_p90 <= budget_left)
+    return {Choice{predicted->index, "the last probe measures the predicted pick", 0, predicted->probe_cost, false}};
+  if (std::none_of(scored.begin(), scored.end(), [](const Scored& s) { return s.pred.has_value(); })) {
+    auto first = pick_exploration(scored, candidates, excluded, req.plan.objective);
+    if (first && first->probe_cost > budget_left)
+      return {std::nullopt, "the probe budget " + money(out.budget) + " does not cover a first probe (" +
+                                money(first->probe_cost) + ")", false};
+    if (first) return {first};
+  }
+  std::optional<Choice> best_any;
+  auto choice = pick_by_value(scored, candidates, probed, excluded, req, budget_left,
+                              out.improvement_check.discount(), best_any);
+  if (!best_any) return {std::nullopt, "every config has been probed"};
+  out.expected_saving = best_any->gain, out.expected_probe_cost = best_any->probe_cost;
+  if (last_probe && choice) return {choice};
+  if (best_any->gain <= best_any->probe_cost)
+    return {std::nullopt, "no probe is worth its cost: the best, " + candidates[best_any->index].cfg.config +
+                              ", is expected to save " + money(best_any->gain) + " over the " +
+                              money(req.future_runs) + " planned runs for a probe of " + money(best_any->probe_cost)};
+  if (choice && choice->gain > choice->probe_cost) return {choice};
+  const Scored& b = scored[best_any->index];
+  return {std::nullopt,
+          "the exploration budget is spent: spent " + money(out.spent) + ", budget " + money(out.budget) +
+              (req.probe_budget ? "" : " (the first measurement's " + money(entry) + " + " +
+                                           percent(req.budget_share.value_or(kDefaultBudgetShare)) +
+                                           " of the planned runs at the best measured config)") +
+              "; the probe worth most, " + candidates[b.index].cfg.config + " (expected saving " +
+              money(best_any->gain) + "), may cost " + money(b.probe_cost_p90) + " (p90)",
+          !req.probe_budget};
+}
+
+// Runs the chosen probe with the seconds the budget leaves it and records what it cost; a run that measured the
+// config joins the history. false: it failed, and measured nothing.
+bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& probe, const SearchRequest& req,
+               ProbeStep& step, SearchResult& out, std::vector<MeasuredRun>& history) {
+  ProbeSpec spec = req.probe;
+  spec.max_s = budget_left < kInf ? seconds_within(cand, budget_left) : 0;
+  auto run = probe(cand, spec);
+  if (run && spec.max_s > 0 && t_sum_of(run->phases) > spec.max_s) {
+    // It ran past its limit (a caller that stops it there reports it failed itself): it measures nothing, and
+    // what it billed is spent all the same.
+    run->failed = true;
+    run->failure = "ran past the " + format_duration(spec.max_s) + " the exploration budget left it";
+  }
+  if (run) {
+    step.t_sum = t_sum_of(run->phases);
+    step.probe_cost = expected_cost(cand.rule, cand.hourly_price, step.t_sum);
+    out.spent += step.probe_cost;
+  }
+  if (!run || run->failed) {
+    step.error = run ? run->failure : run.error().detail;
+    return false;
+  }
+  run->cfg = cand.cfg;
+  history.push_back(std::move(*run));
+  return true;
+}
+
 
 }  // namespace
 
@@ -489,141 +631,37 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     if (!predictor) return predictor.error();
     std::set<std::string> probed;
     for (const auto& r : history) probed.insert(r.cfg.config);
-    std::vector<Scored> scored(candidates.size());
-    for (size_t k = 0; k < candidates.size(); ++k) {
-      scored[k].index = k;
-      scored[k].probed = probed.contains(candidates[k].cfg.config);
-      if (auto p = predictor->predict(candidates[k].cfg)) {
-        scored[k].pred = std::move(*p);
-        score_draws(scored[k], candidates[k], req);
-        if (scored[k].probed) use_measured_value(scored[k], candidates[k], history, req);
-      }
-    }
-    for (size_t k = 0; k < candidates.size(); ++k) {
-      if (!scored[k].pred)
-        if (auto p = prior_prediction(candidates[k].cfg, scored, candidates, popt)) {
-          scored[k].pred = std::move(*p);
-          scored[k].prior = true;
-          score_draws(scored[k], candidates[k], req);
-        }
-      std::tie(scored[k].probe_cost, scored[k].probe_cost_p90) =
-          probe_cost_of(candidates[k], scored[k].pred ? &*scored[k].pred : nullptr, req);
-    }
-    if (expected) {
-      if (const Scored* s = scored_of(scored, candidates, expected->config); s && s->pred && !s->prior) {
-        if (expected->band) {
-          out.model_check.probes += 1;
-          out.model_check.outside += s->mean_value < expected->band->p10 || s->mean_value > expected->band->p90;
-        }
-        out.improvement_check.predicted.push_back(expected->p_improve);
-        out.improvement_check.improved += s->mean_value < expected->incumbent;
-        out.improvement_check.promised += expected->promised;
-        out.improvement_check.delivered += req.future_runs * std::max(0.0, expected->incumbent - s->mean_value);
-      }
-      expected.reset();
-    }
+    const std::vector<Scored> scored = score_candidates(*predictor, candidates, history, probed, req, popt);
+    if (expected) judge_last_probe(*expected, scored, candidates, req, out);
+    expected.reset();
     out.rounds.push_back(current_round(scored, candidates, excluded, req, static_cast<int>(out.trace.size())));
     const SearchRound& round = out.rounds.back();
     double best_cost = kInf;
     if (const Scored* m = scored_of(scored, candidates, round.best_measured)) best_cost = m->mean_cost;
     if (best_cost < kInf && !entry) entry = out.spent;
     out.budget = budget_of(req, entry.value_or(0), best_cost);
-    const double budget_left = out.budget - out.spent;
-    const auto& mc = out.model_check;
-    const auto& ic = out.improvement_check;
-    if (ModelCheck::fails(mc.probes, mc.outside)) {
-      out.model_check.explains = false;
-      out.stop_reason = "the model does not explain the measurements: " + std::to_string(mc.outside) + " of " +
-                        std::to_string(mc.probes) + " probes fell outside the p10-p90 band predicted for them; " +
-                        "stopping on the best measured config";
+    if (auto why = doubt(out)) {
+      out.stop_reason = *why;
       break;
     }
-    if (ImprovementCheck::fails(ic.predicted, ic.improved)) {
-      out.improvement_check.explains = false;
-      double hoped = 0;
-      for (double p : ic.predicted) hoped += p;
-      out.stop_reason = "the model is too hopeful: " + std::to_string(ic.improved) + " of " +
-                        std::to_string(ic.predicted.size()) + " probes improved on the best measured config, where " +
-                        money(hoped) + " were expected; stopping on the best measured config";
+    Decision next = decide(scored, candidates, round, probed, excluded, req, entry.value_or(0), out);
+    if (!next.probe) {
+      out.stop_reason = next.stop;
+      force_measured = next.force_measured;
       break;
     }
-    if (req.max_probes > 0 && static_cast<int>(out.trace.size()) >= req.max_probes) {
-      out.stop_reason = "max probes reached";
-      force_measured = false;
-      break;
-    }
-    const Scored* predicted = scored_of(scored, candidates, round.predicted);
-    const bool last_probe = req.max_probes > 0 && static_cast<int>(out.trace.size()) + 1 == req.max_probes;
-    std::optional<Choice> choice, best_any;
-    if (last_probe && predicted && !predicted->probed && predicted->feasible && predicted->probe_cost_p90 <= budget_left)
-      choice = Choice{predicted->index, "the last probe measures the predicted pick", 0, predicted->probe_cost, false};
-    const bool nothing_predicted =
-        std::none_of(scored.begin(), scored.end(), [](const Scored& s) { return s.pred.has_value(); });
-    if (!choice && nothing_predicted) {
-      choice = pick_exploration(scored, candidates, excluded, req.plan.objective);
-      if (choice && choice->probe_cost > budget_left) {
-        out.stop_reason = "the probe budget " + money(out.budget) + " does not cover a first probe (" +
-                          money(choice->probe_cost) + ")";
-        force_measured = false;
-        break;
-      }
-    }
-    if (!choice) {
-      choice = pick_by_value(scored, candidates, probed, excluded, req, budget_left, ic.discount(), best_any);
-      if (!best_any) { out.stop_reason = "every config has been probed"; break; }
-      out.expected_saving = best_any->gain, out.expected_probe_cost = best_any->probe_cost;
-      if (best_any->gain <= best_any->probe_cost && !last_probe) {
-        out.stop_reason = "no probe is worth its cost: the best, " + candidates[best_any->index].cfg.config +
-                          ", is expected to save " + money(best_any->gain) + " over the " + money(req.future_runs) +
-                          " planned runs for a probe of " + money(best_any->probe_cost);
-        break;
-      }
-      if (!choice || (choice->gain <= choice->probe_cost && !last_probe)) {
-        const Scored& b = scored[best_any->index];
-        out.stop_reason = "the exploration budget is spent: spent " + money(out.spent) + ", budget " + money(out.budget) +
-                          (req.probe_budget ? "" : " (the first measurement's " + money(entry.value_or(0)) + " + " +
-                                                       percent(req.budget_share.value_or(kDefaultBudgetShare)) +
-                                                       " of the planned runs at the best measured config)") +
-                          "; the probe worth most, " + candidates[b.index].cfg.config + " (expected saving " +
-                          money(best_any->gain) + "), may cost " + money(b.probe_cost_p90) + " (p90)";
-        force_measured = !req.probe_budget;
-        break;
-      }
-    }
-    const auto& cand = candidates[choice->index];
+    const Choice& choice = *next.probe;
+    const auto& cand = candidates[choice.index];
     ProbeStep step;
     step.config = cand.cfg.config;
-    step.why = choice->why;
-    step.expected_gain = choice->gain;
-    step.expected_probe_cost = choice->probe_cost;
-    step.expected_probe_cost_p90 = scored[choice->index].probe_cost_p90;
+    step.why = choice.why;
+    step.expected_gain = choice.gain;
+    step.expected_probe_cost = choice.probe_cost;
+    step.expected_probe_cost_p90 = scored[choice.index].probe_cost_p90;
     if (req.on_probe) req.on_probe(out, step);
-    expected = expectation_of(scored[choice->index], candidates, scored, probed, req.future_runs);
-    ProbeSpec spec = req.probe;
-    spec.max_s = budget_left < kInf ? seconds_within(cand, budget_left) : 0;
-    auto run = probe(cand, spec);
-    if (run && spec.max_s > 0 && t_sum_of(run->phases) > spec.max_s) {
-      // It ran past its limit (a caller that stops it there reports it failed itself): it measures nothing, and
-      // what it billed is spent all the same.
-      run->failed = true;
-      run->failure = "ran past the " + format_duration(spec.max_s) + " the exploration budget left it";
-    }
-    if (!run || run->failed) {
-      step.error = run ? run->failure : run.error().detail;
-      if (run) {
-        step.t_sum = t_sum_of(run->phases);
-        step.probe_cost = expected_cost(cand.rule, cand.hourly_price, step.t_sum);
-        out.spent += step.probe_cost;
-      }
-      excluded.insert(cand.cfg.config);
-      expected.reset();
-    } else {
-      run->cfg = cand.cfg;
-      step.t_sum = t_sum_of(run->phases);
-      step.probe_cost = expected_cost(cand.rule, cand.hourly_price, step.t_sum);
-      out.spent += step.probe_cost;
-      history.push_back(std::move(*run));
-    }
+    expected = expectation_of(scored[choice.index], candidates, scored, probed, req.future_runs);
+    const bool measured = run_probe(cand, out.budget - out.spent, probe, req, step, out, history);
+    if (!measured) excluded.insert(cand.cfg.config), expected.reset();
     out.trace.push_back(std::move(step));
   }
   auto predictor = Predictor::learn(history, req.workload, popt);

@@ -37,6 +37,23 @@ nlohmann::json search_body(double probe_budget) {
           {"billing", "per_second_60s_min"}};
 }
 
+// Posts the search and waits for it to end; returns GET /v1/searches/{id}.
+nlohmann::json finished_search(DaemonProcess& d, const std::string& admin, const nlohmann::json& body) {
+  auto created = d.call("POST", "/v1/searches", admin, body.dump());
+  INFO(created.body);
+  REQUIRE(created.status == 202);
+  const std::string path = "/v1/searches/" + created.json()["id"].dump();
+  nlohmann::json s;
+  const bool finished = eventually([&] {
+    s = d.call("GET", path, admin).json();
+    return s["status"] != "running";
+  }, std::chrono::seconds(120));
+  INFO(s.dump(2));
+  INFO(d.log());
+  REQUIRE(finished);
+  return s;
+}
+
 }  // namespace
 
 namespace {
@@ -50,20 +67,10 @@ void search_finds_cheapest(const std::string& price_8c, const std::string& cheap
   d.start(flags);
 
   const double budget = 0.05;
-  auto created = d.call("POST", "/v1/searches", admin, search_body(budget).dump());
-  INFO(created.body);
-  REQUIRE(created.status == 202);
-  int64_t id = created.json()["id"].get<int64_t>();
-  std::string path = "/v1/searches/" + std::to_string(id);
-
-  nlohmann::json s;
-  bool finished = eventually([&] {
-    s = d.call("GET", path, admin).json();
-    return s["status"] != "running";
-  }, std::chrono::seconds(120));
+  const nlohmann::json s = finished_search(d, admin, search_body(budget));
+  const int64_t id = s["id"].get<int64_t>();
+  const std::string path = "/v1/searches/" + std::to_string(id);
   INFO(s.dump(2));
-  INFO(d.log());
-  REQUIRE(finished);
   REQUIRE(s["status"] == "done");
   CHECK(s["recommendation"]["config"] == cheapest);
   bool probed_cheapest = false;
@@ -124,44 +131,12 @@ TEST_CASE("search: probes the trace's configs as real runs, stays within its bud
   search_finds_cheapest("0.40", "trace/t-4c");
 }
 
-TEST_CASE("search: without a probe_budget, the default budget is 10% of the planned runs at the best measured config") {
-  TempDir dir;
-  std::ofstream(dir.file("trace.csv")) << kTrace;
-  DaemonProcess d(dir.file("t.db"));
-  std::string admin = d.admin_token();
-  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "200"});
-  auto body = search_body(0);
-  body.erase("probe_budget");
-  body["future_runs"] = 3;  // 10% of 3 runs: less than one more probe
-  auto created = d.call("POST", "/v1/searches", admin, body.dump());
-  INFO(created.body);
-  REQUIRE(created.status == 202);
-  const std::string path = "/v1/searches/" + created.json()["id"].dump();
-  nlohmann::json s;
-  REQUIRE(eventually([&] {
-    s = d.call("GET", path, admin).json();
-    return s["status"] != "running";
-  }, std::chrono::seconds(120)));
-  INFO(s.dump(2));
-  REQUIRE(s["status"] == "done");
-  REQUIRE(s["trace"].size() >= 1);
-  // The budget: the first probe, plus 10% of 3 runs at the best measured config's cost.
-  const double first = s["trace"][0]["probe_cost"].get<double>();
-  const double best = s["recommendation"]["cost"].get<double>();
-  CHECK(s["budget"].get<double>() == doctest::Approx(first + 0.1 * 3 * best).epsilon(0.02));
-  CHECK(s["spent"].get<double>() <= s["budget"].get<double>() + 1e-12);
-  CHECK(s["trace"].size() == 1);
-  const std::string why = s["stop_reason"];
-  CHECK((why.find("the exploration budget is spent") == 0 || why.find("no probe is worth its cost") == 0));
-  CHECK(s["expected_saving"].is_number());
-  CHECK(s["recommendation"]["measured"] == true);
-}
-
 TEST_CASE("search: past its exploring probe, it follows the expected gain to the cheapest config") {
   search_finds_cheapest("0.20", "trace/t-8c");
 }
 
-TEST_CASE("search: bad requests are refused with the reason, unknown searches are 404") {
+TEST_CASE("search: bad requests are refused with the reason, unknown searches are 404, and without a probe_budget "
+          "the default budget applies") {
   TempDir dir;
   std::ofstream(dir.file("trace.csv")) << kTrace;
   DaemonProcess d(dir.file("t.db"));
@@ -186,4 +161,23 @@ TEST_CASE("search: bad requests are refused with the reason, unknown searches ar
   CHECK(d.call("POST", "/v1/searches", admin, "{not json").status == 400);
   CHECK(d.call("POST", "/v1/searches", "", search_body(1).dump()).status == 401);
   CHECK(d.call("GET", "/v1/searches/999", admin).status == 404);
+
+  // Without a probe_budget, the default budget: 10% of the planned runs at the best measured config.
+  auto body = search_body(0);
+  body.erase("probe_budget");
+  body["future_runs"] = 3;  // 10% of 3 runs: less than one more probe
+  const nlohmann::json s = finished_search(d, admin, body);
+  INFO(s.dump(2));
+  REQUIRE(s["status"] == "done");
+  REQUIRE(s["trace"].size() >= 1);
+  // The budget: the first probe, plus 10% of 3 runs at the best measured config's cost.
+  const double first = s["trace"][0]["probe_cost"].get<double>();
+  const double best = s["recommendation"]["cost"].get<double>();
+  CHECK(s["budget"].get<double>() == doctest::Approx(first + 0.1 * 3 * best).epsilon(0.02));
+  CHECK(s["spent"].get<double>() <= s["budget"].get<double>() + 1e-12);
+  CHECK(s["trace"].size() == 1);
+  const std::string why = s["stop_reason"];
+  CHECK((why.find("the exploration budget is spent") == 0 || why.find("no probe is worth its cost") == 0));
+  CHECK(s["expected_saving"].is_number());
+  CHECK(s["recommendation"]["measured"] == true);
 }
