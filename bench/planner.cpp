@@ -212,7 +212,9 @@ void search_metrics(const Table& t, const std::vector<Truth>& tr, size_t opt, co
   // Natural stopping: the plan will run 10 or 100 times; stop when a probe no longer pays for itself.
   for (int i = 0; i < 2; ++i) {
     const double runs = i ? 100 : 10;
-    auto nat = adaptive_search(cands, {}, prober(t), search_request(t, 0, runs));
+    auto req = search_request(t, 0, runs);
+    req.probe_budget.reset();  // the default budget, as a user gets it
+    auto nat = adaptive_search(cands, {}, prober(t), req);
     if (!nat) continue;
     st.natural_probes[i].push_back(static_cast<double>(nat->trace.size()));
     st.natural_regret[i].push_back(regret(tr, index_of(t, nat->recommendation().candidate.cfg.config), opt));

@@ -235,7 +235,9 @@ CaseResult run_case(const std::string& name, std::vector<Row> rows, const Billin
     if (rows[k].cand.hourly_price < rows[cheapest].cand.hourly_price) cheapest = k;
   out.first_within = true_cost(rows[cheapest]) <= best * 1.05 + 1e-12;
   for (double runs : {10.0, 100.0}) {
-    auto nat = adaptive_search(cands, {run_of(rows[cheapest])}, probe, request(0, runs));
+    auto req = request(0, runs);
+    req.probe_budget.reset();  // the default budget, as a user gets it
+    auto nat = adaptive_search(cands, {run_of(rows[cheapest])}, probe, req);
     if (!nat) continue;
     NaturalStop& n = runs == 10 ? out.natural10 : out.natural100;
     n.probes = 1 + static_cast<int>(nat->trace.size());
