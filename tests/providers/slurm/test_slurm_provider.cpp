@@ -47,6 +47,11 @@ struct SlurmLab {
     options.cancel_timeout = std::chrono::seconds(60);
   }
 
+  // Lets the held agents of run `run` (spec() below) end, on every compute node.
+  void release(const std::string& run) {
+    for (int i = 0; i < computes; ++i) SlurmCluster::in_guest(cluster->compute(i), "touch /var/tmp/release-" + run);
+  }
+
   // What the agents of run `run` wrote on the compute nodes (spec() below), one entry per node that has one.
   std::set<std::string> proofs(const std::string& run) {
     std::set<std::string> out;
@@ -63,16 +68,20 @@ struct SlurmLab {
   }
 };
 
-// An agent that writes "<TSUM_NODE> <TSUM_NODES> <hostname> <TSUM_X>" to /var/tmp/proof-<run> on its node,
-// then sleeps `sleep_s` and exits with `code`.
-LaunchSpec spec(const std::string& run, int nodes = 1, int sleep_s = 0, int code = 0) {
+// An agent that writes "<TSUM_NODE> <TSUM_NODES> <hostname> <TSUM_X>" to /var/tmp/proof-<run> on its node, then,
+// when `hold`, stays running until the test releases it (SlurmLab::release; at most 300 s), and exits with `code`.
+// A test that must see a job running holds it rather than sleeping past the moment it looks.
+LaunchSpec spec(const std::string& run, int nodes = 1, bool hold = false, int code = 0) {
   LaunchSpec s;
   s.run_id = run;
   s.tag = kTag;
   s.idempotency_token = "token-" + run;
   s.nodes = nodes;
   s.agent_script = "#!/bin/sh\necho \"$TSUM_NODE $TSUM_NODES $(cat /proc/sys/kernel/hostname) $TSUM_X\" > /var/tmp/proof-" +
-                   run + "\nsleep " + std::to_string(sleep_s) + "\nexit " + std::to_string(code) + "\n";
+                   run + "\n" +
+                   (hold ? "i=0\nwhile [ ! -e /var/tmp/release-" + run + " ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done\n"
+                         : std::string()) +
+                   "exit " + std::to_string(code) + "\n";
   s.env = {{"TSUM_X", "it's $x"}, {"TSUM_RUN_ID", run}, {"TSUM_TOKEN", "secret-run-token"},
            {"TSUM_URL", "http://10.0.0.1:1"}};
   return s;
@@ -133,17 +142,17 @@ TEST_CASE("slurm: offers come from sinfo, priced per partition from the config; 
 TEST_CASE("slurm: a single-node job runs the agent on a compute node with TSUM_NODE, is found again, and ends") {
   SlurmLab lab;
   SlurmProvider p(lab.options);
-  auto h = run_sync(p.create(partition("batch"), spec("11", 1, 3)));
+  auto h = run_sync(p.create(partition("batch"), spec("11", 1, true)));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
   CHECK(h->provider == "slurm");
   CHECK(h->data["name"] == "tsum-tsum-slurmtest-11");
   CHECK(h->data["submitted_at"].get<double>() > 0);
   // The same token finds the same job, from the record and, without it, from squeue's name and comment.
-  auto again = run_sync(p.create(partition("batch"), spec("11", 1, 3)));
+  auto again = run_sync(p.create(partition("batch"), spec("11", 1, true)));
   REQUIRE(again.ok());
   CHECK(again->id == h->id);
   fs::remove_all(lab.options.state_dir + "/slurm/jobs");
-  auto found = run_sync(p.create(partition("batch"), spec("11", 1, 3)));
+  auto found = run_sync(p.create(partition("batch"), spec("11", 1, true)));
   REQUIRE_MESSAGE(found.ok(), found.error().detail);
   CHECK(found->id == h->id);
   // Nothing of the submission is left on the login node: its directory held the run token.
@@ -162,6 +171,7 @@ TEST_CASE("slurm: a single-node job runs the agent on a compute node with TSUM_N
   CHECK(*running.queue_wait_s >= 0);
   CHECK(*running.queue_wait_s < 10);
 
+  lab.release("11");
   auto done = describe_until(p, *h, has_ended, std::chrono::seconds(60));
   INFO(done.detail << "\n" << lab.cluster->logs());
   REQUIRE(done.state == InstanceState::exited);
@@ -177,7 +187,7 @@ TEST_CASE("slurm: a single-node job runs the agent on a compute node with TSUM_N
   CHECK(lab.squeue(h->id) == "");
 
   // A failing agent: its exit status is the job's.
-  auto bad = run_sync(p.create(partition("batch"), spec("12", 1, 0, 3)));
+  auto bad = run_sync(p.create(partition("batch"), spec("12", 1, false, 3)));
   REQUIRE_MESSAGE(bad.ok(), bad.error().detail);
   auto failed = describe_until(p, *bad, has_ended, std::chrono::seconds(60));
   INFO(failed.detail);
@@ -190,12 +200,13 @@ TEST_CASE("slurm: a single-node job runs the agent on a compute node with TSUM_N
 TEST_CASE("slurm: a 2-node job runs one agent per node with TSUM_NODE 0 and 1; a job behind it waits in the queue") {
   SlurmLab lab;
   SlurmProvider p(lab.options);
-  auto h = run_sync(p.create(partition("batch"), spec("21", 2, 6)));
+  auto h = run_sync(p.create(partition("batch"), spec("21", 2, true)));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
   auto running = describe_until(p, *h, [](const auto& s) { return s.state != InstanceState::pending; }, std::chrono::seconds(30));
   REQUIRE(running.state == InstanceState::running);
   // Both nodes are taken (--exclusive): the next job queues until the first ends.
-  auto next = run_sync(p.create(partition("batch"), spec("22", 1, 0)));
+  auto next = run_sync(p.create(partition("batch"), spec("22", 1)));
+  const auto next_submitted = std::chrono::steady_clock::now();  // it was in the queue by then
   REQUIRE_MESSAGE(next.ok(), next.error().detail);
   auto queued = run_sync(p.describe(*next));
   REQUIRE(queued.ok());
@@ -218,6 +229,10 @@ TEST_CASE("slurm: a 2-node job runs one agent per node with TSUM_NODE 0 and 1; a
   CHECK(both[1]->detail.starts_with("queued: "));
   CHECK_FALSE(both[1]->queue_wait_s.has_value());
 
+  // Held for 3 s at least (however long the checks above took), so the queue wait has something to show.
+  std::this_thread::sleep_until(next_submitted + std::chrono::seconds(3));
+  lab.release("21");
+  const double held_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - next_submitted).count();
   auto done = describe_until(p, *h, has_ended, std::chrono::seconds(60));
   INFO(done.detail << "\n" << lab.cluster->logs());
   REQUIRE(done.state == InstanceState::exited);
@@ -235,8 +250,8 @@ TEST_CASE("slurm: a 2-node job runs one agent per node with TSUM_NODE 0 and 1; a
   INFO(second.detail << "\nscontrol right after: " << raw);
   CHECK(second.detail.find("COMPLETED") != std::string::npos);
   REQUIRE(second.queue_wait_s.has_value());
-  MESSAGE("queue wait of a job behind a 6 s two-node job: " << *second.queue_wait_s << " s");
-  CHECK(*second.queue_wait_s >= 3);
+  MESSAGE("queue wait of a job behind a two-node job held " << held_s << " s: " << *second.queue_wait_s << " s");
+  CHECK(*second.queue_wait_s >= held_s - 1);  // Slurm's times are whole seconds
   REQUIRE(run_sync(p.terminate(*next)).ok());
 }
 
@@ -270,7 +285,7 @@ TEST_CASE("slurm: a job pending in the queue is cancelled by terminate and leave
 TEST_CASE("slurm: a compute node killed mid-run fails the job naming the node; nothing is left in the queue") {
   SlurmLab lab;
   SlurmProvider p(lab.options);
-  auto h = run_sync(p.create(partition("batch"), spec("41", 1, 600)));
+  auto h = run_sync(p.create(partition("batch"), spec("41", 1, true)));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
   auto running = describe_until(p, *h, [](const auto& s) { return s.state != InstanceState::pending; }, std::chrono::seconds(30));
   REQUIRE(running.state == InstanceState::running);
@@ -308,7 +323,7 @@ TEST_CASE("slurm: the REST path (slurmrestd v0.0.38, JWT): offers, a 2-node job,
   CHECK((*offers)[0].hourly_price == 0.4);
   CHECK((*offers)[0].note.find("2 nodes") != std::string::npos);
 
-  auto h = run_sync(p.create(partition("batch"), spec("51", 2, 2)));
+  auto h = run_sync(p.create(partition("batch"), spec("51", 2)));
   REQUIRE_MESSAGE(h.ok(), h.error().detail);
   CHECK(run_sync(p.list_tagged(kTag))->size() == 1);
   auto done = describe_until(p, *h, has_ended, std::chrono::seconds(60));
@@ -319,7 +334,7 @@ TEST_CASE("slurm: the REST path (slurmrestd v0.0.38, JWT): offers, a 2-node job,
   CHECK(lab.proofs("51") == std::set<std::string>{"0 2 c1 it's $x\n", "1 2 c2 it's $x\n"});
   REQUIRE(run_sync(p.terminate(*h)).ok());
 
-  auto bad = run_sync(p.create(partition("batch"), spec("52", 1, 0, 3)));
+  auto bad = run_sync(p.create(partition("batch"), spec("52", 1, false, 3)));
   REQUIRE_MESSAGE(bad.ok(), bad.error().detail);
   auto failed = describe_until(p, *bad, has_ended, std::chrono::seconds(60));
   INFO(failed.detail);
