@@ -19,7 +19,7 @@ endif
 # that train hardest take two slots (PROCESSORS 2), so they never overlap (tests/CMakeLists.txt).
 CTEST_JOBS ?= 3
 
-.PHONY: all deps build test quickstart bench clean image workload-image docker-engine docker-stop
+.PHONY: all deps build test quickstart bench fuzz clean image workload-image docker-engine docker-stop
 
 all: build
 
@@ -40,6 +40,11 @@ quickstart: build
 
 bench: build
 	bench/workload.sh $(BUILD)/bin/tsum-train
+
+# A fuzzing round: every libFuzzer target (clang, ASan, UBSan; tests/fuzz) for FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	FUZZ_BUILD=$(BUILD)/fuzz sh bench/fuzz.sh $(FUZZ_SECONDS)
 
 # Docker (docs/docker.md). Each uses the engine DOCKER_HOST names, else the system engine if it answers, else
 # starts a private one under $(DOCKER_STATE) and leaves it running (`make docker-stop` stops it).

@@ -4,8 +4,10 @@
 # (tests/fuzz/regressions/TARGET/), then runs it for SECONDS from its committed seeds (tests/fuzz/corpus/TARGET/)
 # plus what earlier runs in this build directory found. Prints, per target, executions and findings (crashes,
 # leaks, sanitizer reports, timeouts, out-of-memory); exits 1 on any finding, naming the input that shows it.
-#   bench/fuzz.sh [SECONDS]        (default 600; `make test` runs 5 per target through CTest's `fuzz` test)
-#   bench/fuzz.sh --build          only configure and build the targets (CTest's `fuzz_build`)
+#   bench/fuzz.sh [SECONDS]        (default 600; `make fuzz` runs it with FUZZ_SECONDS, default 60)
+#   bench/fuzz.sh --build          only configure and build the targets
+# `make test` fuzzes nothing: CTest's fuzz_replay runs the seeds and kept findings through the same targets built
+# by the main build with an ordinary main (tests/fuzz/replay_main.cpp).
 # Environment: FUZZ_TARGETS ("http cron ..."; default all), FUZZ_BUILD (default build/fuzz).
 # A finding: fix it, then copy the printed input into tests/fuzz/regressions/TARGET/ so it is replayed forever.
 set -eu
