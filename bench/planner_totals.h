@@ -15,7 +15,7 @@ struct TotalsOptions {
   std::string trimtuner_dir;  // the folder of cnn.csv and rnn.csv; "" = skip
   int generated = 100;        // generated tables
   uint64_t seed = 1;
-  bool explain = false;       // print the cases whose total is over 1.1 or that break a check
+  bool explain = false;       // print the costly cases and any that break a check, with their probes
   billing::LearnModel model = billing::LearnModel::automatic;
 };
 

@@ -14,8 +14,8 @@
 //     nodes, with the measured configs' spread and at least a factor of 2 either way. The config of the largest
 //     net value is probed; the search stops when no probe is worth its cost, and says so with both numbers.
 //  3. exploration budget: a probe starts only if the spend so far plus its p90 cost fits the budget: probe_budget
-//     (money) and/or budget_share x future_runs x the planned run's cost at the best measured config (default 10%
-//     when neither is given). The probe is also told the most seconds it may run (ProbeSpec::max_s) so that even
+//     (money) and/or, on top of what the probes cost until the first measurement came in, budget_share x
+//     future_runs x the planned run's cost at the best measured config (default 10% when neither is given). The probe is also told the most seconds it may run (ProbeSpec::max_s) so that even
 //     a probe slower than its p90 cannot spend past the budget: it is stopped there and counts as failed.
 //  4. doubt stops the search: when its probes land outside the bands predicted for them more often than a
 //     calibrated model would with probability 1% (ModelCheck), or improve on the incumbent much less often than
@@ -87,7 +87,7 @@ struct SearchRequest {
 
 struct ProbeStep {
   std::string config;
-  std::string why;                   // "explore: ..." or "expected gain ..."
+  std::string why;                   // "explore: ..." or "expected saving ..."
   double expected_gain = 0;          // money; 0 for exploration
   double expected_probe_cost = 0;
   double expected_probe_cost_p90 = 0;  // what the budget check took it to cost at most
