@@ -36,8 +36,8 @@ namespace tsum::bench {
 
 namespace {
 
-// The rows of trace_replay.h's Scout loader: 165 s of overheads around the measured learn phase.
-constexpr PhaseSeconds kOverheads = {60, 45, 30, 10, 0, 0, 10, 10};
+// The rows of trace_replay.h's Scout loader, with its overheads around the measured learn phase.
+constexpr PhaseSeconds kOverheads = kScoutOverheads;
 
 using Row = TraceRow;
 

@@ -76,7 +76,7 @@ std::vector<TraceCase> load_scout(const std::string& path) {
     r.cand.hourly_price = number(f, 5) * c.nodes;
     r.runtime = number(f, 6);
     r.completed = f[7] == "1";
-    if (!index.contains(f[0])) index[f[0]] = cases.size(), cases.push_back({"scout " + f[0], {}, {60, 45, 30, 10, 0, 0, 10, 10}});
+    if (!index.contains(f[0])) index[f[0]] = cases.size(), cases.push_back({"scout " + f[0], {}, kScoutOverheads});
     cases[index[f[0]]].rows.push_back(std::move(r));
   }
   return cases;

@@ -32,6 +32,9 @@ struct TraceCase {
   billing::PhaseSeconds overheads{};  // the other phases of t_sum around the runtime
 };
 
+// Scout's runs are its jobs' runtimes alone: 165 s of startup, install, load_data, start, save and poweroff around.
+inline constexpr billing::PhaseSeconds kScoutOverheads = {60, 45, 30, 10, 0, 0, 10, 10};
+
 // Each returns the cases of the file (empty when it cannot be read). IBM: one case per workload with a completed
 // run; TrimTuner: one case per setting (learning rate, batch size, synchronism) at the full training set.
 std::vector<TraceCase> load_scout(const std::string& runs_csv);

@@ -38,6 +38,15 @@ double probe_fraction(const ProbeSpec& spec, const Workload& w) {
   return 1.0;
 }
 
+// Quantile q of v (sorted in place), nearest rank below.
+double quantile_sorted(std::vector<double>& v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+// Whether an objective values a run by its hours (time, budget) rather than by its cost.
+bool time_valued(const PlanRequest& plan) { return plan.objective == Objective::time || plan.objective == Objective::budget; }
+
 // The expected cost of probing c, and its p90 over the prediction's draws (the expectation when none).
 std::pair<double, double> probe_cost_of(const PlanCandidate& c, const Prediction* p, const SearchRequest& req) {
   double t = 0;
@@ -52,8 +61,7 @@ std::pair<double, double> probe_cost_of(const PlanCandidate& c, const Prediction
       sum += costs[i];
     }
     if (costs.empty()) return {0, 0};
-    std::sort(costs.begin(), costs.end());
-    return {sum / static_cast<double>(costs.size()), costs[static_cast<size_t>(0.9 * static_cast<double>(costs.size() - 1))]};
+    return {sum / static_cast<double>(costs.size()), quantile_sorted(costs, 0.9)};
   } else {
     const auto& prior = phase_prior(c.cfg.provider);
     t = prior.startup + (c.cfg.image_cached ? prior.install_cached : prior.install_cold) + prior.load_data +
@@ -92,8 +100,7 @@ void score_draws(Scored& s, const PlanCandidate& c, const SearchRequest& req) {
     const RunDraw run = draw_run(c, *s.pred, i, rng);
     double cost = run.cost * plan.repetitions;
     double hours_value = run.wall / 3600.0 * req.value_per_hour;
-    bool time_based = plan.objective == Objective::time || plan.objective == Objective::budget;
-    s.value[i] = time_based ? hours_value : cost;
+    s.value[i] = time_valued(plan) ? hours_value : cost;
     s.valid[i] = plan.objective == Objective::cost_under_deadline ? run.wall <= *plan.deadline_s && !run.failed
                  : plan.objective == Objective::budget             ? cost <= *plan.budget
                                                                    : true;
@@ -122,8 +129,7 @@ void use_measured_value(Scored& s, const PlanCandidate& c, std::span<const Measu
     if (r.images_done || r.epochs_done) return;
     const double t = t_sum_of(r.phases);
     const double run_cost = expected_cost(c.rule, c.hourly_price, t) * req.plan.repetitions;
-    const bool time_based = req.plan.objective == Objective::time || req.plan.objective == Objective::budget;
-    value += time_based ? t / 3600.0 * req.value_per_hour : run_cost;
+    value += time_valued(req.plan) ? t / 3600.0 * req.value_per_hour : run_cost;
     cost_sum += run_cost;
     ++runs;
   }
@@ -275,8 +281,7 @@ bool usable(const Scored& s, std::span<const PlanCandidate> candidates, const st
 // Quantile q of a candidate's draws.
 double quantile_of(const Scored& s, double q) {
   std::vector<double> v = s.value;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+  return quantile_sorted(v, q);
 }
 
 // P(no other usable candidate is more than the tolerance cheaper than `pick`), over joint draws.
@@ -430,6 +435,12 @@ double ImprovementCheck::discount() const {
   return (n * delivered / promised + 1) / (n + 1);
 }
 
+double ImprovementCheck::expected_improved() const {
+  double sum = 0;
+  for (double p : predicted) sum += p;
+  return sum;
+}
+
 bool ImprovementCheck::fails(std::span<const double> predicted, int improved) {
   return predicted.size() >= 3 && poisson_binomial_cdf(predicted, improved) < 0.01;
 }
@@ -530,10 +541,8 @@ std::optional<std::string> doubt(SearchResult& out) {
   }
   if (ImprovementCheck::fails(ic.predicted, ic.improved)) {
     out.improvement_check.explains = false;
-    double hoped = 0;
-    for (double p : ic.predicted) hoped += p;
     return "the model is too hopeful: " + std::to_string(ic.improved) + " of " + std::to_string(ic.predicted.size()) +
-           " probes improved on the best measured config, where " + money(hoped) +
+           " probes improved on the best measured config, where " + money(ic.expected_improved()) +
            " were expected; stopping on the best measured config";
   }
   return std::nullopt;
@@ -546,43 +555,57 @@ struct Decision {
   bool force_measured = true;
 };
 
+Decision probe_next(Choice c) {
+  Decision d;
+  d.probe = std::move(c);
+  return d;
+}
+
+Decision stop_with(std::string why, bool force_measured = true) {
+  Decision d;
+  d.stop = std::move(why);
+  d.force_measured = force_measured;
+  return d;
+}
+
 Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates, const SearchRound& round,
                 const std::set<std::string>& probed, const std::set<std::string>& excluded, const SearchRequest& req,
                 double entry, SearchResult& out) {
   const double budget_left = out.budget - out.spent;
   if (req.max_probes > 0 && static_cast<int>(out.trace.size()) >= req.max_probes)
-    return {std::nullopt, "max probes reached", false};
+    return stop_with("max probes reached", false);
   const Scored* predicted = scored_of(scored, candidates, round.predicted);
   const bool last_probe = req.max_probes > 0 && static_cast<int>(out.trace.size()) + 1 == req.max_probes;
   if (last_probe && predicted && !predicted->probed && predicted->feasible && predicted->probe_cost_p90 <= budget_left)
-    return {Choice{predicted->index, "the last probe measures the predicted pick", 0, predicted->probe_cost, false}};
+    return probe_next(Choice{predicted->index, "the last probe measures the predicted pick", 0, predicted->probe_cost, false});
   if (std::none_of(scored.begin(), scored.end(), [](const Scored& s) { return s.pred.has_value(); })) {
     auto first = pick_exploration(scored, candidates, excluded, req.plan.objective);
     if (first && first->probe_cost > budget_left)
-      return {std::nullopt, "the probe budget " + money(out.budget) + " does not cover a first probe (" +
-                                money(first->probe_cost) + ")", false};
-    if (first) return {first};
+      return stop_with("the probe budget " + money(out.budget) + " does not cover a first probe (" +
+                           money(first->probe_cost) + ")",
+                       false);
+    if (first) return probe_next(*first);
   }
   std::optional<Choice> best_any;
   auto choice = pick_by_value(scored, candidates, probed, excluded, req, budget_left,
                               out.improvement_check.discount(), best_any);
-  if (!best_any) return {std::nullopt, "every config has been probed"};
+  if (!best_any) return stop_with("every config has been probed");
   out.expected_saving = best_any->gain, out.expected_probe_cost = best_any->probe_cost;
-  if (last_probe && choice) return {choice};
+  if (last_probe && choice) return probe_next(*choice);
   if (best_any->gain <= best_any->probe_cost)
-    return {std::nullopt, "no probe is worth its cost: the best, " + candidates[best_any->index].cfg.config +
-                              ", is expected to save " + money(best_any->gain) + " over the " +
-                              money(req.future_runs) + " planned runs for a probe of " + money(best_any->probe_cost)};
-  if (choice && choice->gain > choice->probe_cost) return {choice};
+    return stop_with("no probe is worth its cost: the best, " + candidates[best_any->index].cfg.config +
+                     ", is expected to save " + money(best_any->gain) + " over the " + money(req.future_runs) +
+                     " planned runs for a probe of " + money(best_any->probe_cost));
+  if (choice && choice->gain > choice->probe_cost) return probe_next(*choice);
   const Scored& b = scored[best_any->index];
-  return {std::nullopt,
+  return stop_with(
           "the exploration budget is spent: spent " + money(out.spent) + ", budget " + money(out.budget) +
               (req.probe_budget ? "" : " (the first measurement's " + money(entry) + " + " +
                                            percent(req.budget_share.value_or(kDefaultBudgetShare)) +
                                            " of the planned runs at the best measured config)") +
               "; the probe worth most, " + candidates[b.index].cfg.config + " (expected saving " +
               money(best_any->gain) + "), may cost " + money(b.probe_cost_p90) + " (p90)",
-          !req.probe_budget};
+          !req.probe_budget);
 }
 
 // Runs the chosen probe with the seconds the budget leaves it and records what it cost; a run that measured the
@@ -612,7 +635,6 @@ bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& pro
   return true;
 }
 
-
 }  // namespace
 
 Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, std::vector<MeasuredRun> history,
@@ -624,7 +646,7 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
   std::set<std::string> excluded;
   const PredictorOptions popt = with_memory_range(req.predictor, candidates);
   std::optional<Expectation> expected;  // of the last probe, before it ran
-  bool force_measured = true;           // a search that stops by itself recommends what it measured
+  bool force_measured = true;           // a search that stops by itself (or in doubt) recommends what it measured
   std::optional<double> entry;          // spent when the first measurement came in
   while (true) {
     auto predictor = Predictor::learn(history, req.workload, popt);
@@ -676,11 +698,11 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
   for (const auto& step : out.trace)
     if (!step.error.empty()) plan->unpredictable.emplace_back(step.config, "its probe failed: " + step.error);
   out.plan = std::move(*plan);
-  // The recommendation is the last round's pick (or its measured best when the model failed), first in the plan.
+  // The recommendation is the last round's pick (its measured best when the search stopped by itself or in
+  // doubt), first in the plan.
   if (!out.rounds.empty()) {
     SearchRound& last = out.rounds.back();
-    if ((force_measured || !out.model_check.explains || !out.improvement_check.explains) &&
-        !last.best_measured.empty() && last.pick != last.best_measured) {
+    if (force_measured && !last.best_measured.empty() && last.pick != last.best_measured) {
       last.pick = last.best_measured, last.pick_value = last.best_measured_value, last.pick_measured = true;
       last.p_within = last.best_measured_p_within;
     }
@@ -755,11 +777,9 @@ json search_to_json(const SearchResult& r) {
   out["p_within"] = r.p_within;
   out["model_check"] = {{"probes", r.model_check.probes}, {"outside_band", r.model_check.outside},
                         {"explains", r.model_check.explains}};
-  double hoped = 0;
-  for (double p : r.improvement_check.predicted) hoped += p;
   out["improvement_check"] = {{"probes", r.improvement_check.predicted.size()},
                               {"improved", r.improvement_check.improved},
-                              {"expected_improved", hoped},
+                              {"expected_improved", r.improvement_check.expected_improved()},
                               {"explains", r.improvement_check.explains}};
   // What the next probe would have been worth when it stopped, and the budget it had.
   out["expected_saving"] = r.expected_saving;

@@ -15,8 +15,9 @@
 //     net value is probed; the search stops when no probe is worth its cost, and says so with both numbers.
 //  3. exploration budget: a probe starts only if the spend so far plus its p90 cost fits the budget: probe_budget
 //     (money) and/or, on top of what the probes cost until the first measurement came in, budget_share x
-//     future_runs x the planned run's cost at the best measured config (default 10% when neither is given). The probe is also told the most seconds it may run (ProbeSpec::max_s) so that even
-//     a probe slower than its p90 cannot spend past the budget: it is stopped there and counts as failed.
+//     future_runs x the planned run's cost at the best measured config (default 10% when neither is given). The
+//     probe is also told the most seconds it may run (ProbeSpec::max_s), so that even a probe slower than its p90
+//     cannot spend past the budget: it is stopped there and counts as failed.
 //  4. doubt stops the search: when its probes land outside the bands predicted for them more often than a
 //     calibrated model would with probability 1% (ModelCheck), or improve on the incumbent much less often than
 //     predicted (ImprovementCheck), the model does not explain this workload: the search stops on the best
@@ -145,6 +146,7 @@ struct ImprovementCheck {
 
   static bool fails(std::span<const double> predicted, int improved);
   double discount() const;
+  double expected_improved() const;  // the sum of the predicted P(improve)
 };
 
 // P(X <= k) for X the number of successes of independent trials with probabilities p.
