@@ -8,13 +8,17 @@
 #   test       make test                 (CTest; deps and build are no-ops by then)
 # and prints minutes per step, the 10 slowest build steps (.ninja_log) and the 10 slowest tests (CTest's
 # times), the CPU model, and whether the whole fits the goal (GOAL_MIN, default 60 minutes).
-#   sh bench/ci_time.sh [REV]
+#   sh bench/ci_time.sh [--load N] [REV]
+# --load N: N busy CPU hogs (Debian's stress-ng --cpu N, installed when missing) run beside every step, as on
+# a laptop or a shared runner doing other work; they stop when make test ends (issue 39).
 # Environment: KEEP=1 keeps the clone (printed), WORK=DIR clones under DIR (default a new folder in /tmp),
 # GOAL_MIN=60. Needs what `make test` needs (root, Debian's mirror and npm for a cold machine). Deps take
 # seconds on a machine that already has the packages; on a fresh Debian 12 machine apt-get takes minutes more,
 # which this step then shows. Exit status: 0 when make test passed (goal met or not), 1 when it failed.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+load=0
+if [ "${1:-}" = --load ]; then load=${2:?--load N}; shift 2; fi
 rev=${1:-HEAD}
 goal_min=${GOAL_MIN:-60}
 work=${WORK:-$(mktemp -d /tmp/tsum-ci-time.XXXXXX)}
@@ -33,6 +37,14 @@ log="$work/make-test.log"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 echo "ci_time: $(git -C "$clone" log -1 --format='%h %s' | cut -c1-80)"
 echo "ci_time: $cpu, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start; clone $clone"
+hogs=""
+if [ "$load" -gt 0 ]; then
+  command -v stress-ng >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q stress-ng >/dev/null
+  stress-ng --cpu "$load" --quiet >/dev/null 2>&1 &
+  hogs=$!
+  trap 'kill "$hogs" 2>/dev/null || true' EXIT
+  echo "ci_time: $load CPU hogs beside it (stress-ng --cpu $load, pid $hogs)"
+fi
 
 now() { date +%s; }
 failed=""
@@ -50,6 +62,11 @@ step deps deps
 [ -n "$failed" ] || step build build
 [ -n "$failed" ] || step test test
 total=$(( $(now) - start ))
+if [ -n "$hogs" ]; then
+  kill "$hogs" 2>/dev/null || true
+  wait "$hogs" 2>/dev/null || true
+  echo "ci_time: the $load hogs ran until the end: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 
 min() { awk -v s="${1:-0}" 'BEGIN { printf "%.1f", s / 60 }'; }
 echo

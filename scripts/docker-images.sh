@@ -9,6 +9,9 @@
 #   scripts/docker-images.sh workload   tsum-train:latest (docker/workload.Dockerfile): the base plus the trainer
 #                                       bundle $TSUM_BUNDLE, ENTRYPOINT tsum-train; rebuilt when the bundle or
 #                                       docker/workload.Dockerfile changes
+#   scripts/docker-images.sh example    tsum-example-pytorch:latest (examples/pytorch-mnist: the base plus
+#                                       Debian's python3-torch, minutes of apt-get); rebuilt only when its
+#                                       Dockerfile, its train.py or the base changes (a label holds their hash)
 #   scripts/docker-images.sh tsum       $TSUM_SERVER_IMAGE (tsum:latest) from the repository's Dockerfile, built
 #                                       from source in the engine, FROM $BASE_IMAGE (debian:12); docs/docker.md
 # Environment (defaults): BUILD (build), TSUM_DOCKER_STATE ($BUILD/cache/docker), TSUM_GUEST_ROOTFS
@@ -18,7 +21,7 @@
 # Concurrent callers for one engine wait on a lock (at most 25 minutes), so one build serves them all.
 # Progress goes to stderr; stdout carries only what the command prints (engine: the DOCKER_HOST).
 set -eu
-usage="usage: docker-images.sh engine|base|workload|tsum"
+usage="usage: docker-images.sh engine|base|workload|example|tsum"
 cmd=${1:?$usage}
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-build}
@@ -28,6 +31,7 @@ rootfs=${TSUM_GUEST_ROOTFS:-$build/cache/guest-bookworm.tar}
 bundle=${TSUM_BUNDLE:-$build/bundle/tsum-bundle.tar.gz}
 base_image=tsum-base:bookworm
 workload_image=tsum-train:latest
+example_image=tsum-example-pytorch:latest
 
 docker=/usr/bin/docker
 # The classic builder: it is in every engine and needs no buildx plugin or entitlements for --network host.
@@ -89,6 +93,19 @@ ensure_workload() {
     { say "$workload_image does not run tsum-train --help"; exit 1; }
 }
 
+# The example job's image, keyed by its inputs: what its Dockerfile copies (train.py), the Dockerfile, the base.
+ensure_example() {
+  ensure_base
+  dir=$here/examples/pytorch-mnist
+  key=$( (cat "$dir/Dockerfile" "$dir/train.py"; "$docker" image inspect -f '{{.Id}}' "$base_image") |
+    sha256sum | cut -d' ' -f1)
+  if has_image "$example_image" && [ "$(label "$example_image" org.tsum.inputs-sha256)" = "$key" ]; then return 0; fi
+  say "building $example_image from $dir (apt-get of python3-torch: minutes, once per engine and inputs)"
+  # shellcheck disable=SC2086 # DOCKER_BUILD_FLAGS is a list of flags
+  "$docker" build -q ${DOCKER_BUILD_FLAGS:---network host} --build-arg "BASE=$base_image" \
+    --label "org.tsum.inputs-sha256=$key" -t "$example_image" "$dir" >/dev/null
+}
+
 # The base for the Dockerfile: BASE_IMAGE if the engine has it or can pull it; for the default debian:12 on a
 # machine that reaches no registry, the debootstrap root (tsum-base:bookworm) instead.
 pick_build_base() {
@@ -130,6 +147,7 @@ case "$cmd" in
   engine) ensure_engine; echo "$DOCKER_HOST" ;;
   base) ensure_engine; lock_engine; ensure_base ;;
   workload) ensure_engine; lock_engine; ensure_workload ;;
+  example) ensure_engine; lock_engine; ensure_example ;;
   tsum) ensure_engine; lock_engine; build_tsum ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -498,7 +498,8 @@ emit load_data end "$(now)" "$data_attrs"
 # A user's job (TSUM_KIND=job): TSUM_JOB_COMMAND (shell words) runs in TSUM_IMAGE with the data set at
 # /tsum/data (read-only), /tsum/out writable and TSUM_EVENTS, a FIFO where it may write JSON lines
 # {"phase": "start"|"learn"|"verify", "mark": "begin"|"end", ...} and {"event": "epoch", ...}, timed as they
-# arrive. The marks go in order: start.end, learn.begin, learn.end, verify.begin, verify.end; a mark the program
+# arrive (by a reader of its own that only stamps each line, with no fork, so the time of a mark never waits
+# for the work of the one before it). The marks go in order: start.end, learn.begin, learn.end, verify.begin, verify.end; a mark the program
 # skips is derived at the time of the next one it writes (or its exit), and with no mark at all learn is the
 # whole command. Lines that are not such marks, and marks out of order, are counted as malformed, never fatal.
 JOB_MARKS="start.end learn.begin learn.end verify.begin verify.end"
@@ -517,8 +518,8 @@ job_reach() {  # INDEX TIME: the program's mark; the ones before it that it skip
 }
 # shellcheck disable=SC2120  # "$@" is the docker command line it sets itself
 run_job() {
-  rm -rf "$WORK/marks"; mkdir -p "$WORK/marks"; mkfifo "$WORK/marks/events"
-  exec 4<>"$WORK/marks/events"  # read and write: opening it blocks neither side
+  rm -rf "$WORK/marks"; mkdir -p "$WORK/marks"; mkfifo "$WORK/marks/events" "$WORK/marks/stamped"
+  exec 4<>"$WORK/marks/events" 5<>"$WORK/marks/stamped"  # read and write: opening them blocks neither side
   gpus=$(docker_gpus)
   cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
   if [ "${TSUM_RUNTIME:-native}" = container ]; then
@@ -545,8 +546,13 @@ run_job() {
   emit start begin "$t0"
   ( "$@" > "$WORK/job.log" 2>&1
     echo "{\"tsum_exit\":$?}" > "$WORK/marks/events" ) &
-  while IFS= read -r line <&4; do
-    t=$(now)
+  ( while IFS= read -r line <&4; do
+      read -r up _ < /proc/uptime
+      printf '%s %s\n' "$up" "$line" >&5
+      case $line in '{"tsum_exit":'*) break ;; esac
+    done ) &
+  while IFS= read -r stamped <&5; do
+    t=${stamped%% *}; line=${stamped#* }
     case $line in '{"tsum_exit":'*) rc=${line#*:}; rc=${rc%\}}; break ;; esac
     printf '%s\n' "$line" >> "$WORK/events.jsonl"
     l=$(printf '%s' "$line" | tr -d ' \t\r')
@@ -566,7 +572,7 @@ run_job() {
       *) malformed=$((malformed + 1)) ;;
     esac
   done
-  exec 4<&-
+  exec 4<&- 5<&-
   t=$(now)
   # Unmarked: start ends at the launch (or where the program ended it) and learn runs from there to the exit.
   if [ "$pos" -eq 0 ]; then pos=1; job_mark 1 "$t0"; derived="$derived start.end"; fi

@@ -19,8 +19,7 @@ trap cleanup EXIT
 export PATH="/usr/bin:$PATH"
 DOCKER_HOST=$(BUILD=$build sh "$here/scripts/docker-images.sh" engine); export DOCKER_HOST
 BUILD=$build sh "$here/scripts/docker-images.sh" workload >/dev/null
-docker image inspect tsum-base:bookworm >/dev/null 2>&1 || BUILD=$build sh "$here/scripts/docker-images.sh" base >/dev/null
-docker build --network host -q -t tsum-example-pytorch:latest "$here/examples/pytorch-mnist" >/dev/null
+BUILD=$build sh "$here/scripts/docker-images.sh" example >/dev/null
 registry=$(sh "$here/scripts/registry.sh" start "$work/registry" "$rport")
 for i in tsum-train tsum-example-pytorch; do
   docker tag "$i:latest" "$registry/$i:latest" && docker push -q "$registry/$i:latest" >/dev/null

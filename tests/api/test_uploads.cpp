@@ -188,12 +188,12 @@ TEST_CASE("uploads: a stalled upload is closed by the read deadline and its file
 }
 
 TEST_CASE("uploads: a slow upload that keeps making progress outlives read_timeout") {
-  TestServer s;  // read_timeout 1 s: the whole upload takes longer, each piece arrives well within it
+  TestServer s;  // read_timeout 1 s: the whole upload takes longer, each piece arrives well within it (a quarter)
   HttpConnection conn;
   REQUIRE(conn.connect(kHost, s.port));
   REQUIRE(conn.send_raw("PUT /upload/slow.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\n"));
-  for (const char* piece : {"ab", "cd", "ef"}) {
-    std::this_thread::sleep_for(600ms);
+  for (const char* piece : {"a", "b", "c", "d", "e", "f"}) {
+    std::this_thread::sleep_for(250ms);
     REQUIRE(conn.send_raw(piece));
   }
   REQUIRE(conn.send_raw("GET /v1/runs/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));

@@ -86,7 +86,7 @@ class DaemonProcess {
       _exit(127);
     }
     bool up = eventually([&] { return api::http_call(host_, port_, "GET", "/healthz").status == 200; },
-                         std::chrono::seconds(30));
+                         std::chrono::seconds(120));
     if (!up) FAIL("tsumd did not come up; log:\n" << log());
   }
 

@@ -63,7 +63,7 @@ class NetnsSshd {
                             " && mkdir -p -m 0755 /run/sshd && exec /usr/sbin/sshd -D -e"});
     REQUIRE_MESSAGE(started.ok(), started.error().detail);
     netns_ = in_netns(m.netns());
-    if (!eventually([&] { return tcp_connects(m.address(), 22); }, std::chrono::seconds(20)))
+    if (!eventually([&] { return tcp_connects(m.address(), 22); }, std::chrono::seconds(120)))
       FAIL("sshd on guest " << name << " does not listen on " << m.address() << ":22; console:\n"
                             << read_all(m.console_path()));
   }

@@ -69,7 +69,7 @@ TEST_CASE("byo: a stock Debian guest joins with one command and performs the who
   CHECK(d.call("POST", "/v1/runs/" + std::to_string(first) + "/events", token, event).status == 200);
   REQUIRE(d.call("DELETE", "/v1/runs/" + std::to_string(first), admin).status == 202);
   // What the join script does after the agent's clean-up: report it, which ends the run's poweroff.
-  CHECK(eventually([&] { return d.call("POST", join_path + "/left", "").status == 204; }, std::chrono::seconds(10)));
+  CHECK(eventually([&] { return d.call("POST", join_path + "/left", "").status == 204; }, std::chrono::seconds(120)));
   wait_run(d, admin, first, std::chrono::seconds(120), [](const json& r) { return r["status"] == "cancelled"; });
   CHECK(d.call("POST", "/v1/runs/" + std::to_string(first) + "/events", token, event).status == 401);
 
@@ -95,5 +95,5 @@ TEST_CASE("byo: a stock Debian guest joins with one command and performs the who
   // The machine kept nothing of the run, and the join script ended there.
   const auto root = std::filesystem::path(net.machine_dir("byo1")) / "root";
   CHECK(eventually([&] { return !std::filesystem::exists(root / "var/lib/tsum" / run["instance"]["id"].get<std::string>()); },
-                   std::chrono::seconds(20)));
+                   std::chrono::seconds(120)));
 }

@@ -173,7 +173,7 @@ TEST_CASE("an experiment on each fake cloud runs end to end; a lost create answe
     CHECK(run["t_sum"].get<double>() > 0);
     CHECK(run["instance"]["provider"] == cloud);
     CHECK(guest_boots(rig.fake) == 1);  // the lost answer was adopted, not created again
-    CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(15)));
+    CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
     check_no_secret(rig.fake, {0, rig.daemon.log(), run.dump()});
   }
 }
@@ -203,7 +203,7 @@ TEST_CASE("a docker run on a fake cloud: the payload's docker.io engine pulls th
     CHECK(run["metrics"]["install"]["method"] == "pull");
     CHECK(run["metrics"]["install"]["image"] == image);
     CHECK(env.blob_bytes_served() - served > 50'000'000);  // every layer, over the test network
-    CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(15)));
+    CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
   }
 }
 
@@ -231,7 +231,7 @@ TEST_CASE("two nodes on a fake cloud: machines that share only the network meet 
   CHECK(guest_boots(rig.fake) == 2);
   CHECK(run["node_phases"][1]["phases"]["learn"].get<double>() > 0);
   CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.3);
-  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(15)));
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
 }
 
 TEST_CASE("leak guard on each fake cloud: a crash between create and its commit; the restarted daemon sweeps by tag") {

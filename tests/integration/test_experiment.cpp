@@ -196,7 +196,7 @@ TEST_CASE("cancel: DELETE terminates the instance and marks the run cancelled; a
   CHECK(d.call("GET", "/v1/runs/2", admin).json()["status"] == "cancelled");
   CHECK(d.call("DELETE", "/v1/runs/1", admin).status == 202);
   REQUIRE(eventually([&] { return d.call("GET", "/v1/runs/1", admin).json()["status"] == "cancelled"; },
-                     std::chrono::seconds(30)));
+                     std::chrono::seconds(120)));
   auto run = d.call("GET", "/v1/runs/1", admin).json();
   CHECK(run["reason"] == "cancelled by user");
   CHECK(run["phases"]["poweroff"].get<double>() >= 0);

@@ -198,7 +198,7 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   CHECK(spot_entry["reason"].get<std::string>().find("interruptions expected") != std::string::npos);
   CHECK(rig.daemon.call("GET", "/v1/plan?experiment=1&interruptions_per_hour=-1", admin).status == 422);
 
-  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
 
   // The run page's Machines card, in headless Chromium, on this run's database served by a fresh tsumd.
   REQUIRE(rig.daemon.stop(SIGTERM).has_value());
@@ -228,7 +228,7 @@ TEST_CASE("a spot run on the fake GCE: preempted with its 30 s notice on the met
   CHECK(run["attempts"][1]["zone"] == "europe-west4-a");
   CHECK(run["instance"]["data"]["zone"] == "europe-west4-a");  // GCE put it there
   CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.5);
-  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
 }
 
 TEST_CASE("a spot run on the fake Azure: evicted with its Preempt event on Scheduled Events, then without notice "
@@ -254,7 +254,7 @@ TEST_CASE("a spot run on the fake Azure: evicted with its Preempt event on Sched
   CHECK(second["reason"].get<std::string>().find("Azure evicted the Spot VM") != std::string::npos);
   CHECK(run["attempts"][2]["market"] == "spot");
   CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.5);
-  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
 }
 
 // bench/spot.sh (skipped in the suite): one training run interrupted 0, 1, 2 and 4 times, each time with a notice
@@ -316,5 +316,5 @@ TEST_CASE("bench: a spot run interrupted 0, 1, 2 and 4 times" * doctest::skip(tr
               << " notice_to_checkpoint_s=" << worst_notice << " resume_s=" << resume
               << " accuracy=" << run["metrics"]["test_accuracy"].get<double>() << std::endl;
   }
-  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(30)));
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
 }

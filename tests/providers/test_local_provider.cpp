@@ -51,7 +51,7 @@ std::string read_file(const fs::path& p) {
 }
 
 template <class F>
-bool eventually(F f, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+bool eventually(F f, std::chrono::milliseconds limit = std::chrono::seconds(60)) {
   auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
     if (f()) return true;
@@ -170,9 +170,11 @@ TEST_CASE("an instance is a sandbox, a pinned core set and a process group; term
 TEST_CASE("an agent that ignores SIGTERM is killed after the grace period") {
   testing::TempDir dir;
   auto p = make_provider(dir.path().string(), {0});
-  auto h = run_sync(p.create(offer("local-1c"), spec("1", "trap '' TERM\nwhile :; do sleep 1; done\n")));
+  auto h = run_sync(p.create(offer("local-1c"), spec("1", "trap '' TERM\necho > trapped\nwhile :; do sleep 1; done\n")));
   REQUIRE(h.ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Its trap is set before it says so: a SIGTERM before that would end it at once, however slow the machine.
+  const fs::path sandbox = h->data["sandbox"].get<std::string>();
+  REQUIRE(eventually([&] { return fs::exists(sandbox / "trapped"); }, std::chrono::seconds(120)));
   auto t0 = std::chrono::steady_clock::now();
   REQUIRE(run_sync(p.terminate(*h)).ok());
   CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(400));

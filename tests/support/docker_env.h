@@ -149,6 +149,7 @@ class DockerEnv {
  public:
   static constexpr const char* kBaseImage = "tsum-base:bookworm";
   static constexpr const char* kLocalImage = "tsum-train:latest";
+  static constexpr const char* kExampleImage = "tsum-example-pytorch:latest";  // examples/pytorch-mnist
 
   explicit DockerEnv(DockerEnvOptions options = {}) : options_(std::move(options)), dir_("tsum-docker") {
     try {
@@ -195,6 +196,31 @@ class DockerEnv {
   // Runs `docker ARGS` (ARGS is shell text) against the engine, bounded by limit.
   DockerCommand docker(const std::string& args, std::chrono::seconds limit = std::chrono::seconds(300)) const {
     return docker_env_detail::run(prefix() + cli_ + " " + args, limit);
+  }
+
+  // The example job's image (examples/pytorch-mnist), built once per engine and inputs
+  // (scripts/docker-images.sh example), pushed to the registry; returns its reference there.
+  std::string push_example() const {
+    ensure_images("example");
+    const std::string ref = registry_ + "/tsum-example-pytorch:latest";
+    push_as(kExampleImage, ref);
+    return ref;
+  }
+
+  // Creates /tmp/release-<token> in every running container of the engine: a job that waits for that file (see
+  // wait_for_release) goes on once the test has seen what it needed to see. Other suites may share the engine;
+  // the token is the test's own, so their containers just get a file nobody reads. How many containers got it.
+  int release(const std::string& token) const {
+    const auto ids = docker("ps -q", std::chrono::seconds(60));
+    std::istringstream in(ids.output);
+    int n = 0;
+    for (std::string id; std::getline(in, id);)
+      if (!id.empty()) n += docker("exec " + id + " touch /tmp/release-" + token, std::chrono::seconds(60)).status == 0;
+    return n;
+  }
+  // Shell text that waits (at most 600 s) until release(token) has run.
+  static std::string wait_for_release(const std::string& token) {
+    return "i=0; while [ ! -e /tmp/release-" + token + " ] && [ $i -lt 6000 ]; do sleep 0.1; i=$((i+1)); done\n";
   }
 
   // Bytes the registry has sent for blobs (layers and image configs) of repository repo, from its access log;
@@ -321,10 +347,10 @@ class DockerEnv {
     users_fd_ = -1;
   }
 
-  void ensure_images() {
+  void ensure_images(const std::string& which = "workload") const {
     std::string env = "DOCKER_HOST=" + q(docker_host_) + " BUILD=" + q(options_.build_dir) + " ";
-    DockerCommand r = script("docker-images.sh", "workload", std::chrono::seconds(1500), env);
-    if (r.status != 0) FAIL("making the images failed (scripts/docker-images.sh workload):\n" << r.output);
+    DockerCommand r = script("docker-images.sh", which, std::chrono::seconds(1500), env);
+    if (r.status != 0) FAIL("making the images failed (scripts/docker-images.sh " << which << "):\n" << r.output);
   }
 
   void start_registry() {
@@ -366,12 +392,17 @@ class DockerEnv {
   }
 
   void push() {
-    DockerCommand tag = docker(std::string("tag ") + kLocalImage + " " + image_);
-    if (tag.status != 0) FAIL("docker tag failed: " << tag.output);
     pushed_ = true;
-    DockerCommand r = docker("push " + image_, std::chrono::seconds(900));
-    if (r.status != 0) FAIL("docker push " << image_ << " failed:\n" << r.output);
-    // The blobs of this push seed the next registry (replaced whole, under a lock).
+    push_as(kLocalImage, image_);
+  }
+
+  // Tags the local image as ref and pushes it; the registry's blobs then seed the next one (replaced whole,
+  // under a lock), so the next push of these layers finds them there.
+  void push_as(const std::string& local, const std::string& ref) const {
+    DockerCommand tag = docker("tag " + local + " " + ref);
+    if (tag.status != 0) FAIL("docker tag failed: " << tag.output);
+    DockerCommand r = docker("push -q " + ref, std::chrono::seconds(900));
+    if (r.status != 0) FAIL("docker push " << ref << " failed:\n" << r.output);
     const std::string seed = options_.build_dir + "/cache/registry-seed";
     docker_env_detail::run("exec 9>" + q(seed + ".lock") + " && flock -w 120 9 && rm -rf " + q(seed + ".new") +
                                " && mkdir -p " + q(seed + ".new") + " && cp -al " + q(registry_dir_ + "/data/docker") +

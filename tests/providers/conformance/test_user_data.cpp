@@ -68,8 +68,8 @@ CONFORMANCE("with a guest root the fake boots the user data (also when the creat
   for (const auto& e : std::filesystem::directory_iterator(root.path()))
     if (e.is_directory()) machines.push_back(e.path());
   REQUIRE(machines.size() == 1);  // one instance, one guest machine; its "/" is root/<id>/root
-  CHECK(testing::wait_for_line((machines[0] / "root/opt/tsum/work/x.out").string(), 10s) == rig->name() + " x\n");
-  CHECK(testing::count_within(guests, {"sleep", "1000"}, 2, 5s));  // one agent: its child and its own sleep
+  CHECK(testing::wait_for_line((machines[0] / "root/opt/tsum/work/x.out").string(), 120s) == rig->name() + " x\n");
+  CHECK(testing::count_within(guests, {"sleep", "1000"}, 2, 60s));  // one agent: its child and its own sleep
   REQUIRE(run_sync(rig->provider().terminate(*h)).ok());
-  CHECK(testing::gone_within(guests, 5s));
+  CHECK(testing::gone_within(guests, 60s));
 }

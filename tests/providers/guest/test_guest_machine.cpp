@@ -119,7 +119,7 @@ TEST_CASE("a guest is the stock root in namespaces of its own; this host's files
               .ok());
   auto started = m->start({"/bin/sh", "/opt/probe.sh"});
   REQUIRE_MESSAGE(started.ok(), started.error().detail);
-  const std::string facts = guest_line(*m, "/tmp/facts", 10s, "done\n");
+  const std::string facts = guest_line(*m, "/tmp/facts", 120s, "done\n");
   const auto booted = Clock::now();
   INFO(facts);
   CHECK(facts.find("pid=1 host=g1 etc=g1 home=/root pwd=/\n") != std::string::npos);
@@ -169,14 +169,14 @@ TEST_CASE("a guest reaches a server on the bridge address, and not this host's 1
                           "/ > /dev/null 2>&1; echo local=$? >> /tmp/got.tmp; mv /tmp/got.tmp /tmp/got; exec sleep 1000";
   auto m = net.boot_shell("web1", cmd);
   auto m2 = net.boot_shell("web2", cmd);  // the next address on the bridge
-  const std::string got = guest_line(*m, "/tmp/got", 15s);
+  const std::string got = guest_line(*m, "/tmp/got", 120s);
   CHECK(got == "hello /from-guest\nrc=0\nlocal=7\n");  // curl 7: connection refused by the guest's own loopback
-  CHECK(guest_line(*m2, "/tmp/got", 15s) == got);
+  CHECK(guest_line(*m2, "/tmp/got", 120s) == got);
   CHECK(local.accepted() == 0);
   CHECK(m2->address() != m->address());
 
   auto byo = net.boot_shell("byo1", "curl -fsSL " + net.url(*port) + "/v1/join/abc | sh; exec sleep 1000");
-  CHECK(guest_line(*byo, "/tmp/joined", 15s) == "joined byo1\n");
+  CHECK(guest_line(*byo, "/tmp/joined", 120s) == "joined byo1\n");
 }
 
 TEST_CASE("writes from this host stay inside the guest's root, whatever links the guest made") {
@@ -214,7 +214,7 @@ TEST_CASE("a command that is not there fails the machine; a copied disk boots li
   auto copy = net.machine("copy1", kGuestImage, guest::DiskMode::copy);
   CHECK(copy->disk() == guest::DiskMode::copy);
   REQUIRE(copy->start({"/bin/sh", "-c", "echo copied $(hostname) > /tmp/ok; exec sleep 1000"}).ok());
-  CHECK(guest_line(*copy, "/tmp/ok", 10s) == "copied copy1\n");
+  CHECK(guest_line(*copy, "/tmp/ok", 120s) == "copied copy1\n");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   const auto disk = guest::run_command({"du", "-skx", copy->dir()}, 30s);
   MESSAGE("disk copy: create to first command's output " << ms << " ms, "

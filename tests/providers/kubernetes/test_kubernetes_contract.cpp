@@ -38,7 +38,7 @@ LaunchSpec spec(const std::string& run, const std::string& tag = "tsum-test") {
 
 Result<InstanceStatus> describe_until(KubernetesProvider& p, const InstanceHandle& h, InstanceState want) {
   auto st = run_sync(p.describe(h));
-  for (int i = 0; i < 100 && st.ok() && st->state != want; ++i) {
+  for (int i = 0; i < 600 && st.ok() && st->state != want; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     st = run_sync(p.describe(h));
   }
@@ -47,9 +47,9 @@ Result<InstanceStatus> describe_until(KubernetesProvider& p, const InstanceHandl
 
 size_t pods(const FakeKube& kube) { return kube.items("pods").size(); }
 
-// No Pod or Secret left, within 5 s (a deleted Pod goes once its kubelet has stopped it).
+// No Pod or Secret left, within 60 s (a deleted Pod goes once its kubelet has stopped it).
 bool eventually_empty(const FakeKube& kube) {
-  for (int i = 0; i < 50; ++i) {
+  for (int i = 0; i < 600; ++i) {
     if (pods(kube) == 0 && kube.items("secrets").empty()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -41,7 +41,7 @@ LaunchSpec spec_for(const std::string& token, int nodes = 1, const std::string& 
 }
 
 template <class F>
-bool wait_for(F f, int seconds = 20) {
+bool wait_for(F f, int seconds = 60) {
   for (int i = 0; i < seconds * 10; ++i) {
     if (f()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
