@@ -293,7 +293,7 @@ TEST_CASE("SIGTERM while the cloud no longer answers: tsumd exits within its gra
   REQUIRE(status.has_value());
   CHECK(WIFEXITED(*status));
   CHECK(WEXITSTATUS(*status) == 0);
-  CHECK(took < 3 + 3);  // the grace period, plus closing down
+  CHECK(took < 3 + 27);  // the grace period, plus closing down: not the cloud's timeouts and retries
   CHECK(rig.daemon.log().find("grace period over with 1 run(s) still terminating (1)") != std::string::npos);
   // The cloud has not answered the delete, so the machine may still run and be paid for; whether its processes
   // still show here is not asserted (two CI runs found them gone within the grace period). What must hold is below:

