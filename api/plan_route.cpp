@@ -55,9 +55,12 @@ Result<History> history(daemon::Store& store, daemon::Views& views, const json& 
       billing::MeasuredRun m;
       std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
       const int nodes = run.value("nodes", 1);
-      m.cfg = {.config = provider + "/" + type + (nodes > 1 ? "/x" + std::to_string(nodes) : ""),
-               .provider = provider, .instance_type = type, .cores = daemon::local_cores_of(provider, type),
-               .cpu_family = billing::instance_family(type), .nodes = nodes};
+      m.cfg.config = provider + "/" + type + (nodes > 1 ? "/x" + std::to_string(nodes) : "");
+      m.cfg.provider = provider;
+      m.cfg.instance_type = type;
+      m.cfg.cores = daemon::local_cores_of(provider, type);
+      m.cfg.cpu_family = billing::instance_family(type);
+      m.cfg.nodes = nodes;
       // The machine as the run stored it from its offer, named as the candidates below name theirs.
       daemon::describe_machine(run.value("machine", json::object()), m.cfg);
       for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
@@ -66,6 +69,97 @@ Result<History> history(daemon::Store& store, daemon::Views& views, const json& 
     }
   }
   return h;
+}
+
+// The query's planning terms (all but experiment and nodes), each checked; invalid_argument says which is wrong.
+struct PlanQuery {
+  billing::PlanRequest request;
+  std::optional<billing::BillingRule> rule_override;  // ?billing=RULE for every candidate
+  double prior_rate = billing::kSpotPriorRate;         // spot: interruptions per machine-hour where none were seen
+};
+
+Result<PlanQuery> plan_query(const Request& req) {
+  PlanQuery q;
+  auto objective = billing::parse_objective(req.query.count("objective") ? req.query.at("objective") : "cost");
+  if (!objective) return objective.error();
+  q.request.objective = *objective;
+  bool bad = false;
+  q.request.deadline_s = number_param(req, "deadline", &bad);
+  q.request.budget = number_param(req, "budget", &bad);
+  if (auto reps = number_param(req, "repetitions", &bad)) q.request.repetitions = static_cast<int>(*reps);
+  if (bad) return make_error(Code::invalid_argument, "'deadline', 'budget' and 'repetitions' must be positive numbers");
+  if (auto it = req.query.find("billing"); it != req.query.end()) {
+    auto r = billing::parse_rule(it->second);
+    if (!r) return r.error();
+    q.rule_override = *r;
+  }
+  if (auto it = req.query.find("interruptions_per_hour"); it != req.query.end()) {
+    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), q.prior_rate);
+    if (ec != std::errc() || p != it->second.data() + it->second.size() || !(q.prior_rate >= 0) || q.prior_rate > 3600)
+      return make_error(Code::invalid_argument,
+                        "'interruptions_per_hour' must be a number from 0 to 3600 (the prior rate at which a cloud "
+                        "takes a spot machine back, per machine-hour; default " +
+                            std::to_string(billing::kSpotPriorRate).substr(0, 4) + ")");
+  }
+  return q;
+}
+
+// Node counts to plan: ?nodes=1,2,4, else one machine and every count the history measured.
+Result<std::set<int>> node_counts(const Request& req, const std::vector<billing::MeasuredRun>& runs) {
+  std::set<int> counts = {1};
+  for (const auto& r : runs) counts.insert(r.cfg.nodes);
+  auto it = req.query.find("nodes");
+  if (it == req.query.end()) return counts;
+  counts.clear();
+  std::stringstream list(it->second);
+  for (std::string item; std::getline(list, item, ',');) {
+    int n = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (ec != std::errc() || end != item.data() + item.size() || n < 1 || n > daemon::kMaxNodes)
+      return make_error(Code::invalid_argument, "'nodes' must be a comma-separated list of node counts from 1 to " +
+                                                    std::to_string(daemon::kMaxNodes) + ", e.g. nodes=1,2,4");
+    counts.insert(n);
+  }
+  return counts;
+}
+
+// Every offer of every provider at each node count, and its spot twin where the cloud sells spare capacity and
+// quotes its price (one machine: a multi-node run cannot resume yet), predicted from the same machine's runs and
+// priced with its interruptions under `recovery`.
+boost::asio::awaitable<Result<std::vector<billing::PlanCandidate>>> plan_candidates(
+    daemon::ProviderRegistry& providers, daemon::Store& store, const PlanQuery& q, const std::set<int>& counts,
+    const daemon::RunConfig::SpotRecovery& recovery, const std::vector<double>& restarts) {
+  std::vector<billing::PlanCandidate> candidates;
+  for (auto* p : providers.all()) {
+    const providers::Requirements any;
+    auto offers = co_await p->offers(any);
+    if (!offers) continue;  // a dead provider offers nothing; the others are still planned
+    auto rule = q.rule_override ? q.rule_override : billing::rule_for_provider(p->name());
+    if (!rule) rule = billing::parse_rule("per_second_60s_min").value();
+    for (const auto& o : *offers) {
+      if (o.vcpus <= 0 && o.gpus <= 0) continue;  // unknown hardware (a byo "any" machine): nothing to predict
+      for (int n : counts) {
+        // Named machines (ssh, byo) and replayed ones (trace) are one of a kind: one node only.
+        if (n > 1 && (o.provider == "ssh" || o.provider == "byo" || o.provider == "trace")) continue;
+        billing::ConfigSpec cfg = providers::config_spec_of(o);
+        cfg.config = o.provider + "/" + o.instance_type + (n > 1 ? "/x" + std::to_string(n) : "");
+        cfg.nodes = n;
+        candidates.push_back({.cfg = cfg, .hourly_price = n * o.hourly_price, .currency = o.currency, .rule = *rule,
+                              .spot = std::nullopt, .predict_as = ""});
+        if (n == 1 && p->capabilities().spot && o.spot_hourly_price > 0) {
+          auto seen = store.spot_exposure(o.provider, o.instance_type);
+          if (!seen) co_return seen.error();
+          billing::PlanCandidate spot{
+              .cfg = cfg, .hourly_price = o.spot_hourly_price, .currency = o.currency, .rule = *rule,
+              .spot = daemon::spot_model(*seen, recovery, o.provider, o.hourly_price, q.prior_rate, restarts),
+              .predict_as = cfg.config};
+          spot.cfg.config += "/spot";
+          candidates.push_back(std::move(spot));
+        }
+      }
+    }
+  }
+  co_return candidates;
 }
 
 }  // namespace
@@ -82,32 +176,8 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
       co_return unprocessable("'experiment' must name the experiment whose workload to plan, e.g. ?experiment=1");
     auto exp = store.experiment(exp_id);
     if (!exp) co_return error_response(exp.error());
-
-    billing::PlanRequest plan_req;
-    auto objective = billing::parse_objective(req.query.count("objective") ? req.query.at("objective") : "cost");
-    if (!objective) co_return unprocessable(objective.error().detail);
-    plan_req.objective = *objective;
-    bool bad = false;
-    plan_req.deadline_s = number_param(req, "deadline", &bad);
-    plan_req.budget = number_param(req, "budget", &bad);
-    if (auto reps = number_param(req, "repetitions", &bad)) plan_req.repetitions = static_cast<int>(*reps);
-    if (bad) co_return unprocessable("'deadline', 'budget' and 'repetitions' must be positive numbers");
-    std::optional<billing::BillingRule> rule_override;
-    if (auto it = req.query.find("billing"); it != req.query.end()) {
-      auto r = billing::parse_rule(it->second);
-      if (!r) co_return unprocessable(r.error().detail);
-      rule_override = *r;
-    }
-
-    // Spot candidates: the prior interruption rate where a type has no stored spot machines.
-    double prior_rate = billing::kSpotPriorRate;
-    if (auto it = req.query.find("interruptions_per_hour"); it != req.query.end()) {
-      auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), prior_rate);
-      if (ec != std::errc() || p != it->second.data() + it->second.size() || !(prior_rate >= 0) || prior_rate > 3600)
-        co_return unprocessable("'interruptions_per_hour' must be a number from 0 to 3600 (the prior rate at which "
-                                "a cloud takes a spot machine back, per machine-hour; default " +
-                                std::to_string(billing::kSpotPriorRate).substr(0, 4) + ")");
-    }
+    auto q = plan_query(req);
+    if (!q) co_return unprocessable(q.error().detail);
     // The recovery policy of the experiment's spot config, else the defaults a spot config gets.
     daemon::RunConfig::SpotRecovery recovery;
     for (size_t v = 0; v < exp->spec.variants(); ++v)
@@ -127,53 +197,11 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
                          .images_per_epoch = static_cast<double>(exp->spec.workload().limit.value_or(60000))};
     auto predictor = billing::Predictor::learn(*runs, wl);
     if (!predictor) co_return unprocessable(predictor.error().detail);
-
-    // Node counts to plan: ?nodes=1,2,4, else one machine and every count the history measured.
-    std::set<int> node_counts = {1};
-    for (const auto& r : *runs) node_counts.insert(r.cfg.nodes);
-    if (auto it = req.query.find("nodes"); it != req.query.end()) {
-      node_counts.clear();
-      std::stringstream list(it->second);
-      for (std::string item; std::getline(list, item, ',');) {
-        int n = 0;
-        auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
-        if (ec != std::errc() || end != item.data() + item.size() || n < 1 || n > daemon::kMaxNodes)
-          co_return unprocessable("'nodes' must be a comma-separated list of node counts from 1 to " +
-                                  std::to_string(daemon::kMaxNodes) + ", e.g. nodes=1,2,4");
-        node_counts.insert(n);
-      }
-    }
-    std::vector<billing::PlanCandidate> candidates;
-    for (auto* p : providers.all()) {
-      const providers::Requirements any;
-      auto offers = co_await p->offers(any);
-      if (!offers) continue;  // a dead provider offers nothing; the others are still planned
-      auto rule = rule_override ? rule_override : billing::rule_for_provider(p->name());
-      if (!rule) rule = billing::parse_rule("per_second_60s_min").value();
-      for (const auto& o : *offers) {
-        if (o.vcpus <= 0 && o.gpus <= 0) continue;  // unknown hardware (a byo "any" machine): nothing to predict
-        for (int n : node_counts) {
-          // Named machines (ssh, byo) and replayed ones (trace) are one of a kind: one node only.
-          if (n > 1 && (o.provider == "ssh" || o.provider == "byo" || o.provider == "trace")) continue;
-          billing::ConfigSpec cfg = providers::config_spec_of(o);
-          cfg.config = o.provider + "/" + o.instance_type + (n > 1 ? "/x" + std::to_string(n) : "");
-          cfg.nodes = n;
-          candidates.push_back({cfg, n * o.hourly_price, o.currency, *rule});
-          // Its spot twin where the cloud sells spare capacity and quotes its price: one machine (a multi-node
-          // run cannot resume yet), predicted from the same machine's runs, priced with its interruptions.
-          if (n == 1 && p->capabilities().spot && o.spot_hourly_price > 0) {
-            auto seen = store.spot_exposure(o.provider, o.instance_type);
-            if (!seen) co_return error_response(seen.error());
-            billing::PlanCandidate spot{cfg, o.spot_hourly_price, o.currency, *rule};
-            spot.cfg.config += "/spot";
-            spot.predict_as = cfg.config;
-            spot.spot = daemon::spot_model(*seen, recovery, o.provider, o.hourly_price, prior_rate, past->restarts);
-            candidates.push_back(std::move(spot));
-          }
-        }
-      }
-    }
-    auto plan = billing::make_plan(*predictor, candidates, plan_req);
+    auto counts = node_counts(req, *runs);
+    if (!counts) co_return unprocessable(counts.error().detail);
+    auto candidates = co_await plan_candidates(providers, store, *q, *counts, recovery, past->restarts);
+    if (!candidates) co_return error_response(candidates.error());
+    auto plan = billing::make_plan(*predictor, *candidates, q->request);
     if (!plan) co_return from_error(plan.error());
     json out = billing::plan_to_json(*plan);
     out["experiment_id"] = exp_id;

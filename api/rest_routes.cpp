@@ -70,9 +70,8 @@ Response body_response(const Request& req, const Result<std::shared_ptr<const da
   return res;
 }
 
-}  // namespace
-
-void add_rest_routes(Router& router, RestContext c) {
+// GET /healthz and GET /v1/offers.
+void add_health_and_offer_routes(Router& router, const RestContext& c) {
   // 503 while the database cannot be written (its disk is full): reads still work, new work is refused.
   router.add("GET", "/healthz", [c](Request&) -> Awaitable {
     if (const auto why = c.db.storage_problem(); !why.empty())
@@ -112,7 +111,10 @@ void add_rest_routes(Router& router, RestContext c) {
                                 {"note", cat.note}};
     co_return json_response(200, {{"offers", out}, {"errors", errors}, {"catalogs", catalogs}});
   });
+}
 
+// The experiments: create, list, read, export, cancel.
+void add_experiment_routes(Router& router, const RestContext& c) {
   router.add("POST", "/v1/experiments", [c](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
     auto body = parse_json_safely(req.body);
@@ -125,55 +127,6 @@ void add_rest_routes(Router& router, RestContext c) {
     if (!id) co_return error_response(id.error());
     c.runs.notify();
     co_return json_response(201, {{"id", *id}});
-  });
-
-  // The seeds' experiments, filled for the providers configured (daemon/presets.h).
-  auto all_offers = [c]() -> boost::asio::awaitable<std::vector<providers::Offer>> {
-    std::vector<providers::Offer> out;
-    for (auto* p : c.providers.all()) {
-      const providers::Requirements any;
-      auto offers = co_await p->offers(any);
-      if (offers) out.insert(out.end(), offers->begin(), offers->end());
-    }
-    co_return out;
-  };
-  router.add("GET", "/v1/presets", [c, all_offers](Request& req) -> Awaitable {
-    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
-    auto offers = co_await all_offers();
-    auto datasets = c.datasets.list();
-    if (!datasets) co_return error_response(datasets.error());
-    json out = json::array();
-    for (const auto& p : daemon::presets(offers, *datasets)) out.push_back(daemon::preset_summary(p, offers));
-    co_return json_response(200, {{"presets", out}});
-  });
-  router.add("POST", "/v1/presets/{name}", [c, all_offers](Request& req) -> Awaitable {
-    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
-    auto offers = co_await all_offers();
-    auto datasets = c.datasets.list();
-    if (!datasets) co_return error_response(datasets.error());
-    auto all = daemon::presets(offers, *datasets);
-    auto preset = std::ranges::find_if(all, [&](const daemon::Preset& p) { return p.name == req.params["name"]; });
-    if (preset == all.end()) co_return error_response(404, "not_found", "no preset '" + req.params["name"] + "'");
-    if (preset->experiments.empty())
-      co_return unprocessable("preset " + preset->name + " has nothing to run here: " +
-                              (preset->notes.empty() ? std::string() : preset->notes.front()));
-    // Every experiment checked and priced before any is created.
-    std::vector<std::pair<daemon::ExperimentSpec, std::vector<daemon::PricedConfig>>> ready;
-    for (const auto& body : preset->experiments) {
-      auto spec = daemon::experiment_spec_from_json(body);
-      if (!spec) co_return unprocessable(spec.error().detail);
-      auto priced = co_await daemon::price_configs(*spec, c.providers, c.datasets);
-      if (!priced) co_return from_error(priced.error());
-      ready.emplace_back(std::move(*spec), std::move(*priced));
-    }
-    json ids = json::array();
-    for (const auto& [spec, priced] : ready) {
-      auto id = c.store.create_experiment(spec, priced);
-      if (!id) co_return error_response(id.error());
-      ids.push_back(*id);
-    }
-    c.runs.notify();
-    co_return json_response(201, {{"ids", ids}, {"notes", preset->notes}});
   });
 
   router.add("GET", "/v1/experiments", [c](Request& req) -> Awaitable {
@@ -224,7 +177,61 @@ void add_rest_routes(Router& router, RestContext c) {
     (*e)["cancelled_runs"] = cancelled;
     co_return json_response(202, *e);
   });
+}
 
+// The seeds' experiments, filled for the providers configured (daemon/presets.h).
+void add_preset_routes(Router& router, const RestContext& c) {
+  auto all_offers = [c]() -> boost::asio::awaitable<std::vector<providers::Offer>> {
+    std::vector<providers::Offer> out;
+    for (auto* p : c.providers.all()) {
+      const providers::Requirements any;
+      auto offers = co_await p->offers(any);
+      if (offers) out.insert(out.end(), offers->begin(), offers->end());
+    }
+    co_return out;
+  };
+  router.add("GET", "/v1/presets", [c, all_offers](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto offers = co_await all_offers();
+    auto datasets = c.datasets.list();
+    if (!datasets) co_return error_response(datasets.error());
+    json out = json::array();
+    for (const auto& p : daemon::presets(offers, *datasets)) out.push_back(daemon::preset_summary(p, offers));
+    co_return json_response(200, {{"presets", out}});
+  });
+  router.add("POST", "/v1/presets/{name}", [c, all_offers](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto offers = co_await all_offers();
+    auto datasets = c.datasets.list();
+    if (!datasets) co_return error_response(datasets.error());
+    auto all = daemon::presets(offers, *datasets);
+    auto preset = std::ranges::find_if(all, [&](const daemon::Preset& p) { return p.name == req.params["name"]; });
+    if (preset == all.end()) co_return error_response(404, "not_found", "no preset '" + req.params["name"] + "'");
+    if (preset->experiments.empty())
+      co_return unprocessable("preset " + preset->name + " has nothing to run here: " +
+                              (preset->notes.empty() ? std::string() : preset->notes.front()));
+    // Every experiment checked and priced before any is created.
+    std::vector<std::pair<daemon::ExperimentSpec, std::vector<daemon::PricedConfig>>> ready;
+    for (const auto& body : preset->experiments) {
+      auto spec = daemon::experiment_spec_from_json(body);
+      if (!spec) co_return unprocessable(spec.error().detail);
+      auto priced = co_await daemon::price_configs(*spec, c.providers, c.datasets);
+      if (!priced) co_return from_error(priced.error());
+      ready.emplace_back(std::move(*spec), std::move(*priced));
+    }
+    json ids = json::array();
+    for (const auto& [spec, priced] : ready) {
+      auto id = c.store.create_experiment(spec, priced);
+      if (!id) co_return error_response(id.error());
+      ids.push_back(*id);
+    }
+    c.runs.notify();
+    co_return json_response(201, {{"ids", ids}, {"notes", preset->notes}});
+  });
+}
+
+// The runs: list, read, follow, cancel, their samples.
+void add_run_routes(Router& router, const RestContext& c) {
   router.add("GET", "/v1/runs", [c](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
     auto listed = list_runs(c, req.query);
@@ -272,7 +279,10 @@ void add_rest_routes(Router& router, RestContext c) {
     if (!r) co_return error_response(r.error());
     co_return json_response(202, *r);
   });
+}
 
+// What a run's agents post: events and a multi-node run's rendezvous (a run token reaches these).
+void add_agent_routes(Router& router, const RestContext& c) {
   // An agent's event. The body is parsed where the connection lives (any_thread: the network thread); the token
   // check and the marks are one job of a group commit (daemon/group_commit.h) on the event loop, so the events
   // that arrive together share one transaction and one hand-over each way; the answer waits for the commit.
@@ -325,6 +335,16 @@ void add_rest_routes(Router& router, RestContext c) {
     if (!meeting) co_return from_error(meeting.error());
     co_return json_response(200, *meeting);
   });
+}
+
+}  // namespace
+
+void add_rest_routes(Router& router, RestContext c) {
+  add_health_and_offer_routes(router, c);
+  add_experiment_routes(router, c);
+  add_preset_routes(router, c);
+  add_run_routes(router, c);
+  add_agent_routes(router, c);
 }
 
 void add_metrics_route(Router& router, MetricsContext m) {

@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,8 +159,8 @@ bool to_ids(const std::string& s, std::vector<int64_t>& out) {
   return true;
 }
 
-int serve(std::map<std::string, std::string> flags) {
-  api::AppOptions o;
+// `tsumd serve`'s flags into o; the exit status when one is wrong (said on stderr), else nullopt.
+std::optional<int> serve_options(std::map<std::string, std::string>& flags, api::AppOptions& o) {
   o.db_path = flags["db"];
   std::string listen = flags.count("listen") ? flags["listen"] : "127.0.0.1:8080";
   auto colon = listen.rfind(':');
@@ -220,7 +221,11 @@ int serve(std::map<std::string, std::string> flags) {
   }
   if (o.trace_csv.empty() && o.trace_db.empty() && (flags.count("trace-speed") || flags.count("trace-billing")))
     return usage_error("--trace-speed and --trace-billing need --trace FILE.csv or --trace-db FILE.db");
+  return std::nullopt;
+}
 
+// Runs the daemon until a signal has cancelled its runs and terminated their instances (or a second signal).
+int run_daemon(api::AppOptions o) {
   // Connections are read, parsed and written on threads of their own; the routes run on `io`, this thread
   // (api/http_server.h). Declared before `io`, so it outlives the routes still pending there.
   NetworkThreads network;
@@ -263,6 +268,12 @@ int serve(std::map<std::string, std::string> flags) {
   network.stop();  // before the App goes: its sessions refer to the App's routes
   std::cerr << "tsumd: stopped\n";
   return rc;
+}
+
+int serve(std::map<std::string, std::string> flags) {
+  api::AppOptions o;
+  if (auto bad = serve_options(flags, o)) return *bad;
+  return run_daemon(std::move(o));
 }
 
 int token_create(std::map<std::string, std::string> flags) {

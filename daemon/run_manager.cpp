@@ -198,28 +198,48 @@ asio::awaitable<void> RunManager::run_one(std::shared_ptr<LiveRun> live) {
   notify();
 }
 
-asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_watch(LiveRun& live) {
-  using Result = std::pair<RunStatus, std::string>;
+// What provisioning a run needs, gathered before its first create; then the machines it made.
+struct RunManager::Launch {
+  RunRow row;
+  providers::Provider* provider = nullptr;
+  ExperimentRow exp;
+  providers::Offer offer;
+  providers::LaunchSpec spec;
+  std::chrono::steady_clock::time_point t0;  // the first create call: the startup deadline counts from here
+  InstanceHandle instance;                   // the machine, or the group of a run's nodes
+};
+
+asio::awaitable<RunManager::Outcome> RunManager::provision_and_watch(LiveRun& live) {
+  Launch launch;
+  if (auto failed = co_await prepare_launch(live, launch)) co_return *failed;
+  if (auto failed = co_await create_machines(live, launch)) co_return *failed;
+  co_return co_await watch(live, launch);
+}
+
+asio::awaitable<std::optional<RunManager::Outcome>> RunManager::prepare_launch(LiveRun& live, Launch& l) {
   auto row = s_.store.run(live.id);
-  if (!row) co_return Result{RunStatus::failed, row.error().detail};
-  auto* provider = s_.providers.get(row->provider);
-  if (!provider) co_return Result{RunStatus::failed, "provider '" + row->provider + "' is not configured"};
+  if (!row) co_return Outcome{RunStatus::failed, row.error().detail};
+  l.row = *row;
+  l.provider = s_.providers.get(row->provider);
+  if (!l.provider) co_return Outcome{RunStatus::failed, "provider '" + row->provider + "' is not configured"};
   auto exp = s_.store.experiment(row->experiment_id);
-  if (!exp) co_return Result{RunStatus::failed, exp.error().detail};
+  if (!exp) co_return Outcome{RunStatus::failed, exp.error().detail};
+  l.exp = *exp;
   if (auto st = s_.ledger.advance(live.id, RunStatus::provisioning, "dispatched"); !st)  // e.g. the disk is full:
-    co_return Result{st.error().code == Code::unavailable ? RunStatus::queued : RunStatus::failed,  // try later
-                     st.error().detail};
+    co_return Outcome{st.error().code == Code::unavailable ? RunStatus::queued : RunStatus::failed,  // try later
+                      st.error().detail};
 
   // Named, not a temporary: GCC 12 mishandles temporaries inside co_await expressions.
   const providers::Requirements wanted{.instance_type = row->instance_type};
-  auto offers = co_await provider->offers(wanted);
+  auto offers = co_await l.provider->offers(wanted);
   if (!offers || offers->empty())
-    co_return Result{RunStatus::failed, "no offer for " + row->instance_type +
-                                            (offers ? "" : ": " + offers.error().detail)};
+    co_return Outcome{RunStatus::failed, "no offer for " + row->instance_type +
+                                             (offers ? "" : ": " + offers.error().detail)};
+  l.offer = offers->front();
   const auto variant = static_cast<size_t>(row->config_index);
   if (variant >= exp->spec.variants())
-    co_return Result{RunStatus::failed, "run names configuration " + std::to_string(variant) + " of " +
-                                            std::to_string(exp->spec.variants())};
+    co_return Outcome{RunStatus::failed, "run names configuration " + std::to_string(variant) + " of " +
+                                             std::to_string(exp->spec.variants())};
   const Workload& workload = exp->spec.workload_of(variant);
   const RunConfig& config = exp->spec.config_of(variant);
   // Attempt k of a spot run in spot_recovery.zones[(k - 1) % n]: a recovery moves on from where it was taken back.
@@ -227,24 +247,24 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   const std::string zone = zones.empty() ? "" : zones[static_cast<size_t>(row->attempt - 1) % zones.size()];
   if (auto st = s_.ledger.begin_attempt(live.id, {row->provider, row->instance_type, row->market, row->hourly_price, zone});
       !st)
-    co_return Result{RunStatus::failed, st.error().detail};
-  auto env = agent_env(*provider, workload, offers->front().gpus);
-  if (!env) co_return Result{RunStatus::failed, env.error().detail};
+    co_return Outcome{RunStatus::failed, st.error().detail};
+  auto env = agent_env(*l.provider, workload, l.offer.gpus);
+  if (!env) co_return Outcome{RunStatus::failed, env.error().detail};
   if (row->market == "spot" || row->attempt > 1) {
     // A spot run checkpoints on the notice and every checkpoint_every_s; a later attempt resumes the last one.
     (*env)["TSUM_ATTEMPT"] = std::to_string(row->attempt);
     (*env)["TSUM_CHECKPOINT_EVERY"] = std::to_string(config.spot_recovery.checkpoint_every_s);
     auto ck = s_.ledger.last_checkpoint(live.id);
-    if (!ck) co_return Result{RunStatus::failed, ck.error().detail};
+    if (!ck) co_return Outcome{RunStatus::failed, ck.error().detail};
     if (*ck) {
       (*env)["TSUM_RESUME_URL"] = "/v1/runs/" + std::to_string(live.id) + "/artifacts/" + (*ck)->artifact;
       (*env)["TSUM_RESUME_SHA256"] = (*ck)->sha256;
     }
   }
   auto token = s_.tokens.create_for_run(live.id);
-  if (!token) co_return Result{RunStatus::failed, token.error().detail};
+  if (!token) co_return Outcome{RunStatus::failed, token.error().detail};
 
-  providers::LaunchSpec spec;
+  providers::LaunchSpec& spec = l.spec;
   spec.run_id = std::to_string(live.id);
   spec.tag = opts_.tag;
   // Each attempt its own token: a cloud answers a repeated one with the first attempt's (gone) machine.
@@ -257,7 +277,7 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
   spec.env = std::move(*env);
   spec.env["TSUM_RUN_ID"] = spec.run_id;
   spec.env["TSUM_TOKEN"] = *token;
-  if (exp->spec.config_of(variant).runtime == "docker" || workload.kind == "job") {  // a job runs in Docker
+  if (config.runtime == "docker" || workload.kind == "job") {  // a job runs in Docker
     spec.runtime = "docker";
     spec.env["TSUM_RUNTIME"] = "docker";
     spec.env["TSUM_IMAGE"] = workload.image;
@@ -265,19 +285,22 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     for (const char* k : {"TSUM_REGISTRY_USER", "TSUM_REGISTRY_PASSWORD"})
       if (const char* v = std::getenv(k); v && *v) spec.env[k] = v;
   }
-
-  const int nodes = row->nodes;
-  if (nodes > 1) {
-    spec.env["TSUM_NODES"] = std::to_string(nodes);
-    spec.env["TSUM_DIST"] = exp->spec.config_of(variant).dist;
+  if (row->nodes > 1) {
+    spec.env["TSUM_NODES"] = std::to_string(row->nodes);
+    spec.env["TSUM_DIST"] = config.dist;
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  co_return std::nullopt;
+}
+
+asio::awaitable<std::optional<RunManager::Outcome>> RunManager::create_machines(LiveRun& live, Launch& l) {
+  const int nodes = l.row.nodes;
+  l.t0 = std::chrono::steady_clock::now();
   (void)s_.ledger.record_mark(live.id, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
   // One create per node, each node's startup timed from its own; a gang provider makes them all in one.
-  const bool gang = provider->capabilities().gang_nodes;
+  const bool gang = l.provider->capabilities().gang_nodes;
   std::vector<InstanceHandle> created;
   for (int node = 0; node < (gang ? 1 : nodes); ++node) {
-    providers::LaunchSpec node_spec = spec;
+    providers::LaunchSpec node_spec = l.spec;
     if (gang) {
       node_spec.nodes = nodes;
     } else if (nodes > 1) {
@@ -286,35 +309,37 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     }
     for (int n = gang ? 0 : node; n < (gang ? nodes : node + 1) && nodes > 1; ++n)
       (void)s_.ledger.record_node_mark(live.id, n, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
-    auto handle = co_await provider->create(offers->front(), node_spec);
+    auto handle = co_await l.provider->create(l.offer, node_spec);
     if (!handle)
-      co_return Result{RunStatus::failed, "create failed" + (nodes > 1 ? " for node " + std::to_string(node) : "") +
-                                              ": " + handle.error().detail};
+      co_return Outcome{RunStatus::failed, "create failed" + (nodes > 1 ? " for node " + std::to_string(node) : "") +
+                                               ": " + handle.error().detail};
     // Fault injection for the leak-guard tests: die as kill -9 would, after the create and before its commit.
     if (const char* f = std::getenv("TSUM_FAULT_EXIT_AFTER_CREATE"); f && std::string_view(f) == "1") _exit(137);
     created.push_back(*handle);
     auto st = gang || nodes == 1 ? s_.ledger.set_instance(live.id, handle->to_json())
-                                 : s_.ledger.extend_instance(live.id, providers::make_node_group(row->provider, created).to_json());
+                                 : s_.ledger.extend_instance(live.id, providers::make_node_group(l.row.provider, created).to_json());
     if (!st) {
       // Not in the ledger, so run_one would not terminate it: terminate it here (a failure leaves it to the next
       // start's sweep of tagged instances).
-      auto t = co_await provider->terminate(*handle);
+      auto t = co_await l.provider->terminate(*handle);
       std::string reason = "could not record instance " + handle->id + ": " + st.error().detail;
       reason += t ? "; it was terminated" : "; terminating it failed: " + t.error().detail;
-      co_return Result{RunStatus::failed, reason};
+      co_return Outcome{RunStatus::failed, reason};
     }
   }
-  const InstanceHandle instance =
-      gang || nodes == 1 ? created.front() : providers::make_node_group(row->provider, created);
+  l.instance = gang || nodes == 1 ? created.front() : providers::make_node_group(l.row.provider, created);
   (void)s_.ledger.advance(live.id, RunStatus::booting,
-                          nodes > 1 ? std::to_string(nodes) + " nodes created (" + instance.id + ")"
-                                    : "instance " + instance.id + " created");
+                          nodes > 1 ? std::to_string(nodes) + " nodes created (" + l.instance.id + ")"
+                                    : "instance " + l.instance.id + " created");
+  co_return std::nullopt;
+}
 
-  const auto run_deadline = exp->spec.deadline_s ? std::min<std::chrono::seconds>(
-                                                      opts_.run_deadline, std::chrono::seconds(*exp->spec.deadline_s))
-                                                : opts_.run_deadline;
-  const auto startup_limit = startup_deadline(row->provider);
-  const std::string field = startup_deadline_field(row->provider);
+asio::awaitable<RunManager::Outcome> RunManager::watch(LiveRun& live, const Launch& l) {
+  const auto run_deadline = l.exp.spec.deadline_s ? std::min<std::chrono::seconds>(
+                                                        opts_.run_deadline, std::chrono::seconds(*l.exp.spec.deadline_s))
+                                                  : opts_.run_deadline;
+  const auto startup_limit = startup_deadline(l.row.provider);
+  const std::string field = startup_deadline_field(l.row.provider);
   // The provider's poller reports the instance's status once per interval, for this run and its others.
   // Keys: the run id for a run of one machine; -((run id << 8) | node) - 1 for each machine of a group.
   struct Unwatch {
@@ -323,90 +348,101 @@ asio::awaitable<std::pair<RunStatus, std::string>> RunManager::provision_and_wat
     ~Unwatch() {
       for (auto k : keys) poller->unwatch(k);
     }
-  } watching{poller_for(*provider), {}};
-  const auto machines = providers::node_handles(instance);
+  } watching{poller_for(*l.provider), {}};
+  const auto machines = providers::node_handles(l.instance);
   for (size_t n = 0; n < machines.size(); ++n) {
     const int64_t key =
-        providers::is_node_group(instance) ? -((live.id << 8) | static_cast<int64_t>(n)) - 1 : live.id;
+        providers::is_node_group(l.instance) ? -((live.id << 8) | static_cast<int64_t>(n)) - 1 : live.id;
     watching.keys.push_back(key);
     watching.poller->watch(key, machines[n], [&live, n](const tsum::Result<providers::InstanceStatus>& st) {
       live.polled.emplace_back(static_cast<int>(n), st);
       live.poke();
     });
   }
-  // How long after a notice the daemon waits for the checkpoint before it moves on anyway.
-  const auto notice_wait = std::chrono::seconds(150);
-  auto interrupted = [&](std::string why) {
-    live.interrupted = std::move(why);
-    return Result{RunStatus::queued, *live.interrupted};
-  };
   std::string waiting;  // what the provider last said a machine waits for (a queue's or scheduler's reason)
   for (;;) {
-    if (live.cancel_reason) co_return Result{RunStatus::cancelled, *live.cancel_reason};
-    if (live.noticed && !live.saved) {
-      // The notice came: once the checkpoint is in (or there was nothing to save yet: no learning begun) the
-      // machine is let go at once, not at the cloud's deadline. A run past learning finishes verify and save if
-      // they fit before the machine goes (its going is an interruption, below).
-      auto phases = s_.ledger.phases(live.id);
-      const bool begun = phases && phases->count(Phase::learn) && (*phases)[Phase::learn].begin;
-      const bool learned = begun && (*phases)[Phase::learn].end;
-      if (live.checkpointed_after_notice || !begun)
-        co_return interrupted("interrupted by " + row->provider + " (notice)" +
-                              (live.checkpointed_after_notice ? "; checkpoint held" : "; nothing to save yet"));
-      if (!learned && live.noticed_at && std::chrono::steady_clock::now() - *live.noticed_at > notice_wait)
-        co_return interrupted("interrupted by " + row->provider + " (notice); no checkpoint within " +
-                              std::to_string(notice_wait.count()) + " s");
-    }
-    if (live.agent_error) co_return Result{RunStatus::failed, *live.agent_error};
-    if (live.saved) co_return Result{RunStatus::done, ""};
+    if (live.cancel_reason) co_return Outcome{RunStatus::cancelled, *live.cancel_reason};
+    if (auto ended = after_notice(live, l)) co_return *ended;
+    if (live.agent_error) co_return Outcome{RunStatus::failed, *live.agent_error};
+    if (live.saved) co_return Outcome{RunStatus::done, ""};
     auto now = std::chrono::steady_clock::now();
     if (!live.alive) {  // read until seen: it never goes back
       auto phases = s_.ledger.phases(live.id);
       live.alive = phases && phases->count(Phase::startup) && (*phases)[Phase::startup].end;
     }
-    if (!live.alive && now - t0 > startup_limit)
-      co_return Result{RunStatus::failed, "no sign of life from the agent within " +
-                                              std::to_string(startup_limit.count()) + " s (" + row->provider +
-                                              "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")" +
-                                              (waiting.empty() ? "" : "; still waiting: " + waiting)};
-    if (now - t0 > run_deadline)
-      co_return Result{RunStatus::failed,
-                       "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
+    if (!live.alive && now - l.t0 > startup_limit)
+      co_return Outcome{RunStatus::failed, "no sign of life from the agent within " +
+                                               std::to_string(startup_limit.count()) + " s (" + l.row.provider +
+                                               "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")" +
+                                               (waiting.empty() ? "" : "; still waiting: " + waiting)};
+    if (now - l.t0 > run_deadline)
+      co_return Outcome{RunStatus::failed,
+                        "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
     // Every poll (a quarter second), so no billing step of a second or more passes unchecked.
-    if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Result{RunStatus::cancelled, **over};
-    auto polled = std::move(live.polled);
-    live.polled.clear();
-    for (const auto& [node, st] : polled) {
-      if (st && st->queue_wait_s) (void)s_.ledger.set_queue_wait(live.id, *st->queue_wait_s);
-      if (st && st->state == InstanceState::pending && !st->detail.empty()) waiting = st->detail;
-      const std::string who = machines.size() > 1 ? "node " + std::to_string(node) + ": " : "";
-      if (machines.size() > 1 && st && st->state == InstanceState::exited) {
-        // A node that has saved its part is done and may have exited while the others still save.
-        auto nodes_phases = s_.ledger.node_phases(live.id);
-        if (nodes_phases && nodes_phases->count(node) && (*nodes_phases)[node].count(Phase::save) &&
-            (*nodes_phases)[node][Phase::save].end)
-          continue;
-      }
-      // The cloud took the machine back (its API says so), or a machine that had its notice went.
-      if (st && (st->interrupted || (live.noticed && st->state != InstanceState::running &&
-                                     st->state != InstanceState::pending))) {
-        if (!live.noticed) {
-          nlohmann::json notice = {{"source", "cloud"}, {"cloud", row->provider}, {"text", st->detail},
-                                   {"at", s_.clock.now_s()}};
-          (void)s_.ledger.note_interruption(live.id, notice);
-        }
-        co_return interrupted("interrupted by " + row->provider + ": " + st->detail +
-                              (live.noticed ? "" : " (no notice reached the machine)"));
-      }
-      if (st && st->state == InstanceState::gone)
-        co_return Result{RunStatus::failed, who + "instance disappeared: " + st->detail};
-      if (st && st->state == InstanceState::exited)  // the agent delivers its events before it exits
-        co_return Result{RunStatus::failed, who + st->detail + " before the run finished"};
-    }
+    if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Outcome{RunStatus::cancelled, **over};
+    if (auto ended = judge_polled(live, l, machines.size(), waiting)) co_return *ended;
     live.wake.expires_after(opts_.poll);
     boost::system::error_code ec;
     co_await live.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+}
+
+std::optional<RunManager::Outcome> RunManager::interrupted(LiveRun& live, std::string why) {
+  live.interrupted = std::move(why);
+  return Outcome{RunStatus::queued, *live.interrupted};
+}
+
+std::optional<RunManager::Outcome> RunManager::after_notice(LiveRun& live, const Launch& l) {
+  if (!live.noticed || live.saved) return std::nullopt;
+  // The notice came: once the checkpoint is in (or there was nothing to save yet: no learning begun) the machine
+  // is let go at once, not at the cloud's deadline. A run past learning finishes verify and save if they fit
+  // before the machine goes (its going is an interruption, judge_polled). The daemon waits notice_wait for the
+  // checkpoint before it moves on anyway.
+  const auto notice_wait = std::chrono::seconds(150);
+  auto phases = s_.ledger.phases(live.id);
+  const bool begun = phases && phases->count(Phase::learn) && (*phases)[Phase::learn].begin;
+  const bool learned = begun && (*phases)[Phase::learn].end;
+  if (live.checkpointed_after_notice || !begun)
+    return interrupted(live, "interrupted by " + l.row.provider + " (notice)" +
+                                 (live.checkpointed_after_notice ? "; checkpoint held" : "; nothing to save yet"));
+  if (!learned && live.noticed_at && std::chrono::steady_clock::now() - *live.noticed_at > notice_wait)
+    return interrupted(live, "interrupted by " + l.row.provider + " (notice); no checkpoint within " +
+                                 std::to_string(notice_wait.count()) + " s");
+  return std::nullopt;
+}
+
+std::optional<RunManager::Outcome> RunManager::judge_polled(LiveRun& live, const Launch& l, size_t machines,
+                                                            std::string& waiting) {
+  auto polled = std::move(live.polled);
+  live.polled.clear();
+  for (const auto& [node, st] : polled) {
+    if (st && st->queue_wait_s) (void)s_.ledger.set_queue_wait(live.id, *st->queue_wait_s);
+    if (st && st->state == InstanceState::pending && !st->detail.empty()) waiting = st->detail;
+    const std::string who = machines > 1 ? "node " + std::to_string(node) + ": " : "";
+    if (machines > 1 && st && st->state == InstanceState::exited) {
+      // A node that has saved its part is done and may have exited while the others still save.
+      auto nodes_phases = s_.ledger.node_phases(live.id);
+      if (nodes_phases && nodes_phases->count(node) && (*nodes_phases)[node].count(Phase::save) &&
+          (*nodes_phases)[node][Phase::save].end)
+        continue;
+    }
+    // The cloud took the machine back (its API says so), or a machine that had its notice went.
+    if (st && (st->interrupted || (live.noticed && st->state != InstanceState::running &&
+                                   st->state != InstanceState::pending))) {
+      if (!live.noticed) {
+        nlohmann::json notice = {{"source", "cloud"}, {"cloud", l.row.provider}, {"text", st->detail},
+                                 {"at", s_.clock.now_s()}};
+        (void)s_.ledger.note_interruption(live.id, notice);
+      }
+      return interrupted(live, "interrupted by " + l.row.provider + ": " + st->detail +
+                                   (live.noticed ? "" : " (no notice reached the machine)"));
+    }
+    if (st && st->state == InstanceState::gone)
+      return Outcome{RunStatus::failed, who + "instance disappeared: " + st->detail};
+    if (st && st->state == InstanceState::exited)  // the agent delivers its events before it exits
+      return Outcome{RunStatus::failed, who + st->detail + " before the run finished"};
+  }
+  return std::nullopt;
 }
 
 asio::awaitable<Result<AttemptSpec>> RunManager::next_attempt_of(int64_t run_id) {

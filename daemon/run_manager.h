@@ -102,8 +102,24 @@ class RunManager {
   // Starts the runs admit() picked that the budget allows; refuses the ones it never will.
   void start_within_budget(const std::vector<int64_t>& picked, std::map<int64_t, QueueEntry>& by_id);
   boost::asio::awaitable<void> run_one(std::shared_ptr<LiveRun> live);
-  // The run's body up to (not including) termination. Returns the final status and reason.
-  boost::asio::awaitable<std::pair<RunStatus, std::string>> provision_and_watch(LiveRun& live);
+  struct Launch;
+  using Outcome = std::pair<RunStatus, std::string>;  // how a run ended, and why
+  // The run's body up to (not including) termination: prepare_launch, create_machines, watch.
+  boost::asio::awaitable<Outcome> provision_and_watch(LiveRun& live);
+  // Reads the run, its experiment and its offer, begins its attempt and builds the agent's LaunchSpec; an
+  // outcome if the run ends here.
+  boost::asio::awaitable<std::optional<Outcome>> prepare_launch(LiveRun& live, Launch& l);
+  // One create per node (one for a gang provider), each recorded in the ledger as it is made; then booting.
+  boost::asio::awaitable<std::optional<Outcome>> create_machines(LiveRun& live, Launch& l);
+  // Until the run ends: cancels, the agent's events, deadlines, budget caps, spot notices, the provider's polls.
+  boost::asio::awaitable<Outcome> watch(LiveRun& live, const Launch& l);
+  // After a spot notice: whether the machine may go now (its checkpoint is held, or nothing was learned yet).
+  std::optional<Outcome> after_notice(LiveRun& live, const Launch& l);
+  // What the statuses the poller delivered since the last look end, if anything; `waiting` keeps what a
+  // pending machine waits for.
+  std::optional<Outcome> judge_polled(LiveRun& live, const Launch& l, size_t machines, std::string& waiting);
+  // The attempt ends by an interruption: the run goes on on a next machine (run_one).
+  static std::optional<Outcome> interrupted(LiveRun& live, std::string why);
   // terminating → terminate → wait until gone, timing poweroff. Returns an error if it could not confirm.
   boost::asio::awaitable<Status> terminate_and_time(int64_t run_id, providers::Provider& p,
                                                     const providers::InstanceHandle& h);

@@ -13,7 +13,118 @@ namespace tsum::daemon {
 using nlohmann::json;
 
 namespace {
+
 json id_or_null(const std::optional<int64_t>& id) { return id ? json(*id) : json(nullptr); }
+
+using Phases = std::map<Phase, PhaseRecord>;
+
+// The attrs of a phase's end mark, or nullptr when it has not ended.
+const json* end_attrs(const Phases& phases, Phase phase) {
+  auto it = phases.find(phase);
+  return it == phases.end() || !it->second.end ? nullptr : &it->second.end->attrs;
+}
+
+// Seconds per phase (null where not measured), their sum, whether all eight are in, and each phase's resources.
+struct PhaseView {
+  json seconds = json::object();
+  json stats = json::object();
+  double t_sum = 0;
+  bool complete = true;
+};
+
+PhaseView phase_view(const Phases& phases) {
+  PhaseView v;
+  for (auto name : kPhaseNames) {
+    auto it = phases.find(*parse_phase(name));
+    if (it != phases.end() && !it->second.stats.empty()) {
+      json& m = v.stats[std::string(name)];
+      for (const auto& [metric, x] : it->second.stats) m[metric] = {{"min", x.min}, {"avg", x.avg}, {"max", x.max}};
+    }
+    std::optional<double> secs = it == phases.end() ? std::nullopt : it->second.seconds();
+    v.seconds[std::string(name)] = secs ? json(*secs) : json(nullptr);
+    if (secs) v.t_sum += *secs;
+    else v.complete = false;
+  }
+  return v;
+}
+
+// What the phases' end marks measured: accuracy, throughput, threads; how install got the trainer (bundle
+// download, image pull, image present) and what its GPU probe measured; what load_data fetched; a job's marks
+// (which the agent derived because the program did not write them, and the lines it could not use); the
+// inference sweep's result per batch size (learn's progress marks).
+json phase_metrics(const Phases& phases, const std::vector<json>& epochs) {
+  json metrics = json::object();
+  for (auto [phase, keys] : {std::pair{Phase::verify, std::vector<const char*>{"test_accuracy", "test_loss"}},
+                             {Phase::learn, {"images_per_s"}},
+                             {Phase::start, {"threads"}}})
+    if (const json* a = end_attrs(phases, phase))
+      for (const char* k : keys)
+        if (a->contains(k)) metrics[k] = (*a)[k];
+  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image", "sha256", "gpu_probe"}},
+                                    {Phase::load_data, "data", {"name", "format", "method", "bytes", "sha256"}},
+                                    {Phase::save, "marks", {"derived", "malformed", "exit_status"}}}) {
+    const json* a = end_attrs(phases, phase);
+    if (!a) continue;
+    json m = json::object();
+    for (const char* f : fields)
+      if (a->contains(f)) m[f] = (*a)[f];
+    if (!m.empty()) metrics[key] = m;
+  }
+  json inference = json::array();
+  for (const auto& e : epochs)
+    if (e.value("event", "") == "infer") inference.push_back(e);
+  if (!inference.empty()) metrics["inference"] = inference;
+  return metrics;
+}
+
+// A multi-node run: each node's phases (the run's are its slowest node's); into `metrics` the spread of their
+// startups and what rank 0 measured of the communication.
+json node_view(int nodes, const std::map<int, Phases>& by_node, const Phases& phases, json& metrics) {
+  json per_node = json::array();
+  for (int n = 0; n < nodes; ++n) {
+    json p = json::object();
+    auto node = by_node.find(n);
+    for (auto name : kPhaseNames) {
+      std::optional<double> secs;
+      if (node != by_node.end())
+        if (auto it = node->second.find(*parse_phase(name)); it != node->second.end()) secs = it->second.seconds();
+      p[std::string(name)] = secs ? json(*secs) : json(nullptr);
+    }
+    per_node.push_back({{"node", n}, {"phases", p}});
+  }
+  if (const json* a = end_attrs(phases, Phase::startup)) metrics["startup_spread_s"] = a->value("spread_s", 0.0);
+  if (const json* a = end_attrs(phases, Phase::learn)) {
+    json dist = json::object();
+    for (const auto& [k, v] : a->items())
+      if (k == "world_size" || k == "dist" || k.starts_with("comm_") || k.starts_with("bytes_") ||
+          k.starts_with("staleness"))
+        dist[k] = v;
+    if (!dist.empty()) metrics["distributed"] = dist;
+  }
+  return per_node;
+}
+
+// A byo run waiting for its machine shows the one-liner that joins one (providers/byo/byo_provider.h).
+json join_view(const RunRow& r) {
+  if (!r.instance || r.status != RunStatus::booting || !r.instance->contains("data") ||
+      (*r.instance)["data"].value("command", "") == "")
+    return nullptr;
+  return {{"command", (*r.instance)["data"]["command"]}, {"expires_at", (*r.instance)["data"].value("expires_at", 0.0)}};
+}
+
+// The run's variant: "config" names what tells it apart from the experiment's others.
+json config_view(const RunRow& r, const ExperimentSpec& spec) {
+  const auto variant = static_cast<size_t>(r.config_index);
+  json config = {{"provider", r.provider}, {"instance_type", r.instance_type}};
+  if (variant >= spec.variants()) return config;
+  const auto& c = spec.config_of(variant);
+  if (c.runtime != "native") config["runtime"] = c.runtime;
+  if (c.market != "on-demand") config["market"] = c.market;
+  if (c.nodes > 1) config.update({{"nodes", c.nodes}, {"dist", c.dist}});
+  if (!spec.varied.empty()) config["workload"] = workload_fields(spec.workload_of(variant), spec.varied);
+  return config;
+}
+
 }  // namespace
 
 Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
@@ -21,151 +132,61 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
   const auto& rules = spec.billing;
   auto phases = ledger_.phases(r.id);
   if (!phases) return phases.error();
-  json ph = json::object();
-  json stats = json::object();
-  double t_sum = 0;
-  bool complete = true;
-  for (auto name : kPhaseNames) {
-    auto it = phases->find(*parse_phase(name));
-    if (it != phases->end() && !it->second.stats.empty()) {
-      json& m = stats[std::string(name)];
-      for (const auto& [metric, v] : it->second.stats) m[metric] = {{"min", v.min}, {"avg", v.avg}, {"max", v.max}};
-    }
-    std::optional<double> secs = it == phases->end() ? std::nullopt : it->second.seconds();
-    if (secs) {
-      ph[std::string(name)] = *secs;
-      t_sum += *secs;
-    } else {
-      ph[std::string(name)] = nullptr;
-      complete = false;
-    }
-  }
-  json metrics = json::object();
-  if (auto it = phases->find(Phase::verify); it != phases->end() && it->second.end) {
-    const auto& a = it->second.end->attrs;
-    if (a.contains("test_accuracy")) metrics["test_accuracy"] = a["test_accuracy"];
-    if (a.contains("test_loss")) metrics["test_loss"] = a["test_loss"];
-  }
-  if (auto it = phases->find(Phase::learn); it != phases->end() && it->second.end) {
-    const auto& a = it->second.end->attrs;
-    if (a.contains("images_per_s")) metrics["images_per_s"] = a["images_per_s"];
-  }
-  if (auto it = phases->find(Phase::start); it != phases->end() && it->second.end) {
-    const auto& a = it->second.end->attrs;
-    if (a.contains("threads")) metrics["threads"] = a["threads"];
-  }
-  // How install got the trainer (bundle download, image pull, image present) and what its GPU probe measured, and
-  // what load_data fetched.
-  // A job's marks: which the agent derived because the program did not write them, and the lines it could not use.
-  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image", "sha256", "gpu_probe"}},
-                                    {Phase::load_data, "data", {"name", "format", "method", "bytes", "sha256"}},
-                                    {Phase::save, "marks", {"derived", "malformed", "exit_status"}}}) {
-    auto it = phases->find(phase);
-    if (it == phases->end() || !it->second.end) continue;
-    const auto& a = it->second.end->attrs;
-    json m = json::object();
-    for (const char* f : fields)
-      if (a.contains(f)) m[f] = a[f];
-    if (!m.empty()) metrics[key] = m;
-  }
+  PhaseView pv = phase_view(*phases);
   auto epochs = store_.epochs_of(r.id);
   if (!epochs) return epochs.error();
+  json metrics = phase_metrics(*phases, *epochs);
   if (r.queue_wait_s) metrics["queue_wait_s"] = *r.queue_wait_s;  // part of startup: submit to start
-  // A multi-node run: each node's phases (the run's are its slowest node's), the spread of their startups, and
-  // what rank 0 measured of the communication.
   json per_node = nullptr;
   if (r.nodes > 1) {
     auto nodes = ledger_.node_phases(r.id);
     if (!nodes) return nodes.error();
-    per_node = json::array();
-    for (int n = 0; n < r.nodes; ++n) {
-      json p = json::object();
-      for (auto name : kPhaseNames) {
-        auto node = nodes->find(n);
-        std::optional<double> secs;
-        if (node != nodes->end())
-          if (auto it = node->second.find(*parse_phase(name)); it != node->second.end()) secs = it->second.seconds();
-        p[std::string(name)] = secs ? json(*secs) : json(nullptr);
-      }
-      per_node.push_back({{"node", n}, {"phases", p}});
-    }
-    if (auto it = phases->find(Phase::startup); it != phases->end() && it->second.end)
-      metrics["startup_spread_s"] = it->second.end->attrs.value("spread_s", 0.0);
-    if (auto it = phases->find(Phase::learn); it != phases->end() && it->second.end) {
-      json dist = json::object();
-      for (const auto& [k, v] : it->second.end->attrs.items())
-        if (k == "world_size" || k == "dist" || k.starts_with("comm_") || k.starts_with("bytes_") ||
-            k.starts_with("staleness"))
-          dist[k] = v;
-      if (!dist.empty()) metrics["distributed"] = dist;
-    }
+    per_node = node_view(r.nodes, *nodes, *phases, metrics);
   }
 
   json cost = json::object();
-  json attempts = json::array();
   std::optional<double> lost_s;
   auto all = attempts_json(r, rules);
   if (!all) return all.error();
-  attempts = std::move(all->attempts);
   if (r.attempt > 1) {
     // A run of several machines: each attempt billed on its own, the run's t_sum from the first machine's create
     // to the last one's poweroff.
     lost_s = all->lost_s;
-    if (complete && all->wall_s) {
-      t_sum = *all->wall_s;
+    if (pv.complete && all->wall_s) {
+      pv.t_sum = *all->wall_s;
       for (const auto& rule : rules)
         cost[rule.name] = {{"billed_s", all->billed_s[rule.name]}, {"amount", all->amount[rule.name]},
                            {"currency", r.currency}};
     }
-  } else if (complete) {
-    for (const auto& rule : rules) {
-      double billed = billing::billed_seconds(rule, t_sum);
-      cost[rule.name] = {{"billed_s", billed},
-                         {"amount", r.nodes * billing::cost(rule, r.hourly_price, t_sum)},  // every node billed
+  } else if (pv.complete) {
+    for (const auto& rule : rules)
+      cost[rule.name] = {{"billed_s", billing::billed_seconds(rule, pv.t_sum)},
+                         {"amount", r.nodes * billing::cost(rule, r.hourly_price, pv.t_sum)},  // every node billed
                          {"currency", r.currency}};
-    }
   }
-  // A byo run waiting for its machine shows the one-liner that joins one (providers/byo/byo_provider.h).
-  json join = nullptr;
-  if (r.instance && r.status == RunStatus::booting && r.instance->contains("data") &&
-      (*r.instance)["data"].value("command", "") != "")
-    join = {{"command", (*r.instance)["data"]["command"]}, {"expires_at", (*r.instance)["data"].value("expires_at", 0.0)}};
-  // The run's variant: its config and workload; "config" names what tells it apart from the experiment's others.
   const auto variant = static_cast<size_t>(r.config_index);
-  const bool known = variant < spec.variants();
-  json config = {{"provider", r.provider}, {"instance_type", r.instance_type}};
-  if (known && spec.config_of(variant).runtime != "native") config["runtime"] = spec.config_of(variant).runtime;
-  if (known && spec.config_of(variant).market != "on-demand") config["market"] = spec.config_of(variant).market;
-  if (known && spec.config_of(variant).nodes > 1)
-    config.update({{"nodes", spec.config_of(variant).nodes}, {"dist", spec.config_of(variant).dist}});
-  if (known && !spec.varied.empty()) config["workload"] = workload_fields(spec.workload_of(variant), spec.varied);
-  // The inference sweep's result per batch size (learn's progress marks).
-  json inference = json::array();
-  for (const auto& e : *epochs)
-    if (e.value("event", "") == "infer") inference.push_back(e);
-  if (!inference.empty()) metrics["inference"] = inference;
   return json{{"id", r.id},
               {"experiment_id", r.experiment_id},
               {"search_id", id_or_null(e.search_id)},
-              {"join", join},
+              {"join", join_view(r)},
               {"config_index", r.config_index},
-              {"config", config},
-              {"workload", known ? spec.workload_of(variant).to_json() : json(nullptr)},
+              {"config", config_view(r, spec)},
+              {"workload", variant < spec.variants() ? spec.workload_of(variant).to_json() : json(nullptr)},
               {"repetition", r.repetition},
               {"status", status_name(r.status)},
               {"reason", r.reason},
               {"hourly_price", r.hourly_price},
-              {"phases", ph},
+              {"phases", pv.seconds},
               {"nodes", r.nodes},
               {"machine", r.machine},
               {"node_phases", per_node},
-              {"t_sum", complete ? json(t_sum) : json(nullptr)},
+              {"t_sum", pv.complete ? json(pv.t_sum) : json(nullptr)},
               {"attempt", r.attempt},
-              {"attempts", attempts},
+              {"attempts", std::move(all->attempts)},
               {"lost_s", lost_s ? json(*lost_s) : json(nullptr)},
               {"metrics", metrics},
               {"epochs", *epochs},
-              {"stats", stats},
+              {"stats", pv.stats},
               {"cost", cost},
               {"instance", r.instance ? *r.instance : json(nullptr)},
               {"created_at", r.created_at},

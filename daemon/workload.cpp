@@ -107,6 +107,52 @@ Status dataset_url(const json& d, Workload& w) {
   return {};
 }
 
+// An inference sweep's batch sizes: one or a list.
+Status apply_batches(Workload& w, const json& v) {
+  w.batches.clear();
+  for (const auto& b : v.is_array() ? v : json::array({v})) {
+    auto n = whole(b, "batch", 1, 4096);
+    if (!n) return n.error();
+    w.batches.push_back(*n);
+  }
+  if (w.batches.empty()) return bad("batch", "must list at least one batch size");
+  return {};
+}
+
+// A user's job: its command, its environment, its image.
+Status apply_job_field(Workload& w, const std::string& field, const json& v) {
+  if (field == "command") {
+    if (!v.is_array() || v.empty()) return bad(field, "must be a non-empty list of strings (the program and its arguments)");
+    w.command.clear();
+    for (const auto& a : v) {
+      if (!a.is_string()) return bad(field, "must be a non-empty list of strings (the program and its arguments)");
+      auto s = a.get<std::string>();
+      if (s.size() > 4096 || s.find('\0') != std::string::npos) return bad(field, "an argument is over 4096 bytes or holds a NUL");
+      w.command.push_back(std::move(s));
+    }
+    if (w.command[0].empty()) return bad(field, "the program (its first entry) must not be empty");
+  } else if (field == "env") {
+    if (!v.is_object()) return bad(field, "must be an object of names and string values");
+    for (const auto& [k, x] : v.items()) {
+      const bool name_ok = !k.empty() && k.size() <= 128 && !std::isdigit(static_cast<unsigned char>(k[0])) &&
+                           std::all_of(k.begin(), k.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+      if (!name_ok) return bad("env." + k, "is not a variable name (letters, digits and _, not starting with a digit)");
+      if (k.starts_with("TSUM_")) return bad("env." + k, "TSUM_ names are the daemon's");
+      if (!x.is_string() || x.get<std::string>().size() > 4096 || x.get<std::string>().find('\0') != std::string::npos)
+        return bad("env." + k, "must be a string of at most 4096 bytes");
+      w.env[k] = x.get<std::string>();
+    }
+  } else if (field == "image") {
+    auto text_value = text(v, field);
+    if (!text_value) return text_value.error();
+    w.image = *text_value;
+    auto image_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("./:_@-", c); };
+    if (w.image[0] == '-' || !std::all_of(w.image.begin(), w.image.end(), image_char))
+      return bad(field, "'" + w.image + "' is not an image reference (letters, digits and . / : _ @ - only)");
+  }
+  return {};
+}
+
 // Applies one field's single value to w.
 Status apply(Workload& w, const std::string& field, const json& v) {
   auto set_text = [&](std::string& out) -> Status {
@@ -159,17 +205,7 @@ Status apply(Workload& w, const std::string& field, const json& v) {
   } else if (field == "epochs") {
     return set_int(w.epochs, 1, 1000);
   } else if (field == "batch") {
-    if (w.kind == "infer") {
-      w.batches.clear();
-      for (const auto& b : v.is_array() ? v : json::array({v})) {
-        auto n = whole(b, field, 1, 4096);
-        if (!n) return n.error();
-        w.batches.push_back(*n);
-      }
-      if (w.batches.empty()) return bad(field, "must list at least one batch size");
-      return {};
-    }
-    return set_int(w.batch, 1, 65536);
+    return w.kind == "infer" ? apply_batches(w, v) : set_int(w.batch, 1, 65536);
   } else if (field == "limit") {
     return set_int(w.limit, 1, 1000000);
   } else if (field == "test_limit") {
@@ -188,32 +224,8 @@ Status apply(Workload& w, const std::string& field, const json& v) {
     auto s = choice(v, field, kSources, "an inference source");
     if (!s) return s.error();
     w.source = *s;
-  } else if (field == "command") {
-    if (!v.is_array() || v.empty()) return bad(field, "must be a non-empty list of strings (the program and its arguments)");
-    w.command.clear();
-    for (const auto& a : v) {
-      if (!a.is_string()) return bad(field, "must be a non-empty list of strings (the program and its arguments)");
-      auto s = a.get<std::string>();
-      if (s.size() > 4096 || s.find('\0') != std::string::npos) return bad(field, "an argument is over 4096 bytes or holds a NUL");
-      w.command.push_back(std::move(s));
-    }
-    if (w.command[0].empty()) return bad(field, "the program (its first entry) must not be empty");
-  } else if (field == "env") {
-    if (!v.is_object()) return bad(field, "must be an object of names and string values");
-    for (const auto& [k, x] : v.items()) {
-      const bool name_ok = !k.empty() && k.size() <= 128 && !std::isdigit(static_cast<unsigned char>(k[0])) &&
-                           std::all_of(k.begin(), k.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-      if (!name_ok) return bad("env." + k, "is not a variable name (letters, digits and _, not starting with a digit)");
-      if (k.starts_with("TSUM_")) return bad("env." + k, "TSUM_ names are the daemon's");
-      if (!x.is_string() || x.get<std::string>().size() > 4096 || x.get<std::string>().find('\0') != std::string::npos)
-        return bad("env." + k, "must be a string of at most 4096 bytes");
-      w.env[k] = x.get<std::string>();
-    }
-  } else if (field == "image") {
-    if (auto s = set_text(w.image); !s) return s;
-    auto image_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("./:_@-", c); };
-    if (w.image[0] == '-' || !std::all_of(w.image.begin(), w.image.end(), image_char))
-      return bad(field, "'" + w.image + "' is not an image reference (letters, digits and . / : _ @ - only)");
+  } else if (field == "command" || field == "env" || field == "image") {
+    return apply_job_field(w, field, v);
   }
   return {};
 }
