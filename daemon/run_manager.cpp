@@ -202,7 +202,7 @@ asio::awaitable<void> RunManager::run_one(std::shared_ptr<LiveRun> live) {
 struct RunManager::Launch {
   RunRow row;
   providers::Provider* provider = nullptr;
-  ExperimentRow exp;
+  std::chrono::seconds run_deadline{0};  // the daemon's, or the experiment's when shorter
   providers::Offer offer;
   providers::LaunchSpec spec;
   std::chrono::steady_clock::time_point t0;  // the first create call: the startup deadline counts from here
@@ -224,7 +224,9 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::prepare_launch(L
   if (!l.provider) co_return Outcome{RunStatus::failed, "provider '" + row->provider + "' is not configured"};
   auto exp = s_.store.experiment(row->experiment_id);
   if (!exp) co_return Outcome{RunStatus::failed, exp.error().detail};
-  l.exp = *exp;
+  l.run_deadline = exp->spec.deadline_s
+                       ? std::min<std::chrono::seconds>(opts_.run_deadline, std::chrono::seconds(*exp->spec.deadline_s))
+                       : opts_.run_deadline;
   if (auto st = s_.ledger.advance(live.id, RunStatus::provisioning, "dispatched"); !st)  // e.g. the disk is full:
     co_return Outcome{st.error().code == Code::unavailable ? RunStatus::queued : RunStatus::failed,  // try later
                       st.error().detail};
@@ -335,9 +337,6 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::create_machines(
 }
 
 asio::awaitable<RunManager::Outcome> RunManager::watch(LiveRun& live, const Launch& l) {
-  const auto run_deadline = l.exp.spec.deadline_s ? std::min<std::chrono::seconds>(
-                                                        opts_.run_deadline, std::chrono::seconds(*l.exp.spec.deadline_s))
-                                                  : opts_.run_deadline;
   const auto startup_limit = startup_deadline(l.row.provider);
   const std::string field = startup_deadline_field(l.row.provider);
   // The provider's poller reports the instance's status once per interval, for this run and its others.
@@ -375,9 +374,9 @@ asio::awaitable<RunManager::Outcome> RunManager::watch(LiveRun& live, const Laun
                                                std::to_string(startup_limit.count()) + " s (" + l.row.provider +
                                                "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")" +
                                                (waiting.empty() ? "" : "; still waiting: " + waiting)};
-    if (now - l.t0 > run_deadline)
+    if (now - l.t0 > l.run_deadline)
       co_return Outcome{RunStatus::failed,
-                        "run exceeded its deadline of " + std::to_string(run_deadline.count()) + " s"};
+                        "run exceeded its deadline of " + std::to_string(l.run_deadline.count()) + " s"};
     // Every poll (a quarter second), so no billing step of a second or more passes unchecked.
     if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Outcome{RunStatus::cancelled, **over};
     if (auto ended = judge_polled(live, l, machines.size(), waiting)) co_return *ended;

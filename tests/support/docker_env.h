@@ -202,7 +202,7 @@ class DockerEnv {
   // (scripts/docker-images.sh example), pushed to the registry; returns its reference there.
   std::string push_example() const {
     ensure_images("example");
-    const std::string ref = registry_ + "/tsum-example-pytorch:latest";
+    const std::string ref = registry_ + "/" + kExampleImage;
     push_as(kExampleImage, ref);
     return ref;
   }
