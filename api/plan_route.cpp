@@ -8,6 +8,7 @@
 #include "billing/planner.h"
 #include "billing/predictor.h"
 #include "billing/rule_book.h"
+#include "billing/serving.h"
 #include "daemon/admission.h"
 #include "daemon/experiment_spec.h"
 #include "daemon/past_runs.h"
@@ -162,6 +163,62 @@ boost::asio::awaitable<Result<std::vector<billing::PlanCandidate>>> plan_candida
   co_return candidates;
 }
 
+// ?objective=serve: the experiment's serving workload, priced per million requests from every done run's measured
+// curve (billing/serving.h): &p99_ms=L (required), &rate=R (requests/s: the replicas it needs), &hours=H (how long
+// the service is up, default a month), &billing=RULE (else each provider's rule).
+Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daemon::ExperimentRow& exp,
+                          const Request& req) {
+  if (exp.spec.workload().kind != "serve")
+    return make_error(Code::invalid_argument, "objective=serve plans a serving experiment (workload kind \"serve\"); "
+                                              "experiment " + std::to_string(exp.id) + "'s is " +
+                                              exp.spec.workload().kind);
+  bool bad = false;
+  billing::ServingRequest q;
+  const auto bound = number_param(req, "p99_ms", &bad);
+  q.rate = number_param(req, "rate", &bad);
+  if (auto hours = number_param(req, "hours", &bad)) q.period_s = *hours * 3600.0;
+  if (bad || !bound)
+    return make_error(Code::invalid_argument, "objective=serve needs 'p99_ms', the latency bound in ms; 'rate' "
+                                              "(requests/s) and 'hours' are optional; each a positive number");
+  q.p99_ms = *bound;
+  std::optional<billing::BillingRule> override_rule;
+  if (auto it = req.query.find("billing"); it != req.query.end()) {
+    auto r = billing::parse_rule(it->second);
+    if (!r) return r.error();
+    override_rule = *r;
+  }
+  auto all = store.experiments();
+  if (!all) return all.error();
+  const json workload = exp.spec.workload().to_json();
+  std::vector<billing::ServingRun> runs;
+  for (const auto& e : *all) {
+    if (e.spec.workload().to_json() != workload) continue;
+    auto full = views.experiment(e.id);
+    if (!full) return full.error();
+    for (const auto& run : (*full)["runs"]) {
+      if (run["status"] != "done" || !run["metrics"].contains("serving")) continue;
+      billing::ServingRun r;
+      const std::string provider = run["config"]["provider"];
+      r.config = provider + "/" + run["config"]["instance_type"].get<std::string>();
+      r.hourly_price = run.value("hourly_price", 0.0);
+      for (const auto& [_, c] : run["cost"].items()) r.currency = c.value("currency", "");
+      auto rule = override_rule ? override_rule : billing::rule_for_provider(provider);
+      r.rule = rule ? *rule : billing::parse_rule("per_second_60s_min").value();
+      r.levels = billing::serving_levels(run["metrics"]["serving"]);
+      if (!r.levels.empty()) runs.push_back(std::move(r));
+    }
+  }
+  if (runs.empty())
+    return make_error(Code::invalid_argument, "no done run of experiment " + std::to_string(exp.id) +
+                                                  "'s serving workload yet: run it on at least one config first");
+  auto plan = billing::plan_serving(runs, q);
+  if (!plan) return plan.error();
+  json out = billing::serving_plan_to_json(*plan, q);
+  out["experiment_id"] = exp.id;
+  out["history_runs"] = runs.size();
+  return out;
+}
+
 }  // namespace
 
 void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, daemon::TokenStore& tokens,
@@ -176,6 +233,12 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
       co_return unprocessable("'experiment' must name the experiment whose workload to plan, e.g. ?experiment=1");
     auto exp = store.experiment(exp_id);
     if (!exp) co_return error_response(exp.error());
+    if (auto it = req.query.find("objective"); it != req.query.end() && it->second == "serve") {
+      auto plan = serving_plan(store, views, *exp, req);
+      if (!plan) co_return plan.error().code == Code::invalid_argument ? unprocessable(plan.error().detail)
+                                                                        : from_error(plan.error());
+      co_return json_response(200, *plan);
+    }
     auto q = plan_query(req);
     if (!q) co_return unprocessable(q.error().detail);
     // The recovery policy of the experiment's spot config, else the defaults a spot config gets.

@@ -87,7 +87,8 @@ Result<std::vector<std::string>> one_of(const json& c, const char* field, const 
 }
 
 // One entry of "configs", expanded as a product over its list-valued fields.
-Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& where) {
+// A serving workload's runs are two machines each, the server and its load client: nodes 2 (given or not).
+Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& where, bool serve) {
   if (!c.is_object()) return bad("'" + where + "' must be an object");
   if (auto e = reject_unknown(c, where + ".", {"provider", "instance_type", "cores", "runtime", "nodes", "dist", "market",
                                               "spot_recovery"}))
@@ -110,8 +111,11 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
   }
   auto runtimes = one_of(c, "runtime", where, {"native", "docker"});
   if (!runtimes) return runtimes.error();
-  std::vector<std::string> nodes = {"1"};
-  if (c.contains("nodes")) {
+  std::vector<std::string> nodes = {serve ? "2" : "1"};
+  if (serve && ((c.contains("nodes") && c["nodes"] != 2) || c.contains("dist")))
+    return bad("'" + where + "': a serving run is two machines, the server and its load client: 'nodes' is 2 and "
+               "there is no 'dist'");
+  if (c.contains("nodes") && !serve) {
     auto n = one_or_many(c, "nodes", where, true);
     if (!n) return n.error();
     for (const auto& x : *n)
@@ -172,9 +176,11 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
 
 json ExperimentSpec::to_json() const {
   json cfgs = json::array();
+  const bool serve = !workloads.empty() && workloads.front().kind == "serve";  // two machines, no dist
   for (const auto& c : configs) {
     json cfg = {{"provider", c.provider}, {"instance_type", c.instance_type}, {"runtime", c.runtime}};
-    if (c.nodes > 1) cfg.update({{"nodes", c.nodes}, {"dist", c.dist}});
+    if (c.nodes > 1) cfg["nodes"] = c.nodes;
+    if (c.nodes > 1 && !serve) cfg["dist"] = c.dist;
     if (c.market != "on-demand") cfg["market"] = c.market;
     if (c.market == "spot")
       cfg["spot_recovery"] = {{"max_interruptions", c.spot_recovery.max_interruptions},
@@ -216,7 +222,8 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
   if (!j.contains("configs") || !j["configs"].is_array() || j["configs"].empty())
     return bad("'configs' must be a non-empty array");
   for (size_t i = 0; i < j["configs"].size(); ++i) {
-    auto expanded = expand_config(j["configs"][i], "configs[" + std::to_string(i) + "]");
+    auto expanded = expand_config(j["configs"][i], "configs[" + std::to_string(i) + "]",
+                                  spec.workloads.front().kind == "serve");
     if (!expanded) return expanded.error();
     spec.configs.insert(spec.configs.end(), expanded->begin(), expanded->end());
     if (spec.variants() > kMaxConfigs)
@@ -228,7 +235,7 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
       return bad("a docker runtime (configuration " + std::to_string(v / spec.workloads.size()) +
                  ") needs 'workload.image', the registry image built from tsum's Dockerfile");
   for (size_t v = 0; v < spec.variants(); ++v)
-    if (spec.config_of(v).nodes > 1 && spec.workload_of(v).kind != "train")
+    if (spec.config_of(v).nodes > 1 && spec.workload_of(v).kind != "train" && spec.workload_of(v).kind != "serve")
       return bad("'nodes' > 1 (configuration " + std::to_string(v / spec.workloads.size()) +
                  ") trains one model on several machines: a workload of kind '" + spec.workload_of(v).kind +
                  "' runs on one");

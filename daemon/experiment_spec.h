@@ -15,6 +15,8 @@
 // `cores` (local only) names local-<N>c. `runtime` is native (default) or docker. `nodes` (default 1, up to
 // 64) trains on that many machines of the type at once, data-parallel, with `dist` ring (default), ps or ps-async:
 //   {"provider": "aws", "instance_type": "c5.2xlarge", "nodes": [1, 2, 4], "dist": ["ring", "ps"]}  → 6 configs
+// A serving workload ("kind": "serve") runs on two machines of the type, the server and its load client: its
+// configs take no `nodes` (or 2) and no `dist`.
 // `market` is on-demand (default) or spot:
 //   {"provider": "gce", "instance_type": "n2-standard-8", "market": ["on-demand", "spot"]}         → 2 configs
 // repetitions defaults to

@@ -1,5 +1,8 @@
 #include "daemon/export.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "daemon/run_status.h"
 
 namespace tsum::daemon {
@@ -28,6 +31,29 @@ std::string csv_cell(const json& v) {
 }
 
 constexpr std::string_view kProbeFields[] = {"name", "matmul_bf16_tflops", "matmul_fp32_tflops", "copy_gbps"};
+
+// Per level of an inference sweep (infer_b<batch>_...) or of a serving sweep (serve_c<concurrency>_... or
+// serve_r<rate>_...): its figures, a column each, in the order the run measured them.
+constexpr std::string_view kInferFields[] = {"images_per_s", "p50_ms", "p99_ms"};
+constexpr std::string_view kServeFields[] = {"throughput_rps", "images_per_s", "p50_ms", "p90_ms", "p95_ms", "p99_ms",
+                                             "mean_ms", "network_ms", "queue_ms", "compute_ms", "batch_mean", "stable",
+                                             "server_cpu_avg_pct"};
+
+std::vector<std::pair<std::string, json>> level_cells(const json& metrics) {
+  std::vector<std::pair<std::string, json>> out;
+  for (const auto& e : metrics.value("inference", json::array())) {
+    const std::string prefix = "infer_b" + e.value("batch", json()).dump() + "_";
+    for (auto f : kInferFields) out.emplace_back(prefix + std::string(f), e.value(std::string(f), json()));
+  }
+  for (const auto& l : metrics.value("serving", json::array())) {
+    char level[32];
+    if (l.value("mode", "") == "rate") std::snprintf(level, sizeof level, "r%g", l.value("rate", 0.0));
+    else std::snprintf(level, sizeof level, "c%lld", static_cast<long long>(l.value("concurrency", int64_t{0})));
+    const std::string prefix = "serve_" + std::string(level) + "_";
+    for (auto f : kServeFields) out.emplace_back(prefix + std::string(f), l.value(std::string(f), json()));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -88,6 +114,7 @@ json export_rows(const json& experiment) {
     }
     const json probe = run["metrics"].value("install", json::object()).value("gpu_probe", json::object());
     for (auto c : kProbeFields) row["gpu_" + std::string(c)] = probe.value(std::string(c), json());
+    for (auto& [column, value] : level_cells(run["metrics"])) row[column] = std::move(value);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -95,6 +122,10 @@ json export_rows(const json& experiment) {
 
 std::string export_csv(const json& experiment) {
   auto cols = export_columns(rule_names(experiment));
+  // Then the level columns any run has, in the order the runs measured them.
+  for (const auto& run : experiment["runs"])
+    for (const auto& [column, _] : level_cells(run["metrics"]))
+      if (std::find(cols.begin(), cols.end(), column) == cols.end()) cols.push_back(column);
   std::string out;
   for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + cols[i];
   out += "\r\n";

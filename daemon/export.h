@@ -9,7 +9,8 @@
 
 namespace tsum::daemon {
 
-// The column names, in order, for an experiment billed under `rules`.
+// The column names, in order, for an experiment billed under `rules`. An inference or serving experiment's export
+// adds a column per figure per level after these (infer_b8_p99_ms, serve_c4_throughput_rps, serve_r20_p99_ms).
 std::vector<std::string> export_columns(const std::vector<std::string>& rules);
 
 // Rows as JSON objects keyed by column (null where a value is missing).

@@ -205,7 +205,8 @@ Result<EventOutcome> Ledger::apply_node_event(int64_t run_id, int nodes, const A
       if (auto settled = settle(run_id, nodes, ev.phase); !settled) return settled.error();
     }
   } else if (ev.kind == Kind::progress) {
-    if (ev.node == 0) {  // rank 0's epochs are the run's
+    // Rank 0's epochs are the run's; a serving run's curve is its load client's (node 1's load levels).
+    if (ev.node == 0 || ev.attrs.value("event", "") == "load_level") {
       auto st = db_.prepare("INSERT INTO run_epochs (run_id, epoch, attrs) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
       if (!st) return st.error();
       if (auto s = st->bind(run_id, ev.attrs.value("epoch", int64_t{0}), ev.attrs.dump()).run(); !s) return s.error();

@@ -488,11 +488,15 @@ Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Prov
   env["TSUM_TRAINER_URL"] = opts_.trainer_url.empty() ? "/v1/blobs/" + opts_.trainer_sha256 : opts_.trainer_url;
   env["TSUM_TRAINER_SHA256"] = opts_.trainer_sha256;
   if (w.dataset.empty()) {
-    // Reads no data set: resnet50's synthetic data, or the inference sweep, which makes its JPEGs in load_data.
-    if (w.kind == "infer") {  // both sources read JPEGs: every batch (files) or once up front (memory)
-      int most = 1;
+    // Reads no data set: resnet50's synthetic data, or the inference sweep and a serving client sending JPEGs,
+    // which make their JPEGs in load_data.
+    if (w.kind == "infer" || (w.kind == "serve" && w.input == "jpeg")) {  // infer: both sources read JPEGs
+      int most = w.kind == "serve" ? w.batch.value_or(1) : 1;
       for (int b : w.batches) most = std::max(most, b);
-      const int side = w.model.starts_with("mnist") ? 28 : w.model.starts_with("cifar") ? 32 : 224;  // its input
+      const int side = w.model.starts_with("mnist") ? 28
+                       : w.model.starts_with("cifar") ? 32
+                       : w.model == "delay"           ? 8
+                                                      : 224;  // its input
       env["TSUM_GEN_IMAGES"] = "--n " + std::to_string(std::max(64, 2 * most)) + " --size " + std::to_string(side);
     }
   } else if (!w.dataset_url.empty()) {
@@ -523,6 +527,7 @@ Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Prov
     env["TSUM_JOB_ENV"] = vars;
   } else {
     env["TSUM_TRAIN_ARGS"] = w.train_args(gpus);
+    if (w.kind == "serve") env["TSUM_LOAD_ARGS"] = w.load_args();
   }
   return env;
 }

@@ -70,10 +70,32 @@ json phase_metrics(const Phases& phases, const std::vector<json>& epochs) {
       if (a->contains(f)) m[f] = (*a)[f];
     if (!m.empty()) metrics[key] = m;
   }
-  json inference = json::array();
-  for (const auto& e : epochs)
+  json inference = json::array(), serving = json::array();
+  for (const auto& e : epochs) {
     if (e.value("event", "") == "infer") inference.push_back(e);
-  if (!inference.empty()) metrics["inference"] = inference;
+    if (e.value("event", "") == "load_level") serving.push_back(e);
+  }
+  // An inference sweep's images/s is its best batch size's; a serving run's its best level under the p99 bound
+  // (every level when it has none), with that level's requests/s: the throughput the server sustains.
+  auto best = [&](const json& levels, bool under_bound) {
+    const json* top = nullptr;
+    for (const auto& l : levels)
+      if ((!under_bound || l.value("over_bound", 0) == 0) && l.value("images_per_s", json()).is_number() &&
+          (!top || l["images_per_s"].get<double>() > (*top)["images_per_s"].get<double>()))
+        top = &l;
+    return top;
+  };
+  if (!inference.empty()) {
+    metrics["inference"] = inference;
+    if (const json* top = best(inference, false); top && !metrics.contains("images_per_s"))
+      metrics["images_per_s"] = (*top)["images_per_s"];
+  }
+  if (!serving.empty()) {
+    metrics["serving"] = serving;
+    const json* top = best(serving, true);
+    metrics["images_per_s"] = top ? (*top)["images_per_s"] : json(nullptr);
+    metrics["throughput_rps"] = top ? top->value("throughput_rps", json()) : json(nullptr);
+  }
   return metrics;
 }
 
@@ -120,7 +142,8 @@ json config_view(const RunRow& r, const ExperimentSpec& spec) {
   const auto& c = spec.config_of(variant);
   if (c.runtime != "native") config["runtime"] = c.runtime;
   if (c.market != "on-demand") config["market"] = c.market;
-  if (c.nodes > 1) config.update({{"nodes", c.nodes}, {"dist", c.dist}});
+  if (c.nodes > 1) config["nodes"] = c.nodes;
+  if (c.nodes > 1 && spec.workload_of(variant).kind != "serve") config["dist"] = c.dist;
   if (!spec.varied.empty()) config["workload"] = workload_fields(spec.workload_of(variant), spec.varied);
   return config;
 }

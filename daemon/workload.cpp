@@ -23,8 +23,13 @@ Error bad(const std::string& field, const std::string& what) {
 // Every field a workload knows, in expansion order.
 constexpr std::string_view kFields[] = {"kind",      "model",  "dataset",   "optimizer", "lr",      "decay",
                                         "augment",   "precision", "device",  "epochs",    "batch",   "limit",
-                                        "test_limit", "threads", "mode",     "source",    "iterations", "image",
-                                        "command",   "env"};
+                                        "test_limit", "threads", "mode",     "source",    "iterations", "max_batch",
+                                        "max_delay_ms", "input", "concurrency", "rate", "arrivals", "bound_ms",
+                                        "window_s",  "service_ms", "image", "command",   "env"};
+constexpr std::string_view kServeFields[] = {"max_batch", "max_delay_ms", "input", "concurrency", "rate",
+                                             "arrivals",  "bound_ms",     "window_s", "service_ms"};
+// Fields whose list is one workload's sweep, never alternatives (infer's "batch" is one too).
+constexpr std::string_view kSweeps[] = {"concurrency", "rate"};
 
 template <size_t N>
 std::string one_of(const std::string_view (&names)[N]) {
@@ -119,6 +124,24 @@ Status apply_batches(Workload& w, const json& v) {
   return {};
 }
 
+// A serving run's sweep: concurrency levels (integers) or request rates (requests/s).
+Status apply_sweep(Workload& w, const std::string& field, const json& v) {
+  const json list = v.is_array() ? v : json::array({v});
+  if (list.empty() || list.size() > 64) return bad(field, "must list 1 to 64 levels");
+  for (const auto& x : list) {
+    if (field == "concurrency") {
+      auto n = whole(x, field, 1, 4096);
+      if (!n) return n.error();
+      w.concurrency.push_back(*n);
+    } else {
+      auto r = number(x, field, 0, 1e6, true);
+      if (!r) return r.error();
+      w.rates.push_back(*r);
+    }
+  }
+  return {};
+}
+
 // A user's job: its command, its environment, its image.
 Status apply_job_field(Workload& w, const std::string& field, const json& v) {
   if (field == "command") {
@@ -153,6 +176,36 @@ Status apply_job_field(Workload& w, const std::string& field, const json& v) {
   return {};
 }
 
+// A serving workload's own fields (max_batch, max_delay_ms, ..., service_ms).
+Status apply_serve_field(Workload& w, const std::string& field, const json& v) {
+  if (field == "max_batch") {
+    auto n = whole(v, field, 1, 4096);
+    if (!n) return n.error();
+    w.max_batch = *n;
+  } else if (field == "max_delay_ms" || field == "bound_ms" || field == "window_s" || field == "service_ms") {
+    auto x = field == "max_delay_ms" ? number(v, field, 0, 10000, false)
+             : field == "window_s"   ? number(v, field, 0, 3600, true)
+                                     : number(v, field, 0, 1e6, true);
+    if (!x) return x.error();
+    if (field == "max_delay_ms") w.max_delay_ms = *x;
+    else if (field == "service_ms") w.service_ms = *x;
+    else (field == "bound_ms" ? w.bound_ms : w.window_s) = *x;
+  } else if (field == "input") {
+    static constexpr std::string_view kInputs[] = {"fp32", "jpeg"};
+    auto s = choice(v, field, kInputs, "a serving input");
+    if (!s) return s.error();
+    w.input = *s;
+  } else if (field == "arrivals") {
+    static constexpr std::string_view kArrivals[] = {"poisson", "constant"};
+    auto s = choice(v, field, kArrivals, "an arrival process");
+    if (!s) return s.error();
+    w.arrivals = *s;
+  } else if (field == "concurrency" || field == "rate") {
+    return apply_sweep(w, field, v);
+  }
+  return {};
+}
+
 // Applies one field's single value to w.
 Status apply(Workload& w, const std::string& field, const json& v) {
   auto set_text = [&](std::string& out) -> Status {
@@ -168,11 +221,15 @@ Status apply(Workload& w, const std::string& field, const json& v) {
     return {};
   };
   if (field == "kind") {
-    static constexpr std::string_view kKinds[] = {"train", "infer", "job"};
+    static constexpr std::string_view kKinds[] = {"train", "infer", "serve", "job"};
     auto s = choice(v, field, kKinds, "a workload kind");
     if (!s) return s.error();
     w.kind = *s;
   } else if (field == "model") {
+    if (w.kind == "serve" && v == "delay") {  // a server whose service time is known (service_ms)
+      w.model = "delay";
+      return {};
+    }
     auto s = choice(v, field, kModels, "a model");
     if (!s) return s.error();
     w.model = *s;
@@ -205,7 +262,8 @@ Status apply(Workload& w, const std::string& field, const json& v) {
   } else if (field == "epochs") {
     return set_int(w.epochs, 1, 1000);
   } else if (field == "batch") {
-    return w.kind == "infer" ? apply_batches(w, v) : set_int(w.batch, 1, 65536);
+    if (w.kind == "infer") return apply_batches(w, v);
+    return w.kind == "serve" ? set_int(w.batch, 1, 4096) : set_int(w.batch, 1, 65536);
   } else if (field == "limit") {
     return set_int(w.limit, 1, 1000000);
   } else if (field == "test_limit") {
@@ -224,9 +282,28 @@ Status apply(Workload& w, const std::string& field, const json& v) {
     auto s = choice(v, field, kSources, "an inference source");
     if (!s) return s.error();
     w.source = *s;
+  } else if (listed(kServeFields, field)) {
+    return apply_serve_field(w, field, v);
   } else if (field == "command" || field == "env" || field == "image") {
     return apply_job_field(w, field, v);
   }
+  return {};
+}
+
+// A serving workload as a whole: one sweep, requests that fit the server's batches, no data set.
+Status check_serve(Workload& w, const json& given) {
+  if (given.contains("concurrency") && given.contains("rate"))
+    return bad("rate", "a sweep is of concurrency or of request rate, not both");
+  if (w.concurrency.empty() && w.rates.empty()) w.concurrency = {1, 2, 4, 8};
+  if (given.contains("arrivals") && w.rates.empty()) return bad("arrivals", "is for a request-rate sweep (\"rate\")");
+  if (!w.batch) w.batch = 1;
+  if (*w.batch > w.max_batch)
+    return bad("batch", "a request of " + std::to_string(*w.batch) + " images does not fit the server's max_batch " +
+                            std::to_string(w.max_batch));
+  if (given.contains("dataset"))
+    return bad("dataset", "a serving run reads no data set: its client sends generated tensors or JPEGs (\"input\")");
+  if (given.contains("service_ms") != (w.model == "delay"))
+    return bad("service_ms", "goes with model \"delay\", a server whose every batch takes service_ms, and it needs it");
   return {};
 }
 
@@ -245,13 +322,21 @@ Status check(Workload& w, const json& given) {
   if (given.contains("env")) return bad("env", "belongs to a user's job (with a command)");
   static constexpr std::string_view kTrainOnly[] = {"optimizer", "lr", "decay", "augment", "epochs", "limit", "test_limit"};
   static constexpr std::string_view kInferOnly[] = {"mode", "source", "iterations"};
-  if (w.kind == "infer") {
+  if (w.kind != "train")
     for (auto f : kTrainOnly)
-      if (given.contains(std::string(f))) return bad(std::string(f), "is a training field; an infer workload takes none");
-    if (w.model == "bilstm") return bad("model", "bilstm reads tokens, not images: the inference sweep needs an image model");
-  } else {
+      if (given.contains(std::string(f)))
+        return bad(std::string(f), "is a training field; " + std::string(w.kind == "infer" ? "an " : "a ") + w.kind +
+                                       " workload takes none");
+  if (w.kind != "infer")
     for (auto f : kInferOnly)
       if (given.contains(std::string(f))) return bad(std::string(f), "belongs to \"kind\": \"infer\"");
+  if (w.kind != "serve")
+    for (auto f : kServeFields)
+      if (given.contains(std::string(f))) return bad(std::string(f), "belongs to \"kind\": \"serve\"");
+  if (w.kind != "train" && w.model == "bilstm")
+    return bad("model", "bilstm reads tokens, not images: " + w.kind + " needs an image model");
+  if (w.kind == "serve") {
+    if (auto s = check_serve(w, given); !s) return s;
   }
   if (!given.contains("dataset")) {
     const std::string format = w.wanted_format();
@@ -272,6 +357,7 @@ Status check(Workload& w, const json& given) {
 
 Status dataset_fits(const Workload& w, const std::string& format) {
   if (w.kind == "job") return {};  // the job reads what it reads
+  if (w.kind == "serve") return make_error(Code::invalid_argument, "workload.dataset: a serving run reads no data set");
   const std::string wanted = w.kind == "infer" ? "images" : w.wanted_format();
   if (format == wanted) return {};
   return make_error(Code::invalid_argument, "workload.dataset: " +
@@ -281,7 +367,7 @@ Status dataset_fits(const Workload& w, const std::string& format) {
 }
 
 std::string Workload::wanted_format() const {
-  if (kind == "infer" || model == "resnet50") return "";
+  if (kind == "infer" || kind == "serve" || model == "resnet50") return "";
   if (model == "mnist_cnn" || model == "mnist_mlp") return "idx";
   if (model == "bilstm") return "tokens";
   return "cifar10-bin";
@@ -294,6 +380,9 @@ std::string Workload::train_args(int gpus) const {
     a << "--model " << model << " --mode " << mode << " --source " << source << " --batch ";
     for (size_t i = 0; i < batches.size(); ++i) a << (i ? "," : "") << batches[i];
     if (iterations) a << " --iterations " << *iterations;
+  } else if (kind == "serve") {
+    a << "--model " << model << " --max-batch " << max_batch << " --max-delay-ms " << max_delay_ms;
+    if (service_ms) a << " --service-ms " << *service_ms;
   } else {
     a << "--model " << model << " --epochs " << epochs;
     if (optimizer) a << " --optimizer " << *optimizer;
@@ -307,6 +396,22 @@ std::string Workload::train_args(int gpus) const {
   if (precision != "fp32") a << " --precision " << precision;
   if (dev != "cpu") a << " --device " << dev;
   if (threads) a << " --threads " << *threads;
+  return a.str();
+}
+
+std::string Workload::load_args() const {
+  std::ostringstream a;
+  a << "--model " << model << " --batch " << batch.value_or(1);
+  if (rates.empty()) {
+    a << " --concurrency ";
+    for (size_t i = 0; i < concurrency.size(); ++i) a << (i ? "," : "") << concurrency[i];
+  } else {
+    a << " --rate ";
+    for (size_t i = 0; i < rates.size(); ++i) a << (i ? "," : "") << rates[i];
+    a << " --arrivals " << arrivals;
+  }
+  if (bound_ms) a << " --bound-ms " << *bound_ms;
+  if (window_s) a << " --window-s " << *window_s;
   return a.str();
 }
 
@@ -325,6 +430,13 @@ json Workload::to_json() const {
     j["mode"] = mode;
     j["source"] = source;
     if (iterations) j["iterations"] = *iterations;
+  } else if (kind == "serve") {
+    j.update({{"batch", batch.value_or(1)}, {"max_batch", max_batch}, {"max_delay_ms", max_delay_ms}, {"input", input}});
+    if (rates.empty()) j["concurrency"] = concurrency;
+    else j.update({{"rate", rates}, {"arrivals", arrivals}});
+    if (bound_ms) j["bound_ms"] = *bound_ms;
+    if (window_s) j["window_s"] = *window_s;
+    if (service_ms) j["service_ms"] = *service_ms;
   } else {
     j["dataset"] = dataset;
     if (!dataset_url.empty())
@@ -359,7 +471,7 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
   // The kind decides whether "batch" is a list of alternatives or the sweep; it cannot vary itself.
   if (j.contains("kind") && j["kind"].is_array()) return bad("kind", "cannot be a list: make one experiment per kind");
   // A kind that is not a string is named by its own field's check below.
-  const bool infer = json_or(j, "kind", std::string("train")) == "infer";
+  const bool infer = json_or(j, "kind", std::string("train")) == "infer";  // "batch" is the sweep
   if (j.contains("command") && json_or(j, "kind", std::string("job")) != "job")
     return bad("command", "belongs to a user's job (\"kind\": \"job\", the default with a command)");
 
@@ -369,7 +481,7 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
     const std::string field(f);
     if (!j.contains(field)) continue;
     const json& v = j[field];
-    const bool alternatives = v.is_array() && !(infer && field == "batch") && field != "command";
+    const bool alternatives = v.is_array() && !(infer && field == "batch") && field != "command" && !listed(kSweeps, field);
     if (alternatives && v.empty()) return bad(field, "must not be an empty list");
     std::vector<json> values = alternatives ? std::vector<json>(v.begin(), v.end()) : std::vector<json>{v};
     if (varied && values.size() > 1) varied->push_back(field);

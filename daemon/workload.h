@@ -16,6 +16,14 @@
 //    "image": "REGISTRY/tsum-train:TAG"}   the docker runtime's image
 //   infer: {"kind": "infer", "model": "resnet50", "batch": [1, 2, 4, 8], "mode": "sync"|"async",
 //           "source": "memory"|"files", "iterations": 10}   (batch is the sweep's list, not alternatives)
+//   serve: {"kind": "serve", "model": "resnet50",       a run of two machines (docs/serving.md): node 0 serves
+//           "max_batch": 8, "max_delay_ms": 2,          the model (tsum-train serve, dynamic batching), node 1
+//           "batch": 1, "input": "fp32"|"jpeg",         loads it (tsum-train load: images per request, what
+//           "concurrency": [1, 2, 4, 8] or "rate": [10, 20], "arrivals": "poisson"|"constant",
+//           "bound_ms": 100, "window_s": 2}             it sends, the sweep, the p99 bound, the window)
+//          model "delay" with "service_ms": 20 is a server whose every batch takes that long (the harness's own
+//          overhead, the network's share)
+//          (concurrency and rate are the sweep's lists, not alternatives)
 //
 //   a user's job: {"image": "REF", "command": ["python3", "train.py"], "env": {"K": "V"}, "dataset": "NAME"}
 //     ("kind": "job", implied by the command): the command runs in the image with the data set at /tsum/data
@@ -39,7 +47,7 @@
 namespace tsum::daemon {
 
 struct Workload {
-  std::string kind = "train";  // train | infer | job
+  std::string kind = "train";  // train | infer | serve | job
   std::string model = "mnist_cnn";
   std::string dataset = "fashion-mnist";  // a registered data set's name (or the URL one's, below); empty: none
                                           // (default: fashion-mnist for the MNIST models, none for resnet50)
@@ -61,6 +69,15 @@ struct Workload {
   std::string mode = "sync";   // infer: sync | async
   std::string source = "memory";  // infer: memory | files
   std::optional<int> iterations;  // infer: measured batches per batch size
+  int max_batch = 8;                // serve: the server's dynamic batching
+  double max_delay_ms = 0;
+  std::string input = "fp32";       // serve: what the client sends, fp32 tensors or jpeg images
+  std::vector<int> concurrency;     // serve: the concurrency sweep (default 1, 2, 4, 8), or
+  std::vector<double> rates;        // the request-rate sweep (requests/s)
+  std::string arrivals = "poisson";  // serve, rate sweep: poisson | constant
+  std::optional<double> bound_ms;   // serve: the p99 bound that stops the sweep
+  std::optional<double> window_s;   // serve: the measurement window
+  std::optional<double> service_ms;  // serve, model "delay": the time each batch takes
   std::string image;  // the container image: tsum-train's (the docker runtime), or the job's
   std::vector<std::string> command;          // job: the program and its arguments, run in `image`
   std::map<std::string, std::string> env;    // job: its environment (besides TSUM_EVENTS)
@@ -68,10 +85,12 @@ struct Workload {
   // The tsum-train arguments for this workload on a machine with `gpus` GPUs (without --data and --checkpoint;
   // for infer, those of the "infer" subcommand, without --images).
   std::string train_args(int gpus = 0) const;
+  // serve: the load client's `tsum-train load` flags (without --url and --images).
+  std::string load_args() const;
   // The device a run uses on an offer with `gpus` GPUs.
   std::string device_on(int gpus) const { return device.value_or(gpus > 0 ? "cuda" : "cpu"); }
   // The data set format the model reads (idx, cifar10-bin, tokens); empty when it reads none (resnet50's
-  // synthetic data, the inference sweep's generated images).
+  // synthetic data, the inference sweep's and the serving client's generated images).
   std::string wanted_format() const;
   nlohmann::json to_json() const;
 };

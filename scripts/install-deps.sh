@@ -16,7 +16,7 @@ libs="libtorch1.13 libopenblas0-openmp libsqlite3-0 libssl3 libcurl4 libxml2 zli
 # Tests: the independent reference implementations and the real peers the tests talk to; Chromium for the
 # dashboard's browser test; clang and its libFuzzer runtime for the fuzz targets (bench/fuzz.sh).
 tests="python3-torch python3-botocore python3-jwt python3-google-auth python3-hcloud python3-azure python3-kubernetes
-  kubernetes-client cloud-init iproute2
+  kubernetes-client cloud-init iproute2 iptables libnetfilter-queue-dev
   openssh-server openssh-client openssl chromium docker.io debootstrap docker-registry ccache
   clang libclang-rt-14-dev"
 

@@ -13,8 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<float, 3> kMean = {0.485f, 0.456f, 0.406f};
-constexpr std::array<float, 3> kStd = {0.229f, 0.224f, 0.225f};
 constexpr std::int64_t kClasses = 10;
 constexpr int kQuality = 90;
 
@@ -71,20 +69,7 @@ Status decode_into(const std::string& path, const InputShape& shape, float* dst)
                           std::to_string(image->height) + ", the model reads " +
                           std::to_string(shape.width) + "x" + std::to_string(shape.height));
   }
-  const std::size_t pixels = static_cast<std::size_t>(shape.width * shape.height);
-  const std::uint8_t* src = image->pixels.data();
-  if (shape.channels == 1) {
-    for (std::size_t p = 0; p < pixels; ++p) {
-      const float gray = (src[p * 3] + src[p * 3 + 1] + src[p * 3 + 2]) / (3.0f * 255.0f);
-      dst[p] = (gray - kMean[1]) / kStd[1];
-    }
-    return {};
-  }
-  for (std::size_t p = 0; p < pixels; ++p) {
-    for (std::size_t c = 0; c < 3; ++c) {
-      dst[p * 3 + c] = (src[p * 3 + c] / 255.0f - kMean[c]) / kStd[c];
-    }
-  }
+  normalize_image(*image, static_cast<int>(shape.channels), dst);
   return {};
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -24,6 +25,14 @@ Status write_jpeg(const std::string& path, const RgbImage& image, int quality);
 // The most pixels read_jpeg decodes (64 Mpx, 192 MiB of RGB): a header may claim 65500 x 65500 (12 GiB) in a
 // few bytes.
 inline constexpr std::int64_t kMaxJpegPixels = std::int64_t{1} << 26;
+
+// Decodes a JPEG held in memory to RGB; `what` names it in errors. invalid_argument for bytes that are not a
+// (complete) JPEG or one over kMaxJpegPixels.
+Result<RgbImage> decode_jpeg(std::string_view bytes, const std::string& what);
+
+// Writes `image` as width x height x channels floats (channels-last) normalized with the ImageNet mean and
+// standard deviation, the input pipeline of ResNet-50; one channel is the mean of R, G and B.
+void normalize_image(const RgbImage& image, int channels, float* dst);
 
 // Reads and decodes a JPEG file to RGB. not_found for a missing file; invalid_argument, naming the
 // file and the decoder's reason, for one that is not a (complete) JPEG or is over kMaxJpegPixels.

@@ -1,5 +1,6 @@
 // tsum-train: trains a model (model_registry.h) on a data set (dataset.h) and reports JSON-line
 // events on stdout; `infer` measures inference throughput per batch size (infer.h);
+// `serve` answers inference requests over HTTP and `load` measures such a server (serve.h, load_gen.h);
 // `gen-cifar` / `gen-tokens` / `gen-images` write small generated data sets (data_gen.h,
 // image_files.h); `probe-gpu` measures what a GPU achieves (gpu_probe.h).
 // See options.h for flags, event_writer.h for the event contract, train_run.h for the phases.
@@ -16,6 +17,7 @@
 #include "workload/gpu_probe.h"
 #include "workload/infer.h"
 #include "workload/options.h"
+#include "workload/serve_engines.h"
 #include "workload/train_run.h"
 
 namespace {
@@ -82,6 +84,20 @@ int infer(const std::vector<std::string>& args) {
   return exit_code_for(status);
 }
 
+// serve: answers inference requests until SIGTERM (serve.h); load: measures such a server (load_gen.h).
+template <class Options, class Run>
+int run_command(tsum::Result<Options> options, Run run) {
+  using namespace tsum::workload;
+  if (!options.ok()) {
+    std::fprintf(stderr, "tsum-train: %s\n%s", options.error().detail.c_str(), usage().c_str());
+    return 2;
+  }
+  EventWriter events(stdout);
+  const auto status = run(*options, events);
+  if (!status.ok()) print_error(status);
+  return exit_code_for(status);
+}
+
 // probe-gpu: one gpu_probe event (gpu_probe.h).
 int probe_gpu(const std::vector<std::string>& args) {
   using namespace tsum::workload;
@@ -106,6 +122,8 @@ int main(int argc, char** argv) {
     if (is_gen_command(args)) return generate(args);
     if (is_infer_command(args)) return infer(args);
     if (is_probe_command(args)) return probe_gpu(args);
+    if (is_serve_command(args)) return run_command(parse_serve_options(args), run_serve);
+    if (is_load_command(args)) return run_command(parse_load_options(args), run_load);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tsum-train: internal: %s\n", e.what());
     return 1;

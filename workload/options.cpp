@@ -166,6 +166,90 @@ Status apply_infer(InferOptions& o, std::string_view flag, const std::string& va
   return make_error(Code::invalid_argument, "infer: unknown flag " + std::string(flag));
 }
 
+Result<std::vector<double>> parse_double_list(std::string_view flag, const std::string& text) {
+  std::vector<double> out;
+  std::size_t begin = 0;
+  for (;;) {
+    const auto comma = text.find(',', begin);
+    auto v = parse_double(flag, text.substr(begin, comma == std::string::npos ? comma : comma - begin), false);
+    if (!v.ok()) return v.error();
+    out.push_back(*v);
+    if (comma == std::string::npos) return out;
+    begin = comma + 1;
+  }
+}
+
+Status apply_serve(ServeOptions& o, std::string_view flag, const std::string& value) {
+  auto& b = o.server.batching;
+  if (flag == "--model") return assign(o.model, parse_nonempty(flag, value));
+  if (flag == "--torchscript") return assign(o.torchscript, parse_nonempty(flag, value));
+  if (flag == "--checkpoint") return assign(o.checkpoint, parse_nonempty(flag, value));
+  if (flag == "--name") return assign(o.name, parse_nonempty(flag, value));
+  if (flag == "--input-shape") {
+    if (auto st = assign(o.input_shape, parse_int_list(flag, value)); !st.ok()) return st;
+    if (o.input_shape.size() != 3 || (o.input_shape[0] != 1 && o.input_shape[0] != 3))
+      return make_error(Code::invalid_argument, "--input-shape: expected C,H,W with C 1 or 3, got '" + value + "'");
+    return {};
+  }
+  if (flag == "--classes") return assign(o.classes, parse_int(flag, value, 1, kBig));
+  if (flag == "--image-size") return assign(o.image_size, parse_int(flag, value, ResNet50::kMinImageSize, kBig));
+  if (flag == "--service-ms") return assign(o.service_ms, parse_double(flag, value, true));
+  if (flag == "--warmup") return assign(o.warmup, parse_int(flag, value, 0, 1000));
+  if (flag == "--duration") return assign(o.duration_s, parse_double(flag, value, true));
+  if (flag == "--host") return assign(o.server.host, parse_nonempty(flag, value));
+  if (flag == "--port") return assign(o.server.port, parse_int(flag, value, 0, 65535));
+  if (flag == "--max-batch") return assign(b.max_batch, parse_int(flag, value, 1, 4096));
+  if (flag == "--max-delay-ms") {
+    auto ms = parse_double(flag, value, true);
+    if (!ms.ok()) return ms.error();
+    b.max_delay = std::chrono::microseconds(static_cast<std::int64_t>(*ms * 1000));
+    return {};
+  }
+  if (flag == "--max-queue") return assign(b.max_queue, parse_int(flag, value, 1, kBig));
+  if (flag == "--max-body-mb") {
+    auto mb = parse_int(flag, value, 1, 4096);
+    if (!mb.ok()) return mb.error();
+    o.server.limits.max_body = static_cast<std::size_t>(*mb) << 20;
+    return {};
+  }
+  if (flag == "--max-connections") return assign(o.server.max_connections, parse_int(flag, value, 1, 65536));
+  if (flag == "--stop-token") return assign(o.server.stop_token, parse_nonempty(flag, value));
+  if (flag == "--threads") return assign(o.threads, parse_int(flag, value, 1, kBig));
+  if (flag == "--device") return assign(o.placement.device, parse_device(value));
+  if (flag == "--precision") return assign(o.placement.precision, parse_precision(value));
+  if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
+  return make_error(Code::invalid_argument, "serve: unknown flag " + std::string(flag));
+}
+
+Status apply_load(LoadOptions& o, std::string_view flag, const std::string& value) {
+  if (flag == "--url") return assign(o.url, parse_nonempty(flag, value));
+  if (flag == "--model") return assign(o.model, parse_nonempty(flag, value));
+  if (flag == "--concurrency") return assign(o.concurrency, parse_int_list(flag, value));
+  if (flag == "--rate") return assign(o.rates, parse_double_list(flag, value));
+  if (flag == "--arrivals") {
+    return assign(o.arrivals,
+                  parse_choice(flag, value, "poisson", Arrivals::poisson, "constant", Arrivals::constant));
+  }
+  if (flag == "--batch") return assign(o.batch, parse_int(flag, value, 1, 4096));
+  if (flag == "--images") return assign(o.images_dir, parse_nonempty(flag, value));
+  if (flag == "--window-s") return assign(o.window_s, parse_double(flag, value, false));
+  if (flag == "--window-requests") return assign(o.window_requests, parse_int(flag, value, 1, kBig));
+  if (flag == "--stability") {
+    auto pct = parse_double(flag, value, false);
+    if (!pct.ok()) return pct.error();
+    o.stability = *pct / 100.0;
+    return {};
+  }
+  if (flag == "--max-trials") return assign(o.max_trials, parse_int(flag, value, 3, 1000));
+  if (flag == "--bound-ms") return assign(o.bound_ms, parse_double(flag, value, true));
+  if (flag == "--max-inflight") return assign(o.max_inflight, parse_int(flag, value, 1, 4096));
+  if (flag == "--timeout-s") return assign(o.timeout_s, parse_double(flag, value, false));
+  if (flag == "--sample-s") return assign(o.sample_s, parse_double(flag, value, false));
+  if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
+  if (flag == "--stop-token") return assign(o.stop_token, parse_nonempty(flag, value));
+  return make_error(Code::invalid_argument, "load: unknown flag " + std::string(flag));
+}
+
 // Walks `args` from `first`: boolean flags go to `on_switch` (false: not a switch), the others with
 // their value to `on_value`; a non-flag argument is an error.
 template <class OnSwitch, class OnValue>
@@ -257,6 +341,26 @@ Result<InferOptions> parse_infer_options(const std::vector<std::string>& args) {
   return o;
 }
 
+bool is_serve_command(const std::vector<std::string>& args) { return !args.empty() && args[0] == "serve"; }
+
+Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
+  ServeOptions o;
+  auto on_switch = [](const std::string&) { return false; };
+  auto on_value = [&](const std::string& flag, const std::string& value) { return apply_serve(o, flag, value); };
+  if (auto st = walk_flags(args, 1, on_switch, on_value); !st.ok()) return st.error();
+  return o;
+}
+
+bool is_load_command(const std::vector<std::string>& args) { return !args.empty() && args[0] == "load"; }
+
+Result<LoadOptions> parse_load_options(const std::vector<std::string>& args) {
+  LoadOptions o;
+  auto on_switch = [](const std::string&) { return false; };
+  auto on_value = [&](const std::string& flag, const std::string& value) { return apply_load(o, flag, value); };
+  if (auto st = walk_flags(args, 1, on_switch, on_value); !st.ok()) return st.error();
+  return o;
+}
+
 Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   GenOptions o;
   if (!is_gen_command(args)) {
@@ -275,12 +379,49 @@ Result<GenOptions> parse_gen_options(const std::vector<std::string>& args) {
   return o;
 }
 
+// The serve and load commands' flags, part of usage().
+std::string serving_usage() {
+  return "serve flags: answer inference requests over HTTP (KServe v2 / Open Inference Protocol):\n"
+         "  --model NAME        image model, or delay (a fixed service time) (default resnet50)\n"
+         "  --checkpoint PATH   the model's trained weights (training's --checkpoint; default: seeded\n"
+         "                      random ones, which compute as fast)\n"
+         "  --torchscript FILE  a TorchScript model instead (with --input-shape C,H,W)\n"
+         "  --name NAME         the name it is served under (default the model's)\n"
+         "  --input-shape C,H,W  images the TorchScript or delay model reads (delay: 3,8,8)\n"
+         "  --service-ms MS     delay: the time each batch takes (default 10)\n"
+         "  --host ADDR --port N  where to listen (default 0.0.0.0:8000; port 0: any free one)\n"
+         "  --max-batch N       images per model run, merged from concurrent requests (default 8)\n"
+         "  --max-delay-ms MS   the longest a request waits for others to join its batch (default 0)\n"
+         "  --max-queue N       images waiting before requests get 503 (default 1024)\n"
+         "  --max-body-mb N     largest request body (default 64); --max-connections N (1024)\n"
+         "  --warmup N          unmeasured runs of batch 1 and max-batch before ready (default 3)\n"
+         "  --duration S        stop after S seconds (default 0: at SIGTERM or SIGINT)\n"
+         "  --stop-token T      also stop at POST /v2/tsum/stop with X-Tsum-Stop-Token: T\n"
+         "  --classes, --image-size, --threads, --device, --precision, --seed as for training\n"
+         "load flags: perf_analyzer-style load on such a server, one load_level event per level:\n"
+         "  --url URL           the server (default http://127.0.0.1:8000)\n"
+         "  --model NAME        the model to ask (default resnet50)\n"
+         "  --concurrency LIST  requests kept in flight, a level each (default 1,2,4,8)\n"
+         "  --rate LIST         requests/s instead, a level each; --arrivals poisson|constant\n"
+         "  --batch N           images per request (default 1)\n"
+         "  --images DIR        send these JPEGs (BYTES); default seeded random FP32 tensors\n"
+         "  --window-s S --window-requests N  a measurement window: at least S seconds and N\n"
+         "                      answers (default 2, 50)\n"
+         "  --stability PCT     three windows in a row within PCT of their mean (default 10),\n"
+         "                      or --max-trials N windows (default 10)\n"
+         "  --bound-ms MS       p99 bound: the sweep stops at the first level over it\n"
+         "  --max-inflight N    rate mode: connections (default 256); --timeout-s S (60)\n"
+         "  --stop-token T      when done (or failed), stop the server (its --stop-token)\n";
+}
+
 std::string usage() {
   return "usage: tsum-train [flags]\n"
          "       tsum-train gen-cifar DIR [--n N] [--seed S]\n"
          "       tsum-train gen-tokens DIR [--n N] [--seed S]\n"
          "       tsum-train gen-images DIR [--n N] [--size PX] [--seed S]\n"
          "       tsum-train infer [infer flags]\n"
+         "       tsum-train serve [serve flags]\n"
+         "       tsum-train load [load flags]\n"
          "       tsum-train probe-gpu [--device cuda[:N]] [--budget-s S]\n"
          "training flags (defaults marked * depend on the model, see below):\n"
          "  --model NAME        model to train (" + model_names() + "; default mnist_cnn)\n"
@@ -352,9 +493,11 @@ std::string usage() {
          "  --loaders N         async loader threads (default min(4, CPUs))\n"
          "  --queue N           async queue capacity in batches (default 2 x loaders)\n"
          "  --classes, --image-size, --threads, --device, --precision, --seed as for training\n"
+         + serving_usage() +
          "stdout carries one JSON event per line: ready, epoch, learn_end, verify, saved\n"
          "  (with --world-size > 1 each carries \"rank\"; only rank 0 emits verify and saved)\n"
-         "  (infer: ready, infer per batch size, infer_end).\n"
+         "  (infer: ready, infer per batch size, infer_end; serve: ready, serve_end;\n"
+         "  load: load_ready, load_level per level, load_end).\n"
          "exit status: 0 ok, 2 bad usage or bad data, 1 other failure.\n";
 }
 

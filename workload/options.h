@@ -23,6 +23,8 @@
 
 #include "common/result.h"
 #include "workload/device.h"
+#include "workload/load_gen.h"
+#include "workload/serve.h"
 
 namespace tsum::workload {
 
@@ -107,6 +109,32 @@ struct InferOptions {
   Placement placement;
   std::uint64_t seed = 1;
 };
+
+// `tsum-train serve`: a model answering inference requests over HTTP (serve.h). --model is a registry image model
+// or "delay" (a fixed service time, batcher.h); --torchscript a user's TorchScript file instead.
+struct ServeOptions {
+  std::string model = "resnet50";
+  std::string torchscript;                // a TorchScript file: served as "model" unless --name
+  std::string checkpoint;                 // a registry model's trained weights (training's --checkpoint file)
+  std::string name;                       // the name it is served under (default: --model, or "model")
+  std::vector<std::int64_t> input_shape;  // C,H,W: for --torchscript and delay (delay default 3,8,8)
+  std::int64_t classes = 0;               // resnet50 and delay (delay default 10)
+  std::int64_t image_size = 0;
+  double service_ms = 10.0;               // delay: the time each batch takes
+  std::int64_t warmup = 3;                // unmeasured runs of batch 1 and of max_batch before "ready"
+  double duration_s = 0.0;                // 0: until SIGTERM or SIGINT
+  ServerConfig server;
+  int threads = 0;
+  Placement placement;
+  std::uint64_t seed = 1;
+};
+
+bool is_serve_command(const std::vector<std::string>& args);
+Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args);
+
+// `tsum-train load`: the load generator (load_gen.h).
+bool is_load_command(const std::vector<std::string>& args);
+Result<LoadOptions> parse_load_options(const std::vector<std::string>& args);
 
 // True when args[0] is "infer".
 bool is_infer_command(const std::vector<std::string>& args);

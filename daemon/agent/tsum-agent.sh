@@ -36,7 +36,9 @@
 #                                       $WORK (data, out, checkpoint); default "native"
 #   TSUM_REGISTRY_USER, TSUM_REGISTRY_PASSWORD   docker: log in to TSUM_IMAGE's registry first
 #   TSUM_TRAIN_ARGS                     extra tsum-train flags (model, optimizer, epochs, limits, threads, ...)
-#   TSUM_KIND                           train (default) or infer: tsum-train infer, the sweep measured as learn
+#   TSUM_KIND                           train (default); infer: tsum-train infer, the sweep measured as learn;
+#                                       serve: node 0 runs tsum-train serve, node 1 tsum-train load (below)
+#   TSUM_LOAD_ARGS                      serve: the load client's tsum-train load flags (node 1)
 #   TSUM_GEN_IMAGES                     without a data set: tsum-train gen-images flags for load_data
 #   TSUM_POWEROFF                       "none": a machine that is not ours (byo); the agent removes its work
 #                                       directory at the end and powers nothing off
@@ -68,6 +70,12 @@
 # $TSUM_URL/v1/runs/$TSUM_RUN_ID/rendezvous and the others poll it (GET) until it is there; then each runs
 # tsum-train --world-size N --rank NODE --master ADDRESS:PORT --dist DIST (rank 0 listens there). Node 0 saves
 # the checkpoint; the others upload their event log and samples as node<N>/events.jsonl and node<N>/samples.csv.
+#
+# Serving (TSUM_KIND=serve, two nodes, docs/serving.md): node 0 runs tsum-train serve on the port, posts the
+# rendezvous once the model answers (its ready event: start ends, learn begins), and serves until the client
+# stops it; node 1 waits for the rendezvous and runs tsum-train load against it (load_ready ends its start; each
+# load_level is a learn progress mark; load_end ends learn), then stops the server with a token both derive from
+# the run token. Neither verifies or saves a checkpoint; both upload their event logs.
 set -u
 : "${TSUM_URL:?}" "${TSUM_RUN_ID:?}" "${TSUM_TOKEN:?}"
 WORK=$(pwd)
@@ -590,35 +598,49 @@ run_job() {
   emit save begin "$t"
 }
 
-# rendezvous: a multi-node run's nodes meet in start, before the trainer: node 0 says where its rank 0 listens,
-# the others wait (TSUM_RENDEZVOUS_S, default 900) until it has. Prints tsum-train's distributed flags.
+# The rendezvous: a multi-node run's nodes meet in start, before the trainer (a server: once it answers). Node 0
+# says where it listens (meet_post ADDRESS PORT); the others wait (TSUM_RENDEZVOUS_S, default 900) until it has
+# (meet_wait prints "ADDRESS PORT").
+meet_url() { echo "$TSUM_URL/v1/runs/$TSUM_RUN_ID/rendezvous"; }
+meet_address() {  # this machine's address the other nodes reach
+  addr=${TSUM_NODE_ADDRESS:-}
+  if [ -z "$addr" ]; then
+    case $TSUM_URL in
+      *://127.0.0.1[:/]* | *://localhost[:/]* | *://\[::1\][:/]*) addr=127.0.0.1 ;;
+      *) addr=$(hostname -I 2>/dev/null | cut -d' ' -f1) ;;
+    esac
+  fi
+  [ -n "$addr" ] || { echo "no address of this machine to give the other nodes (set TSUM_NODE_ADDRESS)"; return 1; }
+  echo "$addr"
+}
+meet_port() { echo "${TSUM_DIST_PORT:-$((20000 + TSUM_RUN_ID % 20000))}"; }
+meet_post() {
+  tries=0
+  until dcurl -fsS --max-time 15 -H 'Content-Type: application/json' \
+      --data-binary "{\"address\":$(json_str "$1"),\"port\":$2}" "$(meet_url)" >/dev/null 2>"$WORK/rdv.err"; do
+    tries=$((tries + 1))
+    [ "$tries" -ge 10 ] && { echo "cannot post the rendezvous: $(tail -n 1 "$WORK/rdv.err")"; return 1; }
+    sleep 1
+  done
+}
+meet_wait() {
+  deadline=$(( $(date +%s) + ${TSUM_RENDEZVOUS_S:-900} ))
+  until got=$(dcurl -fsS --max-time 15 "$(meet_url)" 2>/dev/null) && [ -n "$got" ]; do
+    [ "$(date +%s)" -ge "$deadline" ] && { echo "node 0 did not say where to meet within ${TSUM_RENDEZVOUS_S:-900} s"; return 1; }
+    sleep 0.5
+  done
+  echo "$(printf '%s' "$got" | sed -n 's/.*"address":"\([^"]*\)".*/\1/p') $(printf '%s' "$got" | sed -n 's/.*"port":\([0-9]*\).*/\1/p')"
+}
+
+# rendezvous: data-parallel training's meeting; prints tsum-train's distributed flags.
 rendezvous() {
-  url="$TSUM_URL/v1/runs/$TSUM_RUN_ID/rendezvous"
   if [ "$NODE" -eq 0 ]; then
-    addr=${TSUM_NODE_ADDRESS:-}
-    if [ -z "$addr" ]; then
-      case $TSUM_URL in
-        *://127.0.0.1[:/]* | *://localhost[:/]* | *://\[::1\][:/]*) addr=127.0.0.1 ;;
-        *) addr=$(hostname -I 2>/dev/null | cut -d' ' -f1) ;;
-      esac
-    fi
-    [ -n "$addr" ] || { echo "no address of this machine to give the other nodes (set TSUM_NODE_ADDRESS)"; return 1; }
-    port=${TSUM_DIST_PORT:-$((20000 + TSUM_RUN_ID % 20000))}
-    tries=0
-    until dcurl -fsS --max-time 15 -H 'Content-Type: application/json' \
-        --data-binary "{\"address\":$(json_str "$addr"),\"port\":$port}" "$url" >/dev/null 2>"$WORK/rdv.err"; do
-      tries=$((tries + 1))
-      [ "$tries" -ge 10 ] && { echo "cannot post the rendezvous: $(tail -n 1 "$WORK/rdv.err")"; return 1; }
-      sleep 1
-    done
+    addr=$(meet_address) || { echo "$addr"; return 1; }
+    port=$(meet_port)
+    meet_post "$addr" "$port" || return 1
   else
-    deadline=$(( $(date +%s) + ${TSUM_RENDEZVOUS_S:-900} ))
-    until got=$(dcurl -fsS --max-time 15 "$url" 2>/dev/null) && [ -n "$got" ]; do
-      [ "$(date +%s)" -ge "$deadline" ] && { echo "node 0 did not say where to meet within ${TSUM_RENDEZVOUS_S:-900} s"; return 1; }
-      sleep 0.5
-    done
-    addr=$(printf '%s' "$got" | sed -n 's/.*"address":"\([^"]*\)".*/\1/p')
-    port=$(printf '%s' "$got" | sed -n 's/.*"port":\([0-9]*\).*/\1/p')
+    got=$(meet_wait) || { echo "$got"; return 1; }
+    addr=${got% *} port=${got#* }
   fi
   dist=${TSUM_DIST:-ring}
   echo "--world-size $NODES --rank $NODE --master $addr:$port --dist ${dist%-async}$([ "$dist" = ps-async ] && echo ' --ps-async')"
@@ -628,13 +650,29 @@ rendezvous() {
 [ -e "$WORK/notice" ] && interrupted_exit "the notice came before learning began"
 
 # start, learn, verify: the trainer's own events mark the boundaries. The inference sweep (TSUM_KIND=infer) is
-# measured as learn, one progress mark per batch size; it has no verify and saves no checkpoint.
+# measured as learn, one progress mark per batch size; it has no verify and saves no checkpoint. So is a serving
+# run (above): the server's learn is serving, the client's the measured load, one progress mark per level.
 if [ "${TSUM_KIND:-train}" = job ]; then
   run_job
 else
   rm -f "$WORK/events.fifo"; mkfifo "$WORK/events.fifo"
   emit start begin "$(now)"
-  if [ "${TSUM_KIND:-train}" = infer ]; then
+  args=${TSUM_TRAIN_ARGS:-}
+  if [ "${TSUM_KIND:-train}" = serve ]; then
+    stop_token=$(printf 'tsum-serve-stop:%s' "$TSUM_TOKEN" | sha256sum | cut -c1-32)
+    if [ "$NODE" -eq 0 ]; then
+      serve_addr=$(meet_address) || fail start "$serve_addr"
+      serve_port=$(meet_port)
+      set -- serve --host 0.0.0.0 --port "$serve_port" --stop-token "$stop_token"
+    else
+      got=$(meet_wait) || fail start "$got"
+      host=${got% *}
+      case $host in *:*) host="[$host]" ;; esac
+      set -- load --url "http://$host:${got#* }" --stop-token "$stop_token"
+      [ -n "${TSUM_GEN_IMAGES:-}" ] && set -- "$@" --images "$WORK/data"
+      args=${TSUM_LOAD_ARGS:-}
+    fi
+  elif [ "${TSUM_KIND:-train}" = infer ]; then
     set -- infer --images "$WORK/data"
   else
     set -- --data "$WORK/data" --checkpoint "$WORK/out/model.pt"
@@ -643,13 +681,13 @@ else
       [ -e "$CKPT/state.pt" ] && set -- "$@" --resume "$CKPT/state.pt"
     fi
   fi
-  if [ "$NODES" -gt 1 ]; then
+  if [ "$NODES" -gt 1 ] && [ "${TSUM_KIND:-train}" != serve ]; then
     dist_args=$(rendezvous) || fail start "$dist_args"
     # shellcheck disable=SC2086  # a list of flags
     set -- "$@" $dist_args
   fi
-  # shellcheck disable=SC2086  # TSUM_TRAIN_ARGS is a list of flags
-  run_trainer "$@" ${TSUM_TRAIN_ARGS:-} > "$WORK/events.fifo" 2> "$WORK/train.err" &
+  # shellcheck disable=SC2086  # a list of flags
+  run_trainer "$@" $args > "$WORK/events.fifo" 2> "$WORK/train.err" &
   trainer=$!
   phase=start
   saved=""
@@ -659,11 +697,16 @@ else
     ev=${line#'{"event":"'}; ev=${ev%%'"'*}
     mono=${line#*'"mono_s":'}; mono=${mono%%[,\}]*}
     case $ev in
-      ready) emit start end "$mono" "$line"; emit learn begin "$mono"; phase=learn ;;
+      ready | load_ready)
+        emit start end "$mono" "$line"; emit learn begin "$mono"; phase=learn
+        # A server is there to be found once it answers.
+        if [ "${TSUM_KIND:-train}" = serve ] && [ "$ev" = ready ]; then
+          err=$(meet_post "$serve_addr" "$serve_port") || { kill "$trainer" 2>/dev/null; fail learn "$err"; }
+        fi ;;
       epoch) emit learn progress "$mono" "$line" ;;
-      infer) n=$((n + 1)); emit learn progress "$mono" "{\"epoch\":$n,${line#\{}" ;;
+      infer | load_level) n=$((n + 1)); emit learn progress "$mono" "{\"epoch\":$n,${line#\{}" ;;
       learn_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; phase=verify ;;
-      infer_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; emit verify end "$mono"
+      infer_end | serve_end | load_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; emit verify end "$mono"
                  emit save begin "$mono"; phase=save; saved=$line ;;
       verify) emit verify end "$mono" "$line"; emit save begin "$mono"; phase=save ;;
       saved) saved=$line ;;

@@ -279,3 +279,62 @@ TEST_CASE("spot_recovery.zones: 1 to 16 zone names, kept through to_json") {
         "spot_recovery": {"zones": )") + bad + "}}]}")
               .find("'configs[0].spot_recovery.zones' must be a list of 1 to 16 zone names") == 0);
 }
+
+TEST_CASE("a serving workload: two machines a run, one sweep, the server's and the client's flags, errors named") {
+  auto r = parse_experiment_spec(R"({"workload": {"kind": "serve", "model": "mnist_cnn", "max_batch": [1, 8],
+      "max_delay_ms": 2, "input": "jpeg", "concurrency": [1, 4], "bound_ms": 50},
+      "configs": [{"provider": "aws", "instance_type": ["c5.large", "c5.xlarge"]}]})");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().detail));
+  CHECK(r->workloads.size() == 2);  // max_batch's two values are alternatives; concurrency is the sweep
+  REQUIRE(r->configs.size() == 2);
+  CHECK(r->configs[0].nodes == 2);  // the server and its load client
+  auto fits = parse_experiment_spec(R"({"workload": {"kind": "serve", "model": "mnist_cnn", "max_batch": 8,
+      "batch": 2, "concurrency": [1, 4], "bound_ms": 50, "input": "jpeg"},
+      "configs": [{"provider": "aws", "instance_type": "c5.large", "nodes": 2}]})");
+  REQUIRE_MESSAGE(fits.ok(), (fits.ok() ? "" : fits.error().detail));
+  const auto& w = fits->workload();
+  CHECK(w.dataset.empty());
+  CHECK(w.train_args() == "--model mnist_cnn --max-batch 8 --max-delay-ms 0");
+  CHECK(w.load_args() == "--model mnist_cnn --batch 2 --concurrency 1,4 --bound-ms 50");
+  auto again = parse_experiment_spec(fits->to_json().dump());
+  REQUIRE_MESSAGE(again.ok(), (again.ok() ? "" : again.error().detail));
+  CHECK(again->to_json() == fits->to_json());
+  CHECK_FALSE(fits->to_json()["configs"][0].contains("dist"));
+
+  auto rate = parse_experiment_spec(R"({"workload": {"kind": "serve", "model": "resnet50", "rate": [10, 12.5],
+      "arrivals": "constant", "window_s": 3}, "configs": [{"provider": "local", "cores": 2}]})");
+  REQUIRE(rate.ok());
+  CHECK(rate->workload().load_args() == "--model resnet50 --batch 1 --rate 10,12.5 --arrivals constant --window-s 3");
+  auto plain = parse_experiment_spec(R"({"workload": {"kind": "serve"}, "configs": [{"provider": "local", "cores": 1}]})");
+  REQUIRE(plain.ok());
+  CHECK(plain->workload().load_args() == "--model mnist_cnn --batch 1 --concurrency 1,2,4,8");
+
+  auto delay = parse_experiment_spec(R"({"workload": {"kind": "serve", "model": "delay", "service_ms": 20,
+      "max_batch": 1}, "configs": [{"provider": "local", "cores": 1}]})");
+  REQUIRE(delay.ok());
+  CHECK(delay->workload().train_args() == "--model delay --max-batch 1 --max-delay-ms 0 --service-ms 20");
+
+  auto err = [](const std::string& workload, const std::string& config = R"({"provider":"local","cores":1})") {
+    return error_of(R"({"workload":)" + workload + R"(,"configs":[)" + config + "]}");
+  };
+  CHECK(err(R"({"kind":"serve","concurrency":[1],"rate":[5]})") ==
+        "workload.rate: a sweep is of concurrency or of request rate, not both");
+  CHECK(err(R"({"kind":"serve","arrivals":"poisson"})") == "workload.arrivals: is for a request-rate sweep (\"rate\")");
+  CHECK(err(R"({"kind":"serve","batch":9})") ==
+        "workload.batch: a request of 9 images does not fit the server's max_batch 8");
+  CHECK(err(R"({"kind":"serve","dataset":"fashion-mnist"})").starts_with("workload.dataset: a serving run reads no data set"));
+  CHECK(err(R"({"kind":"serve","epochs":2})") == "workload.epochs: is a training field; a serve workload takes none");
+  CHECK(err(R"({"kind":"serve","mode":"async"})") == "workload.mode: belongs to \"kind\": \"infer\"");
+  CHECK(err(R"({"max_batch":4})") == "workload.max_batch: belongs to \"kind\": \"serve\"");
+  CHECK(err(R"({"kind":"serve","model":"bilstm"})").starts_with("workload.model: bilstm reads tokens"));
+  CHECK(err(R"({"kind":"serve","rate":[0]})") == "workload.rate: must be above 0 and at most 1e+06");
+  CHECK(err(R"({"kind":"serve","concurrency":[]})") == "workload.concurrency: must list 1 to 64 levels");
+  CHECK(err(R"({"kind":"serve","service_ms":5})").starts_with("workload.service_ms: goes with model \"delay\""));
+  CHECK(err(R"({"kind":"serve","model":"delay"})").starts_with("workload.service_ms: goes with model \"delay\""));
+  CHECK(err(R"({"model":"delay"})").starts_with("workload.model: 'delay' is not a model"));
+  CHECK(err(R"({"kind":"serve","input":"png"})").starts_with("workload.input: 'png' is not a serving input"));
+  CHECK(err(R"({"kind":"serve"})", R"({"provider":"aws","instance_type":"x","nodes":3})")
+            .find("a serving run is two machines") != std::string::npos);
+  CHECK(err(R"({"kind":"serve"})", R"({"provider":"aws","instance_type":"x","dist":"ps"})")
+            .find("there is no 'dist'") != std::string::npos);
+}

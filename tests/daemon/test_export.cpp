@@ -75,3 +75,26 @@ TEST_CASE("export: one row per run, with phases, t_sum, accuracy, cost per rule 
   size_t commas = std::count(lines[0].begin(), lines[0].end(), ',');
   CHECK(std::count(lines[1].begin(), lines[1].end(), ',') == static_cast<long>(commas));
 }
+
+TEST_CASE("export: an inference or serving run adds a column per figure per level, the same in every row") {
+  json e = experiment();
+  e["runs"][0]["metrics"]["serving"] = json::parse(R"([
+      {"mode": "concurrency", "concurrency": 1, "throughput_rps": 40.5, "p99_ms": 21.0, "stable": 1},
+      {"mode": "concurrency", "concurrency": 4, "throughput_rps": 90.0, "p99_ms": null, "stable": 0}])");
+  e["runs"][1]["metrics"]["serving"] = json::parse(R"([{"mode": "rate", "rate": 12.5, "throughput_rps": 12.4}])");
+  auto rows = export_rows(e);
+  CHECK(rows[0]["serve_c1_throughput_rps"] == 40.5);
+  CHECK(rows[0]["serve_c4_p99_ms"].is_null());
+  CHECK(rows[1]["serve_r12.5_throughput_rps"] == 12.4);
+  auto lines = split_lines(export_csv(e));
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].find(",serve_c1_throughput_rps,serve_c1_images_per_s,") != std::string::npos);
+  CHECK(lines[0].find(",serve_r12.5_throughput_rps,") != std::string::npos);
+  const auto commas = std::count(lines[0].begin(), lines[0].end(), ',');
+  CHECK(std::count(lines[1].begin(), lines[1].end(), ',') == commas);
+  // (the other row's reason holds a quoted comma: one more in the text, the same cells)
+  CHECK(std::count(lines[2].begin(), lines[2].end(), ',') == commas + 1);
+  CHECK(lines[2].find(",12.4,") != std::string::npos);
+  e["runs"][0]["metrics"]["inference"] = json::parse(R"([{"batch": 8, "images_per_s": 55.0, "p99_ms": 150.0}])");
+  CHECK(export_rows(e)[0]["infer_b8_images_per_s"] == 55.0);
+}

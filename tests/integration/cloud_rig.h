@@ -44,12 +44,14 @@ struct CloudRig {
   // image: the guests' stock root; registry_port: a plain-HTTP registry on this host that the guests' Docker
   // engines reach (and trust) at the bridge's address; metadata: the fake serves its instances' metadata service
   // (spot notices) on the bridge's address.
+  // boot_hook: a host command run as each guest boots (FakeGuestOptions::boot_hook).
   CloudRig(const std::string& cloud, const std::string& faults, const std::string& image = kGuestImage,
-           int registry_port = 0, bool metadata = false)
+           int registry_port = 0, bool metadata = false, const std::string& boot_hook = "")
       : guest_root(dir.file("guests")),
         registry(registry_port ? net.listen_address() + ":" + std::to_string(registry_port) : ""),
         fake(cloud, dir, tls, faults,
-             {.root = guest_root, .image = image, .network = net.bridge(), .insecure_registry = registry},
+             {.root = guest_root, .image = image, .network = net.bridge(), .insecure_registry = registry,
+              .boot_hook = boot_hook},
              metadata ? net.listen_address() : ""),
         daemon(dir.file("t.db"),
                {"--config", write_cloud_config(dir, cloud, fake.section()), "--public-url",

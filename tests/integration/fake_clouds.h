@@ -69,6 +69,7 @@ class FakeCloud {
     if (!guest.root.empty())
       args.insert(args.end(), {"--guest-root", guest.root, "--guest-image", guest.image, "--guest-network", guest.network});
     if (!guest.insecure_registry.empty()) args.insert(args.end(), {"--guest-registry", guest.insecure_registry});
+    if (!guest.boot_hook.empty()) args.insert(args.end(), {"--guest-boot-hook", guest.boot_hook});
     if (!metadata_host.empty()) args.insert(args.end(), {"--metadata-listen", metadata_host + ":0"});
     start(args);
     if (!metadata_host.empty()) {

@@ -3,6 +3,9 @@
 // a lost create answer, a delete that fails three times, kill -9), each checked on every cloud.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -231,6 +234,123 @@ TEST_CASE("two nodes on a fake cloud: machines that share only the network meet 
   CHECK(guest_boots(rig.fake) == 2);
   CHECK(run["node_phases"][1]["phases"]["learn"].get<double>() > 0);
   CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.3);
+  CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
+}
+
+// The hook each guest runs as it boots once `dir`/delay exists: 5 ms more on every packet the guest sends, so a round
+// trip between two guests takes 10 ms more. tc's netem where the kernel has it; else (CONFIG_NET_SCH_NETEM unset,
+// as here: "Specified qdisc kind is unknown") the same delay from an NFQUEUE rule and tsum-nfq-delay in the guest's
+// network namespace. Each guest's way is noted in dir/shaped.
+std::string delay_hook(const TempDir& dir) {
+  const std::string d = dir.path().string();
+  std::ofstream(dir.file("hook.sh")) << "set -u\nD='" << d << "'\n"
+      "[ -e \"$D/delay\" ] || exit 0\n"
+      "ns=$TSUM_GUEST_NETNS id=$TSUM_GUEST_ID\n"
+      "if ip netns exec \"$ns\" tc qdisc add dev eth0 root netem delay 5ms 2>\"$D/netem-$id.err\"; then\n"
+      "  echo \"$id netem\" >> \"$D/shaped\"; exit 0\nfi\n"
+      "setsid ip netns exec \"$ns\" '" NFQ_DELAY_BIN "' 0 5 > \"$D/nfq-$id.out\" 2>&1 < /dev/null &\n"
+      "echo $! > \"$D/nfq-$id.pid\"\n"
+      "i=0; until grep -q ready \"$D/nfq-$id.out\"; do\n"
+      "  i=$((i + 1)); [ $i -gt 600 ] && { echo 'tsum-nfq-delay did not start'; cat \"$D/nfq-$id.out\"; exit 1; }\n"
+      "  sleep 0.05\ndone\n"
+      "ip netns exec \"$ns\" iptables -I OUTPUT -j NFQUEUE --queue-num 0 || exit 1\n"
+      "echo \"$id nfqueue (netem: $(cat \"$D/netem-$id.err\"))\" >> \"$D/shaped\"\n";
+  return "sh '" + dir.file("hook.sh") + "'";
+}
+
+// Stops the delayers delay_hook started (they live in the guests' network namespaces, not in their processes).
+struct Delayers {
+  const TempDir& dir;
+  ~Delayers() {
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(dir.path(), ec))
+      if (f.path().extension() == ".pid") {
+        std::ifstream in(f.path());
+        pid_t pid = 0;
+        if (in >> pid && pid > 0) ::kill(pid, SIGTERM);
+      }
+  }
+};
+
+json level_at(const json& run, int concurrency) {
+  for (const auto& l : run["metrics"]["serving"])
+    if (l["concurrency"] == concurrency) return l;
+  FAIL("no level at concurrency " << concurrency << " in " << run.dump());
+  return nullptr;
+}
+
+TEST_CASE("serving on a fake cloud: the server and its load client share only the network; 5 ms more each way "
+          "raises p50 at concurrency 1 by about 10 ms, and more in flight brings the throughput back") {
+  TempDir shaping("tsum-shape");
+  Delayers delayers{shaping};
+  CloudRig rig("aws", "", kGuestImage, 0, false, delay_hook(shaping));
+  const std::string admin = rig.daemon.admin_token();
+  rig.daemon.start();
+  json body = json::parse(rig.experiment(100));
+  // A server whose every request takes 20 ms (model delay, one request a batch): at concurrency 1 a request's
+  // latency is that plus the round trip; with 8 in flight the server is always busy, 50 requests/s.
+  body["workload"] = {{"kind", "serve"}, {"model", "delay"}, {"service_ms", 20}, {"max_batch", 1},
+                      {"concurrency", {1, 8}}, {"window_s", 1}};
+  auto serve = [&](int run_id) {
+    auto created = rig.daemon.call("POST", "/v1/experiments", admin, body.dump());
+    INFO(created.body);
+    REQUIRE(created.status == 201);
+    const std::string path = "/v1/runs/" + std::to_string(run_id);
+    bool finished = eventually([&] { return is_terminal(rig.daemon.call("GET", path, admin).json()); },
+                               std::chrono::seconds(400));
+    json run = rig.daemon.call("GET", path, admin).json();
+    INFO(run.dump(2));
+    INFO(rig.daemon.log());
+    REQUIRE(finished);
+    REQUIRE(run["status"] == "done");
+    CHECK(run["nodes"] == 2);
+    CHECK(run["node_phases"][0]["phases"]["learn"].get<double>() > 0);  // serving, until the client stopped it
+    CHECK(run["node_phases"][1]["phases"]["learn"].get<double>() > 0);  // the measured load
+    REQUIRE(run["metrics"]["serving"].size() == 2);
+    for (const auto& l : run["metrics"]["serving"]) CHECK(l["errors"] == 0);
+    return run;
+  };
+  const json plain = serve(1);
+  std::ofstream(shaping.file("delay")) << "on\n";
+  const json delayed = serve(2);
+  MESSAGE("how each guest was delayed:\n" << std::string(std::istreambuf_iterator<char>(
+                                                  std::ifstream(shaping.file("shaped")).rdbuf()), {}));
+  const json p1 = level_at(plain, 1), d1 = level_at(delayed, 1), p8 = level_at(plain, 8), d8 = level_at(delayed, 8);
+  INFO("plain c1 " << p1.dump() << "\ndelayed c1 " << d1.dump() << "\nplain c8 " << p8.dump() << "\ndelayed c8 "
+                   << d8.dump());
+  MESSAGE("p50 at concurrency 1: " << p1["p50_ms"] << " -> " << d1["p50_ms"] << " ms; round trip " << p1["rtt_ms"]
+                                   << " -> " << d1["rtt_ms"] << " ms; requests/s at concurrency 8: "
+                                   << p8["throughput_rps"] << " -> " << d8["throughput_rps"]);
+  CHECK(p1["p50_ms"].get<double>() >= 20.0);
+  // The round trip grows by the 10 ms the two guests add (at least that: a packet is never let go early) ...
+  const double rtt_added = d1["rtt_ms"].get<double>() - p1["rtt_ms"].get<double>();
+  const double p50_added = d1["p50_ms"].get<double>() - p1["p50_ms"].get<double>();
+  CHECK(rtt_added >= 9.5);
+  CHECK(rtt_added <= 20.0);
+  // ... and so does p50 at concurrency 1: one round trip per request.
+  CHECK(p50_added >= 8.0);
+  CHECK(p50_added <= 20.0);
+  CHECK(std::fabs(p50_added - rtt_added) <= 4.0);
+  CHECK(d1["network_ms"].get<double>() > p1["network_ms"].get<double>() + 8.0);  // the split puts it in the network
+  // With 8 in flight the round trips overlap the server's work: the throughput is the server's again.
+  CHECK(d8["throughput_rps"].get<double>() == doctest::Approx(p8["throughput_rps"].get<double>()).epsilon(0.10));
+
+  // The planner prices both runs of the workload: per million requests at the highest rate under the bound.
+  auto plan = rig.daemon.call("GET", "/v1/plan?experiment=1&objective=serve&p99_ms=10000", admin);
+  INFO(plan.body);
+  REQUIRE(plan.status == 200);
+  const json p = plan.json();
+  CHECK(p["history_runs"] == 2);
+  REQUIRE(p["ranked"].size() == 1);
+  CHECK(p["ranked"][0]["cost_per_million"].get<double>() > 0);
+  CHECK(p["ranked"][0]["curve"].size() == 2);
+  const json tight = rig.daemon.call("GET", "/v1/plan?experiment=1&objective=serve&p99_ms=1", admin).json();
+  CHECK(tight["ranked"].empty());
+  CHECK(tight["infeasible"].size() == 1);
+  CHECK(rig.daemon.call("GET", "/v1/plan?experiment=1&objective=serve", admin).status == 422);  // no bound
+  // The export carries each level's figures.
+  const auto csv = rig.daemon.call("GET", "/v1/experiments/2/export?format=csv", admin);
+  CHECK(csv.body.find("serve_c8_throughput_rps") != std::string::npos);
   CHECK(eventually([&] { return rig.guest_processes() == 0; }, std::chrono::seconds(120)));
 }
 

@@ -342,14 +342,9 @@ test('the cancel button cancels a live run, and the page hears it over the strea
   assert.match(await page.textContent('#event-log'), /status cancelled/);
 });
 
-test('an inference sweep\'s run page charts images/s and p50/p99 latency against the batch size', { timeout: 240000 }, async () => {
-  const { page } = main;
-  const body = {
-    name: 'sweep', repetitions: 1,
-    workload: { kind: 'infer', model: 'cifar_small', batch: [1, 4, 16], iterations: 3, source: 'memory' },
-    configs: [{ provider: 'local', instance_type: 'local-1c' }],
-  };
-  // Earlier tests' queued runs would go first: the sweep need not wait for them.
+// Creates the experiment of one run and waits until that run is done. Earlier tests' queued runs would go first:
+// they are cancelled, so it need not wait for them.
+async function runAlone(body, within, what) {
   for (const e of (await daemon.api('/v1/experiments')).experiments)
     if (e.status === 'queued' || e.status === 'running') await daemon.api(`/v1/experiments/${e.id}`, { method: 'DELETE' });
   const { id } = await daemon.api('/v1/experiments', { method: 'POST', body: JSON.stringify(body),
@@ -358,8 +353,19 @@ test('an inference sweep\'s run page charts images/s and p50/p99 latency against
   const done = await until(async () => {
     const r = await daemon.api(`/v1/runs/${runId}`);
     return ['done', 'failed', 'cancelled'].includes(r.status) && r;
-  }, 180000, 'the sweep to finish');
+  }, within, what);
   assert.equal(done.status, 'done', done.reason);
+  return { id, runId, done };
+}
+
+test('an inference sweep\'s run page charts images/s and p50/p99 latency against the batch size', { timeout: 240000 }, async () => {
+  const { page } = main;
+  const body = {
+    name: 'sweep', repetitions: 1,
+    workload: { kind: 'infer', model: 'cifar_small', batch: [1, 4, 16], iterations: 3, source: 'memory' },
+    configs: [{ provider: 'local', instance_type: 'local-1c' }],
+  };
+  const { runId } = await runAlone(body, 180000, 'the sweep to finish');
   await page.goto(`${daemon.url}/#/runs/${runId}`);
   await page.waitForSelector('#chart-inference');
   const chart = await page.evaluate(() => {
@@ -370,6 +376,31 @@ test('an inference sweep\'s run page charts images/s and p50/p99 latency against
   assert.deepEqual(chart.series, [['images/s', 3, true], ['p50 latency (ms)', 3, true], ['p99 latency (ms)', 3, true]]);
   assert.equal(await page.locator('#inference tbody tr').count(), 3);
   assert.equal(await page.isVisible('#epochs'), false);  // a sweep has no epochs table
+});
+
+test('a serving experiment: its page describes it, draws p99 against throughput with the bound and prices it; its run lists the levels', { timeout: 300000 }, async () => {
+  const { page } = main;
+  const body = {
+    name: 'serving', repetitions: 1,
+    workload: { kind: 'serve', model: 'delay', service_ms: 10, max_batch: 1, concurrency: [1, 4], window_s: 0.5, bound_ms: 500 },
+    configs: [{ provider: 'local', instance_type: 'local-1c' }],
+  };
+  const { id, runId, done } = await runAlone(body, 240000, 'the serving run to finish');
+  assert.equal(done.metrics.serving.length, 2);
+  await page.goto(`${daemon.url}/#/experiments/${id}`);
+  await page.waitForSelector('#serving-plan tbody tr');
+  assert.match(await page.textContent('.meta'), /serving delay \(max batch 1, 1 image a request, fp32\), concurrency 1, 4, p99 bound 500 ms/);
+  const chart = await page.evaluate(() => {
+    const c = window.tsum.charts.get('serving');
+    return c.data.datasets.map((d) => [d.label, d.data.length]);
+  });
+  assert.deepEqual(chart, [['local/local-1c', 2], ['p99 bound 500 ms', 2]]);
+  assert.match(await page.textContent('#serving-plan tbody tr'), /per million|\$/);
+  assert.notEqual((await page.textContent('#runs tbody tr td:last-child')).trim(), '–');  // images/s of the best level
+  await page.goto(`${daemon.url}/#/runs/${runId}`);
+  await page.waitForSelector('#serving tbody tr');
+  assert.equal(await page.locator('#serving tbody tr').count(), 2);
+  await page.waitForSelector('#chart-serving');
 });
 
 test('the experiments page offers the seeds\' presets with their runs and worst case, and creates one', { timeout: 120000 }, async () => {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { configName } from '../../web/src/format.js';
+import { configName, describeWorkload } from '../../web/src/format.js';
 import { planRows } from '../../web/src/plan.js';
 import { localFiring, scheduleBody } from '../../web/src/schedule_form.js';
 import { scaleOf } from '../../web/src/search.js';
@@ -142,4 +142,14 @@ test('a spot run\'s machines share one time axis from the first start to the las
   assert.equal(spans[2].market, 'on-demand');
   assert.deepEqual(attemptSpans([attempts[0]]), []);
   assert.deepEqual(attemptSpans(undefined), []);
+});
+
+test('describeWorkload says what an experiment runs: training, a sweep, serving or a job', () => {
+  assert.equal(describeWorkload({ kind: 'train', model: 'mnist_cnn', dataset: 'fashion-mnist', epochs: 1, limit: 2000 }),
+    'mnist_cnn on fashion-mnist, 1 epoch, 2,000 training images');
+  assert.equal(describeWorkload({ kind: 'infer', model: 'resnet50', batch: [1, 8], mode: 'async', source: 'files' }),
+    'resnet50 inference sweep, batch 1, 8, async, files');
+  assert.equal(describeWorkload({ kind: 'serve', model: 'resnet50', max_batch: 8, batch: 1, input: 'jpeg', rate: [10, 20], arrivals: 'poisson' }),
+    'serving resnet50 (max batch 8, 1 image a request, jpeg), rate 10, 20/s (poisson)');
+  assert.equal(describeWorkload({ kind: 'job', image: 'r/x:1', command: ['python3', 't.py'] }), 'job r/x:1: python3 t.py');
 });

@@ -259,3 +259,28 @@ export function inferenceChart(canvas, sweep) {
     },
   });
 }
+
+// Serving curves: p99 latency against throughput, a line per configuration (its levels in order), and the bound.
+export function servingChart(canvas, choices, bound) {
+  const datasets = choices.map((c, i) => ({
+    label: c.config,
+    data: c.curve.filter((p) => Number.isFinite(p.p99_ms)).map((p) => ({ x: p.throughput_rps, y: p.p99_ms })),
+    borderColor: RULE_COLOURS[i % RULE_COLOURS.length],
+    backgroundColor: RULE_COLOURS[i % RULE_COLOURS.length],
+    showLine: true,
+  }));
+  const most = Math.max(1, ...choices.flatMap((c) => c.curve.map((p) => p.throughput_rps)));
+  datasets.push({ label: `p99 bound ${bound} ms`, data: [{ x: 0, y: bound }, { x: most, y: bound }], borderColor: '#e15759',
+    borderDash: [6, 4], pointRadius: 0, showLine: true });
+  return make('serving', canvas, {
+    type: 'scatter',
+    data: { datasets },
+    options: {
+      scales: {
+        x: { beginAtZero: true, title: { display: true, text: 'throughput (requests/s)' } },
+        y: { beginAtZero: true, title: { display: true, text: 'p99 latency (ms)' } },
+      },
+      plugins: { legend: { position: 'bottom' } },
+    },
+  });
+}

@@ -63,3 +63,21 @@ export function configName(config) {
   for (const [k, v] of Object.entries(config.workload || {})) parts.push(`${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
   return parts.join(' ');
 }
+
+// What an experiment's workload runs, in a phrase: training, the inference sweep, serving or a user's job. `w` is
+// the workload as requested (the daemon's defaults filled in here) or as a run carries it.
+export function describeWorkload(w) {
+  const list = (xs) => (Array.isArray(xs) ? xs.join(', ') : `${xs}`);
+  const kind = w.kind ?? (w.command ? 'job' : 'train');
+  if (kind === 'job') return `job ${w.image}: ${(w.command || []).join(' ')}`;
+  if (kind === 'infer') return `${w.model ?? 'mnist_cnn'} inference sweep, batch ${list(w.batch)}, ${w.mode ?? 'sync'}, ${w.source ?? 'memory'}`;
+  if (kind === 'serve') {
+    const batch = w.batch ?? 1;
+    const sweep = w.rate ? `rate ${list(w.rate)}/s (${w.arrivals ?? 'poisson'})` : `concurrency ${list(w.concurrency ?? [1, 2, 4, 8])}`;
+    return `serving ${w.model ?? 'mnist_cnn'} (max batch ${list(w.max_batch ?? 8)}, ${list(batch)} image${batch === 1 ? '' : 's'} a request, ${list(w.input ?? 'fp32')}), ${sweep}`
+      + (w.bound_ms ? `, p99 bound ${w.bound_ms} ms` : '');
+  }
+  const epochs = w.epochs ?? 1;
+  return `${list(w.model ?? 'mnist_cnn')}${w.dataset ? ` on ${typeof w.dataset === 'string' ? w.dataset : w.dataset.name ?? 'a URL data set'}` : ''}, ${list(epochs)} epoch${epochs === 1 ? '' : 's'}`
+    + (w.limit ? `, ${number(w.limit)} training images` : '') + (w.test_limit ? `, ${number(w.test_limit)} test images` : '');
+}

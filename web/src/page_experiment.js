@@ -4,9 +4,9 @@
 // (search_id set) shows its search first (search.js). While runs are
 // unfinished the page follows the earliest unfinished run's event stream and reloads on each change.
 import { ApiError, api } from './api.js';
-import { costChart, costTable, phasesChart, scalingChart } from './charts.js';
+import { costChart, costTable, phasesChart, scalingChart, servingChart } from './charts.js';
 import { empty, failure, h, loading, replace, table } from './dom.js';
-import { TERMINAL, configName, dateTime, money, number, seconds } from './format.js';
+import { TERMINAL, configName, dateTime, describeWorkload, money, number, seconds } from './format.js';
 import { badge } from './page_experiments.js';
 import { PLAN_OBJECTIVES, planRows } from './plan.js';
 import { searchCard } from './search.js';
@@ -122,6 +122,33 @@ function planCard(experimentId, { signal, state }, measured) {
     h('h3', { class: 'measured' }, 'Measured in this experiment'), measured);
 }
 
+// A serving experiment: every configuration's measured curve (p99 against throughput) with the bound, and the
+// configurations ranked by cost per million requests at the bound (GET /v1/plan?objective=serve).
+function servingCard(experimentId, w, { signal }) {
+  const bound = w.bound_ms ?? 100;
+  const [box, canvas] = chartBox('chart-serving', 300);
+  const body = h('div', { id: 'serving-box' }, loading('Pricing the measured curves…'));
+  api(`/v1/plan?experiment=${experimentId}&objective=serve&p99_ms=${bound}`, { signal })
+    .then((plan) => {
+      const all = [...plan.ranked, ...plan.infeasible];
+      servingChart(canvas, all, bound);
+      replace(body, table(['#', 'Configuration', 'Sustained', 'p99 there', 'Billed per hour', 'Per million requests', 'Reason'],
+        all.map((c, i) => h('tr', { dataset: { config: c.config, feasible: i < plan.ranked.length } },
+          h('td', { class: 'num' }, i < plan.ranked.length ? i + 1 : '–'),
+          h('th', { scope: 'row' }, h('b', {}, c.config), i === 0 && plan.pick === c.config ? ' ★' : ''),
+          h('td', { class: 'num' }, c.sustained_rps ? `${number(c.sustained_rps, 1)} req/s` : '–'),
+          h('td', { class: 'num' }, Number.isFinite(c.p99_ms) ? `${number(c.p99_ms, 1)} ms` : `best ${number(c.best_p99_ms, 1)} ms`),
+          h('td', { class: 'num' }, money(c.billed_hourly, c.currency)),
+          h('td', { class: 'num' }, c.cost_per_million ? money(c.cost_per_million, c.currency) : 'infeasible'),
+          h('td', { class: 'reason' }, c.reason))), { id: 'serving-plan' }));
+    })
+    .catch((err) => {
+      if (!signal.aborted) replace(body, empty(`No serving curve to price yet: ${err.message}.`));
+    });
+  return card('Serving', `p99 latency against throughput per configuration (each level's mean over its runs), the bound at ${bound} ms, and the configurations ranked by cost per million requests at the highest throughput whose p99 meets it.`,
+    box, body);
+}
+
 function costMarkerList(costs, groups, experiment) {
   const items = costs.cheapest.map(([ri, ci]) => {
     const rule = costs.rules[ri];
@@ -158,8 +185,7 @@ function render(root, experiment, offers, liveNote, plan) {
   const head = [
     h('div', { class: 'page-head' }, h('h1', {}, `#${experiment.id} ${experiment.name}`), badge(experiment.status)),
     h('p', { class: 'meta' },
-      `${p.finished}/${p.runs} runs finished · ${w.model} on ${w.dataset}, ${w.epochs} epoch${w.epochs === 1 ? '' : 's'}`,
-      w.limit ? `, ${number(w.limit)} training images` : '', w.test_limit ? `, ${number(w.test_limit)} test images` : '',
+      `${p.finished}/${p.runs} runs finished · ${describeWorkload(w)}`,
       ` · ${experiment.spec.repetitions} repetition${experiment.spec.repetitions === 1 ? '' : 's'} · created ${dateTime(experiment.created_at)}`),
     liveNote,
     experiment.search_id ? searchCard(experiment.search_id, { signal: plan.signal }) : null,
@@ -188,6 +214,7 @@ function render(root, experiment, offers, liveNote, plan) {
           : empty('No configuration in this experiment has a GPU, so there is no GPU axis to plot.')))),
     card('Cost per configuration', 'Mean cost of one run under each billing rule. ★ marks the cheapest per rule, ⚠ a t_sum that ends within 10% of a step below the step boundary.',
       costBox, costMarkerList(costs, groups, experiment)),
+    w.kind === 'serve' ? servingCard(experiment.id, w, plan) : null,
     planCard(experiment.id, plan, recommendationTable(recommendationsFromSummary(experiment, costs))),
     card('Runs', null, runsTable(experiment)));
   phasesChart(phasesCanvas, groups);

@@ -2,7 +2,7 @@
 // statistics per phase, the trainer's loss and throughput per epoch, the cost, and a cancel button. A search's
 // probe shows its search (search.js).
 import { api } from './api.js';
-import { epochsChart, inferenceChart } from './charts.js';
+import { epochsChart, inferenceChart, servingChart } from './charts.js';
 import { empty, failure, h, loading, replace, table } from './dom.js';
 import { PHASES, PHASE_OF_STATUS, TERMINAL, clock, configName, metric, money, number, seconds } from './format.js';
 import { badge } from './page_experiments.js';
@@ -90,6 +90,26 @@ function inferenceBlock(sweep) {
       h('td', { class: 'num' }, metric('rss_bytes', b.peak_rss_bytes)))), { id: 'inference' })), canvas];
 }
 
+// A serving run (kind serve): the load client's levels, p99 against throughput, and each level's split of the
+// client's latency into network, queue and compute.
+function servingBlock(levels, bound) {
+  if (!levels?.length) return [null, null];
+  const canvas = h('canvas', { id: 'chart-serving', role: 'img' });
+  const name = (l) => (l.mode === 'rate' ? `${number(l.rate, 1)}/s` : `${l.concurrency}`);
+  return [h('section', { class: 'card' }, h('h2', {}, 'Serving'),
+    h('p', { class: 'hint' }, `Measured by the load client on node 1 against the server on node 0, a level per row (round trip ${number(levels[0].rtt_ms, 3)} ms).`),
+    h('div', { class: 'chart small' }, canvas),
+    table([levels[0].mode === 'rate' ? 'Rate' : 'Concurrency', 'Requests/s', 'Images/s', 'p50 ms', 'p99 ms', 'Network ms', 'Queue ms',
+      'Compute ms', 'Batch', 'Stable', 'Server CPU %'], levels.map((l) => h('tr', { dataset: { over: l.over_bound } },
+      h('td', { class: 'num' }, name(l)), h('td', { class: 'num' }, number(l.throughput_rps, 1)),
+      h('td', { class: 'num' }, number(l.images_per_s, 1)), h('td', { class: 'num' }, number(l.p50_ms, 2)),
+      h('td', { class: 'num' }, number(l.p99_ms, 2)), h('td', { class: 'num' }, number(l.network_ms, 2)),
+      h('td', { class: 'num' }, number(l.queue_ms, 2)), h('td', { class: 'num' }, number(l.compute_ms, 2)),
+      h('td', { class: 'num' }, number(l.batch_mean, 1)), h('td', {}, l.stable ? 'yes' : `no (${l.trials} windows)`),
+      h('td', { class: 'num' }, number(l.server_cpu_avg_pct)))), { id: 'serving' })),
+  () => servingChart(canvas, [{ config: 'this run', curve: levels.map((l) => ({ throughput_rps: l.throughput_rps, p99_ms: l.p99_ms })) }], bound)];
+}
+
 // A spot run's machines in turn: one bar each on a shared time axis, and what each did (its market, how it
 // ended, the learning redone after it, the checkpoint it handed on).
 function attemptsBlock(run) {
@@ -161,8 +181,10 @@ export function runPage(root, [id], { signal }) {
   function draw() {
     if (!run) return;
     const sweep = run.metrics.inference;
-    const [epochs, epochsCanvas] = epochsBlock(sweep ? [] : run.epochs);
+    const levels = run.metrics.serving;
+    const [epochs, epochsCanvas] = epochsBlock(sweep || levels ? [] : run.epochs);
     const [inference, inferenceCanvas] = inferenceBlock(sweep);
+    const [serving, drawServing] = servingBlock(levels, run.workload?.bound_ms ?? 100);
     const liveText = { connecting: 'connecting…', live: 'live', ended: 'final', retrying: 'reconnecting…', failed: 'not live' }[connection];
     replace(root,
       h('div', { class: 'page-head' }, h('h1', {}, `Run ${run.id}`), badge(run.status),
@@ -176,7 +198,7 @@ export function runPage(root, [id], { signal }) {
         h('section', { class: 'card' }, h('h2', {}, 'Phase timeline'), timeline(run)),
         h('section', { class: 'card' }, h('h2', {}, 'Events'),
           h('p', { class: 'hint' }, 'As the daemon streams them to this page.'), logList)),
-      inference || h('section', { class: 'card' }, h('h2', {}, 'Trainer'),
+      inference || serving || h('section', { class: 'card' }, h('h2', {}, 'Trainer'),
         h('p', { class: 'meta' }, `test accuracy ${Number.isFinite(run.metrics.test_accuracy) ? `${number(100 * run.metrics.test_accuracy, 2)} %` : '–'}`,
           ` · ${number(run.metrics.images_per_s)} images/s over learn`), epochs),
       attemptsBlock(run),
@@ -186,6 +208,7 @@ export function runPage(root, [id], { signal }) {
       h('section', { class: 'card' }, h('h2', {}, 'Cost'), costBlock(run)));
     if (epochsCanvas) epochsChart(epochsCanvas, run.epochs);
     if (inferenceCanvas) inferenceChart(inferenceCanvas, sweep);
+    if (drawServing) drawServing();
     logList.scrollTop = logList.scrollHeight;  // the newest line stays in view
   }
 

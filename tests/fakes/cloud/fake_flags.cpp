@@ -45,6 +45,9 @@ FakeFlags::FakeFlags(std::string program, FakeServerOptions* server, std::string
        "deleted (needs root; default: an instance is only a record)");
   text("--guest-image", "TAR", &server_->guest.image, "the guests' stock root (scripts/guest-rootfs.sh TAR)");
   text("--guest-network", "BRIDGE", &server_->guest.network, "the bridge guests join; the daemon listens on its address");
+  text("--guest-boot-hook", "CMD", &server_->guest.boot_hook,
+       "a shell command run on this host as each guest boots, before anything runs in it\n"
+       "(TSUM_GUEST_ID, TSUM_GUEST_NETNS set)");
   text("--guest-registry", "HOST:PORT", &server_->guest.insecure_registry,
        "a plain-HTTP registry the guests' Docker engines trust");
   add({"--metadata-listen", "HOST:PORT",

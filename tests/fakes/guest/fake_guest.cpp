@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -13,6 +14,13 @@
 namespace tsum::providers::fake_guest {
 
 namespace {
+
+// `text` for inside single quotes in sh: each ' as '\''.
+std::string shell_quoted_body(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out;
+}
 
 namespace fs = std::filesystem;
 constexpr const char* kRuncmd = "/var/lib/cloud/instance/scripts/runcmd";
@@ -155,6 +163,13 @@ Status FakeGuest::start(const std::string& id, std::string_view user_data, Guest
   for (const auto& f : config->files)
     if (auto w = m->write_file(f.path, f.content, f.permissions); !w) return w;
   if (auto w = m->write_file(kRuncmd, runcmd_script(id, *config, opts_.insecure_registry), 0700); !w) return w;
+  if (!opts_.boot_hook.empty()) {
+    const std::string command = "TSUM_GUEST_ID='" + id + "' TSUM_GUEST_NETNS='" + m->netns() + "' sh -c '" +
+                                shell_quoted_body(opts_.boot_hook) + "' >>'" + dir + "/boot-hook.log' 2>&1";
+    if (const int rc = std::system(command.c_str()); rc != 0)
+      return make_error(Code::unavailable, "the boot hook failed (" + std::to_string(rc) + "): see " + dir +
+                                               "/boot-hook.log");
+  }
   if (auto s = m->start({"/bin/sh", kRuncmd}); !s) return s;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   log(id, "booted at " + m->address() + " in " + std::to_string(ms.count()) + " ms");

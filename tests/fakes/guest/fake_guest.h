@@ -47,6 +47,9 @@ struct FakeGuestOptions {
   std::string image;    // the stock root tarball (scripts/guest-rootfs.sh OUT.tar)
   std::string network;  // the bridge guests join (guest_network.h); the daemon listens on its address
   std::string insecure_registry;  // a plain-HTTP registry (HOST:PORT) the guests' Docker engines trust
+  // A shell command run on this host once a guest's network is up and before anything runs in it, with
+  // TSUM_GUEST_ID and TSUM_GUEST_NETNS set (e.g. to shape its network: a delay); its failure fails the boot.
+  std::string boot_hook;
 };
 
 class FakeGuest {

@@ -1,0 +1,141 @@
+#include "workload/batcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tsum::workload {
+namespace {
+
+class FixedDelayEngine final : public Engine {
+ public:
+  FixedDelayEngine(ModelIo io, std::chrono::microseconds service) : io_(std::move(io)), service_(service) {}
+  const ModelIo& io() const override { return io_; }
+  Result<std::vector<float>> run(const float*, std::int64_t n) override {
+    // Until an absolute time, so the sleep does not grow by the time this call took to get here.
+    std::this_thread::sleep_until(std::chrono::steady_clock::now() + service_);
+    return std::vector<float>(static_cast<std::size_t>(n * io_.classes), 0.0f);
+  }
+
+ private:
+  ModelIo io_;
+  std::chrono::microseconds service_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_fixed_delay_engine(ModelIo io, std::chrono::microseconds service) {
+  return std::make_unique<FixedDelayEngine>(std::move(io), service);
+}
+
+Batcher::Batcher(Engine& engine, Config config) : engine_(engine), config_(config) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Batcher::~Batcher() { stop(); }
+
+std::optional<std::future<JobResult>> Batcher::submit(std::vector<float> images, std::int64_t n) {
+  Job job{std::move(images), n, Clock::now(), {}};
+  auto future = job.done.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queued_images_ + n > config_.max_queue) return std::nullopt;
+    queued_images_ += n;
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return future;
+}
+
+void Batcher::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  for (auto& job : queue_) {
+    JobResult r;
+    r.status = make_error(Code::unavailable, "the server is stopping");
+    job.done.set_value(std::move(r));
+  }
+  queue_.clear();
+  queued_images_ = 0;
+}
+
+Batcher::Stats Batcher::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void Batcher::loop() {
+  for (;;) {
+    std::vector<Job> jobs;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      const auto deadline = queue_.front().arrived + config_.max_delay;
+      while (!stopping_ && queued_images_ < config_.max_batch && Clock::now() < deadline)
+        cv_.wait_until(lock, deadline);
+      if (stopping_) return;
+      std::int64_t images = 0;
+      while (!queue_.empty() && (jobs.empty() || images + queue_.front().n <= config_.max_batch)) {
+        images += queue_.front().n;
+        jobs.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      queued_images_ -= images;
+      ++stats_.batches;
+      stats_.images += images;
+    }
+    run_batch(jobs);
+  }
+}
+
+void Batcher::run_batch(std::vector<Job>& jobs) {
+  const auto start = Clock::now();
+  std::int64_t total = 0;
+  for (const auto& j : jobs) total += j.n;
+  const std::int64_t per_image = engine_.io().image_floats();
+  std::vector<float> merged;
+  const float* input = jobs.front().images.data();
+  if (jobs.size() > 1) {
+    merged.resize(static_cast<std::size_t>(total * per_image));
+    std::size_t at = 0;
+    for (const auto& j : jobs) {
+      std::memcpy(merged.data() + at, j.images.data(), j.images.size() * sizeof(float));
+      at += j.images.size();
+    }
+    input = merged.data();
+  }
+  Result<std::vector<float>> logits = make_error(Code::internal, "not run");
+  try {
+    logits = engine_.run(input, total);
+  } catch (const std::exception& e) {
+    logits = make_error(Code::internal, std::string("inference failed: ") + e.what());
+  }
+  const auto end = Clock::now();
+  const std::int64_t classes = engine_.io().classes;
+  if (logits.ok() && logits->size() != static_cast<std::size_t>(total * classes))
+    logits = make_error(Code::internal, "the model answered " + std::to_string(logits->size()) + " logits for " +
+                                            std::to_string(total) + " images of " + std::to_string(classes) +
+                                            " classes");
+  std::int64_t at = 0;
+  for (auto& j : jobs) {
+    JobResult r;
+    r.queue_s = std::chrono::duration<double>(start - j.arrived).count();
+    r.compute_s = std::chrono::duration<double>(end - start).count();
+    r.batch = total;
+    if (!logits.ok()) {
+      r.status = logits.error();
+    } else {
+      const auto* from = logits->data() + at * classes;
+      r.logits.assign(from, from + j.n * classes);
+    }
+    at += j.n;
+    j.done.set_value(std::move(r));
+  }
+}
+
+}  // namespace tsum::workload

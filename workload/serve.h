@@ -1,0 +1,101 @@
+// `tsum-train serve`: a model answering inference requests over HTTP in the Open Inference Protocol (KServe v2,
+// infer_protocol.h), so that Triton's and KServe's clients work against it, with server-side dynamic batching
+// (batcher.h). No libtorch here: the model is an Engine; serve_engines.cpp makes the libtorch ones and runs the
+// command.
+//
+// Routes (every answer JSON unless an output is binary):
+//   GET  /v2/health/live, /v2/health/ready            200 {"live": true} / {"ready": true}
+//   GET  /v2                                          server metadata (name, version, extensions)
+//   GET  /v2/models/{m}[/versions/1]                  model metadata: inputs, outputs, max_batch
+//   GET  /v2/models/{m}[/versions/1]/ready            200 {"name": m, "ready": true}
+//   POST /v2/models/{m}[/versions/1]/infer            inference, one request of 1..max_batch images:
+//        input "input": FP32 [n, channels, height, width] (NCHW, normalized), or
+//        input "image": BYTES [n], a JPEG per element of the model's height x width (normalized here with the
+//                       ImageNet mean and deviation, as `tsum-train infer` does);
+//        outputs "logits" FP32 [n, classes] and "class" INT64 [n] (default both).
+//        The answer's headers say where its time went: X-Tsum-Queue-Us (waiting for its batch), X-Tsum-Compute-Us
+//        (its batch's run), X-Tsum-Server-Us (request read to answer written, decoding included), X-Tsum-Batch
+//        (images in its batch).
+//   GET  /v2/tsum/host                                this host now: CPU jiffies (busy, total), this process's
+//                                                     RSS, memory used, GPU use where NVML answers; counters
+//   POST /v2/tsum/stop                                with X-Tsum-Stop-Token (the config's stop_token, when set):
+//                                                     stop_requested() turns true (the load client ends a run)
+// Bad requests get a 4xx with {"error": "..."} and the connection stays open (a malformed head closes it);
+// a full queue is 503; nothing one client sends reaches another's answer.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "workload/batcher.h"
+#include "workload/http1.h"
+
+namespace tsum::workload {
+
+struct ServerConfig {
+  std::string host = "0.0.0.0";  // the address to listen on
+  int port = 8000;               // 0: any free port (port() says which)
+  Batcher::Config batching;
+  http1::Limits limits;
+  int max_connections = 1024;                  // beyond: 503 and close
+  std::chrono::seconds idle_timeout{120};      // a keep-alive connection silent this long is closed
+  std::string stop_token;                      // non-empty: POST /v2/tsum/stop with it asks the server to stop
+};
+
+class InferenceServer {
+ public:
+  InferenceServer(Engine& engine, ServerConfig config);
+  ~InferenceServer();  // stop()
+  InferenceServer(const InferenceServer&) = delete;
+  InferenceServer& operator=(const InferenceServer&) = delete;
+
+  // Binds and listens, then serves on threads of its own. unavailable naming the address when it cannot bind.
+  Status start();
+  int port() const { return port_; }
+  // A client with the stop token asked the server to stop (the caller stops it).
+  bool stop_requested() const { return stop_requested_.load(); }
+
+  // Stops accepting, lets each connection finish the request it is in, stops the batcher. Idempotent.
+  void stop();
+
+  struct Stats {
+    std::int64_t requests = 0;  // infer requests answered 200
+    std::int64_t rejected = 0;  // answered 4xx or 5xx
+    std::int64_t batches = 0;
+    std::int64_t images = 0;
+  };
+  Stats stats() const;
+
+ private:
+  void accept_loop();
+  void serve_connection(int fd);
+  std::string answer(const http1::Message& request, bool& keep_alive);
+  std::string infer(const http1::Message& request, const std::string& model);
+  std::string host_stats();
+
+  Engine& engine_;
+  ServerConfig config_;
+  Batcher batcher_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<std::int64_t> requests_{0};
+  std::atomic<std::int64_t> rejected_{0};
+  std::mutex conns_mu_;  // connections_: the detached connection threads alive; stop() waits for none
+  std::condition_variable conns_cv_;
+  int connections_ = 0;
+  std::thread acceptor_;
+  struct Gpu;
+  std::unique_ptr<Gpu> gpu_;
+};
+
+}  // namespace tsum::workload
