@@ -34,41 +34,50 @@ struct History {
   std::vector<double> restarts;  // of resumed attempts (spot), seconds
 };
 
-// Done runs of every experiment whose workload equals `workload`, as the predictor's measured runs (a run that
-// needed several machines as one machine's, daemon::one_machine_phases), and the restarts of resumed attempts.
-Result<History> history(daemon::Store& store, daemon::Views& views, const json& workload) {
+// Calls `each` with every run (as GET /v1/runs/{id} shows it) of every experiment whose workload is `workload`:
+// what the planner learns from.
+template <typename F>
+Status each_run_of(daemon::Store& store, daemon::Views& views, const json& workload, F each) {
   auto all = store.experiments();
   if (!all) return all.error();
-  History h;
-  auto& out = h.runs;
   for (const auto& e : *all) {
     if (e.spec.workload().to_json() != workload) continue;
     auto full = views.experiment(e.id);
     if (!full) return full.error();
-    for (const auto& run : (*full)["runs"]) {
-      auto r = daemon::restarts_of(run);
-      h.restarts.insert(h.restarts.end(), r.begin(), r.end());
-      if (run["status"] != "done" || !run["t_sum"].is_number()) continue;
-      const json phases = daemon::one_machine_phases(run);  // a run of several machines as one machine's
-      bool known = true;
-      for (auto name : billing::kPhaseNames) known = known && phases[std::string(name)].is_number();
-      if (!known) continue;
-      billing::MeasuredRun m;
-      std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
-      const int nodes = run.value("nodes", 1);
-      m.cfg.config = provider + "/" + type + (nodes > 1 ? "/x" + std::to_string(nodes) : "");
-      m.cfg.provider = provider;
-      m.cfg.instance_type = type;
-      m.cfg.cores = daemon::local_cores_of(provider, type);
-      m.cfg.cpu_family = billing::instance_family(type);
-      m.cfg.nodes = nodes;
-      // The machine as the run stored it from its offer, named as the candidates below name theirs.
-      daemon::describe_machine(run.value("machine", json::object()), m.cfg);
-      for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
-        m.phases[i] = phases[std::string(billing::kPhaseNames[i])].get<double>();
-      out.push_back(std::move(m));
-    }
+    for (const auto& run : (*full)["runs"]) each(run);
   }
+  return {};
+}
+
+// Done runs of every experiment whose workload equals `workload`, as the predictor's measured runs (a run that
+// needed several machines as one machine's, daemon::one_machine_phases), and the restarts of resumed attempts.
+Result<History> history(daemon::Store& store, daemon::Views& views, const json& workload) {
+  History h;
+  auto& out = h.runs;
+  auto walked = each_run_of(store, views, workload, [&](const json& run) {
+    auto r = daemon::restarts_of(run);
+    h.restarts.insert(h.restarts.end(), r.begin(), r.end());
+    if (run["status"] != "done" || !run["t_sum"].is_number()) return;
+    const json phases = daemon::one_machine_phases(run);  // a run of several machines as one machine's
+    bool known = true;
+    for (auto name : billing::kPhaseNames) known = known && phases[std::string(name)].is_number();
+    if (!known) return;
+    billing::MeasuredRun m;
+    std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
+    const int nodes = run.value("nodes", 1);
+    m.cfg.config = provider + "/" + type + (nodes > 1 ? "/x" + std::to_string(nodes) : "");
+    m.cfg.provider = provider;
+    m.cfg.instance_type = type;
+    m.cfg.cores = daemon::local_cores_of(provider, type);
+    m.cfg.cpu_family = billing::instance_family(type);
+    m.cfg.nodes = nodes;
+    // The machine as the run stored it from its offer, named as the candidates below name theirs.
+    daemon::describe_machine(run.value("machine", json::object()), m.cfg);
+    for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
+      m.phases[i] = phases[std::string(billing::kPhaseNames[i])].get<double>();
+    out.push_back(std::move(m));
+  });
+  if (!walked.ok()) return walked.error();
   return h;
 }
 
@@ -187,27 +196,20 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
     if (!r) return r.error();
     override_rule = *r;
   }
-  auto all = store.experiments();
-  if (!all) return all.error();
-  const json workload = exp.spec.workload().to_json();
   std::vector<billing::ServingRun> runs;
-  for (const auto& e : *all) {
-    if (e.spec.workload().to_json() != workload) continue;
-    auto full = views.experiment(e.id);
-    if (!full) return full.error();
-    for (const auto& run : (*full)["runs"]) {
-      if (run["status"] != "done" || !run["metrics"].contains("serving")) continue;
-      billing::ServingRun r;
-      const std::string provider = run["config"]["provider"];
-      r.config = provider + "/" + run["config"]["instance_type"].get<std::string>();
-      r.hourly_price = run.value("hourly_price", 0.0);
-      for (const auto& [_, c] : run["cost"].items()) r.currency = c.value("currency", "");
-      auto rule = override_rule ? override_rule : billing::rule_for_provider(provider);
-      r.rule = rule ? *rule : billing::parse_rule("per_second_60s_min").value();
-      r.levels = billing::serving_levels(run["metrics"]["serving"]);
-      if (!r.levels.empty()) runs.push_back(std::move(r));
-    }
-  }
+  auto walked = each_run_of(store, views, exp.spec.workload().to_json(), [&](const json& run) {
+    if (run["status"] != "done" || !run["metrics"].contains("serving")) return;
+    billing::ServingRun r;
+    const std::string provider = run["config"]["provider"];
+    r.config = provider + "/" + run["config"]["instance_type"].get<std::string>();
+    r.hourly_price = run.value("hourly_price", 0.0);
+    for (const auto& [_, c] : run["cost"].items()) r.currency = c.value("currency", "");
+    auto rule = override_rule ? override_rule : billing::rule_for_provider(provider);
+    r.rule = rule ? *rule : billing::parse_rule("per_second_60s_min").value();
+    r.levels = billing::serving_levels(run["metrics"]["serving"]);
+    if (!r.levels.empty()) runs.push_back(std::move(r));
+  });
+  if (!walked.ok()) return walked.error();
   if (runs.empty())
     return make_error(Code::invalid_argument, "no done run of experiment " + std::to_string(exp.id) +
                                                   "'s serving workload yet: run it on at least one config first");
