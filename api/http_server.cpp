@@ -33,7 +33,6 @@ using asio::awaitable;
 using asio::ip::tcp;
 
 namespace {
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 // Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
 }  // namespace

@@ -39,7 +39,6 @@ namespace http = beast::http;
 using asio::awaitable;
 using asio::ip::tcp;
 
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadChunk = 4096;
 constexpr std::size_t kMaxDrainBytes = 4 << 20;
 constexpr std::chrono::seconds kLingerTimeout{2};

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/file.hpp>
 #include <boost/beast/http/message.hpp>
@@ -17,6 +19,9 @@
 #include "common/result.h"
 
 namespace tsum::api {
+
+// The completion token of the server's coroutines: an operation answers (error, values...) instead of throwing.
+inline constexpr auto kUseTuple = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 // Copies status and headers of `res` into `head` (Server, Content-Type, then res.headers; the framing headers
 // Content-Length, Transfer-Encoding and Connection are skipped). False when `res` is unsendable: a status

@@ -28,8 +28,10 @@
 #include "planner_scout.h"
 #include "planner_tables.h"
 #include "planner_totals.h"
+#include "trace_replay.h"
 
 using namespace tsum::billing;
+using tsum::bench::quantile;
 using tsum::bench::Table;
 using tsum::bench::Truth;
 
@@ -75,12 +77,6 @@ size_t argmin(const std::vector<Truth>& tr, double Truth::*key) {
 }
 
 double regret(const std::vector<Truth>& tr, size_t pick, size_t opt) { return tr[pick].cost / tr[opt].cost - 1; }
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(std::floor(q * static_cast<double>(v.size() - 1)))];
-}
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? NAN : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());

@@ -63,11 +63,6 @@ double true_cost(const Row& r) {
   return r.completed ? expected_cost(r.cand.rule, r.cand.hourly_price, r.runtime + t_sum_of(kOverheads)) : INFINITY;
 }
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(std::floor(q * static_cast<double>(v.size() - 1)))];
-}
-
 // The regret of the search's pick after `own` probes of its own: rounds[own] while it went on probing, its
 // final recommendation from the last round on (rounds has one entry more than trace).
 template <typename Regret>
@@ -127,11 +122,11 @@ struct CaseResult {
 Calibration g_calibration;
 long limited_picks = 0, limited_blind = 0, limited_blind_measured = 0;
 
-LearnModel g_model = LearnModel::automatic;
+LearnModel g_scout_model = LearnModel::automatic;
 
 SearchRequest request(int max_probes, double future_runs) {
   SearchRequest req;
-  req.predictor.model = g_model;
+  req.predictor.model = g_scout_model;
   req.workload = Workload{1, 0};
   req.predictor.samples = 400;
   req.predictor.bootstrap = 100;
@@ -251,7 +246,7 @@ CaseResult run_case(const std::string& name, std::vector<Row> rows, const Billin
 }  // namespace
 
 int run_scout(const ScoutOptions& o) {
-  g_model = o.model;
+  g_scout_model = o.model;
   std::vector<Case> cases;
   if (!load(o.csv, cases)) {
     std::fprintf(stderr, "bench_planner: cannot read the Scout trace %s\n", o.csv.c_str());

@@ -11,7 +11,7 @@ using namespace tsum::billing;
 
 namespace {
 
-const char* kRules[] = {"per_second_60s_min", "per_minute", "per_10_minutes", "per_hour",
+const char* kRuleNames[] = {"per_second_60s_min", "per_minute", "per_10_minutes", "per_hour",
                         "hetzner",            "selectel",   "azure",          "gce_2016"};
 
 double log_uniform(std::mt19937_64& rng, double lo, double hi) {
@@ -29,7 +29,7 @@ void add_family(Table& t, std::mt19937_64& rng, int family, double work) {
   const double sweet = uniform(rng, 8, 16);
   const double b = uniform(rng, 0.0, 0.6);
   const double c = work * (1 - s) / (sweet * sweet);
-  const BillingRule rule = *parse_rule(kRules[std::uniform_int_distribution<int>(0, 7)(rng)]);
+  const BillingRule rule = *parse_rule(kRuleNames[std::uniform_int_distribution<int>(0, 7)(rng)]);
   PhaseSeconds over = {uniform(rng, 15, 120), uniform(rng, 20, 240), uniform(rng, 5, 90), uniform(rng, 2, 15), 0, 0,
                        uniform(rng, 2, 20),   uniform(rng, 5, 60)};
   const double warmup = uniform(rng, 2, 8);

@@ -22,12 +22,6 @@ struct Rule {
 constexpr Rule kRules[] = {{"sec60", "step:1,min:60"}, {"min", "step:60,min:60"}, {"10min", "step:600,min:600"},
                            {"hour", "step:3600,min:3600"}};
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(std::floor(q * static_cast<double>(v.size() - 1)))];
-}
-
 struct SetResult {
   std::vector<double> ratio[2], first_ratio[2], probes[2], spend_share[2];  // [0]: 10 runs, [1]: 100 runs
   std::vector<double> regret3, regret6;
@@ -43,7 +37,7 @@ PredictorOptions predictor(LearnModel model) {
   return p;
 }
 
-void run_case(const TraceCase& c, const BillingRule& rule, const TotalsOptions& o, SetResult& out) {
+void run_totals_case(const TraceCase& c, const BillingRule& rule, const TotalsOptions& o, SetResult& out) {
   ++out.cases;
   for (int i = 0; i < 2; ++i) {
     const double runs = i ? 100 : 10;
@@ -138,7 +132,7 @@ int run_totals(const TotalsOptions& o) {
         if (!br) return 1;
         br->name = rule.name;
         if (name == "generated" && &rule != &kRules[std::hash<std::string>{}(c.name) % 4]) continue;
-        run_case(c, *br, o, r);
+        run_totals_case(c, *br, o, r);
       }
     print_set(name.c_str(), r);
     all_kept = all_kept && r.budget_broken == 0 && r.total_broken == 0 && r.blind == 0;

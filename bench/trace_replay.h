@@ -12,6 +12,8 @@
 // plus future_runs planned runs on its pick, against the planned runs on the optimum.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +21,13 @@
 #include "billing/search.h"
 
 namespace tsum::bench {
+
+// The q-quantile of v, the lower of two neighbours (no interpolation); NaN when v is empty.
+inline double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(std::floor(q * static_cast<double>(v.size() - 1)))];
+}
 
 struct TraceRow {
   billing::PlanCandidate cand;

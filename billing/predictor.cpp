@@ -87,7 +87,6 @@ Result<double> fraction_of(const MeasuredRun& r, const Workload& w) {
   return 1.0;
 }
 
-uint64_t mix(uint64_t seed, const std::string& s) { return seed ^ (std::hash<std::string>{}(s) * 0x9E3779B97F4A7C15ull); }
 
 }  // namespace
 
@@ -221,13 +220,13 @@ Status Predictor::fit_groups() {
   }
   const bool resources = opt_.model == LearnModel::resources || (opt_.model == LearnModel::automatic && describes_memory_);
   if (resources && !resource_points.empty()) {
-    ResourceOptions ro{opt_.particles, opt_.memory_lo_gib, opt_.memory_hi_gib, mix(opt_.seed, "resources")};
+    ResourceOptions ro{opt_.particles, opt_.memory_lo_gib, opt_.memory_hi_gib, seed_mix(opt_.seed, "resources")};
     auto model = ResourceModel::fit(resource_points, ro);
     if (!model) return model.error();
     resources_ = std::move(*model);
   }
   for (const auto& [group, pts] : points) {
-    ScalingOptions so{opt_.bootstrap, noise_cv_, mix(opt_.seed, group)};
+    ScalingOptions so{opt_.bootstrap, noise_cv_, seed_mix(opt_.seed, group)};
     auto model = ScalingModel::fit(pts, so);
     if (!model) return make_error(model.error().code, "learn curve of " + group + ": " + model.error().detail);
     groups_.emplace(group, std::move(*model));
@@ -282,7 +281,7 @@ std::vector<double> Predictor::phase_samples(const ConfigSpec& cfg, int ph, cons
 }
 
 Result<Prediction> Predictor::predict(const ConfigSpec& cfg) const {
-  std::mt19937_64 rng(mix(opt_.seed, cfg.config));
+  std::mt19937_64 rng(seed_mix(opt_.seed, cfg.config));
   Prediction p;
   if (auto it = configs_.find(cfg.config); it != configs_.end() && it->second.full_runs.size() >= kEmpiricalRuns)
     return empirical(it->second.full_runs);

@@ -16,8 +16,6 @@ constexpr double kCliffWidth = 0.05;  // of the logistic step, in log memory
 constexpr double kFitSd = 0.15;     // log-sd of a measured config around the model (run noise and misfit)
 constexpr double kDefaultMemLo = 1, kDefaultMemHi = 65536;
 
-uint64_t mix(uint64_t seed, const std::string& s) { return seed ^ (std::hash<std::string>{}(s) * 0x9E3779B97F4A7C15ull); }
-
 double memory_of(const ConfigSpec& c) { return c.memory_gib > 0 ? c.memory_gib * std::max(1, c.nodes) : 0; }
 
 }  // namespace
@@ -35,7 +33,7 @@ const std::vector<double>& ResourceModel::log_phi(const std::string& family) con
   std::lock_guard lock(phi_->mutex);
   auto [it, fresh] = phi_->by_family.try_emplace(family);
   if (fresh) {
-    std::mt19937_64 rng(mix(seed_, family));
+    std::mt19937_64 rng(seed_mix(seed_, family));
     std::normal_distribution<double> z(0.0, kFamilySd);
     it->second.resize(particles_.size());
     for (auto& x : it->second) x = z(rng);

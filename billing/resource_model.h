@@ -36,6 +36,11 @@
 
 namespace tsum::billing {
 
+// A seed for one named stream of random numbers drawn from a model's seed (the same name, the same stream).
+inline uint64_t seed_mix(uint64_t seed, const std::string& name) {
+  return seed ^ (std::hash<std::string>{}(name) * 0x9E3779B97F4A7C15ull);
+}
+
 struct ResourcePoint {
   ConfigSpec cfg;
   double learn = 0;  // seconds of one full run (mean over its runs)

@@ -16,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 struct Scored {
   size_t index = 0;               // into candidates
@@ -74,7 +74,7 @@ std::pair<double, double> probe_cost_of(const PlanCandidate& c, const Prediction
 // The most seconds of t_sum that cost at most `money` under c's rule (0 when not even a moment does), less a
 // millisecond.
 double seconds_within(const PlanCandidate& c, double money) {
-  if (!(money < kInf)) return 0;
+  if (!(money < kInfinity)) return 0;
   if (expected_cost(c.rule, c.hourly_price, 1e-9) > money) return 0;
   double lo = 0, hi = 1;
   while (hi < 1e9 && expected_cost(c.rule, c.hourly_price, hi) <= money) lo = hi, hi *= 2;
@@ -140,7 +140,7 @@ void use_measured_value(Scored& s, const PlanCandidate& c, std::span<const Measu
 
 double incumbent_of(const std::vector<Scored>& scored, const std::set<std::string>& probed,
                     std::span<const PlanCandidate> candidates) {
-  double best_probed = kInf, best_any = kInf, worst = 0;
+  double best_probed = kInfinity, best_any = kInfinity, worst = 0;
   for (const auto& s : scored) {
     if (!s.pred || s.prior) continue;
     worst = std::max(worst, s.mean_value);
@@ -148,8 +148,8 @@ double incumbent_of(const std::vector<Scored>& scored, const std::set<std::strin
     best_any = std::min(best_any, s.mean_value);
     if (probed.contains(candidates[s.index].cfg.config)) best_probed = std::min(best_probed, s.mean_value);
   }
-  if (best_probed < kInf) return best_probed;
-  if (best_any < kInf) return best_any;
+  if (best_probed < kInfinity) return best_probed;
+  if (best_any < kInfinity) return best_any;
   return worst;
 }
 
@@ -303,7 +303,7 @@ double p_within_of(const Scored& pick, const std::vector<Scored>& scored, std::s
 }
 
 // Lower is better: feasible before infeasible, then the expected value.
-bool better(const Scored& a, const Scored& b) {
+bool better_scored(const Scored& a, const Scored& b) {
   return (a.feasible && !b.feasible) || (a.feasible == b.feasible && a.mean_value < b.mean_value);
 }
 
@@ -323,8 +323,8 @@ SearchRound current_round(const std::vector<Scored>& scored, std::span<const Pla
   const Scored *predicted = nullptr, *measured = nullptr;
   for (const auto& s : scored) {
     if (!usable(s, candidates, excluded)) continue;
-    if (!predicted || better(s, *predicted)) predicted = &s;
-    if (s.probed && (!measured || better(s, *measured))) measured = &s;
+    if (!predicted || better_scored(s, *predicted)) predicted = &s;
+    if (s.probed && (!measured || better_scored(s, *measured))) measured = &s;
   }
   if (!predicted) return round;
   // A measured config that misses the deadline or budget is no reason to set aside a prediction that meets it.
@@ -363,7 +363,7 @@ SearchRound current_round(const std::vector<Scored>& scored, std::span<const Pla
 
 // The resource model's prior on a job's working set spans the memory of the configs being searched.
 PredictorOptions with_memory_range(PredictorOptions opt, std::span<const PlanCandidate> candidates) {
-  double lo = kInf, hi = 0;
+  double lo = kInfinity, hi = 0;
   for (const auto& c : candidates)
     if (c.cfg.memory_gib > 0) {
       const double m = c.cfg.memory_gib * std::max(1, c.cfg.nodes);
@@ -452,11 +452,11 @@ namespace {
 // run's cost at the best measured config (kDefaultBudgetShare when neither is given; infinite until something is
 // measured).
 double budget_of(const SearchRequest& req, double entry, double best_measured_cost) {
-  double budget = req.probe_budget.value_or(kInf);
+  double budget = req.probe_budget.value_or(kInfinity);
   const std::optional<double> share = req.budget_share    ? req.budget_share
                                       : req.probe_budget ? std::nullopt
                                                          : std::optional<double>(kDefaultBudgetShare);
-  if (share && best_measured_cost < kInf)
+  if (share && best_measured_cost < kInfinity)
     budget = std::min(budget, entry + *share * req.future_runs * best_measured_cost);
   return budget;
 }
@@ -613,7 +613,7 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
 bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& probe, const SearchRequest& req,
                ProbeStep& step, SearchResult& out, std::vector<MeasuredRun>& history) {
   ProbeSpec spec = req.probe;
-  spec.max_s = budget_left < kInf ? seconds_within(cand, budget_left) : 0;
+  spec.max_s = budget_left < kInfinity ? seconds_within(cand, budget_left) : 0;
   auto run = probe(cand, spec);
   if (run && spec.max_s > 0 && t_sum_of(run->phases) > spec.max_s) {
     // It ran past its limit (a caller that stops it there reports it failed itself): it measures nothing, and
@@ -642,7 +642,7 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
   if (auto s = check(candidates, req); !s) return s.error();
   SearchResult out;
   out.tolerance = req.tolerance;
-  out.budget = kInf;
+  out.budget = kInfinity;
   std::set<std::string> excluded;
   const PredictorOptions popt = with_memory_range(req.predictor, candidates);
   std::optional<Expectation> expected;  // of the last probe, before it ran
@@ -658,9 +658,9 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     expected.reset();
     out.rounds.push_back(current_round(scored, candidates, excluded, req, static_cast<int>(out.trace.size())));
     const SearchRound& round = out.rounds.back();
-    double best_cost = kInf;
+    double best_cost = kInfinity;
     if (const Scored* m = scored_of(scored, candidates, round.best_measured)) best_cost = m->mean_cost;
-    if (best_cost < kInf && !entry) entry = out.spent;
+    if (best_cost < kInfinity && !entry) entry = out.spent;
     out.budget = budget_of(req, entry.value_or(0), best_cost);
     if (auto why = doubt(out)) {
       out.stop_reason = *why;

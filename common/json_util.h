@@ -63,4 +63,7 @@ T json_or(const nlohmann::json& j, const char* key, T fallback) {
   return fits ? it->template get<T>() : fallback;
 }
 
+// The string field `key` of object j; empty when j is not an object, or the field is missing or not a string.
+inline std::string json_str(const nlohmann::json& j, const char* key) { return json_or<std::string>(j, key, {}); }
+
 }  // namespace tsum

@@ -35,7 +35,7 @@ constexpr std::string_view kProbeFields[] = {"name", "matmul_bf16_tflops", "matm
 // Per level of an inference sweep (infer_b<batch>_...) or of a serving sweep (serve_c<concurrency>_... or
 // serve_r<rate>_...): its figures, a column each, in the order the run measured them.
 constexpr std::string_view kInferFields[] = {"images_per_s", "p50_ms", "p99_ms"};
-constexpr std::string_view kServeFields[] = {"throughput_rps", "images_per_s", "p50_ms", "p90_ms", "p95_ms", "p99_ms",
+constexpr std::string_view kServeColumns[] = {"throughput_rps", "images_per_s", "p50_ms", "p90_ms", "p95_ms", "p99_ms",
                                              "mean_ms", "network_ms", "queue_ms", "compute_ms", "batch_mean", "stable",
                                              "server_cpu_avg_pct"};
 
@@ -50,7 +50,7 @@ std::vector<std::pair<std::string, json>> level_cells(const json& metrics) {
     if (l.value("mode", "") == "rate") std::snprintf(level, sizeof level, "r%g", l.value("rate", 0.0));
     else std::snprintf(level, sizeof level, "c%lld", static_cast<long long>(l.value("concurrency", int64_t{0})));
     const std::string prefix = "serve_" + std::string(level) + "_";
-    for (auto f : kServeFields) out.emplace_back(prefix + std::string(f), l.value(std::string(f), json()));
+    for (auto f : kServeColumns) out.emplace_back(prefix + std::string(f), l.value(std::string(f), json()));
   }
   return out;
 }

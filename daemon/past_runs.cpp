@@ -33,7 +33,7 @@ Status check_schema(Db& db) {
   return {};
 }
 
-int int_field(const json& data, const char* key) {
+int int_of(const json& data, const char* key) {
   auto it = data.find(key);
   return it != data.end() && it->is_number_integer() ? it->get<int>() : 0;
 }
@@ -42,8 +42,8 @@ int int_field(const json& data, const char* key) {
 
 void describe_machine(const json& machine, billing::ConfigSpec& cfg) {
   if (!machine.is_object()) return;
-  if (machine.contains("vcpus")) cfg.cores = int_field(machine, "vcpus");
-  if (machine.contains("gpus")) cfg.gpus = int_field(machine, "gpus");
+  if (machine.contains("vcpus")) cfg.cores = int_of(machine, "vcpus");
+  if (machine.contains("gpus")) cfg.gpus = int_of(machine, "gpus");
   cfg.gpu_type = machine.value("gpu_type", cfg.gpu_type);
   cfg.cpu_family = machine.value("family", cfg.cpu_family);
   cfg.memory_gib = machine.value("memory_gib", cfg.memory_gib);
@@ -67,8 +67,8 @@ billing::ConfigSpec machine_of(const RunRow& r, std::span<const billing::Catalog
   }
   const json data = r.instance && r.instance->is_object() ? r.instance->value("data", json::object()) : json();
   if (data.is_object() && data.contains("cores")) {
-    cfg.cores = int_field(data, "cores");
-    cfg.gpus = int_field(data, "gpus");
+    cfg.cores = int_of(data, "cores");
+    cfg.gpus = int_of(data, "gpus");
     return cfg;
   }
   if (int n = local_cores_of(r.provider, r.instance_type); n > 0) {

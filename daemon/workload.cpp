@@ -16,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-Error bad(const std::string& field, const std::string& what) {
+Error bad_field(const std::string& field, const std::string& what) {
   return make_error(Code::invalid_argument, "workload." + field + ": " + what);
 }
 
@@ -32,7 +32,7 @@ constexpr std::string_view kServeFields[] = {"max_batch", "max_delay_ms", "input
 constexpr std::string_view kSweeps[] = {"concurrency", "rate"};
 
 template <size_t N>
-std::string one_of(const std::string_view (&names)[N]) {
+std::string names_of(const std::string_view (&names)[N]) {
   std::string s;
   for (auto n : names) s += (s.empty() ? "" : ", ") + std::string(n);
   return s;
@@ -44,28 +44,28 @@ bool listed(const std::string_view (&names)[N], std::string_view x) {
 }
 
 Result<std::string> text(const json& v, const std::string& field) {
-  if (!v.is_string()) return bad(field, "must be a string");
+  if (!v.is_string()) return bad_field(field, "must be a string");
   auto s = v.get<std::string>();
-  if (s.empty() || s.size() > 200) return bad(field, "must be 1 to 200 characters");
+  if (s.empty() || s.size() > 200) return bad_field(field, "must be 1 to 200 characters");
   return s;
 }
 
 Result<int> whole(const json& v, const std::string& field, int lo, int hi) {
-  if (!v.is_number_integer()) return bad(field, "must be an integer");
+  if (!v.is_number_integer()) return bad_field(field, "must be an integer");
   auto n = v.get<int64_t>();
   if (n < lo || n > hi)
-    return bad(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+    return bad_field(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
                           std::to_string(n));
   return static_cast<int>(n);
 }
 
 Result<double> number(const json& v, const std::string& field, double lo, double hi, bool lo_open) {
-  if (!v.is_number()) return bad(field, "must be a number");
+  if (!v.is_number()) return bad_field(field, "must be a number");
   double x = v.get<double>();
   if (!std::isfinite(x) || x > hi || x < lo || (lo_open && x == lo)) {
     std::ostringstream r;
     r << (lo_open ? "must be above " : "must be at least ") << lo << " and at most " << hi;
-    return bad(field, r.str());
+    return bad_field(field, r.str());
   }
   return x;
 }
@@ -75,7 +75,7 @@ Result<std::string> choice(const json& v, const std::string& field, const std::s
                            const std::string& noun) {
   auto s = text(v, field);
   if (!s) return s.error();
-  if (!listed(names, *s)) return bad(field, "'" + *s + "' is not " + noun + " (" + one_of(names) + ")");
+  if (!listed(names, *s)) return bad_field(field, "'" + *s + "' is not " + noun + " (" + names_of(names) + ")");
   return s;
 }
 
@@ -83,8 +83,8 @@ Result<std::string> choice(const json& v, const std::string& field, const std::s
 Status dataset_url(const json& d, Workload& w) {
   for (const auto& [key, _] : d.items())
     if (key != "url" && key != "sha256" && key != "format" && key != "name")
-      return bad("dataset." + key, "unknown field (url, sha256, format, name)");
-  if (!d.contains("url") || !d.contains("sha256")) return bad("dataset", "a URL data set needs 'url' and 'sha256'");
+      return bad_field("dataset." + key, "unknown field (url, sha256, format, name)");
+  if (!d.contains("url") || !d.contains("sha256")) return bad_field("dataset", "a URL data set needs 'url' and 'sha256'");
   auto url = text(d["url"], "dataset.url");
   if (!url) return url.error();
   auto sha = text(d["sha256"], "dataset.sha256");
@@ -100,11 +100,11 @@ Status dataset_url(const json& d, Workload& w) {
     if (!n) return n.error();
     name = *n;
   }
-  if (!url->starts_with("https://") && !url->starts_with("http://")) return bad("dataset.url", "must be an http(s) URL");
-  if (url->find_first_of(" '\"\\`$") != std::string::npos) return bad("dataset.url", "has a character URLs do not");
-  if (!is_sha256_hex(*sha)) return bad("dataset.sha256", "must be 64 lower-case hex digits");
-  if (!is_dataset_format(format)) return bad("dataset.format", "'" + format + "' is not a data set format");
-  if (!is_dataset_name(name)) return bad("dataset.name", "'" + name + "' is not a data set name");
+  if (!url->starts_with("https://") && !url->starts_with("http://")) return bad_field("dataset.url", "must be an http(s) URL");
+  if (url->find_first_of(" '\"\\`$") != std::string::npos) return bad_field("dataset.url", "has a character URLs do not");
+  if (!is_sha256_hex(*sha)) return bad_field("dataset.sha256", "must be 64 lower-case hex digits");
+  if (!is_dataset_format(format)) return bad_field("dataset.format", "'" + format + "' is not a data set format");
+  if (!is_dataset_name(name)) return bad_field("dataset.name", "'" + name + "' is not a data set name");
   w.dataset = name;
   w.dataset_url = *url;
   w.dataset_sha256 = *sha;
@@ -120,14 +120,14 @@ Status apply_batches(Workload& w, const json& v) {
     if (!n) return n.error();
     w.batches.push_back(*n);
   }
-  if (w.batches.empty()) return bad("batch", "must list at least one batch size");
+  if (w.batches.empty()) return bad_field("batch", "must list at least one batch size");
   return {};
 }
 
 // A serving run's sweep: concurrency levels (integers) or request rates (requests/s).
 Status apply_sweep(Workload& w, const std::string& field, const json& v) {
   const json list = v.is_array() ? v : json::array({v});
-  if (list.empty() || list.size() > 64) return bad(field, "must list 1 to 64 levels");
+  if (list.empty() || list.size() > 64) return bad_field(field, "must list 1 to 64 levels");
   for (const auto& x : list) {
     if (field == "concurrency") {
       auto n = whole(x, field, 1, 4096);
@@ -145,24 +145,24 @@ Status apply_sweep(Workload& w, const std::string& field, const json& v) {
 // A user's job: its command, its environment, its image.
 Status apply_job_field(Workload& w, const std::string& field, const json& v) {
   if (field == "command") {
-    if (!v.is_array() || v.empty()) return bad(field, "must be a non-empty list of strings (the program and its arguments)");
+    if (!v.is_array() || v.empty()) return bad_field(field, "must be a non-empty list of strings (the program and its arguments)");
     w.command.clear();
     for (const auto& a : v) {
-      if (!a.is_string()) return bad(field, "must be a non-empty list of strings (the program and its arguments)");
+      if (!a.is_string()) return bad_field(field, "must be a non-empty list of strings (the program and its arguments)");
       auto s = a.get<std::string>();
-      if (s.size() > 4096 || s.find('\0') != std::string::npos) return bad(field, "an argument is over 4096 bytes or holds a NUL");
+      if (s.size() > 4096 || s.find('\0') != std::string::npos) return bad_field(field, "an argument is over 4096 bytes or holds a NUL");
       w.command.push_back(std::move(s));
     }
-    if (w.command[0].empty()) return bad(field, "the program (its first entry) must not be empty");
+    if (w.command[0].empty()) return bad_field(field, "the program (its first entry) must not be empty");
   } else if (field == "env") {
-    if (!v.is_object()) return bad(field, "must be an object of names and string values");
+    if (!v.is_object()) return bad_field(field, "must be an object of names and string values");
     for (const auto& [k, x] : v.items()) {
       const bool name_ok = !k.empty() && k.size() <= 128 && !std::isdigit(static_cast<unsigned char>(k[0])) &&
                            std::all_of(k.begin(), k.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-      if (!name_ok) return bad("env." + k, "is not a variable name (letters, digits and _, not starting with a digit)");
-      if (k.starts_with("TSUM_")) return bad("env." + k, "TSUM_ names are the daemon's");
+      if (!name_ok) return bad_field("env." + k, "is not a variable name (letters, digits and _, not starting with a digit)");
+      if (k.starts_with("TSUM_")) return bad_field("env." + k, "TSUM_ names are the daemon's");
       if (!x.is_string() || x.get<std::string>().size() > 4096 || x.get<std::string>().find('\0') != std::string::npos)
-        return bad("env." + k, "must be a string of at most 4096 bytes");
+        return bad_field("env." + k, "must be a string of at most 4096 bytes");
       w.env[k] = x.get<std::string>();
     }
   } else if (field == "image") {
@@ -171,7 +171,7 @@ Status apply_job_field(Workload& w, const std::string& field, const json& v) {
     w.image = *text_value;
     auto image_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("./:_@-", c); };
     if (w.image[0] == '-' || !std::all_of(w.image.begin(), w.image.end(), image_char))
-      return bad(field, "'" + w.image + "' is not an image reference (letters, digits and . / : _ @ - only)");
+      return bad_field(field, "'" + w.image + "' is not an image reference (letters, digits and . / : _ @ - only)");
   }
   return {};
 }
@@ -237,7 +237,7 @@ Status apply(Workload& w, const std::string& field, const json& v) {
     if (v.is_object()) return dataset_url(v, w);
     if (auto s = set_text(w.dataset); !s) return s;
     if (!is_dataset_name(w.dataset))
-      return bad(field, "'" + w.dataset + "' is not a data set name (POST /v1/datasets registers one)");
+      return bad_field(field, "'" + w.dataset + "' is not a data set name (POST /v1/datasets registers one)");
   } else if (field == "optimizer") {
     auto s = choice(v, field, kOptimizers, "an optimizer");
     if (!s) return s.error();
@@ -247,7 +247,7 @@ Status apply(Workload& w, const std::string& field, const json& v) {
     if (!x) return x.error();
     (field == "lr" ? w.lr : w.decay) = *x;
   } else if (field == "augment") {
-    if (!v.is_boolean()) return bad(field, "must be true or false");
+    if (!v.is_boolean()) return bad_field(field, "must be true or false");
     w.augment = v.get<bool>();
   } else if (field == "precision") {
     static constexpr std::string_view kPrecisions[] = {"fp32", "bf16", "fp16"};
@@ -293,17 +293,17 @@ Status apply(Workload& w, const std::string& field, const json& v) {
 // A serving workload as a whole: one sweep, requests that fit the server's batches, no data set.
 Status check_serve(Workload& w, const json& given) {
   if (given.contains("concurrency") && given.contains("rate"))
-    return bad("rate", "a sweep is of concurrency or of request rate, not both");
+    return bad_field("rate", "a sweep is of concurrency or of request rate, not both");
   if (w.concurrency.empty() && w.rates.empty()) w.concurrency = {1, 2, 4, 8};
-  if (given.contains("arrivals") && w.rates.empty()) return bad("arrivals", "is for a request-rate sweep (\"rate\")");
+  if (given.contains("arrivals") && w.rates.empty()) return bad_field("arrivals", "is for a request-rate sweep (\"rate\")");
   if (!w.batch) w.batch = 1;
   if (*w.batch > w.max_batch)
-    return bad("batch", "a request of " + std::to_string(*w.batch) + " images does not fit the server's max_batch " +
+    return bad_field("batch", "a request of " + std::to_string(*w.batch) + " images does not fit the server's max_batch " +
                             std::to_string(w.max_batch));
   if (given.contains("dataset"))
-    return bad("dataset", "a serving run reads no data set: its client sends generated tensors or JPEGs (\"input\")");
+    return bad_field("dataset", "a serving run reads no data set: its client sends generated tensors or JPEGs (\"input\")");
   if (given.contains("service_ms") != (w.model == "delay"))
-    return bad("service_ms", "goes with model \"delay\", a server whose every batch takes service_ms, and it needs it");
+    return bad_field("service_ms", "goes with model \"delay\", a server whose every batch takes service_ms, and it needs it");
   return {};
 }
 
@@ -313,28 +313,28 @@ Status check(Workload& w, const json& given) {
     w.kind = "job";
     static constexpr std::string_view kJobFields[] = {"kind", "image", "command", "env", "dataset"};
     for (const auto& [key, _] : given.items())
-      if (!listed(kJobFields, key)) return bad(key, "is tsum-train's; a job takes image, command, env and dataset");
-    if (w.command.empty()) return bad("command", "a job needs the command it runs, e.g. [\"python3\", \"train.py\"]");
-    if (w.image.empty()) return bad("image", "a job names the container image its command runs in");
+      if (!listed(kJobFields, key)) return bad_field(key, "is tsum-train's; a job takes image, command, env and dataset");
+    if (w.command.empty()) return bad_field("command", "a job needs the command it runs, e.g. [\"python3\", \"train.py\"]");
+    if (w.image.empty()) return bad_field("image", "a job names the container image its command runs in");
     if (!given.contains("dataset")) w.dataset.clear();  // none unless named; any format will do
     return {};
   }
-  if (given.contains("env")) return bad("env", "belongs to a user's job (with a command)");
+  if (given.contains("env")) return bad_field("env", "belongs to a user's job (with a command)");
   static constexpr std::string_view kTrainOnly[] = {"optimizer", "lr", "decay", "augment", "epochs", "limit", "test_limit"};
   static constexpr std::string_view kInferOnly[] = {"mode", "source", "iterations"};
   if (w.kind != "train")
     for (auto f : kTrainOnly)
       if (given.contains(std::string(f)))
-        return bad(std::string(f), "is a training field; " + std::string(w.kind == "infer" ? "an " : "a ") + w.kind +
+        return bad_field(std::string(f), "is a training field; " + std::string(w.kind == "infer" ? "an " : "a ") + w.kind +
                                        " workload takes none");
   if (w.kind != "infer")
     for (auto f : kInferOnly)
-      if (given.contains(std::string(f))) return bad(std::string(f), "belongs to \"kind\": \"infer\"");
+      if (given.contains(std::string(f))) return bad_field(std::string(f), "belongs to \"kind\": \"infer\"");
   if (w.kind != "serve")
     for (auto f : kServeFields)
-      if (given.contains(std::string(f))) return bad(std::string(f), "belongs to \"kind\": \"serve\"");
+      if (given.contains(std::string(f))) return bad_field(std::string(f), "belongs to \"kind\": \"serve\"");
   if (w.kind != "train" && w.model == "bilstm")
-    return bad("model", "bilstm reads tokens, not images: " + w.kind + " needs an image model");
+    return bad_field("model", "bilstm reads tokens, not images: " + w.kind + " needs an image model");
   if (w.kind == "serve") {
     if (auto s = check_serve(w, given); !s) return s;
   }
@@ -342,14 +342,14 @@ Status check(Workload& w, const json& given) {
     const std::string format = w.wanted_format();
     if (format == "idx") w.dataset = "fashion-mnist";  // registered at start from Debian's package
     else if (format.empty()) w.dataset.clear();        // reads none
-    else return bad("dataset", w.model + " reads a " + format + " data set: name a registered one (POST /v1/datasets)");
+    else return bad_field("dataset", w.model + " reads a " + format + " data set: name a registered one (POST /v1/datasets)");
   } else if (w.wanted_format().empty() && w.kind == "train") {
-    return bad("dataset", w.model + " trains on synthetic data and reads no data set");
+    return bad_field("dataset", w.model + " trains on synthetic data and reads no data set");
   }
   if (!w.dataset_url.empty())
     if (auto fits = dataset_fits(w, w.dataset_format); !fits) return fits;
   if (w.precision == "fp16" && w.device.value_or("cuda") == "cpu")
-    return bad("precision", "fp16 runs on cuda only (CPU: fp32 or bf16)");
+    return bad_field("precision", "fp16 runs on cuda only (CPU: fp32 or bf16)");
   return {};
 }
 
@@ -467,13 +467,13 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
   if (!j.is_object()) return make_error(Code::invalid_argument, "'workload' must be an object");
   for (const auto& [key, _] : j.items())
     if (!listed(kFields, key))
-      return make_error(Code::invalid_argument, "unknown field 'workload." + key + "' (" + one_of(kFields) + ")");
+      return make_error(Code::invalid_argument, "unknown field 'workload." + key + "' (" + names_of(kFields) + ")");
   // The kind decides whether "batch" is a list of alternatives or the sweep; it cannot vary itself.
-  if (j.contains("kind") && j["kind"].is_array()) return bad("kind", "cannot be a list: make one experiment per kind");
+  if (j.contains("kind") && j["kind"].is_array()) return bad_field("kind", "cannot be a list: make one experiment per kind");
   // A kind that is not a string is named by its own field's check below.
   const bool infer = json_or(j, "kind", std::string("train")) == "infer";  // "batch" is the sweep
   if (j.contains("command") && json_or(j, "kind", std::string("job")) != "job")
-    return bad("command", "belongs to a user's job (\"kind\": \"job\", the default with a command)");
+    return bad_field("command", "belongs to a user's job (\"kind\": \"job\", the default with a command)");
 
   // Each field's alternatives (one value unless the field holds a list).
   std::vector<std::pair<std::string, std::vector<json>>> axes;
@@ -482,7 +482,7 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
     if (!j.contains(field)) continue;
     const json& v = j[field];
     const bool alternatives = v.is_array() && !(infer && field == "batch") && field != "command" && !listed(kSweeps, field);
-    if (alternatives && v.empty()) return bad(field, "must not be an empty list");
+    if (alternatives && v.empty()) return bad_field(field, "must not be an empty list");
     std::vector<json> values = alternatives ? std::vector<json>(v.begin(), v.end()) : std::vector<json>{v};
     if (varied && values.size() > 1) varied->push_back(field);
     axes.emplace_back(field, std::move(values));
@@ -490,7 +490,7 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
   size_t total = 1;
   for (const auto& [field, values] : axes) {
     total *= values.size();
-    if (total > max) return bad(field, "the workload's lists expand to more than " + std::to_string(max) + " workloads");
+    if (total > max) return bad_field(field, "the workload's lists expand to more than " + std::to_string(max) + " workloads");
   }
   std::vector<Workload> out;
   for (size_t n = 0; n < total; ++n) {

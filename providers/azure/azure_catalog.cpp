@@ -13,11 +13,6 @@ namespace {
 
 constexpr int kMaxPages = 1000;
 
-std::string str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 bool contains(std::string_view text, std::string_view word) { return text.find(word) != std::string_view::npos; }
 
 // A capability's value as a number ("8", "0.75"); 0 when absent or not a number.
@@ -25,8 +20,8 @@ double capability(const nlohmann::json& sku, std::string_view name) {
   auto caps = sku.find("capabilities");
   if (caps == sku.end() || !caps->is_array()) return 0;
   for (const auto& c : *caps) {
-    if (!c.is_object() || str(c, "name") != name) continue;
-    std::string v = str(c, "value");
+    if (!c.is_object() || json_str(c, "name") != name) continue;
+    std::string v = json_str(c, "value");
     char* end = nullptr;
     double d = std::strtod(v.c_str(), &end);
     return !v.empty() && end == v.c_str() + v.size() && d >= 0 ? d : 0;
@@ -38,7 +33,7 @@ bool restricted_in(const nlohmann::json& sku, std::string_view location) {
   auto rs = sku.find("restrictions");
   if (rs == sku.end() || !rs->is_array()) return false;
   for (const auto& r : *rs) {
-    if (!r.is_object() || str(r, "type") != "Location") continue;
+    if (!r.is_object() || json_str(r, "type") != "Location") continue;
     for (const auto& v : json_array_at(r, "values"))
       if (v.is_string() && v.get<std::string>() == location) return true;
   }
@@ -61,16 +56,16 @@ Result<RetailPage> parse_retail_page(const nlohmann::json& j) {
   auto items = j.is_object() ? j.find("Items") : j.end();
   if (!j.is_object() || items == j.end() || !items->is_array())
     return make_error(Code::internal, "Retail Prices: a page without an Items array");
-  RetailPage page{.next_page_link = str(j, "NextPageLink")};
+  RetailPage page{.next_page_link = json_str(j, "NextPageLink")};
   for (const auto& i : *items) {
     if (!i.is_object()) return make_error(Code::internal, "Retail Prices: an item is not an object");
     auto price = i.find("retailPrice");
     if (price == i.end() || !price->is_number() || price->get<double>() < 0)
-      return make_error(Code::internal, "Retail Prices: item '" + str(i, "armSkuName") + "' has no valid retailPrice");
-    page.items.push_back({.arm_sku_name = str(i, "armSkuName"), .arm_region_name = str(i, "armRegionName"),
-                          .product_name = str(i, "productName"), .sku_name = str(i, "skuName"),
-                          .meter_name = str(i, "meterName"), .service_name = str(i, "serviceName"), .type = str(i, "type"),
-                          .unit_of_measure = str(i, "unitOfMeasure"), .currency = str(i, "currencyCode"),
+      return make_error(Code::internal, "Retail Prices: item '" + json_str(i, "armSkuName") + "' has no valid retailPrice");
+    page.items.push_back({.arm_sku_name = json_str(i, "armSkuName"), .arm_region_name = json_str(i, "armRegionName"),
+                          .product_name = json_str(i, "productName"), .sku_name = json_str(i, "skuName"),
+                          .meter_name = json_str(i, "meterName"), .service_name = json_str(i, "serviceName"), .type = json_str(i, "type"),
+                          .unit_of_measure = json_str(i, "unitOfMeasure"), .currency = json_str(i, "currencyCode"),
                           .retail_price = price->get<double>()});
   }
   return page;
@@ -97,10 +92,10 @@ Result<SkuPage> parse_sku_page(const nlohmann::json& j, std::string_view locatio
   auto value = j.is_object() ? j.find("value") : j.end();
   if (!j.is_object() || value == j.end() || !value->is_array())
     return make_error(Code::internal, "Resource SKUs: a page without a value array");
-  SkuPage page{.next_link = str(j, "nextLink")};
+  SkuPage page{.next_link = json_str(j, "nextLink")};
   for (const auto& s : *value) {
-    if (!s.is_object() || str(s, "resourceType") != "virtualMachines" || !offered_in(s, location)) continue;
-    page.items.push_back({.name = str(s, "name"), .vcpus = static_cast<int>(capability(s, "vCPUs")),
+    if (!s.is_object() || json_str(s, "resourceType") != "virtualMachines" || !offered_in(s, location)) continue;
+    page.items.push_back({.name = json_str(s, "name"), .vcpus = static_cast<int>(capability(s, "vCPUs")),
                           .memory_gib = capability(s, "MemoryGB"), .gpus = static_cast<int>(capability(s, "GPUs")),
                           .restricted = restricted_in(s, location)});
   }

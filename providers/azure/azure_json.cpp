@@ -2,16 +2,12 @@
 
 #include <cctype>
 
+#include "common/json_util.h"
 #include "providers/http/codec.h"
 
 namespace tsum::providers::azure {
 
 namespace {
-
-std::string str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 const nlohmann::json& child(const nlohmann::json& j, const char* key) {
   static const nlohmann::json kNull;
@@ -19,7 +15,7 @@ const nlohmann::json& child(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_object() ? *it : kNull;
 }
 
-std::string ip_address(const nlohmann::json& ip) { return ip.is_object() ? str(child(ip, "properties"), "ipAddress") : ""; }
+std::string ip_address(const nlohmann::json& ip) { return ip.is_object() ? json_str(child(ip, "properties"), "ipAddress") : ""; }
 
 Tags tags_of(const nlohmann::json& j) {
   Tags out;
@@ -78,15 +74,15 @@ nlohmann::json vm_body(const VmSpec& s) {
 Result<AzureVm> parse_vm(const nlohmann::json& j) {
   if (!j.is_object()) return make_error(Code::internal, "ARM: a virtual machine is not a JSON object");
   const auto& props = child(j, "properties");
-  AzureVm vm{.name = str(j, "name"), .group = group_of_id(str(j, "id")), .tags = tags_of(j)};
+  AzureVm vm{.name = json_str(j, "name"), .group = group_of_id(json_str(j, "id")), .tags = tags_of(j)};
   if (props.is_object()) {
-    vm.provisioning_state = str(props, "provisioningState");
-    vm.vm_size = str(child(props, "hardwareProfile"), "vmSize");
+    vm.provisioning_state = json_str(props, "provisioningState");
+    vm.vm_size = json_str(child(props, "hardwareProfile"), "vmSize");
     const auto& view = child(props, "instanceView");
     auto statuses = view.is_object() ? view.find("statuses") : view.end();
     if (view.is_object() && statuses != view.end() && statuses->is_array()) {
       for (const auto& s : *statuses) {
-        const std::string code = s.is_object() ? str(s, "code") : "";
+        const std::string code = s.is_object() ? json_str(s, "code") : "";
         if (code.starts_with("PowerState/")) {
           vm.power_state = code.substr(11);
         } else if (code.starts_with("ProvisioningState/") && vm.provisioning_state.empty()) {
@@ -121,7 +117,7 @@ ArmPage parse_page(const nlohmann::json& j) {
   ArmPage out;
   if (!j.is_object()) return out;
   if (auto v = j.find("value"); v != j.end() && v->is_array()) out.value.assign(v->begin(), v->end());
-  out.next_link = str(j, "nextLink");
+  out.next_link = json_str(j, "nextLink");
   return out;
 }
 
@@ -136,31 +132,31 @@ std::string first_public_ip(const nlohmann::json& listing) {
 std::map<std::string, std::string> public_ips_by_group(const std::vector<nlohmann::json>& items) {
   std::map<std::string, std::string> out;
   for (const auto& ip : items)
-    if (std::string a = ip_address(ip); !a.empty()) out.try_emplace(group_of_id(str(ip, "id")), a);
+    if (std::string a = ip_address(ip); !a.empty()) out.try_emplace(group_of_id(json_str(ip, "id")), a);
   return out;
 }
 
 Result<AsyncStatus> parse_async_status(const nlohmann::json& j) {
-  AsyncStatus out{.status = j.is_object() ? str(j, "status") : ""};
+  AsyncStatus out{.status = j.is_object() ? json_str(j, "status") : ""};
   if (out.status.empty()) return make_error(Code::internal, "ARM: an asynchronous operation without a status");
   if (const auto& e = child(j, "error"); e.is_object()) {
-    out.error_code = str(e, "code");
-    out.error_message = str(e, "message");
+    out.error_code = json_str(e, "code");
+    out.error_message = json_str(e, "message");
   }
   return out;
 }
 
 Result<ResourceGroup> parse_group(const nlohmann::json& j) {
-  if (!j.is_object() || str(j, "name").empty()) return make_error(Code::internal, "ARM: a resource group without a name");
-  return ResourceGroup{.name = str(j, "name"), .location = str(j, "location"),
-                       .provisioning_state = str(child(j, "properties"), "provisioningState"), .tags = tags_of(j)};
+  if (!j.is_object() || json_str(j, "name").empty()) return make_error(Code::internal, "ARM: a resource group without a name");
+  return ResourceGroup{.name = json_str(j, "name"), .location = json_str(j, "location"),
+                       .provisioning_state = json_str(child(j, "properties"), "provisioningState"), .tags = tags_of(j)};
 }
 
 Result<GroupPage> parse_group_page(const nlohmann::json& j) {
   auto value = j.find("value");
   if (!j.is_object() || value == j.end() || !value->is_array())
     return make_error(Code::internal, "ARM: a resource group listing without a value array");
-  GroupPage out{.next_link = str(j, "nextLink")};
+  GroupPage out{.next_link = json_str(j, "nextLink")};
   for (const auto& g : *value) {
     auto parsed = parse_group(g);
     if (!parsed) return parsed.error();

@@ -10,6 +10,7 @@
 #include "providers/azure/ssh_key.h"
 #include "providers/http/codec.h"
 #include "providers/instance_name.h"
+#include "providers/sleep_for.h"
 
 namespace tsum::providers::azure {
 
@@ -44,11 +45,6 @@ Error provisioning_error(const std::string& what, const AsyncStatus& s) {
 
 std::string data_field(const InstanceHandle& h, const char* name, const std::string& fallback) {
   return h.data.is_object() && h.data.value(name, "") != "" ? h.data.value(name, "") : fallback;
-}
-
-Task<void> sleep_for(std::chrono::milliseconds d) {
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
-  co_await timer.async_wait(boost::asio::use_awaitable);
 }
 
 }  // namespace

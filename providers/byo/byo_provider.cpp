@@ -56,7 +56,7 @@ Status write_state(const fs::path& p, const json& j) {
   return {};
 }
 
-InstanceHandle handle_of(const json& s) {
+InstanceHandle byo_handle(const json& s) {
   return {"byo", s.value("id", ""),
           {{"code", s.value("code", "")}, {"command", s.value("command", "")}, {"expires_at", s.value("expires_at", 0.0)}}};
 }
@@ -116,7 +116,7 @@ Task<Result<InstanceHandle>> ByoProvider::create(const Offer&, const LaunchSpec&
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir(), ec)) {
     auto s = read_state(e.path());
-    if (s && s->value("idempotency_token", "") == spec.idempotency_token) co_return handle_of(*s);
+    if (s && s->value("idempotency_token", "") == spec.idempotency_token) co_return byo_handle(*s);
   }
   const std::string code = random_code();
   const std::string id = "byo-" + spec.run_id + "-" + code.substr(0, 8);
@@ -126,7 +126,7 @@ Task<Result<InstanceHandle>> ByoProvider::create(const Offer&, const LaunchSpec&
             {"state", "waiting"}, {"created_at", now}, {"expires_at", now + static_cast<double>(opts_.code_ttl.count())},
             {"command", "curl -fsSL " + url->second + "/v1/join/" + code + " | sh"}};
   if (auto w = write_state(fs::path(dir()) / (id + ".json"), s); !w) co_return w.error();
-  co_return handle_of(s);
+  co_return byo_handle(s);
 }
 
 Task<Result<InstanceStatus>> ByoProvider::describe(const InstanceHandle& h) {
@@ -166,7 +166,7 @@ Task<Result<std::vector<InstanceHandle>>> ByoProvider::list_tagged(std::string_v
     auto s = read_state(e.path());
     if (!s || s->value("tag", "") != tag) continue;
     const std::string state = s->value("state", "");
-    if (state == "waiting" || state == "joined") out.push_back(handle_of(*s));
+    if (state == "waiting" || state == "joined") out.push_back(byo_handle(*s));
   }
   co_return out;
 }

@@ -40,11 +40,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kGpus{{
     {"nvidia-l4", "Nvidia L4 GPU"},
 }};
 
-std::string str(const nlohmann::json& j, const char* name) {
-  auto it = j.find(name);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // An int64 carried as a JSON string (proto3 JSON) or number.
 std::optional<long long> int64_of(const nlohmann::json& j) {
   if (j.is_number_integer()) return j.get<long long>();
@@ -76,8 +71,8 @@ Result<std::optional<long long>> base_tier_nanos(const nlohmann::json& expressio
 
 Result<std::optional<Sku>> parse_sku(const nlohmann::json& s) {
   if (!s.is_object()) return make_error(Code::internal, "Cloud Billing: a SKU is not a JSON object");
-  Sku sku{.description = str(s, "description")};
-  if (auto cat = s.find("category"); cat != s.end() && cat->is_object()) sku.usage_type = str(*cat, "usageType");
+  Sku sku{.description = json_str(s, "description")};
+  if (auto cat = s.find("category"); cat != s.end() && cat->is_object()) sku.usage_type = json_str(*cat, "usageType");
   if (auto regions = s.find("serviceRegions"); regions != s.end() && regions->is_array())
     for (const auto& r : *regions)
       if (r.is_string()) sku.regions.push_back(r.get<std::string>());
@@ -85,7 +80,7 @@ Result<std::optional<Sku>> parse_sku(const nlohmann::json& s) {
   if (info == s.end() || !info->is_array() || info->empty() || !(*info)[0].is_object()) return std::optional<Sku>();
   auto expression = (*info)[0].find("pricingExpression");
   if (expression == (*info)[0].end() || !expression->is_object()) return std::optional<Sku>();
-  sku.unit = str(*expression, "usageUnit");
+  sku.unit = json_str(*expression, "usageUnit");
   auto nanos = base_tier_nanos(*expression);
   if (!nanos) return make_error(Code::internal, "Cloud Billing: SKU '" + sku.description + "': " + nanos.error().detail);
   if (!*nanos) return std::optional<Sku>();
@@ -107,7 +102,7 @@ Result<long long> money_nanos(const nlohmann::json& unit_price) {
 
 Result<SkuPage> parse_sku_page(const nlohmann::json& j) {
   if (!j.is_object()) return make_error(Code::internal, "Cloud Billing skus: not a JSON object");
-  SkuPage page{{}, str(j, "nextPageToken")};
+  SkuPage page{{}, json_str(j, "nextPageToken")};
   auto skus = j.find("skus");
   if (skus == j.end()) return page;
   if (!skus->is_array()) return make_error(Code::internal, "Cloud Billing skus: skus is not an array");
@@ -121,17 +116,17 @@ Result<SkuPage> parse_sku_page(const nlohmann::json& j) {
 
 Result<MachineTypePage> parse_machine_types(const nlohmann::json& j) {
   if (!j.is_object()) return make_error(Code::internal, "Compute machineTypes: not a JSON object");
-  MachineTypePage page{{}, str(j, "nextPageToken")};
+  MachineTypePage page{{}, json_str(j, "nextPageToken")};
   auto items = j.find("items");
   if (items == j.end()) return page;
   if (!items->is_array()) return make_error(Code::internal, "Compute machineTypes: items is not an array");
   for (const auto& m : *items) {
-    if (!m.is_object() || str(m, "name").empty() || !m.value("guestCpus", nlohmann::json()).is_number_integer() ||
+    if (!m.is_object() || json_str(m, "name").empty() || !m.value("guestCpus", nlohmann::json()).is_number_integer() ||
         !m.value("memoryMb", nlohmann::json()).is_number_integer())
       return make_error(Code::internal, "Compute machineTypes: an item without name, guestCpus or memoryMb");
-    MachineType t{str(m, "name"), m["guestCpus"].get<int>(), m["memoryMb"].get<long>(), json_or(m, "isSharedCpu", false)};
+    MachineType t{json_str(m, "name"), m["guestCpus"].get<int>(), m["memoryMb"].get<long>(), json_or(m, "isSharedCpu", false)};
     if (auto acc = m.find("accelerators"); acc != m.end() && acc->is_array() && !acc->empty() && (*acc)[0].is_object()) {
-      t.gpu_type = str((*acc)[0], "guestAcceleratorType");
+      t.gpu_type = json_str((*acc)[0], "guestAcceleratorType");
       t.gpus = json_or((*acc)[0], "guestAcceleratorCount", 0);
     }
     page.items.push_back(std::move(t));

@@ -9,6 +9,7 @@
 #include "providers/gce/gce_catalog.h"
 #include "providers/http/codec.h"
 #include "providers/instance_name.h"
+#include "providers/sleep_for.h"
 
 namespace tsum::providers::gce {
 
@@ -29,11 +30,6 @@ InstanceStatus status_of(const GceInstance& i) {
 
 std::string data_field(const InstanceHandle& h, const char* name, const std::string& fallback) {
   return h.data.is_object() && h.data.value(name, "") != "" ? h.data.value(name, "") : fallback;
-}
-
-Task<void> sleep_for(std::chrono::milliseconds d) {
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
-  co_await timer.async_wait(boost::asio::use_awaitable);
 }
 
 }  // namespace

@@ -22,13 +22,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 constexpr auto kExtractDeadline = std::chrono::minutes(5);
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A lock file held with flock while the object lives.
 class FileLock {
  public:

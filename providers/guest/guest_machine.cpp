@@ -26,9 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-constexpr auto kIpDeadline = std::chrono::seconds(10);
 constexpr auto kCopyDeadline = std::chrono::minutes(5);
-constexpr const char* kPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // Runs as this host's /bin/sh in the machine's new namespaces (mount/PID/UTS/IPC new, all mounts private, the
 // machine's network namespace joined by nsenter), as pid 1: builds the guest's view of the world from its root $1, pivots into it and
@@ -243,7 +241,7 @@ Status GuestMachine::start(const std::vector<std::string>& argv) {
   std::vector<char*> cargv;
   for (auto& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
-  char* envp[] = {const_cast<char*>(kPath), nullptr};
+  char* envp[] = {const_cast<char*>(kToolPath), nullptr};
   int ready[2];
   if (::pipe2(ready, O_CLOEXEC) != 0) return make_error(Code::internal, std::string("pipe: ") + strerror(errno));
   const std::string console = console_path();

@@ -25,14 +25,6 @@ namespace tsum::providers::guest {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr auto kIpDeadline = std::chrono::seconds(10);
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 bool valid_bridge(std::string_view name) {
   return !name.empty() && name.size() <= GuestNetwork::kMaxBridgeName &&

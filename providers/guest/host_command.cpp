@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace tsum::providers::guest {
@@ -17,7 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxOutput = 64 * 1024;
-constexpr const char* kPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
@@ -45,7 +46,7 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv, std::chr
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  char* envp[] = {const_cast<char*>(kPath), nullptr};
+  char* envp[] = {const_cast<char*>(kToolPath), nullptr};
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&actions);
@@ -121,6 +122,13 @@ Status run_checked(const std::vector<std::string>& argv, std::chrono::millisecon
                                           (text.empty() ? "" : ": " + text));
   }
   return {};
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace tsum::providers::guest

@@ -11,6 +11,11 @@
 
 namespace tsum::providers::guest {
 
+// The PATH entry of a tool's environment: sbin first, whatever the caller's PATH holds.
+inline constexpr const char* kToolPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// How long one ip(8) command may take.
+inline constexpr std::chrono::seconds kIpDeadline{10};
+
 struct CommandOutput {
   int exit_code = 0;   // 128 + signal when a signal ended it
   std::string output;  // stdout and stderr, interleaved; at most the last 64 KiB
@@ -28,5 +33,8 @@ std::string find_tool(const std::string& name);
 
 // The command line as one string, for messages.
 std::string command_line(const std::vector<std::string>& argv);
+
+// The whole of a file of this host (a /proc or /sys entry, a state file); empty when it cannot be read.
+std::string read_text(const std::string& path);
 
 }  // namespace tsum::providers::guest

@@ -11,14 +11,9 @@ namespace {
 
 bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
-std::string str(const nlohmann::json& j, const char* name) {
-  auto it = j.find(name);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 Result<long long> price_of(const nlohmann::json& price, const char* which, const std::string& type) {
   auto p = price.find(which);
-  std::string net = p != price.end() && p->is_object() ? str(*p, "net") : "";
+  std::string net = p != price.end() && p->is_object() ? json_str(*p, "net") : "";
   auto parsed = parse_decimal(net, kPriceScale);
   if (!parsed) return make_error(Code::internal, "Hetzner server type " + type + ": " + which + ".net: " + parsed.error().detail);
   return parsed;
@@ -60,16 +55,16 @@ nlohmann::json create_body(const CreateServer& c) {
 }
 
 Result<HetznerServer> parse_server(const nlohmann::json& j) {
-  if (!j.is_object() || !j.value("id", nlohmann::json()).is_number_integer() || str(j, "status").empty())
+  if (!j.is_object() || !j.value("id", nlohmann::json()).is_number_integer() || json_str(j, "status").empty())
     return make_error(Code::internal, "Hetzner: a server without id or status");
-  HetznerServer s{j["id"].get<long long>(), str(j, "name"), str(j, "status")};
+  HetznerServer s{j["id"].get<long long>(), json_str(j, "name"), json_str(j, "status")};
   if (auto net = j.find("public_net"); net != j.end() && net->is_object()) {
-    if (auto v4 = net->find("ipv4"); v4 != net->end() && v4->is_object()) s.ipv4 = str(*v4, "ip");
-    if (auto v6 = net->find("ipv6"); v6 != net->end() && v6->is_object()) s.ipv6 = str(*v6, "ip");
+    if (auto v4 = net->find("ipv4"); v4 != net->end() && v4->is_object()) s.ipv4 = json_str(*v4, "ip");
+    if (auto v6 = net->find("ipv6"); v6 != net->end() && v6->is_object()) s.ipv6 = json_str(*v6, "ip");
   }
-  if (auto t = j.find("server_type"); t != j.end() && t->is_object()) s.server_type = str(*t, "name");
+  if (auto t = j.find("server_type"); t != j.end() && t->is_object()) s.server_type = json_str(*t, "name");
   if (auto dc = j.find("datacenter"); dc != j.end() && dc->is_object())
-    if (auto loc = dc->find("location"); loc != dc->end() && loc->is_object()) s.location = str(*loc, "name");
+    if (auto loc = dc->find("location"); loc != dc->end() && loc->is_object()) s.location = json_str(*loc, "name");
   if (auto labels = j.find("labels"); labels != j.end() && labels->is_object())
     for (const auto& [k, v] : labels->items())
       if (v.is_string()) s.labels[k] = v.get<std::string>();
@@ -77,10 +72,10 @@ Result<HetznerServer> parse_server(const nlohmann::json& j) {
 }
 
 Result<ServerType> parse_server_type(const nlohmann::json& j) {
-  if (!j.is_object() || str(j, "name").empty() || !j.value("cores", nlohmann::json()).is_number_integer() ||
+  if (!j.is_object() || json_str(j, "name").empty() || !j.value("cores", nlohmann::json()).is_number_integer() ||
       !j.value("memory", nlohmann::json()).is_number())
     return make_error(Code::internal, "Hetzner: a server type without name, cores or memory");
-  ServerType t{str(j, "name"), j["cores"].get<int>(), j["memory"].get<double>(), str(j, "cpu_type"), str(j, "architecture")};
+  ServerType t{json_str(j, "name"), j["cores"].get<int>(), j["memory"].get<double>(), json_str(j, "cpu_type"), json_str(j, "architecture")};
   auto deprecation = j.find("deprecation");
   t.deprecated = (deprecation != j.end() && !deprecation->is_null()) || json_or(j, "deprecated", false);
   auto prices = j.find("prices");
@@ -91,7 +86,7 @@ Result<ServerType> parse_server_type(const nlohmann::json& j) {
     if (!hourly) return hourly.error();
     auto monthly = price_of(p, "price_monthly", t.name);
     if (!monthly) return monthly.error();
-    t.prices.push_back({str(p, "location"), *hourly, *monthly});
+    t.prices.push_back({json_str(p, "location"), *hourly, *monthly});
   }
   return t;
 }

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <random>
 
+#include "providers/sleep_for.h"
+
 namespace tsum::providers::http {
 
 namespace asio = boost::asio;
@@ -99,11 +101,6 @@ void init_curl_once() {
 double uniform01() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-}
-
-Task<void> sleep_for(milliseconds d) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, d);
-  co_await timer.async_wait(asio::use_awaitable);
 }
 
 bool retryable(const Result<HttpResponse>& r) {

@@ -12,6 +12,7 @@
 #include "providers/cloud_init/cloud_init.h"
 #include "providers/http/codec.h"
 #include "providers/kubernetes/kube_json.h"
+#include "providers/sleep_for.h"
 
 namespace tsum::providers {
 
@@ -30,12 +31,6 @@ std::string ns_of(const InstanceHandle& h, const std::string& fallback) {
 std::string price_note(const kube::KubeNodeShape& s) {
   return std::to_string(s.free) + " of " + std::to_string(s.nodes) + " node" + (s.nodes == 1 ? "" : "s") +
          " of this shape free";
-}
-
-Task<void> sleep_for(std::chrono::milliseconds d) {
-  boost::asio::steady_timer t(co_await boost::asio::this_coro::executor);
-  t.expires_after(d);
-  co_await t.async_wait(boost::asio::use_awaitable);
 }
 
 }  // namespace

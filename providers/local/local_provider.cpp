@@ -15,6 +15,7 @@
 #include <set>
 
 #include "providers/local/process_group.h"
+#include "providers/sleep_for.h"
 
 namespace tsum::providers {
 
@@ -56,15 +57,10 @@ Status write_json_atomic(const fs::path& p, const json& j) {
   return {};
 }
 
-InstanceHandle handle_of(const json& inst) {
+InstanceHandle local_handle(const json& inst) {
   return {"local", inst.value("id", ""),
           {{"sandbox", inst.value("sandbox", "")}, {"pid", inst.value("pid", 0)},
            {"start_ticks", inst.value("start_ticks", uint64_t{0})}, {"cpus", inst.value("cpus", json::array())}}};
-}
-
-Task<void> sleep_for(std::chrono::milliseconds d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
 }
 
 }  // namespace
@@ -155,7 +151,7 @@ Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const Lau
   for (const auto& entry : fs::directory_iterator(instances_dir(), ec)) {
     auto inst = read_json(entry.path() / "instance.json");
     if (!inst) continue;
-    if (inst->value("idempotency_token", "") == spec.idempotency_token) co_return handle_of(*inst);
+    if (inst->value("idempotency_token", "") == spec.idempotency_token) co_return local_handle(*inst);
     for (int c : inst->value("cpus", std::vector<int>{})) busy.insert(c);
     for (int c : inst->value("gpus", std::vector<int>{})) busy_gpus.insert(c);
   }
@@ -226,7 +222,7 @@ Task<Result<InstanceHandle>> LocalProvider::create(const Offer& offer, const Lau
     local::signal_group(spawned->pid, spawned->start_ticks, SIGKILL);
     co_return s.error();
   }
-  co_return handle_of(inst);
+  co_return local_handle(inst);
 }
 
 Task<Result<InstanceStatus>> LocalProvider::describe(const InstanceHandle& h) {
@@ -285,7 +281,7 @@ Task<Result<std::vector<InstanceHandle>>> LocalProvider::list_tagged(std::string
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(instances_dir(), ec)) {
     auto inst = read_json(entry.path() / "instance.json");
-    if (inst && inst->value("tag", "") == tag) out.push_back(handle_of(*inst));
+    if (inst && inst->value("tag", "") == tag) out.push_back(local_handle(*inst));
   }
   co_return out;
 }

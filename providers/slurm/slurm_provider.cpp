@@ -9,6 +9,7 @@
 #include <map>
 
 #include "providers/slurm/slurm_rest.h"
+#include "providers/sleep_for.h"
 
 namespace tsum::providers {
 
@@ -18,11 +19,6 @@ using slurm::JobInfo;
 
 namespace {
 
-Task<void> sleep_for(std::chrono::milliseconds d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
-}
-
 // A token as a file name: [A-Za-z0-9_.-] kept, anything else '_', at most 120 characters.
 std::string slug(const std::string& s) {
   std::string out;
@@ -30,7 +26,7 @@ std::string slug(const std::string& s) {
   return out;
 }
 
-double unix_now() {
+double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
@@ -97,7 +93,7 @@ Task<Result<InstanceHandle>> SlurmProvider::create(const Offer& offer, const Lau
   }
   InstanceHandle h{"slurm", "",
                    {{"name", name}, {"partition", offer.instance_type}, {"nodes", spec.nodes},
-                    {"submitted_at", unix_now()}}};
+                    {"submitted_at", unix_now_s()}}};
   auto queued = co_await cli_->jobs();  // submitted before a crash, before the record was written?
   if (!queued) co_return queued.error();
   for (const auto& j : *queued)

@@ -41,7 +41,7 @@ Reservation Reservation::from_json(const json& j) {
 
 namespace {
 
-std::optional<json> read_json(const std::string& p) {
+std::optional<json> read_json_file(const std::string& p) {
   std::ifstream in(p);
   if (!in) return std::nullopt;
   auto j = json::parse(in, nullptr, false);
@@ -85,7 +85,7 @@ Status ReservationStore::update(const Reservation& r) {
 }
 
 std::optional<Reservation> ReservationStore::find(const std::string& host) const {
-  auto j = read_json(path(host, ".json"));
+  auto j = read_json_file(path(host, ".json"));
   if (!j) return std::nullopt;
   return Reservation::from_json(*j);
 }
@@ -95,7 +95,7 @@ std::vector<Reservation> ReservationStore::all() const {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir_, ec))
     if (e.path().extension() == ".json")
-      if (auto j = read_json(e.path().string())) out.push_back(Reservation::from_json(*j));
+      if (auto j = read_json_file(e.path().string())) out.push_back(Reservation::from_json(*j));
   return out;
 }
 
@@ -107,7 +107,7 @@ Status ReservationStore::release(const std::string& host) {
 }
 
 std::optional<std::string> ReservationStore::pending_cleanup(const std::string& host) const {
-  auto j = read_json(path(host, ".cleanup"));
+  auto j = read_json_file(path(host, ".cleanup"));
   if (!j) return std::nullopt;
   return j->value("work", "");
 }

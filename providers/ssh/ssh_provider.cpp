@@ -11,6 +11,7 @@
 #include "providers/local/process_group.h"
 #include "providers/ssh/remote_files.h"
 #include "providers/ssh/ssh_command.h"
+#include "providers/sleep_for.h"
 
 namespace tsum::providers {
 
@@ -44,11 +45,6 @@ constexpr std::string_view kStarted = "tsum-ssh: agent started";
 
 InstanceHandle handle_of(const Reservation& r) {
   return {"ssh", r.id, {{"host", r.host}, {"work", r.work}}};
-}
-
-Task<void> sleep_for(milliseconds d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
 }
 
 std::string where(const SshHost& h) { return "ssh host " + h.name + " (" + h.address + ":" + std::to_string(h.port) + ")"; }

@@ -13,24 +13,19 @@ namespace {
 constexpr int kMaxPages = 1000;
 constexpr int kNanoScale = 9;
 
-std::string str(const nlohmann::json& j, const char* key) {
-  auto it = j.is_object() ? j.find(key) : j.end();
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // The newest STREET_PRICE version in effect at now_s, its tier from 0: nanos per unit; -1 for none.
 Result<long long> rate_of(const nlohmann::json& sku, double now_s) {
   double best_time = -1;
   long long best = -1;
   for (const auto& v : json_array_at(sku, "pricingVersions")) {
-    if (str(v, "type") != "STREET_PRICE") continue;
-    auto effective = parse_rfc3339(str(v, "effectiveTime"));
+    if (json_str(v, "type") != "STREET_PRICE") continue;
+    auto effective = parse_rfc3339(json_str(v, "effectiveTime"));
     if (!effective || *effective > now_s || *effective < best_time) continue;
     for (const auto& e : json_array_at(v, "pricingExpressions"))
       for (const auto& r : json_array_at(e, "rates")) {
-        if (str(r, "startPricingQuantity") != "0") continue;
-        auto nanos = hetzner::parse_decimal(str(r, "unitPrice"), kNanoScale);
-        if (!nanos) return make_error(Code::internal, "Billing: SKU '" + str(sku, "name") + "': unitPrice " + nanos.error().detail);
+        if (json_str(r, "startPricingQuantity") != "0") continue;
+        auto nanos = hetzner::parse_decimal(json_str(r, "unitPrice"), kNanoScale);
+        if (!nanos) return make_error(Code::internal, "Billing: SKU '" + json_str(sku, "name") + "': unitPrice " + nanos.error().detail);
         best_time = *effective;
         best = *nanos;
       }
@@ -69,11 +64,11 @@ std::optional<PlatformStems> platform_stems(std::string_view platform) {
 
 Result<SkuPage> parse_sku_page(const nlohmann::json& j, double now_s) {
   if (!j.is_object()) return make_error(Code::internal, "Billing: a SKU page is not a JSON object");
-  SkuPage page{.next_page_token = str(j, "nextPageToken")};
+  SkuPage page{.next_page_token = json_str(j, "nextPageToken")};
   for (const auto& s : json_array_at(j, "skus")) {
     auto rate = rate_of(s, now_s);
     if (!rate) return rate.error();
-    page.items.push_back({str(s, "name"), str(s, "pricingUnit"), *rate});
+    page.items.push_back({json_str(s, "name"), json_str(s, "pricingUnit"), *rate});
   }
   return page;
 }

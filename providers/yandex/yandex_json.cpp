@@ -1,13 +1,10 @@
 #include "providers/yandex/yandex_json.h"
 
+#include "common/json_util.h"
+
 namespace tsum::providers::yandex {
 
 namespace {
-
-std::string str(const nlohmann::json& j, const char* key) {
-  auto it = j.is_object() ? j.find(key) : j.end();
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 const nlohmann::json& child(const nlohmann::json& j, const char* key) {
   static const nlohmann::json kNull;
@@ -39,29 +36,29 @@ nlohmann::json create_body(const CreateInstance& c) {
 }
 
 Result<YandexInstance> parse_instance(const nlohmann::json& j) {
-  YandexInstance i{.id = str(j, "id"), .name = str(j, "name"), .zone_id = str(j, "zoneId"),
-                   .platform_id = str(j, "platformId"), .status = str(j, "status")};
+  YandexInstance i{.id = json_str(j, "id"), .name = json_str(j, "name"), .zone_id = json_str(j, "zoneId"),
+                   .platform_id = json_str(j, "platformId"), .status = json_str(j, "status")};
   if (i.id.empty() || i.status.empty()) return make_error(Code::internal, "Compute: an instance without id or status");
   if (const auto& labels = child(j, "labels"); labels.is_object())
     for (const auto& [k, v] : labels.items())
       if (v.is_string()) i.labels[k] = v.get<std::string>();
   if (const auto& nics = child(j, "networkInterfaces"); nics.is_array() && !nics.empty()) {
     const auto& v4 = child(nics[0], "primaryV4Address");
-    i.internal_ip = str(v4, "address");
-    i.nat_ip = str(child(v4, "oneToOneNat"), "address");
+    i.internal_ip = json_str(v4, "address");
+    i.nat_ip = json_str(child(v4, "oneToOneNat"), "address");
   }
   return i;
 }
 
 Result<YandexOperation> parse_operation(const nlohmann::json& j) {
-  if (!j.is_object() || str(j, "id").empty()) return make_error(Code::internal, "Operation: an answer without an operation id");
-  YandexOperation op{.id = str(j, "id"), .instance_id = str(child(j, "metadata"), "instanceId")};
+  if (!j.is_object() || json_str(j, "id").empty()) return make_error(Code::internal, "Operation: an answer without an operation id");
+  YandexOperation op{.id = json_str(j, "id"), .instance_id = json_str(child(j, "metadata"), "instanceId")};
   const auto& done = child(j, "done");
   op.done = done.is_boolean() && done.get<bool>();
   if (const auto& e = child(j, "error"); e.is_object()) {
     const auto& code = child(e, "code");
     op.error_code = code.is_number_integer() ? code.get<int>() : 2;  // UNKNOWN
-    op.error_message = str(e, "message");
+    op.error_message = json_str(e, "message");
   }
   return op;
 }
@@ -75,7 +72,7 @@ Error operation_error(const std::string& what, const YandexOperation& op) {
 
 Result<InstancePage> parse_instance_page(const nlohmann::json& j) {
   if (!j.is_object()) return make_error(Code::internal, "Compute: an instance listing is not a JSON object");
-  InstancePage page{.next_page_token = str(j, "nextPageToken")};
+  InstancePage page{.next_page_token = json_str(j, "nextPageToken")};
   const auto& items = child(j, "instances");
   if (items.is_null()) return page;  // an empty listing leaves the field out
   if (!items.is_array()) return make_error(Code::internal, "Compute: instances is not an array");

@@ -9,6 +9,7 @@
 
 #include "providers/http/codec.h"
 #include "providers/instance_name.h"
+#include "providers/sleep_for.h"
 
 namespace tsum::providers::yandex {
 
@@ -24,11 +25,6 @@ InstanceState state_of(std::string_view status) {
   if (status == "PROVISIONING" || status == "STARTING") return InstanceState::pending;
   if (status == "RUNNING") return InstanceState::running;
   return InstanceState::exited;  // STOPPING, STOPPED, RESTARTING, UPDATING, ERROR, CRASHED, DELETING
-}
-
-Task<void> sleep_for(std::chrono::milliseconds d) {
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
-  co_await timer.async_wait(boost::asio::use_awaitable);
 }
 
 InstanceStatus status_of(const YandexInstance& i) {

@@ -7,19 +7,6 @@ using namespace tsum::api::testing;
 using tsum::api::HttpConnection;
 using tsum::api::http_call;
 
-namespace {
-
-std::string url(const TestServer& s, const std::string& path) {
-  return "http://127.0.0.1:" + std::to_string(s.port) + path;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-}  // namespace
-
 TEST_CASE("files: whole file, ranges and 416 on one keep-alive connection") {
   TestServer s;
   write_pattern_file(s.kept_dir + "/f.bin", 200000);

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <future>
 #include <memory>
 #include <optional>
@@ -249,6 +250,17 @@ struct TestServer {
   std::thread thread;
   std::thread net_threads[2];
 };
+
+// The URL of `path` on the test server.
+inline std::string url(const TestServer& s, const std::string& path) {
+  return "http://127.0.0.1:" + std::to_string(s.port) + path;
+}
+
+// The bytes of a file; empty when it cannot be read.
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 inline bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;

@@ -8,19 +8,6 @@ using namespace tsum::api::testing;
 using tsum::api::HttpConnection;
 using tsum::api::http_call;
 
-namespace {
-
-std::string url(const TestServer& s, const std::string& path) {
-  return "http://127.0.0.1:" + std::to_string(s.port) + path;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-}  // namespace
-
 TEST_CASE("uploads: a 64 MiB body streams to a file; the server's memory stays flat") {
   require_curl();
   TestServer s;  // body_limit 1024 for in-memory routes

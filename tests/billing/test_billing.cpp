@@ -2,16 +2,11 @@
 
 #include "billing/billing_rule.h"
 #include "billing/catalog.h"
+#include "tests/support/billing_rule.h"
 
 using namespace tsum::billing;
+using tsum::billing::testing::rule;
 
-namespace {
-BillingRule rule(const char* name) {
-  auto r = parse_rule(name);
-  REQUIRE(r.ok());
-  return *r;
-}
-}  // namespace
 
 TEST_CASE("the four built-in rules, on and around their step boundaries and below the minimum") {
   struct Row {

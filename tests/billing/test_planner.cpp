@@ -4,8 +4,10 @@
 
 #include "billing/planner.h"
 #include "billing/rule_book.h"
+#include "tests/support/billing_rule.h"
 
 using namespace tsum::billing;
+using tsum::billing::testing::rule;
 
 namespace {
 
@@ -26,7 +28,6 @@ MeasuredRun run(const ConfigSpec& c, double learn) {
   return r;
 }
 
-BillingRule rule(const char* name) { return *parse_rule(name); }
 
 PlanCandidate cand(const ConfigSpec& c, double price, const char* rule_name) { return {c, price, "USD", rule(rule_name)}; }
 

@@ -19,7 +19,7 @@ ConfigSpec cpu(const std::string& provider, int cores, const std::string& family
   return c;
 }
 
-MeasuredRun run(const ConfigSpec& c, double learn, double startup = 30, double install = 60) {
+MeasuredRun measured(const ConfigSpec& c, double learn, double startup = 30, double install = 60) {
   MeasuredRun r;
   r.cfg = c;
   r.phases = {startup, install, 10, 5, learn, learn * 0.05, 4, 20};
@@ -30,7 +30,7 @@ MeasuredRun run(const ConfigSpec& c, double learn, double startup = 30, double i
 
 TEST_CASE("a config with its own runs is predicted from them") {
   auto c = cpu("aws", 4);
-  std::vector<MeasuredRun> h = {run(c, 1000), run(c, 1040), run(c, 960)};
+  std::vector<MeasuredRun> h = {measured(c, 1000), measured(c, 1040), measured(c, 960)};
   auto p = Predictor::learn(h, {});
   REQUIRE(p.ok());
   auto pred = p->predict(c);
@@ -47,7 +47,7 @@ TEST_CASE("a config with its own runs is predicted from them") {
 TEST_CASE("a probe of a few hundred steps predicts the full learn phase") {
   auto c = cpu("aws", 8);
   Workload w{10, 60000};  // 10 epochs of 60k images
-  MeasuredRun probe = run(c, 30);  // 30 s for 12k images = 2% of the workload
+  MeasuredRun probe = measured(c, 30);  // 30 s for 12k images = 2% of the workload
   probe.images_done = 12000;
   auto p = Predictor::learn(std::vector{probe}, w);
   REQUIRE(p.ok());
@@ -58,7 +58,7 @@ TEST_CASE("a probe of a few hundred steps predicts the full learn phase") {
   // verify and save of a probe are not measurements; verify falls back to a fraction of an epoch.
   CHECK(pred->mean(kVerify) == doctest::Approx(kVerifyPerEpoch * 150).epsilon(0.02));
 
-  MeasuredRun by_epoch = run(c, 300);
+  MeasuredRun by_epoch = measured(c, 300);
   by_epoch.epochs_done = 2;
   auto q = Predictor::learn(std::vector{by_epoch}, w);
   REQUIRE(q.ok());
@@ -68,7 +68,7 @@ TEST_CASE("a probe of a few hundred steps predicts the full learn phase") {
 TEST_CASE("a probe's steady throughput keeps its warm-up from being scaled up") {
   auto c = cpu("aws", 8);
   Workload w{1, 100000};
-  MeasuredRun probe = run(c, 20 + 0.01 * 3000);  // 20 s warm-up, then 10 ms per image for 3000 images
+  MeasuredRun probe = measured(c, 20 + 0.01 * 3000);  // 20 s warm-up, then 10 ms per image for 3000 images
   probe.images_done = 3000;
   probe.steady_images_per_s = 100;
   auto p = Predictor::learn(std::vector{probe}, w);
@@ -81,7 +81,7 @@ TEST_CASE("a probe's steady throughput keeps its warm-up from being scaled up") 
 
 TEST_CASE("three or more full runs are used as they are, phases together") {
   auto c = cpu("aws", 4);
-  std::vector<MeasuredRun> h = {run(c, 1000, 30), run(c, 1100, 40), run(c, 1200, 50)};
+  std::vector<MeasuredRun> h = {measured(c, 1000, 30), measured(c, 1100, 40), measured(c, 1200, 50)};
   auto p = Predictor::learn(h, {});
   REQUIRE(p.ok());
   auto pred = p->predict(c);
@@ -99,9 +99,9 @@ TEST_CASE("three or more full runs are used as they are, phases together") {
 TEST_CASE("probes at two sizes separate a fixed warm-up from the per-image time") {
   auto c = cpu("aws", 8);
   Workload w{1, 100000};
-  MeasuredRun a = run(c, 20 + 0.01 * 5000);   // 20 s warm-up, 10 ms per image
+  MeasuredRun a = measured(c, 20 + 0.01 * 5000);   // 20 s warm-up, 10 ms per image
   a.images_done = 5000;
-  MeasuredRun b = run(c, 20 + 0.01 * 20000);
+  MeasuredRun b = measured(c, 20 + 0.01 * 20000);
   b.images_done = 20000;
   auto p = Predictor::learn(std::vector{a, b}, w);
   REQUIRE(p.ok());
@@ -111,7 +111,7 @@ TEST_CASE("probes at two sizes separate a fixed warm-up from the per-image time"
 TEST_CASE("an unmeasured core count comes from its family's Ernest curve") {
   std::vector<MeasuredRun> h;
   auto t = [](double n) { return 50 + 4000 / n + 2 * n; };
-  for (int n : {1, 2, 4, 16}) h.push_back(run(cpu("aws", n), t(n)));
+  for (int n : {1, 2, 4, 16}) h.push_back(measured(cpu("aws", n), t(n)));
   auto p = Predictor::learn(h, {});
   REQUIRE(p.ok());
   auto eight = p->predict(cpu("aws", 8));
@@ -136,8 +136,8 @@ TEST_CASE("multi-node configs are fitted over every worker: nodes times cores, a
     c.nodes = n;
     return c;
   };
-  for (int n : {1, 2, 8}) h.push_back(run(nodes(cpu("aws", 4), n), t(4.0 * n)));
-  h.push_back(run(cpu("aws", 2), t(2)));
+  for (int n : {1, 2, 8}) h.push_back(measured(nodes(cpu("aws", 4), n), t(4.0 * n)));
+  h.push_back(measured(cpu("aws", 2), t(2)));
   auto p = Predictor::learn(h, {});
   REQUIRE(p.ok());
   CHECK(Predictor::count_of(nodes(cpu("aws", 4), 4)) == 16);
@@ -158,7 +158,7 @@ TEST_CASE("GPU configs scale over GPU count within a GPU type") {
     c.gpu_type = "V100";
     return c;
   };
-  std::vector<MeasuredRun> h = {run(g(1), 400), run(g(2), 220), run(g(8), 80)};
+  std::vector<MeasuredRun> h = {measured(g(1), 400), measured(g(2), 220), measured(g(8), 80)};
   auto p = Predictor::learn(h, {});
   REQUIRE(p.ok());
   auto four = p->predict(g(4));
@@ -170,7 +170,7 @@ TEST_CASE("GPU configs scale over GPU count within a GPU type") {
 }
 
 TEST_CASE("overheads fall back to the provider's prior when nothing was measured there") {
-  std::vector<MeasuredRun> h = {run(cpu("aws", 4), 1000)};
+  std::vector<MeasuredRun> h = {measured(cpu("aws", 4), 1000)};
   auto p = Predictor::learn(h, {});
   REQUIRE(p.ok());
   auto hz = cpu("hetzner", 4);  // same family, so learn is predictable
@@ -184,18 +184,18 @@ TEST_CASE("overheads fall back to the provider's prior when nothing was measured
 }
 
 TEST_CASE("bad runs are refused") {
-  auto bad = run(cpu("aws", 4), -1);
+  auto bad = measured(cpu("aws", 4), -1);
   CHECK_FALSE(Predictor::learn(std::vector{bad}, {}).ok());
-  auto partial = run(cpu("aws", 4), 10);
+  auto partial = measured(cpu("aws", 4), 10);
   partial.images_done = 100;  // but the workload does not say how many images an epoch has
   CHECK_FALSE(Predictor::learn(std::vector{partial}, {}).ok());
   PredictorOptions none;
   none.samples = 0;
-  CHECK_FALSE(Predictor::learn(std::vector{run(cpu("aws", 4), 10)}, {}, none).ok());
+  CHECK_FALSE(Predictor::learn(std::vector{measured(cpu("aws", 4), 10)}, {}, none).ok());
 }
 
 TEST_CASE("predictions are repeatable") {
-  std::vector<MeasuredRun> h = {run(cpu("aws", 2), 2000), run(cpu("aws", 8), 600)};
+  std::vector<MeasuredRun> h = {measured(cpu("aws", 2), 2000), measured(cpu("aws", 8), 600)};
   auto a = Predictor::learn(h, {});
   auto b = Predictor::learn(h, {});
   REQUIRE(a.ok());

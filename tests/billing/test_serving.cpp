@@ -3,14 +3,15 @@
 #include <doctest/doctest.h>
 
 #include "billing/serving.h"
+#include "tests/support/billing_rule.h"
 
 using namespace tsum::billing;
+using tsum::billing::testing::rule;
 
 namespace {
 
-BillingRule rule(const char* name) { return parse_rule(name).value(); }
 
-ServingRun run(std::string config, double price, std::vector<std::tuple<double, double, std::optional<double>>> levels,
+ServingRun served(std::string config, double price, std::vector<std::tuple<double, double, std::optional<double>>> levels,
                const char* rule_name = "per_second_60s_min") {
   ServingRun r{std::move(config), price, "USD", rule(rule_name), {}};
   for (auto [c, rps, p99] : levels) r.levels.push_back({"concurrency", c, rps, rps, p99});
@@ -21,9 +22,9 @@ ServingRun run(std::string config, double price, std::vector<std::tuple<double, 
 
 TEST_CASE("serving: the highest throughput under the bound sets the rate; cost per million is the billed hour over it") {
   // small: 40 req/s at p99 20 ms, 70 at 90 ms, 80 at 300 ms; big: 150 at 30 ms, 200 at 150 ms.
-  std::vector<ServingRun> runs = {run("aws/small", 0.10, {{1, 40, 20.0}, {2, 70, 90.0}, {4, 80, 300.0}}),
-                                  run("aws/big", 0.40, {{1, 150, 30.0}, {4, 200, 150.0}}),
-                                  run("aws/slow", 0.05, {{1, 5, 400.0}, {2, 6, std::nullopt}})};
+  std::vector<ServingRun> runs = {served("aws/small", 0.10, {{1, 40, 20.0}, {2, 70, 90.0}, {4, 80, 300.0}}),
+                                  served("aws/big", 0.40, {{1, 150, 30.0}, {4, 200, 150.0}}),
+                                  served("aws/slow", 0.05, {{1, 5, 400.0}, {2, 6, std::nullopt}})};
   auto plan = plan_serving(runs, {.p99_ms = 100});
   REQUIRE(plan.ok());
   REQUIRE(plan->ranked.size() == 2);
@@ -61,8 +62,8 @@ TEST_CASE("serving: the highest throughput under the bound sets the rate; cost p
 }
 
 TEST_CASE("serving: repetitions aggregate per level (mean, stderr); the billing rule and its monthly cap set the hour") {
-  std::vector<ServingRun> runs = {run("h/cx", 0.01, {{1, 90, 10.0}, {2, 150, 40.0}}),
-                                  run("h/cx", 0.01, {{1, 110, 12.0}, {2, 170, 60.0}})};
+  std::vector<ServingRun> runs = {served("h/cx", 0.01, {{1, 90, 10.0}, {2, 150, 40.0}}),
+                                  served("h/cx", 0.01, {{1, 110, 12.0}, {2, 170, 60.0}})};
   auto plan = plan_serving(runs, {.p99_ms = 45});
   REQUIRE(plan.ok());
   REQUIRE(plan->ranked.size() == 1);

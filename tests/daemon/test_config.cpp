@@ -25,14 +25,14 @@ const char* kTwoHosts = R"({
        "power_on": "wakeonlan aa:bb", "power_off": "true", "work_dir": "/scratch/tsum"}
     ]}}})";
 
-std::string write(const TempDir& d, const std::string& name, const std::string& text, mode_t mode) {
+std::string write_config(const TempDir& d, const std::string& name, const std::string& text, mode_t mode) {
   std::string p = d.file(name);
   std::ofstream(p) << text;
   chmod(p.c_str(), mode);
   return p;
 }
 
-std::string error_of(const std::string& text) {
+std::string config_error(const std::string& text) {
   auto c = parse_config(text, "/etc/tsum");
   return c ? std::string("(ok)") : c.error().detail;
 }
@@ -67,46 +67,46 @@ TEST_CASE("a config with two ssh hosts: values, defaults and relative key paths"
 }
 
 TEST_CASE("unknown fields, wrong types and bad values are errors naming the field") {
-  CHECK(error_of(R"({"provider": {}})") == "config.provider: unknown field");
-  CHECK(error_of(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, slurm, kubernetes, byo, aws, gce, azure, hetzner, yandex)");
-  CHECK(error_of(R"({"providers": {"ssh": {"hosts": []}}})") == "providers.ssh.hosts: must be a non-empty array of hosts");
-  CHECK(error_of(R"({"providers": {"ssh": {"hosts": [{}], "x": 1}}})") == "providers.ssh.hosts[0].name: is required");
-  CHECK(error_of(one_host(R"(,"prot":22)")) == "providers.ssh.hosts[0].prot: unknown field");
-  CHECK(error_of(one_host(R"(,"port":0)")) == "providers.ssh.hosts[0].port: must be an integer from 1 to 65535");
-  CHECK(error_of(one_host(R"(,"port":"22")")) == "providers.ssh.hosts[0].port: must be an integer from 1 to 65535");
-  CHECK(error_of(one_host(R"(,"hourly_price":-1)")) == "providers.ssh.hosts[0].hourly_price: must be a number >= 0");
-  CHECK(error_of(one_host(R"(,"billing":"per_fortnight")")).starts_with("providers.ssh.hosts[0].billing: "));
-  CHECK(error_of(one_host(R"(,"work_dir":"relative")")).starts_with("providers.ssh.hosts[0].work_dir: "));
-  CHECK(error_of(one_host(R"(,"key_env":"K")")) == "providers.ssh.hosts[0]: needs exactly one of key_file and key_env");
-  CHECK(error_of(one_host(R"(,"remote_data":"data")")).starts_with("providers.ssh.hosts[0].remote_data: "));
+  CHECK(config_error(R"({"provider": {}})") == "config.provider: unknown field");
+  CHECK(config_error(R"({"providers": {"gcp": {}}})") == "providers.gcp: unknown provider (known: ssh, slurm, kubernetes, byo, aws, gce, azure, hetzner, yandex)");
+  CHECK(config_error(R"({"providers": {"ssh": {"hosts": []}}})") == "providers.ssh.hosts: must be a non-empty array of hosts");
+  CHECK(config_error(R"({"providers": {"ssh": {"hosts": [{}], "x": 1}}})") == "providers.ssh.hosts[0].name: is required");
+  CHECK(config_error(one_host(R"(,"prot":22)")) == "providers.ssh.hosts[0].prot: unknown field");
+  CHECK(config_error(one_host(R"(,"port":0)")) == "providers.ssh.hosts[0].port: must be an integer from 1 to 65535");
+  CHECK(config_error(one_host(R"(,"port":"22")")) == "providers.ssh.hosts[0].port: must be an integer from 1 to 65535");
+  CHECK(config_error(one_host(R"(,"hourly_price":-1)")) == "providers.ssh.hosts[0].hourly_price: must be a number >= 0");
+  CHECK(config_error(one_host(R"(,"billing":"per_fortnight")")).starts_with("providers.ssh.hosts[0].billing: "));
+  CHECK(config_error(one_host(R"(,"work_dir":"relative")")).starts_with("providers.ssh.hosts[0].work_dir: "));
+  CHECK(config_error(one_host(R"(,"key_env":"K")")) == "providers.ssh.hosts[0]: needs exactly one of key_file and key_env");
+  CHECK(config_error(one_host(R"(,"remote_data":"data")")).starts_with("providers.ssh.hosts[0].remote_data: "));
   std::string bad_address = R"({"providers":{"ssh":{"hosts":[{"name":"h","address":"-oProxyCommand=x","user":"u","key_file":"/k","cores":1,"hourly_price":1}]}}})";
-  CHECK(error_of(bad_address) == "providers.ssh.hosts[0].address: must be a host name or an IP address");
+  CHECK(config_error(bad_address) == "providers.ssh.hosts[0].address: must be a host name or an IP address");
   std::string twice = R"({"providers":{"ssh":{"hosts":[)" + std::string(R"({"name":"h","address":"a","user":"u","key_file":"/k","cores":1,"hourly_price":1})") +
                       "," + R"({"name":"h","address":"b","user":"u","key_file":"/k","cores":1,"hourly_price":1})" + "]}}}";
-  CHECK(error_of(twice) == "providers.ssh.hosts[1].name: 'h' is used twice");
-  CHECK(error_of(R"({"providers":{"ssh":{"hosts":[{"name":"h"}]}}})") == "providers.ssh.hosts[0].address: is required");
+  CHECK(config_error(twice) == "providers.ssh.hosts[1].name: 'h' is used twice");
+  CHECK(config_error(R"({"providers":{"ssh":{"hosts":[{"name":"h"}]}}})") == "providers.ssh.hosts[0].address: is required");
   std::string zero = one_host("");
   zero.insert(zero.size() - 3, R"(,"connect_timeout_s":0)");
-  CHECK(error_of(zero) == "providers.ssh.connect_timeout_s: must be an integer from 1 to 86400");
-  CHECK(error_of("not json") == "config: not valid JSON");
+  CHECK(config_error(zero) == "providers.ssh.connect_timeout_s: must be an integer from 1 to 86400");
+  CHECK(config_error("not json") == "config: not valid JSON");
 }
 
 TEST_CASE("load_config refuses loose permissions on the config and on key files") {
   TempDir d;
-  std::string key = write(d, "id_box", "KEY", 0600);
+  std::string key = write_config(d, "id_box", "KEY", 0600);
   std::string plain = R"({"providers":{"ssh":{"hosts":[{"name":"h","address":"a","user":"u","key_file":"id_box","cores":1,"hourly_price":1}]}}})";
-  CHECK(load_config(write(d, "ok.json", plain, 0644)));  // no secrets: may be world-readable
-  auto writable = load_config(write(d, "w.json", plain, 0664));
+  CHECK(load_config(write_config(d, "ok.json", plain, 0644)));  // no secrets: may be world-readable
+  auto writable = load_config(write_config(d, "w.json", plain, 0664));
   REQUIRE_FALSE(writable);
   CHECK(writable.error().detail.find("others may change the commands it runs") != std::string::npos);
 
   std::string with_power = R"({"providers":{"ssh":{"hosts":[{"name":"h","address":"a","user":"u","key_file":"id_box","cores":1,"hourly_price":1,"power_on":"ipmitool -P secret power on"}]}}})";
-  auto readable = load_config(write(d, "p.json", with_power, 0644));
+  auto readable = load_config(write_config(d, "p.json", with_power, 0644));
   REQUIRE_FALSE(readable);
   CHECK(readable.error().detail.find("has mode 0644") != std::string::npos);
   CHECK(readable.error().detail.find("chmod 600") != std::string::npos);
   CHECK(readable.error().detail.find("secret") == std::string::npos);  // the command is not repeated
-  CHECK(load_config(write(d, "p2.json", with_power, 0600)));
+  CHECK(load_config(write_config(d, "p2.json", with_power, 0600)));
 
   chmod(key.c_str(), 0644);
   auto loose_key = load_config(d.file("ok.json"));
@@ -187,29 +187,29 @@ TEST_CASE("the five cloud sections: values, defaults, secrets named but not read
 }
 
 TEST_CASE("cloud sections: unknown fields, missing and doubled secrets, bad URLs are errors naming the field") {
-  CHECK(error_of(R"({"providers":{"hetzner":{"token_env":"X","locaton":"hel1"}}})") == "providers.hetzner.locaton: unknown field");
-  CHECK(error_of(R"({"providers":{"hetzner":{}}})") == "providers.hetzner.token: needs token_env or token_file");
-  CHECK(error_of(R"({"providers":{"hetzner":{"token_env":"X","token_file":"/t"}}})") ==
+  CHECK(config_error(R"({"providers":{"hetzner":{"token_env":"X","locaton":"hel1"}}})") == "providers.hetzner.locaton: unknown field");
+  CHECK(config_error(R"({"providers":{"hetzner":{}}})") == "providers.hetzner.token: needs token_env or token_file");
+  CHECK(config_error(R"({"providers":{"hetzner":{"token_env":"X","token_file":"/t"}}})") ==
         "providers.hetzner.token: give token_env or token_file, not both");
-  CHECK(error_of(R"({"providers":{"hetzner":{"token_env":"X","endpoint":"ftp://x"}}})") ==
+  CHECK(config_error(R"({"providers":{"hetzner":{"token_env":"X","endpoint":"ftp://x"}}})") ==
         "providers.hetzner.endpoint: must be an http:// or https:// URL");
-  CHECK(error_of(R"({"providers":{"aws":{"access_key_id":"A","secret_access_key_env":"S"}}})") == "providers.aws.image_id: is required");
-  CHECK(error_of(R"({"providers":{"aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"S","security_group_ids":"sg"}}})") ==
+  CHECK(config_error(R"({"providers":{"aws":{"access_key_id":"A","secret_access_key_env":"S"}}})") == "providers.aws.image_id: is required");
+  CHECK(config_error(R"({"providers":{"aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"S","security_group_ids":"sg"}}})") ==
         "providers.aws.security_group_ids: must be an array of strings");
-  CHECK(error_of(R"({"providers":{"gce":{"service_account_env":"G","cloud_init_dir":"opt"}}})") ==
+  CHECK(config_error(R"({"providers":{"gce":{"service_account_env":"G","cloud_init_dir":"opt"}}})") ==
         "providers.gce.cloud_init_dir: must be an absolute path of letters, digits, / _ . -");
-  CHECK(error_of(R"({"providers":{"azure":{"tenant_id":"t","client_id":"c","client_secret_env":"S"}}})") ==
+  CHECK(config_error(R"({"providers":{"azure":{"tenant_id":"t","client_id":"c","client_secret_env":"S"}}})") ==
         "providers.azure.subscription_id: is required");
-  CHECK(error_of(R"({"providers":{"yandex":{"key_env":"K","folder_id":"f","subnet_id":"s","image_id":"i","operation_poll_ms":1}}})") ==
+  CHECK(config_error(R"({"providers":{"yandex":{"key_env":"K","folder_id":"f","subnet_id":"s","image_id":"i","operation_poll_ms":1}}})") ==
         "providers.yandex.operation_poll_ms: must be an integer from 10 to 60000");
-  CHECK(error_of(R"({"providers":{"aws":[]}})") == "providers.aws: must be an object");
+  CHECK(config_error(R"({"providers":{"aws":[]}})") == "providers.aws: must be an object");
 }
 
 TEST_CASE("load_config reads cloud secrets from env and files, refuses loose secret files, never repeats a secret") {
   TempDir d;
   const std::string secret = "hcloud-Zq9-very-secret";
-  write(d, "hz", secret + "\n", 0600);
-  auto from_file = load_config(write(d, "f.json", R"({"providers":{"hetzner":{"token_file":"hz"}}})", 0644));
+  write_config(d, "hz", secret + "\n", 0600);
+  auto from_file = load_config(write_config(d, "f.json", R"({"providers":{"hetzner":{"token_file":"hz"}}})", 0644));
   REQUIRE(from_file);
   CHECK(from_file->clouds.hetzner->options.token == secret);  // the final newline dropped
 
@@ -222,7 +222,7 @@ TEST_CASE("load_config reads cloud secrets from env and files, refuses loose sec
 
   unsetenv("T_AWS_SECRET");
   std::string aws = R"({"providers":{"aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"T_AWS_SECRET"}}})";
-  auto unset = load_config(write(d, "a.json", aws, 0600));
+  auto unset = load_config(write_config(d, "a.json", aws, 0600));
   REQUIRE_FALSE(unset);
   CHECK(unset.error().detail.ends_with("providers.aws.secret_access_key: environment variable T_AWS_SECRET is not set"));
   setenv("T_AWS_SECRET", "aws-secret-value", 1);
@@ -230,8 +230,8 @@ TEST_CASE("load_config reads cloud secrets from env and files, refuses loose sec
   REQUIRE(set);
   CHECK(set->clouds.aws->options.credentials.secret_access_key == "aws-secret-value");
 
-  write(d, "sa.json", R"({"type":"service_account","client_email":"x@y"})", 0600);
-  auto bad_key = load_config(write(d, "g.json", R"({"providers":{"gce":{"service_account_file":"sa.json"}}})", 0600));
+  write_config(d, "sa.json", R"({"type":"service_account","client_email":"x@y"})", 0600);
+  auto bad_key = load_config(write_config(d, "g.json", R"({"providers":{"gce":{"service_account_file":"sa.json"}}})", 0600));
   REQUIRE_FALSE(bad_key);
   CHECK(bad_key.error().detail.find("providers.gce.service_account: ") != std::string::npos);
 }
@@ -239,7 +239,7 @@ TEST_CASE("load_config reads cloud secrets from env and files, refuses loose sec
 TEST_CASE("make_cloud_providers makes one provider per configured cloud, named as configured") {
   TempDir d;
   setenv("T_HCLOUD", "tok", 1);
-  auto c = load_config(write(d, "c.json", R"({"providers":{"hetzner":{"token_env":"T_HCLOUD"},
+  auto c = load_config(write_config(d, "c.json", R"({"providers":{"hetzner":{"token_env":"T_HCLOUD"},
       "aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"T_HCLOUD"}}})", 0600));
   REQUIRE(c);
   auto made = make_cloud_providers(c->clouds);
@@ -272,12 +272,12 @@ TEST_CASE("startup_deadline_s: per provider section, with each provider's defaul
   CHECK(set->startup_deadlines() ==
         std::map<std::string, seconds>{{"aws", seconds(600)}, {"hetzner", seconds(45)}, {"ssh", seconds(30)}});
 
-  CHECK(error_of(R"({"providers":{"hetzner":{"token_env":"X","startup_deadline_s":0}}})") ==
+  CHECK(config_error(R"({"providers":{"hetzner":{"token_env":"X","startup_deadline_s":0}}})") ==
         "providers.hetzner.startup_deadline_s: must be an integer from 1 to 86400");
-  CHECK(error_of(R"({"providers":{"azure":{"tenant_id":"t","client_id":"c","subscription_id":"s","client_secret_env":"S",
+  CHECK(config_error(R"({"providers":{"azure":{"tenant_id":"t","client_id":"c","subscription_id":"s","client_secret_env":"S",
                                           "startup_deadline_s":"10"}}})") ==
         "providers.azure.startup_deadline_s: must be an integer from 1 to 86400");
-  CHECK(error_of(R"({"providers":{"ssh":{"startup_deadline_s":-1,"hosts":[{"name":"h","address":"a",
+  CHECK(config_error(R"({"providers":{"ssh":{"startup_deadline_s":-1,"hosts":[{"name":"h","address":"a",
                  "user":"u","key_file":"/k","cores":1,"hourly_price":1}]}}})") ==
         "providers.ssh.startup_deadline_s: must be an integer from 1 to 86400");
 }
@@ -311,18 +311,18 @@ TEST_CASE("providers.slurm: the login node, partition prices and rules, defaults
 
   const std::string login = R"("login": {"address": "a", "user": "u", "key_file": "/k"})";
   auto slurm = [&](const std::string& rest) { return R"({"providers": {"slurm": {)" + login + rest + "}}}"; };
-  CHECK(error_of(R"({"providers": {"slurm": {}}})") == "providers.slurm.login: is required (or slurmrestd)");
-  CHECK(error_of(R"({"providers": {"slurm": {"login": {"address": "a", "user": "u"}}}})") ==
+  CHECK(config_error(R"({"providers": {"slurm": {}}})") == "providers.slurm.login: is required (or slurmrestd)");
+  CHECK(config_error(R"({"providers": {"slurm": {"login": {"address": "a", "user": "u"}}}})") ==
         "providers.slurm.login.key_file: is required");
-  CHECK(error_of(slurm(R"(, "partitions": {"gpu": {"billing_rule": "per_hour"}})")) ==
+  CHECK(config_error(slurm(R"(, "partitions": {"gpu": {"billing_rule": "per_hour"}})")) ==
         "providers.slurm.partitions.gpu.hourly_price: is required");
-  CHECK(error_of(slurm(R"(, "partitions": {"gpu": {"hourly_price": 1, "billing_rule": "per_fortnight"}})"))
+  CHECK(config_error(slurm(R"(, "partitions": {"gpu": {"hourly_price": 1, "billing_rule": "per_fortnight"}})"))
             .starts_with("providers.slurm.partitions.gpu.billing_rule: "));
-  CHECK(error_of(slurm(R"(, "sbatch_args": ["-A ml"])")) ==
+  CHECK(config_error(slurm(R"(, "sbatch_args": ["-A ml"])")) ==
         "providers.slurm.sbatch_args: '-A ml' is not a long option (--name=value)");
-  CHECK(error_of(slurm(R"(, "slurmrestd": {"url": "http://ctl:6820", "user": "ml"})")) ==
+  CHECK(config_error(slurm(R"(, "slurmrestd": {"url": "http://ctl:6820", "user": "ml"})")) ==
         "providers.slurm.slurmrestd: needs exactly one of token_env and token_file");
-  CHECK(error_of(slurm(R"(, "slurmrestd": {"url": "ctl:6820", "user": "ml", "token_env": "T"})")) ==
+  CHECK(config_error(slurm(R"(, "slurmrestd": {"url": "ctl:6820", "user": "ml", "token_env": "T"})")) ==
         "providers.slurm.slurmrestd.url: must be an http:// or https:// URL");
   auto rest = parse_config(slurm(R"(, "slurmrestd": {"url": "http://ctl:6820", "user": "ml", "token_file": "jwt"})"), "/etc/tsum");
   REQUIRE(rest);
@@ -351,7 +351,7 @@ TEST_CASE("providers.kubernetes: credentials, prices, defaults, a kubeconfig rea
   CHECK(parse_config(R"({"providers": {"kubernetes": {"api_url": "https://k"}}})", "/")->startup_deadlines().at(
             "kubernetes") == std::chrono::seconds(900));
 
-  auto k8s = [](const std::string& fields) { return error_of(R"({"providers": {"kubernetes": {)" + fields + "}}}"); };
+  auto k8s = [](const std::string& fields) { return config_error(R"({"providers": {"kubernetes": {)" + fields + "}}}"); };
   CHECK(k8s(R"("namespace": "ml")") == "providers.kubernetes.api_url: is required (or kubeconfig)");
   CHECK(k8s(R"("api_url": "ftp://k")") == "providers.kubernetes.api_url: must be an https:// URL");
   CHECK(k8s(R"("api_url": "https://k", "namespace": "ML_team")") ==
@@ -368,19 +368,19 @@ TEST_CASE("providers.kubernetes: credentials, prices, defaults, a kubeconfig rea
 
   // load_config: the kubeconfig's cluster, user and namespace; a token file others may read is refused.
   TempDir dir;
-  write(dir, "kubeconfig", "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters:\n- name: c\n  cluster:\n"
+  write_config(dir, "kubeconfig", "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters:\n- name: c\n  cluster:\n"
                            "    server: https://dev:6443\n    certificate-authority: dev-ca.pem\nusers:\n- name: u\n"
                            "  user:\n    token: sekret\ncontexts:\n- name: dev\n  context: {cluster: c, user: u, "
                            "namespace: team}\n", 0600);
-  const std::string path = write(dir, "tsum.json", R"({"providers": {"kubernetes": {"kubeconfig": "kubeconfig"}}})", 0600);
+  const std::string path = write_config(dir, "tsum.json", R"({"providers": {"kubernetes": {"kubeconfig": "kubeconfig"}}})", 0600);
   auto loaded = load_config(path);
   REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().detail));
   CHECK(loaded->kubernetes->api_url == "https://dev:6443");
   CHECK(loaded->kubernetes->ca_file == dir.file("dev-ca.pem"));
   CHECK(loaded->kubernetes->token == "sekret");
   CHECK(loaded->kubernetes->namespace_ == "team");
-  write(dir, "token", "t0ken\n", 0644);
-  const std::string loose = write(dir, "loose.json",
+  write_config(dir, "token", "t0ken\n", 0644);
+  const std::string loose = write_config(dir, "loose.json",
                                   R"({"providers": {"kubernetes": {"api_url": "https://k", "token_file": "token"}}})", 0600);
   auto refused = load_config(loose);
   REQUIRE_FALSE(refused);

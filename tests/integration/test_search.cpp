@@ -24,7 +24,7 @@ std::string trace_csv(const std::string& price_8c) {
          "t-8c,trace,t-8c,8,0," + price_8c + ",10,20,10,5,200,5,5,10\n"
          "t-8c,trace,t-8c,8,0," + price_8c + ",10,20,10,5,203,5,5,10\n";
 }
-const std::string kTrace = trace_csv("0.40");
+const std::string kSearchTrace = trace_csv("0.40");
 
 nlohmann::json search_body(double probe_budget) {
   nlohmann::json candidates = nlohmann::json::array();
@@ -138,7 +138,7 @@ TEST_CASE("search: past its exploring probe, it follows the expected gain to the
 TEST_CASE("search: bad requests are refused with the reason, unknown searches are 404, and without a probe_budget "
           "the default budget applies") {
   TempDir dir;
-  std::ofstream(dir.file("trace.csv")) << kTrace;
+  std::ofstream(dir.file("trace.csv")) << kSearchTrace;
   DaemonProcess d(dir.file("t.db"));
   std::string admin = d.admin_token();
   d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "200"});

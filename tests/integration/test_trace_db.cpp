@@ -15,9 +15,9 @@ using namespace tsum::testing;
 
 namespace {
 
-constexpr double kSpeed = 200;
+constexpr double kDbSpeed = 200;
 
-constexpr const char* kTrace =
+constexpr const char* kDbTrace =
     "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,save,"
     "poweroff\n"
     "aws/c6i.large,aws,c6i.large,2,0,0.085,40,30,12,4,310,6,3,20\n"
@@ -64,14 +64,14 @@ double phase(const nlohmann::json& run, int p) {
 
 TEST_CASE("trace-db: a daemon replaying another daemon's database reproduces its runs' in-instance phases") {
   TempDir dir;
-  std::ofstream(dir.file("trace.csv")) << kTrace;
+  std::ofstream(dir.file("trace.csv")) << kDbTrace;
 
   // Daemon A replays the CSV; its database is what B replays.
   std::map<int64_t, nlohmann::json> recorded;  // A's runs by id
   {
     DaemonProcess a(dir.file("a.db"));
     std::string admin = a.admin_token();
-    a.start({"--trace", dir.file("trace.csv"), "--trace-speed", std::to_string(kSpeed)});
+    a.start({"--trace", dir.file("trace.csv"), "--trace-speed", std::to_string(kDbSpeed)});
     auto exp = run_experiment(a, admin);
     REQUIRE(exp["runs"].size() == 4);
     for (const auto& run : exp["runs"]) recorded[run["id"].get<int64_t>()] = run;
@@ -80,7 +80,7 @@ TEST_CASE("trace-db: a daemon replaying another daemon's database reproduces its
 
   DaemonProcess b(dir.file("b.db"));
   std::string admin = b.admin_token();
-  b.start({"--trace-db", dir.file("a.db"), "--trace-speed", std::to_string(kSpeed), "--trace-billing", "per_hour"});
+  b.start({"--trace-db", dir.file("a.db"), "--trace-speed", std::to_string(kDbSpeed), "--trace-billing", "per_hour"});
 
   // B offers A's machines with the cores and GPUs A's trace instances recorded, under B's billing rule.
   auto offers = b.call("GET", "/v1/offers", admin).json()["offers"];
@@ -110,8 +110,8 @@ TEST_CASE("trace-db: a daemon replaying another daemon's database reproduces its
     }
     // startup and poweroff are B's own clock over A's (already compressed) times, compressed again.
     for (int p : {billing::kStartup, billing::kPoweroff}) {
-      CHECK(phase(run, p) >= phase(original, p) / kSpeed - 0.01);
-      CHECK(phase(run, p) <= phase(original, p) / kSpeed + 2.0);
+      CHECK(phase(run, p) >= phase(original, p) / kDbSpeed - 0.01);
+      CHECK(phase(run, p) <= phase(original, p) / kDbSpeed + 2.0);
     }
     // The bill under each of the experiment's rules is that rule applied to B's t_sum and A's price.
     double t_sum = run["t_sum"].get<double>();
@@ -132,7 +132,7 @@ TEST_CASE("trace-db: a daemon replaying another daemon's database reproduces its
 
 TEST_CASE("trace-db: a missing file, a non-database, an unknown experiment or no done run stops tsumd serve") {
   TempDir dir;
-  std::ofstream(dir.file("trace.csv")) << kTrace;
+  std::ofstream(dir.file("trace.csv")) << kDbTrace;
   std::string serve = std::string(TSUMD_BIN) + " serve --db " + dir.file("t.db") + " --listen 127.0.0.1:0 ";
 
   std::string out = run_capture(serve + "--trace-db " + dir.file("missing.db") + " 2>&1; echo rc=$?");

@@ -78,7 +78,7 @@ std::vector<json> all_products(std::string_view region) {
   return out;
 }
 
-bool matches(const json& prod, const json& filters) {
+bool product_matches(const json& prod, const json& filters) {
   const json& attrs = prod["product"]["attributes"];
   for (const auto& f : filters) {
     auto it = attrs.find(f.value("Field", ""));
@@ -103,7 +103,7 @@ FakeAnswer get_products_checked(std::string_view json_body, std::string_view reg
   std::vector<json> picked;
   if (service == "AmazonEC2")
     for (auto& p : all_products(region))
-      if (matches(p, filters)) picked.push_back(std::move(p));
+      if (product_matches(p, filters)) picked.push_back(std::move(p));
   std::optional<std::string> token;
   if (body->contains("NextToken") && (*body)["NextToken"].is_string()) token = (*body)["NextToken"].get<std::string>();
   auto w = fake_cloud::page_at_token(picked.size(), token, kNextTokenPrefix, max.get<long>(), page_size);

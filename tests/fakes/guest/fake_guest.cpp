@@ -25,7 +25,7 @@ std::string shell_quoted_body(const std::string& text) {
 namespace fs = std::filesystem;
 constexpr const char* kRuncmd = "/var/lib/cloud/instance/scripts/runcmd";
 
-Error invalid(std::string detail) { return make_error(Code::invalid_argument, std::move(detail)); }
+Error invalid_request(std::string detail) { return make_error(Code::invalid_argument, std::move(detail)); }
 
 bool name_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
@@ -126,7 +126,7 @@ std::string FakeGuest::instance_at(const std::string& address) {
 
 Status FakeGuest::open_image_and_network() {
   if (opts_.image.empty() || opts_.network.empty())
-    return invalid("a fake guest needs a stock root image (--guest-image) and a network (--guest-network)");
+    return invalid_request("a fake guest needs a stock root image (--guest-image) and a network (--guest-network)");
   if (!image_) {
     auto image = guest::GuestImage::open(opts_.image);
     if (!image) return image.error();
@@ -142,8 +142,8 @@ Status FakeGuest::open_image_and_network() {
 
 Status FakeGuest::start(const std::string& id, std::string_view user_data, Guest& g) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!valid_id(id)) return invalid("instance id '" + id + "' may hold only letters, digits, '.', '_' and '-'");
-  if (opts_.root.empty()) return invalid("a fake guest needs a root directory (--guest-root)");
+  if (!valid_id(id)) return invalid_request("instance id '" + id + "' may hold only letters, digits, '.', '_' and '-'");
+  if (opts_.root.empty()) return invalid_request("a fake guest needs a root directory (--guest-root)");
   auto config = parse_cloud_config(user_data);
   if (!config) return config.error();
   if (!config->skipped.empty()) {

@@ -13,7 +13,7 @@ using namespace providers;
 using namespace providers::aws;
 
 const Credentials kCreds{"AKIDTSUMCONFORM", "conformance-secret-0123456789", ""};
-const Credentials kWrong{"AKIDTSUMCONFORM", "wrong-secret-abcdef", ""};
+const Credentials kWrongCreds{"AKIDTSUMCONFORM", "wrong-secret-abcdef", ""};
 
 class AwsRig final : public CloudRig {
  public:
@@ -34,8 +34,8 @@ class AwsRig final : public CloudRig {
             {"GetProducts", "DescribeInstanceTypes", "DescribeSpotPriceHistory"}};
   }
   Offer offer() const override { return {.provider = "aws", .instance_type = "m5.large"}; }
-  std::unique_ptr<Provider> with_wrong_credential() override { return make(kWrong); }
-  std::vector<std::string> secrets() const override { return {kCreds.secret_access_key, kWrong.secret_access_key}; }
+  std::unique_ptr<Provider> with_wrong_credential() override { return make(kWrongCreds); }
+  std::vector<std::string> secrets() const override { return {kCreds.secret_access_key, kWrongCreds.secret_access_key}; }
   std::string refusal_code() const override { return "SignatureDoesNotMatch"; }
   bool fake_quotes_credentials() const override { return false; }  // a SigV4 secret never leaves the client
 

@@ -14,7 +14,7 @@ using namespace providers;
 using namespace providers::azure;
 
 const std::string kSecret = "azure-conformance-secret~0123456789";
-const std::string kWrong = "azure-wrong-secret~abcdef";
+const std::string kWrongSecret = "azure-wrong-secret~abcdef";
 
 class AzureRig final : public CloudRig {
  public:
@@ -37,8 +37,8 @@ class AzureRig final : public CloudRig {
             {"prices.list", "resourceSkus.list"}};
   }
   Offer offer() const override { return {.provider = "azure", .instance_type = "Standard_D2s_v5"}; }
-  std::unique_ptr<Provider> with_wrong_credential() override { return make(kWrong); }
-  std::vector<std::string> secrets() const override { return {kSecret, kWrong}; }
+  std::unique_ptr<Provider> with_wrong_credential() override { return make(kWrongSecret); }
+  std::vector<std::string> secrets() const override { return {kSecret, kWrongSecret}; }
   std::string refusal_code() const override { return "invalid_client"; }
   double token_lifetime_s() const override { return 3599; }
 

@@ -13,7 +13,7 @@ using namespace providers;
 using namespace providers::hetzner;
 
 const std::string kToken = "hcloud-conformance-token-0123456789";
-const std::string kWrong = "hcloud-wrong-token-abcdef";
+const std::string kWrongToken = "hcloud-wrong-token-abcdef";
 
 class HetznerRig final : public CloudRig {
  public:
@@ -33,8 +33,8 @@ class HetznerRig final : public CloudRig {
     return {"servers.create", "servers.get", "servers.delete", "servers.list", {"server_types.list"}};
   }
   Offer offer() const override { return {.provider = "hetzner", .instance_type = "cx22"}; }
-  std::unique_ptr<Provider> with_wrong_credential() override { return make(kWrong); }
-  std::vector<std::string> secrets() const override { return {kToken, kWrong}; }
+  std::unique_ptr<Provider> with_wrong_credential() override { return make(kWrongToken); }
+  std::vector<std::string> secrets() const override { return {kToken, kWrongToken}; }
   std::string refusal_code() const override { return "unauthorized"; }
 
   int created() const override { return fake_.created(); }

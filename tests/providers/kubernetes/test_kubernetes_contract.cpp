@@ -22,7 +22,7 @@ using tsum::testing::run_sync;
 
 namespace {
 
-const char* kNodes = R"([{"name": "n1", "cpu": "2", "memory": "4Gi"}, {"name": "n2", "cpu": "2", "memory": "4Gi"}])";
+const char* kTwoNodes = R"([{"name": "n1", "cpu": "2", "memory": "4Gi"}, {"name": "n2", "cpu": "2", "memory": "4Gi"}])";
 
 LaunchSpec spec(const std::string& run, const std::string& tag = "tsum-test") {
   LaunchSpec s;
@@ -59,7 +59,7 @@ bool eventually_empty(const FakeKube& kube) {
 }  // namespace
 
 TEST_CASE("kubernetes contract: create, describe, terminate, list_tagged and describe_many as every provider's") {
-  FakeKube kube({.nodes = kNodes});
+  FakeKube kube({.nodes = kTwoNodes});
   KubernetesProvider p(kube.options());
   auto offers = run_sync(p.offers({}));
   REQUIRE(offers);
@@ -109,7 +109,7 @@ TEST_CASE("kubernetes contract: create, describe, terminate, list_tagged and des
 }
 
 TEST_CASE("kubernetes contract: 429 and 503 are retried, throttling that outlasts the retries is unavailable") {
-  FakeKube kube({.nodes = kNodes});
+  FakeKube kube({.nodes = kTwoNodes});
   auto opts = kube.options();
   opts.request_timeout = std::chrono::seconds(3);
   KubernetesProvider p(opts);
@@ -128,7 +128,7 @@ TEST_CASE("kubernetes contract: 429 and 503 are retried, throttling that outlast
 }
 
 TEST_CASE("kubernetes contract: a create whose answer was lost is retried into one Pod; all answers lost leave nothing") {
-  FakeKube kube({.nodes = kNodes});
+  FakeKube kube({.nodes = kTwoNodes});
   auto opts = kube.options();
   opts.request_timeout = std::chrono::seconds(3);
   KubernetesProvider p(opts);
@@ -154,7 +154,7 @@ TEST_CASE("kubernetes contract: a create whose answer was lost is retried into o
 }
 
 TEST_CASE("kubernetes contract: a refused credential is invalid_argument naming the call, with no secret in it") {
-  FakeKube kube({.nodes = kNodes, .token = "secret-token-123"});
+  FakeKube kube({.nodes = kTwoNodes, .token = "secret-token-123"});
   auto opts = kube.options();
   opts.token_file.clear();
   opts.token = "wrong-token-456";
@@ -172,7 +172,7 @@ TEST_CASE("kubernetes contract: a refused credential is invalid_argument naming 
 }
 
 TEST_CASE("kubernetes: a client certificate authenticates, from files or from a kubeconfig's inline data") {
-  FakeKube kube({.nodes = kNodes, .client_certs = true});
+  FakeKube kube({.nodes = kTwoNodes, .client_certs = true});
   auto by_files = kube.options();
   by_files.token_file.clear();
   by_files.client_cert_file = kube.client_cert_file();

@@ -23,7 +23,7 @@ const std::string& test_key_pem() {
   return pem;
 }
 
-AuthorizedKey test_key() { return {.id = "ajekey1", .service_account_id = "ajesa1", .private_key_pem = test_key_pem()}; }
+AuthorizedKey parts_key() { return {.id = "ajekey1", .service_account_id = "ajesa1", .private_key_pem = test_key_pem()}; }
 
 // Verifies with an explicit salt length, independently of ps256_verify.
 bool verifies_with_salt(const std::string& pem, const std::string& data, const std::string& sig, int salt) {
@@ -64,7 +64,7 @@ TEST_CASE("PS256: RSA-PSS with a 32-byte salt, randomized, verified; RS256 and o
 }
 
 TEST_CASE("the IAM JWT: header, claims, and verification that refuses tampering and other algorithms") {
-  auto jwt = make_ps256_jwt(test_key(), kDefaultIamTokenUrl, 1700000000);
+  auto jwt = make_ps256_jwt(parts_key(), kDefaultIamTokenUrl, 1700000000);
   REQUIRE(jwt.ok());
   auto pub = gce::rsa_public_key_pem(test_key_pem());
   auto v = verify_ps256_jwt(*jwt, *pub);
@@ -80,7 +80,7 @@ TEST_CASE("the IAM JWT: header, claims, and verification that refuses tampering 
 }
 
 TEST_CASE("authorized key files: Yandex's warning line is dropped; what is missing is named, the key never quoted") {
-  auto key = test_key();
+  auto key = parts_key();
   auto parsed = parse_authorized_key(authorized_key_json(key));
   REQUIRE_MESSAGE(parsed.ok(), parsed.error().detail);
   CHECK(parsed->id == "ajekey1");

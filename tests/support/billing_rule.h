@@ -1,0 +1,16 @@
+// A billing rule by name, for tests: fails the test case when the name is not a rule (billing/billing_rule.h).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include "billing/billing_rule.h"
+
+namespace tsum::billing::testing {
+
+inline BillingRule rule(const char* name) {
+  auto r = parse_rule(name);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+}  // namespace tsum::billing::testing
