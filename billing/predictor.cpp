@@ -87,7 +87,6 @@ Result<double> fraction_of(const MeasuredRun& r, const Workload& w) {
   return 1.0;
 }
 
-
 }  // namespace
 
 double Prediction::mean(int phase) const { return mean_of(phases[phase]); }

@@ -64,7 +64,8 @@ Result<RetailPage> parse_retail_page(const nlohmann::json& j) {
       return make_error(Code::internal, "Retail Prices: item '" + json_str(i, "armSkuName") + "' has no valid retailPrice");
     page.items.push_back({.arm_sku_name = json_str(i, "armSkuName"), .arm_region_name = json_str(i, "armRegionName"),
                           .product_name = json_str(i, "productName"), .sku_name = json_str(i, "skuName"),
-                          .meter_name = json_str(i, "meterName"), .service_name = json_str(i, "serviceName"), .type = json_str(i, "type"),
+                          .meter_name = json_str(i, "meterName"), .service_name = json_str(i, "serviceName"),
+                          .type = json_str(i, "type"),
                           .unit_of_measure = json_str(i, "unitOfMeasure"), .currency = json_str(i, "currencyCode"),
                           .retail_price = price->get<double>()});
   }

@@ -75,7 +75,8 @@ Result<ServerType> parse_server_type(const nlohmann::json& j) {
   if (!j.is_object() || json_str(j, "name").empty() || !j.value("cores", nlohmann::json()).is_number_integer() ||
       !j.value("memory", nlohmann::json()).is_number())
     return make_error(Code::internal, "Hetzner: a server type without name, cores or memory");
-  ServerType t{json_str(j, "name"), j["cores"].get<int>(), j["memory"].get<double>(), json_str(j, "cpu_type"), json_str(j, "architecture")};
+  ServerType t{json_str(j, "name"), j["cores"].get<int>(), j["memory"].get<double>(), json_str(j, "cpu_type"),
+               json_str(j, "architecture")};
   auto deprecation = j.find("deprecation");
   t.deprecated = (deprecation != j.end() && !deprecation->is_null()) || json_or(j, "deprecated", false);
   auto prices = j.find("prices");
