@@ -1,7 +1,5 @@
 #include "providers/gce/gce_provider.h"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 #include <map>

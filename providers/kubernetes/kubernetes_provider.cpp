@@ -1,8 +1,6 @@
 #include "providers/kubernetes/kubernetes_provider.h"
 
 #include <algorithm>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <cmath>

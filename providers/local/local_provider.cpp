@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 #include <fstream>

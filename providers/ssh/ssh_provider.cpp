@@ -2,8 +2,6 @@
 
 #include <signal.h>
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 #include <fstream>

@@ -1,8 +1,6 @@
 #include "providers/yandex/yandex_provider.h"
 
 #include <algorithm>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 #include <map>
