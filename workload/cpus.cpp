@@ -101,7 +101,7 @@ std::optional<double> cgroup_cpu_quota(const fs::path& cgroup_root,
     for (std::string name; std::getline(names, name, ',');) {
       if (name != "cpu") continue;
       // v1 mounts the cpu controller as cpu/ or as the joint cpu,cpuacct/.
-      for (const fs::path mount : {cgroup_root / "cpu", cgroup_root / controllers}) {
+      for (const fs::path& mount : {cgroup_root / "cpu", cgroup_root / controllers}) {
         keep(quota_upwards(mount, mount / relative, v1_quota));
       }
     }

@@ -45,7 +45,7 @@ nlohmann::json sku_json(const FakeSku& s, std::size_t index, double factor) {
                           {"pricingExpressions", {{{"rates", {{{"startPricingQuantity", "0"}, {"unitPrice", money(price * factor)},
                                                                 {"currency", factor == 1.0 ? "RUB" : "USD"}}}}}}}};
   };
-  char id[24];
+  char id[32];
   std::snprintf(id, sizeof id, "dn2fakesku%010zu", index);
   return {{"id", id}, {"name", s.name}, {"description", s.name}, {"serviceId", std::string(kComputeServiceId)},
           {"pricingUnit", s.unit},
