@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace tsum::workload {
 namespace {
@@ -46,6 +47,18 @@ std::optional<std::future<JobResult>> Batcher::submit(std::vector<float> images,
   return future;
 }
 
+void Batcher::run_on_model_thread(const std::function<void()>& task) {
+  std::packaged_task<void()> packaged(task);
+  auto done = packaged.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) throw std::runtime_error("the batcher is stopping");
+    tasks_.push_back(std::move(packaged));
+  }
+  cv_.notify_one();
+  done.get();
+}
+
 void Batcher::stop() {
   {
     std::lock_guard lock(mu_);
@@ -61,6 +74,7 @@ void Batcher::stop() {
   }
   queue_.clear();
   queued_images_ = 0;
+  tasks_.clear();  // their callers get broken_promise
 }
 
 Batcher::Stats Batcher::stats() const {
@@ -73,8 +87,15 @@ void Batcher::loop() {
     std::vector<Job> jobs;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty() || !tasks_.empty(); });
       if (stopping_) return;
+      if (!tasks_.empty()) {
+        auto task = std::move(tasks_.front());
+        tasks_.pop_front();
+        lock.unlock();
+        task();
+        continue;
+      }
       const auto deadline = queue_.front().arrived + config_.max_delay;
       while (!stopping_ && queued_images_ < config_.max_batch && Clock::now() < deadline)
         cv_.wait_until(lock, deadline);

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -74,6 +75,11 @@ class Batcher {
   // ran. nullopt when max_queue images wait already or the batcher is stopping. n must be 1..max_batch.
   std::optional<std::future<JobResult>> submit(std::vector<float> images, std::int64_t n);
 
+  // Runs `task` on the batcher's thread between batches and returns once it ran (rethrowing what it threw): a
+  // warm-up there makes the per-thread state the requests then use (OpenMP gives each calling thread a pool of its
+  // own), instead of a second pool on another thread.
+  void run_on_model_thread(const std::function<void()>& task);
+
   // Finishes the batch in progress; what still waits is answered unavailable.
   void stop();
 
@@ -100,6 +106,7 @@ class Batcher {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;
+  std::deque<std::packaged_task<void()>> tasks_;  // run_on_model_thread's, before the next batch
   std::int64_t queued_images_ = 0;
   bool stopping_ = false;
   Stats stats_;

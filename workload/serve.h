@@ -28,6 +28,7 @@
 #include <condition_variable>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +61,8 @@ class InferenceServer {
   // Binds and listens, then serves on threads of its own. unavailable naming the address when it cannot bind.
   Status start();
   int port() const { return port_; }
+  // Runs `task` on the thread that runs the model (Batcher::run_on_model_thread): the warm-up goes there.
+  void on_model_thread(const std::function<void()>& task) { batcher_.run_on_model_thread(task); }
   // A client with the stop token asked the server to stop (the caller stops it).
   bool stop_requested() const { return stop_requested_.load(); }
 

@@ -157,18 +157,23 @@ Status run_serve(const ServeOptions& o, EventWriter& events) {
   auto engine = make_engine(o);
   if (!engine.ok()) return engine.error();
   const ModelIo& io = (*engine)->io();
+  InferenceServer server(**engine, o.server);
   // Warm-up: the first runs of a batch size allocate and pick kernels; the measured load should not pay for it.
+  // On the model's own thread, whose thread pools the requests then find made.
+  Status warm;
   try {
-    const std::vector<float> zeros(static_cast<std::size_t>(io.image_floats() * o.server.batching.max_batch), 0.0f);
-    for (std::int64_t i = 0; i < o.warmup; ++i) {
-      for (const std::int64_t b : {std::int64_t{1}, o.server.batching.max_batch}) {
-        if (auto out = (*engine)->run(zeros.data(), b); !out.ok()) return out.error();
+    server.on_model_thread([&] {
+      const std::vector<float> zeros(static_cast<std::size_t>(io.image_floats() * o.server.batching.max_batch), 0.0f);
+      for (std::int64_t i = 0; i < o.warmup && warm.ok(); ++i) {
+        for (const std::int64_t b : {std::int64_t{1}, o.server.batching.max_batch}) {
+          if (auto out = (*engine)->run(zeros.data(), b); !out.ok()) warm = out.error();
+        }
       }
-    }
+    });
   } catch (const std::exception& e) {
     return make_error(Code::internal, std::string("warm-up failed: ") + e.what());
   }
-  InferenceServer server(**engine, o.server);
+  if (!warm.ok()) return warm;
   if (auto st = server.start(); !st.ok()) return st;
   struct sigaction sa {};
   sa.sa_handler = on_serve_signal;

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "temp_dir.h"
@@ -70,6 +71,7 @@ class GateEngine final : public tw::Engine {
   const tw::ModelIo& io() const override { return io_; }
   tsum::Result<std::vector<float>> run(const float* images, std::int64_t n) override {
     entered.fetch_add(1);
+    ran_on = std::this_thread::get_id();
     std::unique_lock lock(mu_);
     cv_.wait(lock, [this] { return open_; });
     std::vector<float> logits(static_cast<std::size_t>(n * 4), 0.0f);
@@ -82,6 +84,7 @@ class GateEngine final : public tw::Engine {
     cv_.notify_all();
   }
   std::atomic<int> entered{0};
+  std::thread::id ran_on;  // the last run's thread
 
  private:
   tw::ModelIo io_;
@@ -345,6 +348,26 @@ TEST_CASE("batcher: requests that wait together run as one batch; a full queue r
   CHECK(rb.queue_s > 0);
   CHECK(batcher.stats().batches == 2);
   CHECK(batcher.stats().images == 3);
+}
+
+TEST_CASE("batcher: run_on_model_thread runs a task on the thread that runs the model, and rethrows") {
+  GateEngine engine;
+  engine.open();
+  tw::Batcher batcher(engine, {4, std::chrono::microseconds(0), 8});
+  std::thread::id task_thread;
+  batcher.run_on_model_thread([&] { task_thread = std::this_thread::get_id(); });
+  CHECK(task_thread != std::this_thread::get_id());
+  auto a = batcher.submit(std::vector<float>(12, 1.0f), 1);
+  REQUIRE(a);
+  CHECK(a->get().status.ok());
+  CHECK(engine.ran_on == task_thread);  // serve's warm-up makes the thread pools the requests use
+  CHECK_THROWS_AS(batcher.run_on_model_thread([] { throw std::runtime_error("warm-up failed"); }), std::runtime_error);
+  auto b = batcher.submit(std::vector<float>(12, 2.0f), 1);  // a task that threw leaves the batcher serving
+  REQUIRE(b);
+  CHECK(b->get().logits[1] == 2.0f);
+  CHECK(batcher.stats().batches == 2);  // tasks are not batches
+  batcher.stop();
+  CHECK_THROWS(batcher.run_on_model_thread([] {}));
 }
 
 TEST_CASE("batcher: max_delay holds the oldest request until others join it, up to max_batch") {
