@@ -152,7 +152,10 @@ Status run_serve(const ServeOptions& o, EventWriter& events) {
   // in again every batch (ResNet-50 at batch 16 ran 2.8x slower than on main). One arena, main's, keeps them
   // mapped as main.cpp's keep_freed_memory_mapped intends.
   mallopt(M_ARENA_MAX, 1);
-  torch::set_num_threads(o.threads > 0 ? o.threads : usable_cpu_count());
+  // Only the batcher's thread computes with `threads`: main builds the model on one, so OpenMP makes no pool for
+  // main (its workers would wait beside the batcher's; under OMP_WAIT_POLICY=active they spin for good).
+  const int threads = o.threads > 0 ? o.threads : usable_cpu_count();
+  torch::set_num_threads(1);
   torch::manual_seed(o.seed);
   auto engine = make_engine(o);
   if (!engine.ok()) return engine.error();
@@ -163,6 +166,7 @@ Status run_serve(const ServeOptions& o, EventWriter& events) {
   Status warm;
   try {
     server.on_model_thread([&] {
+      torch::set_num_threads(threads);
       const std::vector<float> zeros(static_cast<std::size_t>(io.image_floats() * o.server.batching.max_batch), 0.0f);
       for (std::int64_t i = 0; i < o.warmup && warm.ok(); ++i) {
         for (const std::int64_t b : {std::int64_t{1}, o.server.batching.max_batch}) {
@@ -184,7 +188,7 @@ Status run_serve(const ServeOptions& o, EventWriter& events) {
   events.emit("ready", {{"model", io.name},
                         {"platform", io.platform},
                         {"params", io.params},
-                        {"threads", std::int64_t{torch::get_num_threads()}},
+                        {"threads", std::int64_t{threads}},
                         {"device", io.device},
                         {"precision", std::string(precision_name(o.placement.precision))},
                         {"host", o.server.host},
