@@ -37,14 +37,11 @@ void WalCheckpointer::loop() {
     lock.unlock();
     int log = 0, copied = 0;  // frames in the log, and of them copied into the database (this call or before)
     const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
-    // BUSY: another connection (the writer's automatic checkpoint) is copying the log right now; nothing failed,
-    // and the next round copies what is left.
-    if (rc == SQLITE_BUSY) {
-      lock.lock();
-      continue;
-    }
     const std::string why = rc != SQLITE_OK ? sqlite3_errmsg(db_) : log < 0 ? "the database is not in WAL mode" : "";
     lock.lock();
+    // BUSY: another connection (the writer's automatic checkpoint) is copying the log right now; nothing failed,
+    // and the next round copies what is left.
+    if (rc == SQLITE_BUSY) continue;
     if (why.empty()) {
       stats_.checkpoints += 1;
       stats_.pages_left = log - copied;
