@@ -208,6 +208,9 @@ Measured measure_windows(const LoadOptions& o, const Recorder& rec) {
   Measured m;
   std::vector<Window> all;
   const auto longest = std::chrono::duration<double>(10 * o.window_s);
+  const auto warm_until = Clock::now() + longest;
+  while (rec.count_after(Clock::time_point{}) < static_cast<std::size_t>(o.warmup) && Clock::now() < warm_until)
+    std::this_thread::sleep_for(Ms(20));
   for (m.trials = 1; m.trials <= o.max_trials; ++m.trials) {
     Window w;
     w.from = Clock::now();
@@ -499,6 +502,7 @@ Status run_sweep(const LoadOptions& o, EventWriter& events) {
                              {"arrivals", std::string(o.arrivals == Arrivals::poisson ? "poisson" : "constant")},
                              {"levels", static_cast<std::int64_t>(levels.size())},
                              {"window_s", o.window_s},
+                             {"warmup", o.warmup},
                              {"stability", o.stability},
                              {"bound_ms", o.bound_ms},
                              {"rtt_ms", rtt_ms}});

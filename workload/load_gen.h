@@ -7,11 +7,12 @@
 // counts from the moment it was due, so a client that falls behind shows as latency, never as a lower rate.
 // Each level is measured in windows of at least `window_s` and `window_requests` answers, repeated until three
 // in a row agree: throughput and mean latency each within `stability` of the three's mean (stable = 1), or
-// `max_trials` windows have passed (stable = 0). A window that has not got its answers after 10 x window_s ends
-// anyway. The level's statistics come from the last three windows.
+// `max_trials` windows have passed (stable = 0). The first window opens after `warmup` answers (a server idle
+// before the level has its thread pool asleep and its caches cold). A wait for answers, the warm-up's or a
+// window's, ends after 10 x window_s anyway. The level's statistics come from the last three windows.
 //
-// First "load_ready": url, model, input, batch, mode, arrivals, levels, window_s, stability, bound_ms, rtt_ms (the
-// median round trip of GET /v2/health/live: the network alone).
+// First "load_ready": url, model, input, batch, mode, arrivals, levels, window_s, warmup, stability, bound_ms,
+// rtt_ms (the median round trip of GET /v2/health/live: the network alone).
 // Per level (event "load_level", one JSON line, event_writer.h):
 //   mode ("concurrency" or "rate"), concurrency, rate (the target; 0 in a concurrency sweep), requests (answered
 //   200 in the three windows), errors, late (rate mode: sent over 1 ms after due, all connections busy),
@@ -50,6 +51,7 @@ struct LoadOptions {
   std::int64_t window_requests = 50;
   double stability = 0.10;
   std::int64_t max_trials = 10;
+  std::int64_t warmup = 0;          // answers per level before its first window, not measured
   double bound_ms = 0.0;            // 0: no bound
   std::int64_t max_inflight = 256;  // rate mode: connections
   double timeout_s = 60.0;          // per request

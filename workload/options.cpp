@@ -241,6 +241,7 @@ Status apply_load(LoadOptions& o, std::string_view flag, const std::string& valu
     return {};
   }
   if (flag == "--max-trials") return assign(o.max_trials, parse_int(flag, value, 3, 1000));
+  if (flag == "--warmup") return assign(o.warmup, parse_int(flag, value, 0, kBig));
   if (flag == "--bound-ms") return assign(o.bound_ms, parse_double(flag, value, true));
   if (flag == "--max-inflight") return assign(o.max_inflight, parse_int(flag, value, 1, 4096));
   if (flag == "--timeout-s") return assign(o.timeout_s, parse_double(flag, value, false));
@@ -409,6 +410,7 @@ std::string serving_usage() {
          "                      answers (default 2, 50)\n"
          "  --stability PCT     three windows in a row within PCT of their mean (default 10),\n"
          "                      or --max-trials N windows (default 10)\n"
+         "  --warmup N          answers per level before its first window, unmeasured (default 0)\n"
          "  --bound-ms MS       p99 bound: the sweep stops at the first level over it\n"
          "  --max-inflight N    rate mode: connections (default 256); --timeout-s S (60)\n"
          "  --stop-token T      when done (or failed), stop the server (its --stop-token)\n";

@@ -521,6 +521,27 @@ TEST_CASE("tsum-train serve and load: a fixed service time gives the rate and la
   CHECK(rest.back()["requests"].get<int>() > 500);
 }
 
+TEST_CASE("tsum-train load --warmup: a level's first answers are not measured") {
+  TempDir dir;
+  Served served(dir, {"--model", "delay", "--service-ms", "5", "--max-batch", "1"});
+  int code = -1;
+  auto events = run_load(dir, {"--url", served.url(), "--model", "delay", "--concurrency", "1", "--warmup", "30",
+                               "--window-s", "0.5", "--window-requests", "5", "--max-trials", "3"}, code);
+  REQUIRE(code == 0);
+  REQUIRE(events.front()["event"] == "load_ready");
+  CHECK(events.front()["warmup"] == 30);
+  const auto levels = levels_of(events);
+  REQUIRE(levels.size() == 1);
+  served.child.terminate();
+  std::vector<json> rest;
+  REQUIRE(served.child.finish(rest) == 0);
+  REQUIRE_FALSE(rest.empty());
+  REQUIRE(rest.back()["event"] == "serve_end");
+  // The server answered the 30 warm-up requests before the first window opened, and the level counts none of them.
+  INFO(levels[0].dump() << " " << rest.back().dump());
+  CHECK(rest.back()["requests"].get<int>() >= 30 + levels[0]["requests"].get<int>());
+}
+
 TEST_CASE("tsum-train serve: a real CNN answers JPEGs in batches; the load generator's latency bound stops a sweep") {
   TempDir dir;
   REQUIRE(std::system(("'" + std::string(TSUM_TRAIN_BIN) + "' gen-images '" + dir.file("img") +
