@@ -167,12 +167,16 @@ Status run_serve(const ServeOptions& o, EventWriter& events) {
   try {
     server.on_model_thread([&] {
       torch::set_num_threads(threads);
-      const std::vector<float> zeros(static_cast<std::size_t>(io.image_floats() * o.server.batching.max_batch), 0.0f);
-      for (std::int64_t i = 0; i < o.warmup && warm.ok(); ++i) {
-        for (const std::int64_t b : {std::int64_t{1}, o.server.batching.max_batch}) {
-          if (auto out = (*engine)->run(zeros.data(), b); !out.ok()) warm = out.error();
+      warm = [&]() -> Status {
+        const std::vector<float> zeros(static_cast<std::size_t>(io.image_floats() * o.server.batching.max_batch),
+                                       0.0f);
+        for (std::int64_t i = 0; i < o.warmup; ++i) {
+          for (const std::int64_t b : {std::int64_t{1}, o.server.batching.max_batch}) {
+            if (auto out = (*engine)->run(zeros.data(), b); !out.ok()) return out.error();
+          }
         }
-      }
+        return {};
+      }();
     });
   } catch (const std::exception& e) {
     return make_error(Code::internal, std::string("warm-up failed: ") + e.what());
