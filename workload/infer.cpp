@@ -13,6 +13,7 @@
 #include "workload/bounded_queue.h"
 #include "workload/cpus.h"
 #include "workload/image_files.h"
+#include "workload/latency_file.h"
 #include "workload/model_registry.h"
 
 namespace tsum::workload {
@@ -167,11 +168,12 @@ Result<Measured> run_async(const Bench& bench, std::int64_t b, int loaders, std:
 }
 
 Status measure(const Bench& bench, std::int64_t b, int loaders, std::int64_t capacity,
-               EventWriter& events) {
+               LatencyFile& latency_file, EventWriter& events) {
   const bool reset = reset_peak_rss();
   auto m = bench.options.mode == InferMode::sync ? run_sync(bench, b)
                                                  : run_async(bench, b, loaders, capacity);
   if (!m.ok()) return m.error();
+  if (auto st = latency_file.add("batch=" + std::to_string(b), m->latencies); !st.ok()) return st;
   const std::int64_t images = b * bench.options.iterations;
   events.emit("infer", {{"batch", b},
                         {"iterations", bench.options.iterations},
@@ -201,6 +203,8 @@ Result<torch::Tensor> decode_all(const Bench& bench) {
 Status run_infer(const InferOptions& options, EventWriter& events) {
   const auto begin = Clock::now();
   if (auto st = check_placement(options.placement); !st.ok()) return st;
+  auto latency_file = LatencyFile::create(options.latency_file);
+  if (!latency_file.ok()) return latency_file.error();
   const int threads = options.threads > 0 ? options.threads : usable_cpu_count();
   torch::set_num_threads(threads);
   torch::manual_seed(options.seed);
@@ -240,7 +244,7 @@ Status run_infer(const InferOptions& options, EventWriter& events) {
                         {"queue", async ? capacity : 0}});
   try {
     for (const std::int64_t b : options.batches) {
-      if (auto st = measure(bench, b, loaders, capacity, events); !st.ok()) return st;
+      if (auto st = measure(bench, b, loaders, capacity, *latency_file, events); !st.ok()) return st;
     }
   } catch (const std::exception& e) {
     return make_error(Code::internal, std::string("inference failed: ") + e.what());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "workload/host_stats.h"
 #include "workload/http1.h"
 #include "workload/infer_protocol.h"
+#include "workload/latency_file.h"
 
 namespace tsum::workload {
 namespace {
@@ -275,10 +277,32 @@ Measured run_level(const LoadOptions& o, const Level& level, const http1::Url& u
   return m;
 }
 
+// The latencies of the level's answered requests, in the order they were measured.
+std::vector<double> answered_latencies(const Measured& m) {
+  std::vector<double> latencies;
+  for (const auto& w : m.windows) {
+    for (const auto& s : w.samples) {
+      if (s.ok) latencies.push_back(s.latency);
+    }
+  }
+  return latencies;
+}
+
+// The level's name in the latency file: "concurrency=2" or "rate=20".
+std::string level_name(const Level& level) {
+  char name[64];
+  if (level.rate_mode) {
+    std::snprintf(name, sizeof name, "rate=%g", level.rate);
+  } else {
+    std::snprintf(name, sizeof name, "concurrency=%lld", static_cast<long long>(level.concurrency));
+  }
+  return name;
+}
+
 // The per-level event's fields.
 std::vector<EventField> level_fields(const LoadOptions& o, const Level& level, const Measured& m,
                                      const HostSampler& host) {
-  std::vector<double> latencies;
+  const std::vector<double> latencies = answered_latencies(m);
   double queue = 0, compute = 0, compute_sq = 0, server = 0, batch = 0, duration = 0;
   std::int64_t errors = 0, late = 0;
   for (const auto& w : m.windows) {
@@ -289,7 +313,6 @@ std::vector<EventField> level_fields(const LoadOptions& o, const Level& level, c
         ++errors;
         continue;
       }
-      latencies.push_back(s.latency);
       queue += s.queue, compute += s.compute, server += s.server, batch += static_cast<double>(s.batch);
       compute_sq += s.compute * s.compute;
     }
@@ -462,6 +485,8 @@ Status run_sweep(const LoadOptions& o, EventWriter& events) {
   const auto begin = Clock::now();
   auto url = http1::parse_url(o.url);
   if (!url.ok()) return url.error();
+  auto latency_file = LatencyFile::create(o.latency_file);
+  if (!latency_file.ok()) return latency_file.error();
   http1::Connection conn;
   if (auto st = conn.open(*url, Ms(static_cast<std::int64_t>(o.timeout_s * 1000))); !st.ok()) return st;
   auto chw = image_shape(conn, *url, o.model);
@@ -513,6 +538,7 @@ Status run_sweep(const LoadOptions& o, EventWriter& events) {
   for (const auto& level : levels) {
     ++index;
     const Measured m = run_level(o, level, *url, *requests);
+    if (auto st = latency_file->add(level_name(level), answered_latencies(m)); !st.ok()) return st;
     auto fields = level_fields(o, level, m, host);
     fields.emplace_back("rtt_ms", rtt_ms);  // each level carries the network's round trip: a curve stands alone
     events.emit("load_level", fields);

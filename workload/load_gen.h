@@ -57,6 +57,7 @@ struct LoadOptions {
   double timeout_s = 60.0;          // per request
   double sample_s = 0.25;
   std::uint64_t seed = 1;
+  std::string latency_file;  // non-empty: every measured latency as CSV (latency_file.h)
   std::string stop_token;  // when done or failed: POST /v2/tsum/stop with it (a server run with --stop-token)
 };
 

@@ -163,6 +163,7 @@ Status apply_infer(InferOptions& o, std::string_view flag, const std::string& va
   if (flag == "--device") return assign(o.placement.device, parse_device(value));
   if (flag == "--precision") return assign(o.placement.precision, parse_precision(value));
   if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
+  if (flag == "--latency-file") return assign(o.latency_file, parse_nonempty(flag, value));
   return make_error(Code::invalid_argument, "infer: unknown flag " + std::string(flag));
 }
 
@@ -248,6 +249,7 @@ Status apply_load(LoadOptions& o, std::string_view flag, const std::string& valu
   if (flag == "--sample-s") return assign(o.sample_s, parse_double(flag, value, false));
   if (flag == "--seed") return assign(o.seed, parse_seed(flag, value));
   if (flag == "--stop-token") return assign(o.stop_token, parse_nonempty(flag, value));
+  if (flag == "--latency-file") return assign(o.latency_file, parse_nonempty(flag, value));
   return make_error(Code::invalid_argument, "load: unknown flag " + std::string(flag));
 }
 
@@ -413,7 +415,8 @@ std::string serving_usage() {
          "  --warmup N          answers per level before its first window, unmeasured (default 0)\n"
          "  --bound-ms MS       p99 bound: the sweep stops at the first level over it\n"
          "  --max-inflight N    rate mode: connections (default 256); --timeout-s S (60)\n"
-         "  --stop-token T      when done (or failed), stop the server (its --stop-token)\n";
+         "  --stop-token T      when done (or failed), stop the server (its --stop-token)\n"
+         "  --latency-file F    also write every measured latency to F (CSV: level,latency_ms)\n";
 }
 
 std::string usage() {
@@ -494,6 +497,7 @@ std::string usage() {
          "  --warmup N          unmeasured batches (default 1)\n"
          "  --loaders N         async loader threads (default min(4, CPUs))\n"
          "  --queue N           async queue capacity in batches (default 2 x loaders)\n"
+         "  --latency-file F    also write every measured latency to F (CSV: level,latency_ms)\n"
          "  --classes, --image-size, --threads, --device, --precision, --seed as for training\n"
          + serving_usage() +
          "stdout carries one JSON event per line: ready, epoch, learn_end, verify, saved\n"

@@ -108,6 +108,7 @@ struct InferOptions {
   int threads = 0;
   Placement placement;
   std::uint64_t seed = 1;
+  std::string latency_file;  // non-empty: every measured latency as CSV (latency_file.h)
 };
 
 // `tsum-train serve`: a model answering inference requests over HTTP (serve.h). --model is a registry image model

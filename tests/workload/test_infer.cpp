@@ -4,8 +4,10 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -45,6 +47,21 @@ Run run_infer(const TempDir& dir, const std::string& args) {
   const auto err = tw::testing::read_all(err_path);
   r.err.assign(err.begin(), err.end());
   return r;
+}
+
+// A --latency-file's rows: (level, latency_ms), after checking its header.
+std::vector<std::pair<std::string, double>> latency_rows(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  CHECK(line == "level,latency_ms");
+  std::vector<std::pair<std::string, double>> rows;
+  while (std::getline(in, line)) {
+    const auto comma = line.find(',');
+    REQUIRE(comma != std::string::npos);
+    rows.emplace_back(line.substr(0, comma), std::stod(line.substr(comma + 1)));
+  }
+  return rows;
 }
 
 }  // namespace
@@ -168,7 +185,8 @@ TEST_CASE("tsum-train infer: sync and async over files and memory report every b
       CAPTURE(source);
       const auto r = run_infer(dir, "infer --model cifar_small --batch 1,4,8 --iterations 3 "
                                     "--threads 1 --loaders 2 --mode " + mode + " --source " +
-                                        source + " --images '" + images + "'");
+                                        source + " --images '" + images + "' --latency-file '" +
+                                        dir.file("lat.csv") + "'");
       INFO("stderr: " << r.err);
       REQUIRE(r.exit_code == 0);
       REQUIRE(r.events.size() == 5);
@@ -188,6 +206,19 @@ TEST_CASE("tsum-train infer: sync and async over files and memory report every b
         CHECK(e["peak_rss_bytes"].get<std::int64_t>() > (1 << 20));
       }
       CHECK(r.events[4]["event"] == "infer_end");
+      // The latency file holds each size's 3 measured batches; their median is the event's p50.
+      const auto rows = latency_rows(dir.file("lat.csv"));
+      REQUIRE(rows.size() == 9);
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<double> ms;
+        for (std::size_t k = 3 * i; k < 3 * i + 3; ++k) {
+          CHECK(rows[k].first == "batch=" + std::to_string(sizes[i]));
+          ms.push_back(rows[k].second);
+        }
+        std::sort(ms.begin(), ms.end());
+        CHECK(ms[1] == doctest::Approx(r.events[i + 1]["p50_ms"].get<double>()).epsilon(1e-6));
+        CHECK(ms[2] == doctest::Approx(r.events[i + 1]["p99_ms"].get<double>()).epsilon(1e-6));
+      }
     }
   }
 }
@@ -217,4 +248,7 @@ TEST_CASE("tsum-train infer: resnet50 at a small size; bad images and models fai
   const auto missing = run_infer(dir, "infer --images '" + dir.file("nope") + "'");
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.find("no such image directory") != std::string::npos);
+  const auto unwritable = run_infer(dir, "infer --images '" + images + "' --latency-file '" + dir.file("no/x.csv") + "'");
+  CHECK(unwritable.exit_code == 1);
+  CHECK(unwritable.err.find("cannot write the latency file " + dir.file("no/x.csv")) != std::string::npos);
 }

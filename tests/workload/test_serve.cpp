@@ -526,7 +526,8 @@ TEST_CASE("tsum-train load --warmup: a level's first answers are not measured") 
   Served served(dir, {"--model", "delay", "--service-ms", "5", "--max-batch", "1"});
   int code = -1;
   auto events = run_load(dir, {"--url", served.url(), "--model", "delay", "--concurrency", "1", "--warmup", "30",
-                               "--window-s", "0.5", "--window-requests", "5", "--max-trials", "3"}, code);
+                               "--window-s", "0.5", "--window-requests", "5", "--max-trials", "3",
+                               "--latency-file", dir.file("lat.csv")}, code);
   REQUIRE(code == 0);
   REQUIRE(events.front()["event"] == "load_ready");
   CHECK(events.front()["warmup"] == 30);
@@ -540,6 +541,21 @@ TEST_CASE("tsum-train load --warmup: a level's first answers are not measured") 
   // The server answered the 30 warm-up requests before the first window opened, and the level counts none of them.
   INFO(levels[0].dump() << " " << rest.back().dump());
   CHECK(rest.back()["requests"].get<int>() >= 30 + levels[0]["requests"].get<int>());
+  // --latency-file holds the level's measured answers, each at least the 5 ms service time, and no warm-up one.
+  std::ifstream csv(dir.file("lat.csv"));
+  std::string line;
+  REQUIRE(std::getline(csv, line));
+  CHECK(line == "level,latency_ms");
+  double sum_ms = 0;
+  int rows = 0;
+  for (; std::getline(csv, line); ++rows) {
+    REQUIRE(line.rfind("concurrency=1,", 0) == 0);
+    const double ms = std::stod(line.substr(line.find(',') + 1));
+    CHECK(ms >= 5.0);
+    sum_ms += ms;
+  }
+  CHECK(rows == levels[0]["requests"].get<int>());
+  CHECK(sum_ms / rows == doctest::Approx(levels[0]["mean_ms"].get<double>()).epsilon(1e-6));
 }
 
 TEST_CASE("tsum-train serve: a real CNN answers JPEGs in batches; the load generator's latency bound stops a sweep") {
