@@ -125,6 +125,7 @@ infers, c1s = runs("infer"), runs("c1")
 def p99(paths):  # over the pooled rows of these latency files; the workload's rule: the ceil(0.99 n)-th smallest
     ms = sorted(float(l.split(",")[1]) for p in paths for l in list(open(p))[1:])
     return (ms[max(0, math.ceil(0.99 * len(ms)) - 1)] if ms else float("nan")), len(ms)
+
 in_ips = median([last(f, "infer", "images_per_s") for f in infers])
 in_p99 = [last(f, "infer", "p99_ms") for f in infers]
 levels = [e for e in events(f"{tmp}/sweep") if e.get("event") == "load_level"]

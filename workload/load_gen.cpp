@@ -299,10 +299,9 @@ std::string level_name(const Level& level) {
   return name;
 }
 
-// The per-level event's fields.
+// The per-level event's fields; `latencies` are answered_latencies(m).
 std::vector<EventField> level_fields(const LoadOptions& o, const Level& level, const Measured& m,
-                                     const HostSampler& host) {
-  const std::vector<double> latencies = answered_latencies(m);
+                                     const std::vector<double>& latencies, const HostSampler& host) {
   double queue = 0, compute = 0, compute_sq = 0, server = 0, batch = 0, duration = 0;
   std::int64_t errors = 0, late = 0;
   for (const auto& w : m.windows) {
@@ -538,8 +537,9 @@ Status run_sweep(const LoadOptions& o, EventWriter& events) {
   for (const auto& level : levels) {
     ++index;
     const Measured m = run_level(o, level, *url, *requests);
-    if (auto st = latency_file->add(level_name(level), answered_latencies(m)); !st.ok()) return st;
-    auto fields = level_fields(o, level, m, host);
+    const std::vector<double> latencies = answered_latencies(m);
+    if (auto st = latency_file->add(level_name(level), latencies); !st.ok()) return st;
+    auto fields = level_fields(o, level, m, latencies, host);
     fields.emplace_back("rtt_ms", rtt_ms);  // each level carries the network's round trip: a curve stands alone
     events.emit("load_level", fields);
     const auto over = std::find_if(fields.begin(), fields.end(), [](const EventField& f) { return f.first == "over_bound"; });

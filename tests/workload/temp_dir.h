@@ -11,6 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tsum::workload::testing {
@@ -103,6 +104,24 @@ inline void write_text(const std::string& path, const std::string& text) {
 inline std::vector<std::uint8_t> read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// A --latency-file (workload/latency_file.h): its header line and its (level, latency_ms) rows.
+struct LatencyCsv {
+  std::string header;
+  std::vector<std::pair<std::string, double>> rows;
+};
+inline LatencyCsv read_latency_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  LatencyCsv csv;
+  std::getline(in, csv.header);
+  for (std::string line; std::getline(in, line);) {
+    const auto comma = line.find(',');
+    if (comma == std::string::npos) throw std::runtime_error(path + ": a row without a comma: " + line);
+    csv.rows.emplace_back(line.substr(0, comma), std::stod(line.substr(comma + 1)));
+  }
+  return csv;
 }
 
 }  // namespace tsum::workload::testing

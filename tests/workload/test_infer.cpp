@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -47,21 +46,6 @@ Run run_infer(const TempDir& dir, const std::string& args) {
   const auto err = tw::testing::read_all(err_path);
   r.err.assign(err.begin(), err.end());
   return r;
-}
-
-// A --latency-file's rows: (level, latency_ms), after checking its header.
-std::vector<std::pair<std::string, double>> latency_rows(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  REQUIRE(std::getline(in, line));
-  CHECK(line == "level,latency_ms");
-  std::vector<std::pair<std::string, double>> rows;
-  while (std::getline(in, line)) {
-    const auto comma = line.find(',');
-    REQUIRE(comma != std::string::npos);
-    rows.emplace_back(line.substr(0, comma), std::stod(line.substr(comma + 1)));
-  }
-  return rows;
 }
 
 }  // namespace
@@ -207,7 +191,9 @@ TEST_CASE("tsum-train infer: sync and async over files and memory report every b
       }
       CHECK(r.events[4]["event"] == "infer_end");
       // The latency file holds each size's 3 measured batches; their median is the event's p50.
-      const auto rows = latency_rows(dir.file("lat.csv"));
+      const auto csv = tw::testing::read_latency_file(dir.file("lat.csv"));
+      CHECK(csv.header == "level,latency_ms");
+      const auto& rows = csv.rows;
       REQUIRE(rows.size() == 9);
       for (std::size_t i = 0; i < sizes.size(); ++i) {
         std::vector<double> ms;

@@ -542,18 +542,15 @@ TEST_CASE("tsum-train load --warmup: a level's first answers are not measured") 
   INFO(levels[0].dump() << " " << rest.back().dump());
   CHECK(rest.back()["requests"].get<int>() >= 30 + levels[0]["requests"].get<int>());
   // --latency-file holds the level's measured answers, each at least the 5 ms service time, and no warm-up one.
-  std::ifstream csv(dir.file("lat.csv"));
-  std::string line;
-  REQUIRE(std::getline(csv, line));
-  CHECK(line == "level,latency_ms");
+  const auto csv = tw::testing::read_latency_file(dir.file("lat.csv"));
+  CHECK(csv.header == "level,latency_ms");
   double sum_ms = 0;
-  int rows = 0;
-  for (; std::getline(csv, line); ++rows) {
-    REQUIRE(line.rfind("concurrency=1,", 0) == 0);
-    const double ms = std::stod(line.substr(line.find(',') + 1));
+  for (const auto& [level, ms] : csv.rows) {
+    REQUIRE(level == "concurrency=1");
     CHECK(ms >= 5.0);
     sum_ms += ms;
   }
+  const auto rows = static_cast<int>(csv.rows.size());
   CHECK(rows == levels[0]["requests"].get<int>());
   CHECK(sum_ms / rows == doctest::Approx(levels[0]["mean_ms"].get<double>()).epsilon(1e-6));
 }
