@@ -1,5 +1,6 @@
 // bench_planner: how well tsum's planner and probe search pick configs on synthetic trace tables whose true
-// optimum is known (see planner_tables.h). Prints ratios; it is not a unit test and times nothing.
+// optimum is known (see planner_tables.h). Prints ratios; it is not a unit test. The totals also time the search's
+// own compute per round.
 //
 //   bench_planner [--tables N] [--seed S] [--max-probes K] [--explain] [--scout CSV] [--ibm CSV] [--trimtuner DIR]
 //                 [--generated N] [--totals]

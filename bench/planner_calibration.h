@@ -23,13 +23,15 @@ struct Calibration {
   long blind_measured = 0;                   // blind picks that were measured configs
   long inside = 0, bands = 0;                // unmeasured candidates' bands holding their true value
   long optimum_inside = 0, optimum_bands = 0;
+  long unmeasured_family_inside = 0, unmeasured_family_bands = 0;  // of configs whose family nothing measured yet
   std::array<long, 10> stated{}, within{};   // per decile of P(within): picks, and of them within tolerance
   std::array<double, 10> stated_sum{};
 
   // One round: `truth(config)` is the config's true value (INFINITY for one that cannot run), `best` the
   // optimum's, `measured_best` the true value of the best config measured so far (INFINITY if none).
   void add_round(const billing::SearchRound& round, const std::function<double(const std::string&)>& truth,
-                 const std::string& optimum, double best, double measured_best, double tolerance) {
+                 const std::string& optimum, double best, double measured_best, double tolerance,
+                 const std::function<bool(const std::string&)>& family_measured = {}) {
     if (round.pick.empty()) return;
     const double pick = truth(round.pick);
     ++picks;
@@ -44,6 +46,7 @@ struct Calibration {
       const bool in = t >= b.p10 * (1 - 1e-9) && t <= b.p90 * (1 + 1e-9);
       ++bands, inside += in;
       if (b.config == optimum) ++optimum_bands, optimum_inside += in;
+      if (family_measured && !family_measured(b.config)) ++unmeasured_family_bands, unmeasured_family_inside += in;
     }
     const int d = std::min(9, static_cast<int>(round.p_within * 10));
     ++stated[d], stated_sum[d] += round.p_within;
@@ -58,6 +61,9 @@ struct Calibration {
                 "the optimum's own band: %.1f%% of %ld\n",
                 bands ? 100.0 * inside / bands : 0.0, bands, optimum_bands ? 100.0 * optimum_inside / optimum_bands : 0.0,
                 optimum_bands);
+    if (unmeasured_family_bands)
+      std::printf("  of configs whose family no probe had measured: %.1f%% of %ld\n",
+                  100.0 * unmeasured_family_inside / unmeasured_family_bands, unmeasured_family_bands);
     std::printf("  reliability of P(pick within tolerance):  stated decile  picks  mean stated  observed  gap\n");
     for (int d = 0; d < 10; ++d) {
       if (!stated[d]) continue;

@@ -17,6 +17,7 @@ struct TotalsOptions {
   uint64_t seed = 1;
   bool explain = false;       // print the costly cases and any that break a check, with their probes
   billing::LearnModel model = billing::LearnModel::automatic;
+  bool time_rounds = true;    // also time a search's rounds at 70, 300 and 1,000 candidates
 };
 
 int run_totals(const TotalsOptions& o);

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 
 using namespace tsum::billing;
@@ -304,7 +306,7 @@ ProbeFn prober(const TraceCase& c) {
 }
 
 Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int max_probes,
-                   const PredictorOptions& predictor, double probe_budget) {
+                   const PredictorOptions& predictor, double probe_budget, Calibration* calibration) {
   Total out;
   std::vector<PlanCandidate> cands;
   std::map<std::string, const TraceRow*> row_of;
@@ -322,6 +324,8 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
   std::vector<double> budget_at;  // the budget of the round that started each probe
   req.on_probe = [&](const SearchResult& so_far, const ProbeStep& next) {
     if (!std::isfinite(out.first_budget) && std::isfinite(so_far.budget)) out.first_budget = so_far.budget;
+    if (std::isfinite(out.first_budget) && so_far.budget != out.first_budget) out.budget_fixed = false;
+    if (so_far.budget < so_far.spent) out.budget_fixed = false;
     budget_at.push_back(so_far.budget);
     // Started only when its p90 fits.
     if (so_far.budget < kInf && so_far.spent + next.expected_probe_cost_p90 > so_far.budget * (1 + 1e-9))
@@ -333,7 +337,12 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
     return out;
   }
   out.ok = true;
+  if (s->budget < s->spent || (std::isfinite(out.first_budget) && s->budget != out.first_budget))
+    out.budget_fixed = false;
   out.probes = static_cast<int>(s->trace.size());
+  out.doubted = !s->doubt.empty();
+  for (const auto& step : s->trace)
+    out.free_probes += step.why.find("the config least like any probed") != std::string::npos;
   out.spent = s->spent;
   out.budget = s->budget;
   out.stop_reason = s->stop_reason;
@@ -352,6 +361,26 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
   for (const auto& step : s->trace)
     if (step.error.empty()) measured_best = std::min(measured_best, true_cost(c, *row_of.at(step.config)));
   out.blind = out.pick_cost > measured_best * 1.05 + 1e-12;
+  if (calibration) {
+    // Round k is what the search believed after k probes: the families and the best true value measured by then.
+    std::string optimum;
+    for (const auto& r : c.rows)
+      if (true_cost(c, r) == out.optimum) optimum = r.cand.cfg.config;
+    auto truth = [&](const std::string& config) { return true_cost(c, *row_of.at(config)); };
+    for (size_t k = 0; k < s->rounds.size(); ++k) {
+      std::set<std::string> families;
+      double best = kInf;
+      for (size_t j = 0; j < k && j < s->trace.size(); ++j)
+        if (s->trace[j].error.empty()) {
+          families.insert(row_of.at(s->trace[j].config)->cand.cfg.cpu_family);
+          best = std::min(best, truth(s->trace[j].config));
+        }
+      calibration->add_round(s->rounds[k], truth, optimum, out.optimum, best, s->tolerance,
+                             [&](const std::string& config) {
+                               return families.contains(row_of.at(config)->cand.cfg.cpu_family);
+                             });
+    }
+  }
   for (const auto& step : s->trace) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "\n      %-14s run %6.3f probe %6.3f  ", step.config.c_str(),
@@ -368,6 +397,25 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
                      (out.first_probe_cost + future_runs * out.first_cost + budget) * (1 + 1e-9);
   }
   return out;
+}
+
+double random_median_regret(TraceCase c, const BillingRule& rule, int k, int orders, uint64_t seed) {
+  std::vector<double> cost;
+  for (auto& r : c.rows) r.cand.rule = rule, cost.push_back(true_cost(c, r));
+  const double optimum = *std::min_element(cost.begin(), cost.end());
+  std::mt19937_64 rng(seed);
+  std::vector<size_t> order(cost.size());
+  std::vector<double> regrets;
+  for (int n = 0; n < orders; ++n) {
+    std::iota(order.begin(), order.end(), size_t{0});
+    double best = kInf;
+    for (int j = 0; j < k && j < static_cast<int>(order.size()); ++j) {
+      std::swap(order[j], order[j + std::uniform_int_distribution<size_t>(0, order.size() - 1 - j)(rng)]);
+      best = std::min(best, cost[order[j]]);
+    }
+    regrets.push_back(best / optimum - 1);
+  }
+  return quantile(regrets, 0.5);
 }
 
 }  // namespace tsum::bench

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "billing/search.h"
+#include "planner_calibration.h"
 
 namespace tsum::bench {
 
@@ -77,12 +78,21 @@ struct Total {
   bool blind = false;          // the pick costs over 5% more than the best config it measured
   bool budget_kept = true;     // no probe started whose p90 did not fit, and the spend never passed the budget
   bool total_kept = true;      // total <= the first probe's total + first_budget
+  bool budget_fixed = true;    // the budget never changed once set, and never fell below what was spent
+  int free_probes = 0;         // probes chosen without the model (in doubt, or to spend what max_probes allows)
+  bool doubted = false;        // the search stopped trusting its model
   std::string stop_reason;
   std::string probes_text;     // each probe: config, its cost over the optimum's run, and why
 };
 
 // One search on `c` with every row priced under `rule`. max_probes 0 = no limit; probe_budget < 0 = none given.
+// With `calibration`, every round of the search is scored there (its bands, its pick and P(within 5%)).
 Total replay_total(TraceCase c, const billing::BillingRule& rule, double future_runs, int max_probes,
-                   const billing::PredictorOptions& predictor, double probe_budget = -1);
+                   const billing::PredictorOptions& predictor, double probe_budget = -1,
+                   Calibration* calibration = nullptr);
+
+// Random search on `c` under `rule`: the median, over `orders` random draws of k distinct configs, of the regret
+// of the best completed one (infinity when none completed), as issue 50 judges a search against it.
+double random_median_regret(TraceCase c, const billing::BillingRule& rule, int k, int orders, uint64_t seed);
 
 }  // namespace tsum::bench

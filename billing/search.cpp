@@ -308,14 +308,13 @@ bool better_scored(const Scored& a, const Scored& b) {
 }
 
 // The round as things stand. The predicted best is the usable candidate of least expected value (feasible
-// ones first); the measured best the same among probed ones. The pick is the predicted best when it was
-// measured, when nothing was, or when the draws are sure of it by the search's own standard: cheaper than the
-// measured best in at least `confidence` of them, and within the tolerance of the optimum in as many;
-// otherwise the measured best (a guess the search is not sure of is no reason to pay more than a price
-// already seen). Trusting the first test alone still recommended a config never run that was 5% or more dearer
-// than the best measured one in 2.1% of the Scout replay's rounds (the predicted best is the minimum of many
-// guesses, so its own draws are too hopeful); with both, in 1 of the 7,040 recommendations of searches limited
-// to 1-8 probes (bench/planner.sh).
+// ones first); the measured best the same among probed ones. The pick is the measured best, unless nothing was
+// measured (or what was misses the deadline or budget), or the caller asked for a confidence below 1 and the draws
+// are that sure of the predicted best: cheaper than the measured best in at least `confidence` of them, and within
+// the tolerance of the optimum in as many. The default (confidence 1) recommends only what was measured: with 0.9,
+// searches limited to 1-2 probes recommended a config never run that was over 5% dearer than the best measured one
+// in 20 of 736 replays of the IBM and TrimTuner traces (the predicted best is the minimum of many guesses, so its
+// own draws are too hopeful; bench/planner.sh --totals).
 SearchRound current_round(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
                           const std::set<std::string>& excluded, const SearchRequest& req, int probes) {
   SearchRound round;
@@ -344,7 +343,7 @@ SearchRound current_round(const std::vector<Scored>& scored, std::span<const Pla
     for (size_t i = 0; i < predicted->value.size() && i < measured->value.size(); ++i)
       wins += predicted->valid[i] && (predicted->value[i] < measured->value[i] || !measured->valid[i]);
     round.p_beats_measured = static_cast<double>(wins) / static_cast<double>(std::max<size_t>(1, predicted->value.size()));
-    if (round.p_beats_measured < req.confidence || round.p_within < req.confidence) {
+    if (!(req.confidence < 1) || round.p_beats_measured < req.confidence || round.p_within < req.confidence) {
       pick = measured;
       round.p_within = p_within_of(*pick, scored, candidates, excluded, req.tolerance);
     }
@@ -416,6 +415,13 @@ bool ModelCheck::fails(int probes, int outside) {
   return probes >= 3 && binomial_tail(probes, outside, 0.2) < 0.01;
 }
 
+double ModelCheck::widening() const {
+  double sum = 0;
+  for (double z2 : z_squared) sum += z2;
+  const double n = static_cast<double>(z_squared.size());
+  return std::clamp(std::sqrt((2 + sum) / (2 + n)), 1.0, kMaxWidening);
+}
+
 double poisson_binomial_cdf(std::span<const double> p, int k) {
   if (k < 0) return 0;
   std::vector<double> dist(p.size() + 1, 0.0);  // dist[x] = P(x successes so far)
@@ -468,7 +474,18 @@ struct Expectation {
   double p_improve = 0;               // P(value < incumbent)
   double incumbent = 0;
   double promised = 0;                // future_runs × E[max(0, incumbent - value)]
+  double log_learn_mean = 0, log_learn_sd = 0;  // of the model's learn draws (sd 0: no model prediction)
 };
+
+// The mean and sd of the logs of positive draws.
+std::pair<double, double> log_moments(const std::vector<double>& draws) {
+  double n = 0, sum = 0, sq = 0;
+  for (double x : draws)
+    if (x > 0) n += 1, sum += std::log(x), sq += std::log(x) * std::log(x);
+  if (n < 2) return {n ? sum : 0, 0};
+  const double mean = sum / n;
+  return {mean, std::sqrt(std::max(0.0, sq / n - mean * mean))};
+}
 
 std::optional<Expectation> expectation_of(const Scored& s, std::span<const PlanCandidate> candidates,
                                           const std::vector<Scored>& scored, const std::set<std::string>& probed,
@@ -476,7 +493,10 @@ std::optional<Expectation> expectation_of(const Scored& s, std::span<const PlanC
   if (!s.pred || s.probed) return std::nullopt;
   Expectation e;
   e.config = candidates[s.index].cfg.config;
-  if (!s.prior) e.band = CandidateBand{e.config, quantile_of(s, 0.1), s.mean_value, quantile_of(s, 0.9), false, s.pred->basis};
+  if (!s.prior) {
+    e.band = CandidateBand{e.config, quantile_of(s, 0.1), s.mean_value, quantile_of(s, 0.9), false, s.pred->basis};
+    std::tie(e.log_learn_mean, e.log_learn_sd) = log_moments(s.pred->phases[kLearn]);
+  }
   e.incumbent = incumbent_of(scored, probed, candidates);
   double below = 0;
   for (size_t i = 0; i < s.value.size(); ++i) below += s.valid[i] && s.value[i] < e.incumbent;
@@ -485,16 +505,33 @@ std::optional<Expectation> expectation_of(const Scored& s, std::span<const PlanC
   return e;
 }
 
-// Every candidate's prediction (the model's, else the prior's), its value draws and its probe cost.
+// Widens a prediction's learn draws around their log mean by `factor` (the other phases were measured where
+// the config's provider ran before, and are left as they are).
+void widen(Prediction& p, double factor) {
+  if (!(factor > 1)) return;
+  auto& learn = p.phases[kLearn];
+  const double mean = log_moments(learn).first;
+  for (size_t i = 0; i < learn.size(); ++i) {
+    if (!(learn[i] > 0)) continue;
+    const double widened = std::exp(mean + factor * (std::log(learn[i]) - mean));
+    p.t_sum[i] += widened - learn[i];
+    learn[i] = widened;
+  }
+  p.log_sd *= factor;
+}
+
+// Every candidate's prediction (the model's, widened by `widening` where the config was not measured, else the
+// prior's), its value draws and its probe cost.
 std::vector<Scored> score_candidates(const Predictor& predictor, std::span<const PlanCandidate> candidates,
                                      std::span<const MeasuredRun> history, const std::set<std::string>& probed,
-                                     const SearchRequest& req, const PredictorOptions& popt) {
+                                     const SearchRequest& req, const PredictorOptions& popt, double widening) {
   std::vector<Scored> scored(candidates.size());
   for (size_t k = 0; k < candidates.size(); ++k) {
     scored[k].index = k;
     scored[k].probed = probed.contains(candidates[k].cfg.config);
     if (auto p = predictor.predict(candidates[k].cfg)) {
       scored[k].pred = std::move(*p);
+      if (!scored[k].probed) widen(*scored[k].pred, widening);
       score_draws(scored[k], candidates[k], req);
       if (scored[k].probed) use_measured_value(scored[k], candidates[k], history, req);
     }
@@ -521,6 +558,11 @@ void judge_last_probe(const Expectation& e, const std::vector<Scored>& scored, s
   if (e.band) {
     out.model_check.probes += 1;
     out.model_check.outside += s->mean_value < e.band->p10 || s->mean_value > e.band->p90;
+    const double measured = s->pred->mean(kLearn);
+    if (e.log_learn_sd > 0 && measured > 0) {
+      const double z = (std::log(measured) - e.log_learn_mean) / e.log_learn_sd;
+      out.model_check.z_squared.push_back(z * z);
+    }
   }
   out.improvement_check.predicted.push_back(e.p_improve);
   out.improvement_check.improved += s->mean_value < e.incumbent;
@@ -529,23 +571,106 @@ void judge_last_probe(const Expectation& e, const std::vector<Scored>& scored, s
 }
 
 // Why the search no longer trusts its model, if it does not: its probes missed their bands, or improved far less
-// often than predicted.
+// often than predicted. From then on it explores without the model (explore_freely) instead of stopping: doubt
+// that stopped the search locked in a bad incumbent exactly when the model was wrong (issue 50).
 std::optional<std::string> doubt(SearchResult& out) {
   const auto& mc = out.model_check;
   const auto& ic = out.improvement_check;
   if (ModelCheck::fails(mc.probes, mc.outside)) {
     out.model_check.explains = false;
     return "the model does not explain the measurements: " + std::to_string(mc.outside) + " of " +
-           std::to_string(mc.probes) + " probes fell outside the p10-p90 band predicted for them; " +
-           "stopping on the best measured config";
+           std::to_string(mc.probes) + " probes fell outside the p10-p90 band predicted for them";
   }
   if (ImprovementCheck::fails(ic.predicted, ic.improved)) {
     out.improvement_check.explains = false;
     return "the model is too hopeful: " + std::to_string(ic.improved) + " of " + std::to_string(ic.predicted.size()) +
-           " probes improved on the best measured config, where " + money(ic.expected_improved()) +
-           " were expected; stopping on the best measured config";
+           " probes improved on the best measured config, where " + money(ic.expected_improved()) + " were expected";
   }
   return std::nullopt;
+}
+
+// Where a config sits among the candidates, for spreading probes without a model: its family, and the logs of
+// its cores (or GPUs) per machine, its nodes and its memory, each over its range among the candidates.
+struct Place {
+  std::string family;
+  std::array<double, 3> x{};
+};
+
+std::vector<Place> places_of(std::span<const PlanCandidate> candidates) {
+  std::vector<Place> out;
+  std::array<double, 3> lo, hi;
+  lo.fill(kInfinity), hi.fill(-kInfinity);
+  for (const auto& c : candidates) {
+    const auto& cfg = c.cfg;
+    Place p{Predictor::group_of(cfg),
+            {std::log2(std::max(1, cfg.gpus > 0 ? cfg.gpus : cfg.cores)), std::log2(std::max(1, cfg.nodes)),
+             cfg.memory_gib > 0 ? std::log2(cfg.memory_gib * std::max(1, cfg.nodes)) : 0.0}};
+    for (int d = 0; d < 3; ++d) lo[d] = std::min(lo[d], p.x[d]), hi[d] = std::max(hi[d], p.x[d]);
+    out.push_back(std::move(p));
+  }
+  for (auto& p : out)
+    for (int d = 0; d < 3; ++d) p.x[d] = hi[d] > lo[d] ? (p.x[d] - lo[d]) / (hi[d] - lo[d]) : 0.0;
+  return out;
+}
+
+// Squared distance: another family counts as a whole range apart.
+double distance2(const Place& a, const Place& b) {
+  double d = a.family == b.family ? 0.0 : 1.0;
+  for (int i = 0; i < 3; ++i) d += (a.x[i] - b.x[i]) * (a.x[i] - b.x[i]);
+  return d;
+}
+
+// E[max(0, incumbent - V)] for V log-normal with log mean mu and log sd sigma.
+double lognormal_improvement(double incumbent, double mu, double sigma) {
+  if (!(incumbent > 0)) return 0;
+  const auto phi = [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); };
+  const double d = (std::log(incumbent) - mu) / sigma;
+  return incumbent * phi(d) - std::exp(mu + 0.5 * sigma * sigma) * phi(d - sigma);
+}
+
+// A probe chosen without the model: among the configs whose p90 probe cost fits the budget, the one farthest from
+// every config tried (maximin over family, cores, nodes and memory), each distance weighed against how much dearer
+// its probe is than the cheapest one's. What it may save is also judged without the model: the measured configs'
+// values, log-normal (their log mean and spread, at least a factor of 2), say what a config like them is worth
+// against the incumbent.
+std::optional<Choice> explore_freely(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
+                                     const std::vector<Place>& places, const std::set<std::string>& probed,
+                                     const std::set<std::string>& excluded, const SearchRequest& req,
+                                     double budget_left, double& saving) {
+  std::vector<double> logs;
+  for (const auto& s : scored)
+    if (s.probed && s.pred && s.mean_value > 0) logs.push_back(std::log(s.mean_value));
+  const double n = static_cast<double>(logs.size());
+  double mu = 0, var = 0;
+  for (double x : logs) mu += x / std::max(1.0, n);
+  for (double x : logs) var += (x - mu) * (x - mu) / std::max(1.0, n - 1);
+  saving = req.future_runs *
+           lognormal_improvement(incumbent_of(scored, probed, candidates), mu, std::max(std::sqrt(var), std::log(2.0)));
+  double cheapest = kInfinity;
+  for (const auto& s : scored) {
+    const auto& cfg = candidates[s.index].cfg;
+    if (probed.contains(cfg.config) || excluded.contains(cfg.config) || s.probe_cost_p90 > budget_left) continue;
+    cheapest = std::min(cheapest, s.probe_cost);
+  }
+  std::optional<Choice> best;
+  double best_score = -1;
+  for (const auto& s : scored) {
+    const auto& cfg = candidates[s.index].cfg;
+    if (probed.contains(cfg.config) || excluded.contains(cfg.config) || s.probe_cost_p90 > budget_left) continue;
+    double nearest = kInfinity;
+    for (const auto& t : scored)
+      if (probed.contains(candidates[t.index].cfg.config) || excluded.contains(candidates[t.index].cfg.config))
+        nearest = std::min(nearest, distance2(places[s.index], places[t.index]));
+    const double score = std::sqrt(nearest) * std::sqrt(cheapest / std::max(s.probe_cost, 1e-12));
+    if (score > best_score)
+      best_score = score,
+      best = Choice{s.index,
+                    "explore without the model: the config least like any probed (family, cores, nodes, memory) for "
+                    "its probe cost; one like those measured is expected to save " + money(saving) + " over " +
+                        money(req.future_runs) + " planned runs for a probe of " + money(s.probe_cost),
+                    saving, s.probe_cost, true};
+  }
+  return best;
 }
 
 // The next probe, or why the search stops (and whether it then recommends only what it measured).
@@ -570,7 +695,7 @@ Decision stop_with(std::string why, bool force_measured = true) {
 
 Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates, const SearchRound& round,
                 const std::set<std::string>& probed, const std::set<std::string>& excluded, const SearchRequest& req,
-                double entry, SearchResult& out) {
+                double entry, const std::vector<Place>& places, SearchResult& out) {
   const double budget_left = out.budget - out.spent;
   if (req.max_probes > 0 && static_cast<int>(out.trace.size()) >= req.max_probes)
     return stop_with("max probes reached", false);
@@ -591,7 +716,30 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
                               out.improvement_check.discount(), best_any);
   if (!best_any) return stop_with("every config has been probed");
   out.expected_saving = best_any->gain, out.expected_probe_cost = best_any->probe_cost;
+  if (!out.doubt.empty()) {
+    double saving = 0;
+    auto free = explore_freely(scored, candidates, places, probed, excluded, req, budget_left, saving);
+    if (free) out.expected_saving = saving, out.expected_probe_cost = free->probe_cost;
+    if (free && saving > free->probe_cost) return probe_next(*free);
+    if (free)
+      return stop_with("no probe is worth its cost without the model (" + out.doubt + "): a config like those "
+                       "measured is expected to save " + money(saving) + " over the " + money(req.future_runs) +
+                       " planned runs for a probe of " + money(free->probe_cost));
+    return stop_with("the exploration budget is spent: spent " + money(out.spent) + ", budget " + money(out.budget) +
+                         "; no config left to explore has a p90 probe cost within it",
+                     !req.probe_budget);
+  }
   if (last_probe && choice) return probe_next(*choice);
+  if (best_any->gain <= best_any->probe_cost && req.max_probes > 0) {
+    // The caller allowed more probes: where the model sees nothing worth probing, they go where it has seen nothing.
+    double saving = 0;
+    if (auto free = explore_freely(scored, candidates, places, probed, excluded, req, budget_left, saving)) {
+      free->why = "max_probes leaves " + std::to_string(req.max_probes - static_cast<int>(out.trace.size())) +
+                  " probes and the model expects no saving worth one (" + money(best_any->gain) + " at best): " +
+                  free->why.substr(free->why.find(':') + 2);
+      return probe_next(*free);
+    }
+  }
   if (best_any->gain <= best_any->probe_cost)
     return stop_with("no probe is worth its cost: the best, " + candidates[best_any->index].cfg.config +
                      ", is expected to save " + money(best_any->gain) + " over the " + money(req.future_runs) +
@@ -602,7 +750,7 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
           "the exploration budget is spent: spent " + money(out.spent) + ", budget " + money(out.budget) +
               (req.probe_budget ? "" : " (the first measurement's " + money(entry) + " + " +
                                            percent(req.budget_share.value_or(kDefaultBudgetShare)) +
-                                           " of the planned runs at the best measured config)") +
+                                           " of the planned runs at the first measured config)") +
               "; the probe worth most, " + candidates[b.index].cfg.config + " (expected saving " +
               money(best_any->gain) + "), may cost " + money(b.probe_cost_p90) + " (p90)",
           !req.probe_budget);
@@ -648,25 +796,27 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
   std::optional<Expectation> expected;  // of the last probe, before it ran
   bool force_measured = true;           // a search that stops by itself (or in doubt) recommends what it measured
   std::optional<double> entry;          // spent when the first measurement came in
+  const std::vector<Place> places = places_of(candidates);
   while (true) {
     auto predictor = Predictor::learn(history, req.workload, popt);
     if (!predictor) return predictor.error();
     std::set<std::string> probed;
     for (const auto& r : history) probed.insert(r.cfg.config);
-    const std::vector<Scored> scored = score_candidates(*predictor, candidates, history, probed, req, popt);
+    const std::vector<Scored> scored =
+        score_candidates(*predictor, candidates, history, probed, req, popt, out.model_check.widening());
     if (expected) judge_last_probe(*expected, scored, candidates, req, out);
     expected.reset();
     out.rounds.push_back(current_round(scored, candidates, excluded, req, static_cast<int>(out.trace.size())));
     const SearchRound& round = out.rounds.back();
     double best_cost = kInfinity;
     if (const Scored* m = scored_of(scored, candidates, round.best_measured)) best_cost = m->mean_cost;
-    if (best_cost < kInfinity && !entry) entry = out.spent;
-    out.budget = budget_of(req, entry.value_or(0), best_cost);
-    if (auto why = doubt(out)) {
-      out.stop_reason = *why;
-      break;
-    }
-    Decision next = decide(scored, candidates, round, probed, excluded, req, entry.value_or(0), out);
+    // The budget is fixed when the first measurement comes in (budget_of only falls as the best measured config
+    // does, and a budget that fell below what was spent would be no budget).
+    if (best_cost < kInfinity && !entry) entry = out.spent, out.budget = budget_of(req, *entry, best_cost);
+    if (!entry) out.budget = budget_of(req, 0, kInfinity);
+    if (out.doubt.empty())
+      if (auto why = doubt(out)) out.doubt = *why;
+    Decision next = decide(scored, candidates, round, probed, excluded, req, entry.value_or(0), places, out);
     if (!next.probe) {
       out.stop_reason = next.stop;
       force_measured = next.force_measured;
@@ -686,6 +836,9 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     if (!measured) excluded.insert(cand.cfg.config), expected.reset();
     out.trace.push_back(std::move(step));
   }
+  if (history.empty() && !out.trace.empty())
+    return make_error(Code::unavailable, "search: nothing was measured: " + std::to_string(out.trace.size()) +
+                                             " probes, every one failed (" + out.stop_reason + ")");
   auto predictor = Predictor::learn(history, req.workload, popt);
   if (!predictor) return predictor.error();
   // A config whose probe failed is not recommended.
@@ -785,6 +938,7 @@ json search_to_json(const SearchResult& r) {
   out["expected_saving"] = r.expected_saving;
   out["next_probe_cost"] = r.expected_probe_cost;
   out["stop_reason"] = r.stop_reason;
+  out["doubt"] = r.doubt;
   out["plan"] = std::move(plan);
   return out;
 }

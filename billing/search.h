@@ -15,20 +15,25 @@
 //     net value is probed; the search stops when no probe is worth its cost, and says so with both numbers.
 //  3. exploration budget: a probe starts only if the spend so far plus its p90 cost fits the budget: probe_budget
 //     (money) and/or, on top of what the probes cost until the first measurement came in, budget_share x
-//     future_runs x the planned run's cost at the best measured config (default 10% when neither is given). The
-//     probe is also told the most seconds it may run (ProbeSpec::max_s), so that even a probe slower than its p90
-//     cannot spend past the budget: it is stopped there and counts as failed.
-//  4. doubt stops the search: when its probes land outside the bands predicted for them more often than a
-//     calibrated model would with probability 1% (ModelCheck), or improve on the incumbent much less often than
-//     predicted (ImprovementCheck), the model does not explain this workload: the search stops on the best
-//     measured config and says why, instead of paying to explore a model it no longer trusts.
+//     future_runs x the planned run's cost at that first measured config (default 10% when neither is given). The
+//     budget is fixed when the first measurement comes in and never changes after, so it never falls below what
+//     was spent. The probe is also told the most seconds it may run (ProbeSpec::max_s), so that even a probe slower
+//     than its p90 cannot spend past the budget: it is stopped there and counts as failed.
+//  4. honest bands: each probe's learn time is compared with the log-normal predicted for it; every prediction of
+//     an unmeasured config is widened by ModelCheck::widening() (1 while the probes land where the model said).
+//  5. doubt changes strategy, it does not stop the search: when its probes land outside the bands predicted for
+//     them more often than a calibrated model would with probability 1% (ModelCheck), or improve on the incumbent
+//     much less often than predicted (ImprovementCheck), the search explores without the model: each probe is the
+//     config least like any tried (family, cores, nodes, memory) for its probe cost, while the budget allows and a
+//     config like those measured (their values, log-normal, at least a factor of 2 wide) is worth its probe.
 //  Also stop when max_probes is reached or nothing is left to probe.
 // What it knows and what it guesses are kept apart:
-//  - the pick (each round's, and the recommendation) is the best *measured* config, unless the predicted best
-//    is cheaper than it in at least `confidence` of the joint draws and within `tolerance` of the optimum with
-//    the same confidence; the result says which (`measured`, `recommendation_basis`, with the band). A search
-//    that stops by itself (not at max_probes or an explicit probe_budget) recommends a measured config, so the
-//    total never exceeds running every planned run on the first probe by more than the budget;
+//  - the pick (each round's, and the recommendation) is the best *measured* config. Only a caller who asks for a
+//    confidence below 1 may get an unmeasured one, when it is cheaper than the best measured in at least
+//    `confidence` of the joint draws and within `tolerance` of the optimum with the same confidence; the result
+//    says which (`measured`, `recommendation_basis`, with the band). A search that stops by itself (not at
+//    max_probes or an explicit probe_budget) recommends a measured config, so the total never exceeds running
+//    every planned run on the first probe by more than the budget;
 //  - the last probe max_probes allows measures the predicted best.
 // A config whose probe failed is not probed again and never recommended; what it ran is spent all the same.
 // cost_under_deadline counts a draw's improvement only when it meets the deadline; budget only when the
@@ -80,7 +85,9 @@ struct SearchRequest {
   double value_per_hour = 0;        // time and budget objectives: money per hour of wall time saved
   double unexplored_probe_s = 120;  // assumed learn seconds of the first probe, before anything is measured
   double tolerance = 0.05;          // how far above the optimum a pick may be
-  double confidence = 0.9;          // required P(pick within tolerance) before the search stops by itself
+  // Below 1: an unmeasured config may be recommended when it beats the best measured one, and is within the
+  // tolerance, in at least this share of the joint draws. 1 (the default): only what was measured.
+  double confidence = 1;
   // Called on the search's thread as each probe starts: the trace and rounds so far, and the probe's step
   // (config and why; no measurement yet).
   std::function<void(const struct SearchResult&, const struct ProbeStep&)> on_probe;
@@ -122,13 +129,20 @@ struct SearchRound {
 // How the probes compared with the bands predicted for them just before they ran. A calibrated p10..p90 band
 // misses 20% of measurements; the model fails when its probes missed so often that a calibrated one would
 // have done so with probability below 1% (at least 3 probes compared: all 3 missed, 4 of 5, 5 of 7, ...).
+// The same probes in learn time: z² of each measured learn time against the log-normal the model predicted for it.
+// Their mean is 1 when the model is calibrated; widening() is the factor by which the search widens every
+// prediction of a config it has not measured, sqrt((2 + Σz²) / (2 + n)) (two calibrated probes' worth of prior),
+// never below 1 and at most kMaxWidening.
 struct ModelCheck {
   int probes = 0;        // probes of configs that had a prediction
   int outside = 0;       // whose measured value fell outside its p10..p90 band
-  bool explains = true;  // false: the search stopped on the best measured config
+  bool explains = true;  // false: the probes missed their bands too often; the search widened its bands
+  std::vector<double> z_squared;
 
   static bool fails(int probes, int outside);
+  double widening() const;
 };
+inline constexpr double kMaxWidening = 4;
 
 // How often the probes improved on the incumbent against how often the predictions said they would: each probe
 // of a predicted config had P(value < incumbent). The model is too hopeful when so few improved that the
@@ -170,6 +184,7 @@ struct SearchResult {
   double expected_saving = 0;   // of the best probe left when it stopped: future_runs x its expected improvement
   double expected_probe_cost = 0;  // and that probe's expected cost
   std::string stop_reason;
+  std::string doubt;  // why the search went on without its model ("" while it trusted it)
   std::vector<MeasuredRun> history;  // the input history plus every successful probe
 
   const PlanEntry& recommendation() const { return plan.ranked.front(); }

@@ -198,7 +198,7 @@ json ExperimentSpec::to_json() const {
   return out;
 }
 
-Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
+Result<ExperimentSpec> experiment_spec_from_json(const json& j, size_t max_configs) {
   if (!j.is_object()) return bad("the body must be a JSON object");
   if (auto e = reject_unknown(j, "", {"name", "workload", "configs", "repetitions", "billing", "budget", "deadline"}))
     return *e;
@@ -208,7 +208,7 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
   spec.name = *name;
   if (!j.contains("workload")) return bad("missing field 'workload'");
   const json& workload = j["workload"];
-  auto workloads = expand_workload(workload, kMaxConfigs, &spec.varied);
+  auto workloads = expand_workload(workload, max_configs, &spec.varied);
   if (!workloads) return workloads.error();
   spec.workloads = std::move(*workloads);
   spec.workload_request = workload;
@@ -226,8 +226,8 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j) {
                                   spec.workloads.front().kind == "serve");
     if (!expanded) return expanded.error();
     spec.configs.insert(spec.configs.end(), expanded->begin(), expanded->end());
-    if (spec.variants() > kMaxConfigs)
-      return bad("'configs' times the workload's lists expand to more than " + std::to_string(kMaxConfigs) +
+    if (spec.variants() > max_configs)
+      return bad("'configs' times the workload's lists expand to more than " + std::to_string(max_configs) +
                  " configurations");
   }
   for (size_t v = 0; v < spec.variants(); ++v)

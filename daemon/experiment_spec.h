@@ -67,6 +67,9 @@ inline constexpr int kMaxNodes = 64;
 
 inline constexpr int kDefaultRepetitions = 10;
 inline constexpr size_t kMaxConfigs = 100;
+// A search's candidates are checked as an experiment's configs, up to this many (a catalog of three clouds has
+// hundreds of offers); each probe is an experiment of one of them.
+inline constexpr size_t kMaxSearchCandidates = 1000;
 
 // The experiment's variants are its configs times its workloads: variant v runs configs[v / workloads.size()]
 // with workloads[v % workloads.size()]; a run's config_index is its variant.
@@ -93,6 +96,7 @@ struct ExperimentSpec {
 // Parses the JSON text of a request body. invalid_argument with a message naming the field on any
 // malformed JSON, unknown field, wrong type or out-of-range value.
 Result<ExperimentSpec> parse_experiment_spec(std::string_view body);
-Result<ExperimentSpec> experiment_spec_from_json(const nlohmann::json& j);
+// max_configs: the most variants (configs times workloads) the spec may expand to.
+Result<ExperimentSpec> experiment_spec_from_json(const nlohmann::json& j, size_t max_configs = kMaxConfigs);
 
 }  // namespace tsum::daemon

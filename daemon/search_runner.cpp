@@ -102,7 +102,7 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   s->request = request;
   json as_experiment = {{"name", "search"}, {"workload", request.value("workload", json::object())},
                         {"configs", request.value("candidates", json::array())}, {"repetitions", 1}};
-  auto base = experiment_spec_from_json(as_experiment);
+  auto base = experiment_spec_from_json(as_experiment, kMaxSearchCandidates);
   if (!base) co_return make_error(Code::invalid_argument, "search: " + base.error().detail);
   if (base->configs.empty()) co_return make_error(Code::invalid_argument, "search: 'candidates' must not be empty");
   if (base->workloads.size() > 1)
@@ -118,7 +118,7 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   s->req.max_probes = static_cast<int>(number_field(request, "max_probes", &bad).value_or(0));
   s->req.future_runs = number_field(request, "future_runs", &bad).value_or(1);
   s->req.tolerance = number_field(request, "tolerance", &bad).value_or(0.05);
-  s->req.confidence = number_field(request, "confidence", &bad).value_or(0.9);
+  s->req.confidence = number_field(request, "confidence", &bad).value_or(1);
   s->req.probe_budget = probe_budget;
   s->req.budget_share = number_field(request, "budget_share", &bad);
   if (bad || s->req.confidence > 1)

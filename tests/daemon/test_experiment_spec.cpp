@@ -84,6 +84,18 @@ TEST_CASE("a config with lists expands to their product, in order") {
   std::string many = R"({"workload":{},"configs":[{"provider":"local","cores":[)";
   for (int i = 1; i <= 101; ++i) many += (i > 1 ? "," : "") + std::to_string(i);
   CHECK(error_of(many + "]}]}") == "'configs' times the workload's lists expand to more than 100 configurations");
+  // A search takes up to 1,000 candidates (kMaxSearchCandidates), checked the same way.
+  const auto configs = [](int n) {
+    std::string j = R"({"workload":{},"configs":[{"provider":"local","cores":[)";
+    for (int i = 1; i <= n; ++i) j += (i > 1 ? "," : "") + std::to_string(i);
+    return nlohmann::json::parse(j + "]}]}");
+  };
+  auto thousand = experiment_spec_from_json(configs(1000), kMaxSearchCandidates);
+  REQUIRE_MESSAGE(thousand.ok(), thousand.error().detail);
+  CHECK(thousand->configs.size() == 1000);
+  auto over = experiment_spec_from_json(configs(1001), kMaxSearchCandidates);
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().detail == "'configs' times the workload's lists expand to more than 1000 configurations");
 }
 
 TEST_CASE("every tsum-train field of a workload reaches the trainer's flags") {

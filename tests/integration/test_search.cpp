@@ -162,7 +162,7 @@ TEST_CASE("search: bad requests are refused with the reason, unknown searches ar
   CHECK(d.call("POST", "/v1/searches", "", search_body(1).dump()).status == 401);
   CHECK(d.call("GET", "/v1/searches/999", admin).status == 404);
 
-  // Without a probe_budget, the default budget: 10% of the planned runs at the best measured config.
+  // Without a probe_budget, the default budget: 10% of the planned runs at the first measured config.
   auto body = search_body(0);
   body.erase("probe_budget");
   body["future_runs"] = 3;  // 10% of 3 runs: less than one more probe
@@ -170,7 +170,7 @@ TEST_CASE("search: bad requests are refused with the reason, unknown searches ar
   INFO(s.dump(2));
   REQUIRE(s["status"] == "done");
   REQUIRE(s["trace"].size() >= 1);
-  // The budget: the first probe, plus 10% of 3 runs at the best measured config's cost.
+  // The budget: the first probe, plus 10% of 3 runs at the first measured config's cost (the only one here).
   const double first = s["trace"][0]["probe_cost"].get<double>();
   const double best = s["recommendation"]["cost"].get<double>();
   CHECK(s["budget"].get<double>() == doctest::Approx(first + 0.1 * 3 * best).epsilon(0.02));

@@ -68,7 +68,8 @@ function summary(search) {
   const rec = !r ? '–'
     : r.measured ? `${r.config} (measured)`
       : `${r.config} (not measured: ${r.why}; predicted ${money(r.band?.p10)} … ${money(r.band?.p90)} per run)`;
-  return `Recommends ${rec}; P(within ${tol} of the optimum) = ${number(search.p_within, 2)}; probes cost ${money(search.spent)}${Number.isFinite(search.budget) ? ` of a budget of ${money(search.budget)}` : ''}. Stopped: ${search.stop_reason}.`;
+  const doubt = search.doubt ? ` Explored without its model once ${search.doubt}.` : '';
+  return `Recommends ${rec}; P(within ${tol} of the optimum) = ${number(search.p_within, 2)}; probes cost ${money(search.spent)}${Number.isFinite(search.budget) ? ` of a budget of ${money(search.budget)}` : ''}.${doubt} Stopped: ${search.stop_reason}.`;
 }
 
 // A card that loads search `id` and draws it; `currentRun` marks that run's probe. Returns the card element.
