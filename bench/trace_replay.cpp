@@ -249,6 +249,7 @@ TraceCase generated_case(uint64_t seed) {
     mem_hi = std::max(mem_hi, r.cand.cfg.memory_gib * r.cand.cfg.nodes);
   }
   const double working_set = chance(0.7) ? std::exp(uniform(std::log(mem_lo), std::log(mem_hi))) : 0;
+  c.working_set_gib = working_set;
   const double cliff = uniform(2, 8);
   std::vector<double> times;
   for (auto& r : all) {
@@ -291,6 +292,13 @@ ProbeFn prober(const TraceCase& c) {
     for (const auto& r : c.rows) {
       if (r.cand.cfg.config != cand.cfg.config) continue;
       MeasuredRun m = run_of(c, r);
+      const double memory = r.cand.cfg.memory_gib * std::max(1, r.cand.cfg.nodes);
+      if (c.sampled && memory > 0) {
+        // Past its memory a job fills it; below, it holds its working set (at least its runtime's tenth of a
+        // machine).
+        const double held = std::max(c.working_set_gib, 0.1 * r.cand.cfg.memory_gib);
+        m.memory_used = c.working_set_gib > memory ? 0.98 : held / memory;
+      }
       if (spec.max_s > 0 && row_t_sum(c, r) > spec.max_s) {
         // Stopped once it has run max_s: the phases up to then, in order.
         double left = spec.max_s;

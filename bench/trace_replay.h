@@ -40,6 +40,11 @@ struct TraceCase {
   std::string name;
   std::vector<TraceRow> rows;
   billing::PhaseSeconds overheads{};  // the other phases of t_sum around the runtime
+  // Generated tables: the job's working set (GiB over the cluster; 0 = none). With `sampled`, each probe reports
+  // what an agent would have seen of memory (MeasuredRun::memory_used): its share of the cluster's memory, full
+  // where the working set does not fit.
+  double working_set_gib = 0;
+  bool sampled = false;
 };
 
 // Scout's runs are its jobs' runtimes alone: 165 s of startup, install, load_data, start, save and poweroff around.

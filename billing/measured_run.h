@@ -74,6 +74,10 @@ struct MeasuredRun {
   std::optional<double> images_done;
   std::optional<double> epochs_done;
   std::optional<double> steady_images_per_s;
+  // What the agent saw of the learn phase: its peak resident memory over the machine's memory (the largest over
+  // its nodes; 0..1, or past 1 when it swapped). A run near its machine's memory was memory-bound: the job's
+  // working set is larger; one far below it fits. nullopt where nothing was sampled (a trace).
+  std::optional<double> memory_used;
   // A probe that did not finish (stopped at its ProbeSpec::max_s, or its job failed): its phases are what it
   // billed, and it measures nothing about the config. failure says why.
   bool failed = false;

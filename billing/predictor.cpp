@@ -145,6 +145,7 @@ Status Predictor::add_learn(std::span<const MeasuredRun> history) {
   std::map<std::string, std::vector<Point>> scaled;  // partial runs without a rate, and full runs
   std::map<std::string, std::vector<double>> at_rate;
   std::map<std::string, std::vector<PhaseSeconds>> full;
+  std::map<std::string, double> memory_used;  // the largest a run of the config used
   for (const auto& r : history) {
     auto f = fraction_of(r, workload_);
     if (!f) return f.error();
@@ -152,6 +153,7 @@ Status Predictor::add_learn(std::span<const MeasuredRun> history) {
     config_spec_[r.cfg.config] = r.cfg;
     describes_memory_ = describes_memory_ || r.cfg.memory_gib > 0;
     if (*f == 1.0) full[r.cfg.config].push_back(r.phases);
+    if (r.memory_used) memory_used[r.cfg.config] = std::max(memory_used[r.cfg.config], *r.memory_used);
     if (auto learn = learn_at_rate(r, *f)) at_rate[r.cfg.config].push_back(*learn);
     else scaled[r.cfg.config].push_back({*f, r.phases[kLearn]});
   }
@@ -179,6 +181,7 @@ Status Predictor::add_learn(std::span<const MeasuredRun> history) {
     for (double l : at_rate[config]) runs.learn_full.push_back(l);
     runs.full_runs = full[config];
     runs.any_full = !runs.full_runs.empty();
+    if (auto it = memory_used.find(config); it != memory_used.end()) runs.memory_used = it->second;
     if (runs.full_runs.size() >= 2) {
       std::vector<double> learns;
       for (const auto& ph : runs.full_runs) learns.push_back(ph[kLearn]);
@@ -215,7 +218,8 @@ Status Predictor::fit_groups() {
   for (const auto& [config, runs] : configs_) {
     const auto& [count, group] = config_group_[config];
     points[group].push_back({count, mean_of(runs.learn_full)});
-    if (mean_of(runs.learn_full) > 0) resource_points.push_back({config_spec_[config], mean_of(runs.learn_full)});
+    if (mean_of(runs.learn_full) > 0)
+      resource_points.push_back({config_spec_[config], mean_of(runs.learn_full), runs.memory_used});
   }
   const bool resources = opt_.model == LearnModel::resources || (opt_.model == LearnModel::automatic && describes_memory_);
   if (resources && !resource_points.empty()) {

@@ -102,6 +102,7 @@ class Predictor {
  private:
   struct ConfigRuns {
     std::vector<double> learn_full;  // per run, scaled to the full workload
+    std::optional<double> memory_used;  // the largest MeasuredRun::memory_used of its runs
     std::vector<PhaseSeconds> full_runs;
     bool any_full = false;
   };

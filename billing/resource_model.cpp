@@ -15,6 +15,7 @@ constexpr double kMaxCliff = 30;    // the slowest a job may run below its worki
 constexpr double kCliffWidth = 0.05;  // of the logistic step, in log memory
 constexpr double kFitSd = 0.15;     // log-sd of a measured config around the model (run noise and misfit)
 constexpr double kDefaultMemLo = 1, kDefaultMemHi = 65536;
+constexpr double kMemoryEvidence = 20;  // how much likelier the side of the working set a run's memory points to
 
 double memory_of(const ConfigSpec& c) { return c.memory_gib > 0 ? c.memory_gib * std::max(1, c.nodes) : 0; }
 
@@ -90,6 +91,14 @@ Result<ResourceModel> ResourceModel::fit(std::span<const ResourcePoint> points, 
     for (double x : r) sse += (x - mean) * (x - mean);
     m.particles_[i].log_a = mean;
     log_w[i] = -0.5 * sse / (kFitSd * kFitSd);
+    for (const auto& pt : points) {
+      const double mem = memory_of(pt.cfg);
+      if (!pt.memory_used || !(mem > 0)) continue;
+      const Particle& p = m.particles_[i];
+      const bool fits_here = p.cliff_k <= 1 || p.log_cliff_m <= std::log(mem);
+      if ((*pt.memory_used >= kMemoryBound && fits_here) || (*pt.memory_used <= kMemoryFits && !fits_here))
+        log_w[i] -= std::log(kMemoryEvidence);
+    }
   }
   const double top = *std::max_element(log_w.begin(), log_w.end());
   m.weight_.resize(log_w.size());

@@ -19,13 +19,17 @@
 // by how well they fit (Gaussian log-residuals of sd kFitSd, importance sampling). A prediction samples a
 // particle by weight, then log-normal model error of sd kFitSd: so a config close (in C, M and family) to
 // measured ones is predicted tightly, one that must reach across families or past the measured memory range
-// widely, and log_sd() says by how much.
+// widely, and log_sd() says by how much. What a run's machine saw of its memory (ResourcePoint::memory_used) weighs
+// the particles too: a run that filled its machine's memory makes a working set at or below that memory, or no
+// cliff at all, kMemoryEvidence times less likely; a run that used at most half of it does the same to a working
+// set above it.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -44,7 +48,13 @@ inline uint64_t seed_mix(uint64_t seed, const std::string& name) {
 struct ResourcePoint {
   ConfigSpec cfg;
   double learn = 0;  // seconds of one full run (mean over its runs)
+  // Its peak resident memory over the machine's memory (MeasuredRun::memory_used): at or above
+  // kMemoryBound the job's working set exceeds the config's memory, at or below kMemoryFits it fits.
+  std::optional<double> memory_used;
 };
+
+inline constexpr double kMemoryBound = 0.9;
+inline constexpr double kMemoryFits = 0.5;
 
 struct ResourceOptions {
   int particles = 6000;

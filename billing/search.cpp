@@ -771,6 +771,7 @@ bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& pro
   }
   if (run) {
     step.t_sum = t_sum_of(run->phases);
+    step.memory_used = run->memory_used;
     step.probe_cost = expected_cost(cand.rule, cand.hourly_price, step.t_sum);
     out.spent += step.probe_cost;
   }
@@ -889,6 +890,7 @@ json progress_json(const SearchResult& r) {
     json j = {{"config", s.config},        {"why", s.why},         {"expected_gain", s.expected_gain},
               {"expected_probe_cost", s.expected_probe_cost}, {"probe_cost", s.probe_cost}, {"t_sum", s.t_sum}};
     if (!s.error.empty()) j["error"] = s.error;
+    if (s.memory_used) j["memory_used"] = *s.memory_used;
     trace.push_back(std::move(j));
   }
   json rounds = json::array();

@@ -101,6 +101,7 @@ struct ProbeStep {
   double expected_probe_cost_p90 = 0;  // what the budget check took it to cost at most
   double probe_cost = 0;             // measured t_sum under the config's billing rule
   double t_sum = 0;                  // the probe's measured t_sum
+  std::optional<double> memory_used;  // what its machine saw of memory in learn (MeasuredRun::memory_used)
   std::string error;                 // set when the probe failed; the config is then not probed again
 };
 

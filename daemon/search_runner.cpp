@@ -244,6 +244,7 @@ asio::awaitable<Result<billing::MeasuredRun>> SearchRunner::await_run(int64_t ru
                                                   std::string(billing::kPhaseNames[i]) + " is not known");
     m.phases[i] = v.get<double>();
   }
+  m.memory_used = learn_memory_used(*view);
   co_return m;
 }
 

@@ -485,4 +485,17 @@ json summarize(const json& runs, const std::vector<billing::BillingRule>& rules)
   return {{"configs", configs}, {"cheapest", cheapest}, {"fastest", fastest}};
 }
 
+std::optional<double> learn_memory_used(const json& view) {
+  if (!view.is_object()) return std::nullopt;
+  const json stats = view.value("stats", json::object());
+  const json learn = stats.is_object() ? stats.value("learn", json::object()) : json::object();
+  const json rss = learn.is_object() ? learn.value("rss_bytes", json::object()) : json::object();
+  const json machine = view.value("machine", json::object());
+  if (!rss.is_object() || !machine.is_object()) return std::nullopt;
+  const json peak = rss.value("max", json()), gib = machine.value("memory_gib", json());
+  if (!peak.is_number() || !gib.is_number() || !(gib.get<double>() > 0)) return std::nullopt;
+  const double used = peak.get<double>() / (gib.get<double>() * 1073741824.0);
+  return std::isfinite(used) && used >= 0 ? std::optional<double>(used) : std::nullopt;
+}
+
 }  // namespace tsum::daemon

@@ -64,4 +64,9 @@ nlohmann::json describe(const std::vector<double>& xs);
 
 nlohmann::json summarize(const nlohmann::json& runs, const std::vector<billing::BillingRule>& rules);
 
+// What the agent saw of a run's memory while it learned (billing::MeasuredRun::memory_used): the learn phase's
+// peak resident bytes over its machine's memory, from a run view's stats and machine; nullopt where either is
+// unknown.
+std::optional<double> learn_memory_used(const nlohmann::json& run_view);
+
 }  // namespace tsum::daemon

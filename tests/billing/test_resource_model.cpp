@@ -139,3 +139,27 @@ TEST_CASE("the runs CSV describes the machine: family, memory, nodes, CPU model"
   REQUIRE_FALSE(differ.ok());
   CHECK(differ.error().detail.find("line 3") != std::string::npos);
 }
+
+TEST_CASE("a run that filled its machine's memory puts the job's working set above it; one that used little, below") {
+  // Two small configs of one family measured, Amdahl-like; a config with 8x their memory is predicted.
+  ResourceOptions opt;
+  opt.memory_lo_gib = 4, opt.memory_hi_gib = 1024;
+  const ConfigSpec small = machine("m", 4, 2), wider = machine("m", 8, 2), large = machine("m", 8, 2, 8);
+  std::vector<ResourcePoint> unsampled = {{small, 1000}, {wider, 520}};
+  auto blind = ResourceModel::fit(unsampled, opt);
+  REQUIRE(blind.ok());
+  auto bound = unsampled, fits = unsampled;
+  for (auto& p : bound) p.memory_used = 0.97;  // both swapped against their memory
+  for (auto& p : fits) p.memory_used = 0.2;
+  auto starved = ResourceModel::fit(bound, opt);
+  auto roomy = ResourceModel::fit(fits, opt);
+  REQUIRE(starved.ok());
+  REQUIRE(roomy.ok());
+  // Past a working set the measured configs did not hold, the large config runs far faster than their curve says.
+  const double without = predicted_median(*blind, large);
+  CHECK(predicted_median(*starved, large) < 0.8 * without);
+  // Where the job fit in 8 GiB, more memory buys nothing beyond the cores.
+  CHECK(predicted_median(*roomy, large) >= 0.95 * without);
+  // The measured configs themselves are predicted as measured either way.
+  CHECK(predicted_median(*starved, small) == doctest::Approx(1000).epsilon(0.15));
+}

@@ -165,3 +165,22 @@ TEST_CASE("an experiment's body is kept once all its runs have finished, until t
   CHECK(v.experiment_body(f.experiment_id)->get() == c->get());  // kept again
   CHECK(v.experiment_body(999).code() == Code::not_found);
 }
+
+TEST_CASE("what a run's agent saw of memory while it learned, over its machine's memory") {
+  const json view = {{"stats", {{"learn", {{"rss_bytes", {{"min", 1e8}, {"avg", 1e9}, {"max", 3221225472.0}}}}}}},
+                     {"machine", {{"memory_gib", 4}}}};
+  REQUIRE(learn_memory_used(view).has_value());
+  CHECK(*learn_memory_used(view) == doctest::Approx(0.75));
+  json no_stats = view;
+  no_stats["stats"] = json::object();
+  CHECK_FALSE(learn_memory_used(no_stats));
+  json unknown_memory = view;
+  unknown_memory["machine"] = nullptr;
+  CHECK_FALSE(learn_memory_used(unknown_memory));
+  unknown_memory["machine"] = {{"memory_gib", 0}};
+  CHECK_FALSE(learn_memory_used(unknown_memory));
+  json odd = view;
+  odd["stats"]["learn"] = "none";
+  CHECK_FALSE(learn_memory_used(odd));
+  CHECK_FALSE(learn_memory_used(json::array()));
+}
