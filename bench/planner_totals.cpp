@@ -171,10 +171,14 @@ int run_totals(const TotalsOptions& o) {
   for (int i = 0; i < o.generated; ++i) generated.push_back(generated_case(o.seed * 100000 + i));
   if (!generated.empty()) {
     // The same tables with what an agent samples of memory (issue 50, item 3).
-    std::vector<TraceCase> sampled = generated;
+    std::vector<TraceCase> sampled = generated, bare = generated;
     for (auto& c : sampled) c.sampled = true;
+    // And without the machine columns (family and memory), as a trace that names only cores, nodes and price.
+    for (auto& c : bare)
+      for (auto& r : c.rows) r.cand.cfg.cpu_family.clear(), r.cand.cfg.memory_gib = 0;
     sets.emplace_back("generated", std::move(generated));
     sets.emplace_back("generated, sampled", std::move(sampled));
+    sets.emplace_back("generated, no machine", std::move(bare));
   }
 
   std::printf("\nWhat the user pays in all: a search from nothing (its own first probe, whole runs as probes, the "

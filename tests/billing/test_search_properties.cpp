@@ -21,13 +21,23 @@
 using namespace tsum::billing;
 using namespace tsum::bench;
 
+namespace {
+
+// Fewer draws and particles than the daemon's: a thousand searches in a few minutes.
+PredictorOptions light_predictor() {
+  PredictorOptions p;
+  p.samples = 200;
+  p.bootstrap = 50;
+  p.particles = 2000;
+  return p;
+}
+
+}  // namespace
+
 TEST_CASE("on 1,000 generated tables the budget holds, the total never exceeds the first probe's plus the budget, "
           "and no pick is blind") {
   const char* rules[] = {"step:1,min:60", "step:60,min:60", "step:600,min:600", "step:3600,min:3600"};
-  PredictorOptions popt;
-  popt.samples = 200;
-  popt.bootstrap = 50;
-  popt.particles = 2000;
+  const PredictorOptions popt = light_predictor();
   int searched = 0, probes = 0, several = 0, budget_stops = 0;
   for (uint64_t seed = 0; seed < 1000; ++seed) {
     CAPTURE(seed);
@@ -60,10 +70,7 @@ TEST_CASE("on 1,000 generated tables the budget holds, the total never exceeds t
 
 TEST_CASE("on 300 generated tables, a search stopped by max_probes recommends no config dearer than the best it "
           "measured") {
-  PredictorOptions popt;
-  popt.samples = 200;
-  popt.bootstrap = 50;
-  popt.particles = 2000;
+  const PredictorOptions popt = light_predictor();
   int predicted_best_probed = 0;
   for (uint64_t seed = 0; seed < 300; ++seed) {
     CAPTURE(seed);
@@ -88,10 +95,7 @@ TEST_CASE("on 300 generated tables, a search stopped by max_probes recommends no
 
 TEST_CASE("on 40 tables no model explains, searches doubt their model and explore without it, within budget and "
           "recommending only what they measured") {
-  PredictorOptions popt;
-  popt.samples = 200;
-  popt.bootstrap = 50;
-  popt.particles = 2000;
+  const PredictorOptions popt = light_predictor();
   int doubted = 0, explored = 0;
   for (uint64_t seed = 0; seed < 40; ++seed) {
     CAPTURE(seed);
