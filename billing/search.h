@@ -26,7 +26,11 @@
 //     much less often than predicted (ImprovementCheck), the search explores without the model: each probe is the
 //     config least like any tried (family, cores, nodes, memory) for its probe cost, while the budget allows and a
 //     config like those measured (their values, log-normal, at least a factor of 2 wide) is worth its probe.
-//  Also stop when max_probes is reached or nothing is left to probe.
+//  6. the probes max_probes allows are spent: where the model sees no probe worth its cost before then, the rest
+//     spread the same way.
+//  Also stop when max_probes is reached or nothing is left to probe. What a probe's machine saw of memory
+//  (MeasuredRun::memory_used) reaches the resource model, which moves the job's working set above a config whose
+//  run filled its memory and below one whose run used half or less.
 // What it knows and what it guesses are kept apart:
 //  - the pick (each round's, and the recommendation) is the best *measured* config. Only a caller who asks for a
 //    confidence below 1 may get an unmeasured one, when it is cheaper than the best measured in at least
