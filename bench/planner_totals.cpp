@@ -133,17 +133,15 @@ void time_rounds() {
   auto rule = parse_rule("step:1,min:60");
   if (!rule) return;
   for (size_t size : {70, 300, 1000}) {
-    const TraceCase c = wide_case(size, 4242);
-    const auto start = std::chrono::steady_clock::now();
+    TraceCase c = wide_case(size, 4242);
+    std::vector<PlanCandidate> cands;
+    for (auto& r : c.rows) r.cand.rule = *rule, cands.push_back(r.cand);
     SearchRequest req;
     req.workload = Workload{1, 0};
     req.max_probes = 6;
     req.future_runs = 100;
-    std::vector<PlanCandidate> cands;
-    for (auto r : c.rows) r.cand.rule = *rule, cands.push_back(r.cand);
-    TraceCase priced = c;
-    for (auto& r : priced.rows) r.cand.rule = *rule;
-    auto s = adaptive_search(cands, {}, prober(priced), req);
+    const auto start = std::chrono::steady_clock::now();
+    auto s = adaptive_search(cands, {}, prober(c), req);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!s) {
       std::printf("  %4zu candidates: %s\n", size, s.error().detail.c_str());

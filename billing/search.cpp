@@ -561,7 +561,7 @@ void judge_last_probe(const Expectation& e, const std::vector<Scored>& scored, s
     const double measured = s->pred->mean(kLearn);
     if (e.log_learn_sd > 0 && measured > 0) {
       const double z = (std::log(measured) - e.log_learn_mean) / e.log_learn_sd;
-      out.model_check.z_squared.push_back(z * z);
+      if (std::isfinite(z)) out.model_check.z_squared.push_back(z * z);
     }
   }
   out.improvement_check.predicted.push_back(e.p_improve);
@@ -646,21 +646,20 @@ std::optional<Choice> explore_freely(const std::vector<Scored>& scored, std::spa
   for (double x : logs) var += (x - mu) * (x - mu) / std::max(1.0, n - 1);
   saving = req.future_runs *
            lognormal_improvement(incumbent_of(scored, probed, candidates), mu, std::max(std::sqrt(var), std::log(2.0)));
+  std::vector<const Scored*> open;  // affordable and never tried
+  std::vector<size_t> tried;        // probed, or whose probe failed
   double cheapest = kInfinity;
   for (const auto& s : scored) {
     const auto& cfg = candidates[s.index].cfg;
-    if (probed.contains(cfg.config) || excluded.contains(cfg.config) || s.probe_cost_p90 > budget_left) continue;
-    cheapest = std::min(cheapest, s.probe_cost);
+    if (probed.contains(cfg.config) || excluded.contains(cfg.config)) tried.push_back(s.index);
+    else if (s.probe_cost_p90 <= budget_left) open.push_back(&s), cheapest = std::min(cheapest, s.probe_cost);
   }
   std::optional<Choice> best;
   double best_score = -1;
-  for (const auto& s : scored) {
-    const auto& cfg = candidates[s.index].cfg;
-    if (probed.contains(cfg.config) || excluded.contains(cfg.config) || s.probe_cost_p90 > budget_left) continue;
+  for (const Scored* open_one : open) {
+    const Scored& s = *open_one;
     double nearest = kInfinity;
-    for (const auto& t : scored)
-      if (probed.contains(candidates[t.index].cfg.config) || excluded.contains(candidates[t.index].cfg.config))
-        nearest = std::min(nearest, distance2(places[s.index], places[t.index]));
+    for (size_t t : tried) nearest = std::min(nearest, distance2(places[s.index], places[t]));
     const double score = std::sqrt(nearest) * std::sqrt(cheapest / std::max(s.probe_cost, 1e-12));
     if (score > best_score)
       best_score = score,
