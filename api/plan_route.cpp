@@ -41,7 +41,7 @@ Status each_run_of(daemon::Store& store, daemon::Views& views, const json& workl
   auto all = store.experiments();
   if (!all) return all.error();
   for (const auto& e : *all) {
-    if (e.spec.workload().to_json() != workload) continue;
+    if (!e.unreadable.empty() || e.spec.workload().to_json() != workload) continue;
     auto full = views.experiment(e.id);
     if (!full) return full.error();
     for (const auto& run : (*full)["runs"]) each(run);

@@ -167,7 +167,7 @@ void add_experiment_routes(Router& router, const RestContext& c) {
     if (!id) co_return error_response(404, "not_found", "no experiment '" + req.params["id"] + "'");
     auto runs = c.store.runs_of(*id);
     if (!runs) co_return error_response(runs.error());
-    if (auto e = c.store.experiment(*id); !e) co_return error_response(e.error());
+    if (auto e = c.store.experiment_as_stored(*id); !e) co_return error_response(e.error());
     int cancelled = 0;
     for (const auto& r : *runs)
       if (!daemon::is_terminal(r.status) && c.runs.cancel(r.id, "experiment cancelled by user")) ++cancelled;

@@ -257,11 +257,11 @@ Result<ExperimentSpec> experiment_spec_from_json(const json& j, size_t max_confi
     spec.billing = billing::builtin_rules();
   }
   if (j.contains("budget") && !j["budget"].is_null()) {
-    if (!j["budget"].is_number() || !(j["budget"].get<double>() > 0) || !std::isfinite(j["budget"].get<double>()))
-      return bad("'budget' must be a positive number (the experiment's spend cap)");
+    if (!j["budget"].is_number() || !(j["budget"].get<double>() > 0) || !(j["budget"].get<double>() <= kMaxMoney))
+      return bad("'budget' must be a number above 0 and at most 1e9 (the experiment's spend cap)");
     spec.budget = j["budget"].get<double>();
   }
-  auto deadline = int_field(j, "deadline", "", 1, 30 * 24 * 3600);
+  auto deadline = int_field(j, "deadline", "", 1, kMaxDeadlineS);
   if (!deadline) return deadline.error();
   spec.deadline_s = *deadline;
   return spec;

@@ -70,6 +70,10 @@ inline constexpr size_t kMaxConfigs = 100;
 // A search's candidates are checked as an experiment's configs, up to this many (a catalog of three clouds has
 // hundreds of offers); each probe is an experiment of one of them.
 inline constexpr size_t kMaxSearchCandidates = 1000;
+// An experiment's 'deadline' (and so a probe run's) is 1 s to 30 days; derived deadlines are clamped to it.
+inline constexpr int kMaxDeadlineS = 30 * 24 * 3600;
+// Every amount of money a request names (a budget, a probe budget) is at most this: a user's "no limit".
+inline constexpr double kMaxMoney = 1e9;
 
 // The experiment's variants are its configs times its workloads: variant v runs configs[v / workloads.size()]
 // with workloads[v % workloads.size()]; a run's config_index is its variant.

@@ -107,7 +107,16 @@ void RunManager::start_within_budget(const std::vector<int64_t>& picked, std::ma
     for (const auto& [live_id, _] : live_) live.insert(live_id);
     auto verdict = s_.budget.admit(id, live);
     if (!verdict) {
-      log_line("run " + std::to_string(id) + ": budget: " + verdict.error().detail);
+      // A database that cannot be read now is tried again at the next dispatch; anything else (a stored spec
+      // that no longer parses) fails the run once, with the reason, instead of retrying it forever.
+      if (verdict.error().code == Code::unavailable) {
+        if (verdict.error().detail != last_dispatch_error_)
+          log_line("run " + std::to_string(id) + " stays queued: " + verdict.error().detail);
+        last_dispatch_error_ = verdict.error().detail;
+        continue;
+      }
+      if (auto st = s_.ledger.advance(id, RunStatus::failed, "not admitted: " + verdict.error().detail); !st)
+        log_line("run " + std::to_string(id) + ": " + st.error().detail);
       continue;
     }
     if (verdict->verdict == Budget::Verdict::refuse) {

@@ -6,7 +6,9 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "billing/phase_priors.h"
 #include "billing/rule_book.h"
@@ -22,10 +24,57 @@ using nlohmann::json;
 namespace {
 constexpr auto kProbeDeadline = std::chrono::hours(7);  // longer than any run's deadline (6 h)
 
-std::optional<double> number_field(const json& j, const char* key, bool* bad) {
-  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  if (!j[key].is_number() || !std::isfinite(j[key].get<double>()) || j[key].get<double>() < 0) *bad = true;
-  return *bad ? 0.0 : j[key].get<double>();
+// The search's own numbers, each in its documented range (docs/api.md); its workload and candidates are checked as
+// an experiment's. A field absent or null takes its default.
+struct NumberField {
+  const char* key;
+  double lo, hi;
+  bool integer;
+};
+constexpr NumberField kNumbers[] = {
+    {"probe_budget", 0, kMaxMoney, false}, {"budget_share", 0, 1000, false},
+    {"deadline_s", 1, kMaxDeadlineS, false}, {"budget", 0, kMaxMoney, false},
+    {"max_probes", 0, kMaxSearchCandidates, true}, {"future_runs", 0, 1e6, false},
+    {"tolerance", 0, 10, false}, {"confidence", 0, 1, false}};
+
+std::string number_text(double x) {
+  std::ostringstream o;
+  o << x;
+  return o.str();
+}
+
+Result<std::map<std::string, double>> search_numbers(const json& j) {
+  for (const auto& [key, _] : j.items()) {
+    const bool known = key == "workload" || key == "candidates" || key == "objective" || key == "billing" ||
+                       std::ranges::any_of(kNumbers, [&](const NumberField& f) { return key == f.key; });
+    if (!known) return make_error(Code::invalid_argument, "search: unknown field '" + key + "'");
+  }
+  std::map<std::string, double> out;
+  for (const auto& f : kNumbers) {
+    if (!j.contains(f.key) || j[f.key].is_null()) continue;
+    const json& v = j[f.key];
+    const bool ok = (f.integer ? v.is_number_integer() : v.is_number()) && v.get<double>() >= f.lo &&
+                    v.get<double>() <= f.hi;  // false for NaN
+    if (!ok)
+      return make_error(Code::invalid_argument, std::string("search: '") + f.key + "' must be " +
+                                                    (f.integer ? "an integer" : "a number") + " from " +
+                                                    number_text(f.lo) + " to " + number_text(f.hi) + ", got " +
+                                                    v.dump());
+    out[f.key] = v.get<double>();
+  }
+  for (const char* key : {"objective", "billing"})
+    if (j.contains(key) && !j[key].is_string())
+      return make_error(Code::invalid_argument, std::string("search: '") + key + "' must be a string");
+  return out;
+}
+
+// A probe run's deadline: what is left of the seconds its budget buys once the provider's usual poweroff is set
+// aside, within an experiment's range; nullopt where the budget sets no limit.
+std::optional<int> probe_deadline(double max_s, double poweroff_s) {
+  if (!(max_s > 0)) return std::nullopt;
+  const double s = max_s - poweroff_s;  // +inf stays +inf; NaN fails the comparisons below
+  if (!(s < kMaxDeadlineS)) return kMaxDeadlineS;
+  return static_cast<int>(std::max(1.0, std::floor(s)));
 }
 }  // namespace
 
@@ -98,6 +147,8 @@ asio::awaitable<Result<billing::PlanCandidate>> SearchRunner::candidate(const Ru
 
 asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   if (!request.is_object()) co_return make_error(Code::invalid_argument, "the search must be a JSON object");
+  auto numbers = search_numbers(request);
+  if (!numbers) co_return numbers.error();
   auto s = std::make_shared<Search>();
   s->request = request;
   json as_experiment = {{"name", "search"}, {"workload", request.value("workload", json::object())},
@@ -110,21 +161,19 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   s->base = *base;
   auto objective = billing::parse_objective(request.value("objective", "cost"));
   if (!objective) co_return objective.error();
-  bool bad = false;
-  auto probe_budget = number_field(request, "probe_budget", &bad);
+  const auto number = [&](const char* key) -> std::optional<double> {
+    auto it = numbers->find(key);
+    return it == numbers->end() ? std::nullopt : std::optional<double>(it->second);
+  };
   s->req.plan.objective = *objective;
-  s->req.plan.deadline_s = number_field(request, "deadline_s", &bad);
-  s->req.plan.budget = number_field(request, "budget", &bad);
-  s->req.max_probes = static_cast<int>(number_field(request, "max_probes", &bad).value_or(0));
-  s->req.future_runs = number_field(request, "future_runs", &bad).value_or(1);
-  s->req.tolerance = number_field(request, "tolerance", &bad).value_or(0.05);
-  s->req.confidence = number_field(request, "confidence", &bad).value_or(1);
-  s->req.probe_budget = probe_budget;
-  s->req.budget_share = number_field(request, "budget_share", &bad);
-  if (bad || s->req.confidence > 1)
-    co_return make_error(Code::invalid_argument,
-                         "search: 'probe_budget', 'budget_share', 'deadline_s', 'budget', 'max_probes', "
-                         "'future_runs' and 'tolerance' must be non-negative numbers, 'confidence' one in [0, 1]");
+  s->req.plan.deadline_s = number("deadline_s");
+  s->req.plan.budget = number("budget");
+  s->req.max_probes = static_cast<int>(number("max_probes").value_or(0));  // at most kMaxSearchCandidates
+  s->req.future_runs = number("future_runs").value_or(1);
+  s->req.tolerance = number("tolerance").value_or(0.05);
+  s->req.confidence = number("confidence").value_or(1);
+  s->req.probe_budget = number("probe_budget");
+  s->req.budget_share = number("budget_share");
   s->req.workload.epochs = base->workload().epochs;
   std::string rule = request.value("billing", "");
   for (const auto& c : base->configs) {
@@ -161,9 +210,7 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
 Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c,
                                                  const billing::ProbeSpec& spec) {
   if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
-  std::optional<int> deadline_s;
-  if (spec.max_s > 0)
-    deadline_s = std::max(1, static_cast<int>(spec.max_s - billing::phase_prior(c.cfg.provider).poweroff));
+  const std::optional<int> deadline_s = probe_deadline(spec.max_s, billing::phase_prior(c.cfg.provider).poweroff);
   auto done = std::make_shared<ProbePromise>();
   auto outcome = done->get_future();
   asio::co_spawn(io_, probe_run(s, s->config_of.at(c.cfg.config), deadline_s, done), asio::detached);

@@ -41,13 +41,18 @@ RunRow read_run(const Stmt& st) {
 
 Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::vector<PricedConfig>& priced,
                                          std::optional<int64_t> schedule_id, std::optional<int64_t> search_id) {
+  // The one door to the experiments table: what is stored must read back, so a spec the daemon derived itself
+  // (a search's probe, a schedule's firing) is checked as a user's is.
+  const std::string stored = spec.to_json().dump();
+  if (auto back = parse_experiment_spec(stored); !back)
+    return make_error(Code::invalid_argument, "experiment '" + spec.name + "' not stored: " + back.error().detail);
   Transaction tx(db_);
   if (!tx.begun()) return tx.begun().error();
   double now = clock_.now_s();
   auto ins = db_.prepare(
       "INSERT INTO experiments (name, spec, created_at, schedule_id, search_id) VALUES (?, ?, ?, ?, ?)");
   if (!ins) return ins.error();
-  if (auto s = ins->bind(spec.name, spec.to_json().dump(), now, schedule_id, search_id).run(); !s) return s.error();
+  if (auto s = ins->bind(spec.name, stored, now, schedule_id, search_id).run(); !s) return s.error();
   int64_t id = db_.last_insert_id();
   // Repetition-major order, so a queue drained in id order interleaves the configs.
   // A variant is a config with one of the workloads (ExperimentSpec::variants); its index is the run's config_index.
@@ -72,6 +77,12 @@ Result<int64_t> Store::create_experiment(const ExperimentSpec& spec, const std::
 }
 
 Result<ExperimentRow> Store::experiment(int64_t id) {
+  auto e = experiment_as_stored(id);
+  if (e && !e->unreadable.empty()) return make_error(Code::internal, e->unreadable);
+  return e;
+}
+
+Result<ExperimentRow> Store::experiment_as_stored(int64_t id) {
   constexpr size_t kMaxCachedExperiments = 4096;
   if (auto it = experiments_.find(id); it != experiments_.end()) return it->second;
   auto st = db_.prepare("SELECT id, name, spec, created_at, schedule_id, search_id FROM experiments WHERE id = ?");
@@ -81,8 +92,12 @@ Result<ExperimentRow> Store::experiment(int64_t id) {
   if (!row) return row.error();
   if (!*row) return make_error(Code::not_found, "experiment " + std::to_string(id) + " not found");
   auto spec = parse_experiment_spec(st->text(2));
-  if (!spec) return make_error(Code::internal, "experiment " + std::to_string(id) + ": " + spec.error().detail);
-  ExperimentRow e{st->int64(0), st->text(1), std::move(*spec), st->real(3), st->opt_int64(4), st->opt_int64(5)};
+  ExperimentRow e{st->int64(0), st->text(1), spec ? std::move(*spec) : ExperimentSpec{}, st->real(3),
+                  st->opt_int64(4), st->opt_int64(5)};
+  if (!spec) {
+    e.unreadable = "experiment " + std::to_string(id) + ": its stored spec does not parse: " + spec.error().detail;
+    return e;
+  }
   if (!db_.in_transaction()) {
     if (experiments_.size() >= kMaxCachedExperiments) experiments_.clear();
     experiments_.emplace(id, e);
@@ -108,7 +123,7 @@ Result<std::vector<ExperimentRow>> Store::experiments() {
   if (!ids) return ids.error();
   std::vector<ExperimentRow> out;
   for (auto id : *ids) {
-    auto e = experiment(id);
+    auto e = experiment_as_stored(id);
     if (!e) return e.error();
     out.push_back(std::move(*e));
   }

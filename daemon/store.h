@@ -43,6 +43,7 @@ struct ExperimentRow {
   double created_at = 0;
   std::optional<int64_t> schedule_id;  // the schedule that fired it
   std::optional<int64_t> search_id;    // the search it is a probe of
+  std::string unreadable;  // why its stored spec does not parse (a bug, an older version); then spec is empty
 };
 
 // Price of one config, looked up by the caller from the provider's offers.
@@ -71,8 +72,12 @@ class Store {
                                     std::optional<int64_t> schedule_id = std::nullopt,
                                     std::optional<int64_t> search_id = std::nullopt);
   Result<ExperimentRow> experiment(int64_t id);
+  // experiment() where a stored spec that no longer parses is no error: the row says why (unreadable), so a
+  // listing can show it, marked, instead of failing as a whole.
+  Result<ExperimentRow> experiment_as_stored(int64_t id);
   // True inside a transaction not yet committed: what is read now may still be rolled back.
   bool in_transaction() const { return db_.in_transaction(); }
+  // Every experiment as stored, the unreadable ones too (marked).
   Result<std::vector<ExperimentRow>> experiments();
   // Every experiment's id, ascending.
   Result<std::vector<int64_t>> experiment_ids();

@@ -188,7 +188,7 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
                          {"currency", r.currency}};
   }
   const auto variant = static_cast<size_t>(r.config_index);
-  return json{{"id", r.id},
+  json out{{"id", r.id},
               {"experiment_id", r.experiment_id},
               {"search_id", id_or_null(e.search_id)},
               {"join", join_view(r)},
@@ -214,6 +214,8 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
               {"instance", r.instance ? *r.instance : json(nullptr)},
               {"created_at", r.created_at},
               {"updated_at", r.updated_at}};
+  if (!e.unreadable.empty()) out["error"] = e.unreadable;  // shown, marked, rather than failing a listing
+  return out;
 }
 
 namespace {
@@ -315,7 +317,7 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
 Result<json> Views::run(int64_t run_id) {
   auto r = store_.run(run_id);
   if (!r) return r.error();
-  auto e = store_.experiment(r->experiment_id);
+  auto e = store_.experiment_as_stored(r->experiment_id);
   if (!e) return e.error();
   return run_json(*r, *e);
 }
@@ -371,7 +373,7 @@ Result<std::shared_ptr<const Views::Body>> Views::experiment_body(int64_t experi
 }
 
 Result<json> Views::experiment(int64_t experiment_id) {
-  auto e = store_.experiment(experiment_id);
+  auto e = store_.experiment_as_stored(experiment_id);
   if (!e) return e.error();
   auto rows = store_.runs_of(experiment_id);
   if (!rows) return rows.error();
@@ -395,18 +397,20 @@ Result<json> Views::experiment(int64_t experiment_id) {
   json rules = json::array();
   for (const auto& rule : e->spec.billing)
     rules.push_back({{"name", rule.name}, {"step_s", rule.step_s}, {"min_s", rule.min_s}, {"note", rule.note}});
-  return json{{"id", e->id},
+  json out{{"id", e->id},
               {"name", e->name},
               {"status", status},
               {"progress", {{"runs", total}, {"finished", terminal}, {"done", done}, {"failed", failed},
                             {"cancelled", cancelled}}},
-              {"spec", e->spec.to_json()},
+              {"spec", e->unreadable.empty() ? e->spec.to_json() : json(nullptr)},
               {"schedule_id", id_or_null(e->schedule_id)},
               {"search_id", id_or_null(e->search_id)},
               {"rules", rules},
               {"created_at", e->created_at},
               {"runs", runs},
               {"summary", summarize(runs, e->spec.billing)}};
+  if (!e->unreadable.empty()) out["error"] = e->unreadable;
+  return out;
 }
 
 Result<json> Views::experiments() {

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "daemon/db.h"
 #include "integration/daemon_process.h"
 
 using namespace tsum;
@@ -180,4 +181,99 @@ TEST_CASE("search: bad requests are refused with the reason, unknown searches ar
   CHECK((why.find("the exploration budget is spent") == 0 || why.find("no probe is worth its cost") == 0));
   CHECK(s["expected_saving"].is_number());
   CHECK(s["recommendation"]["measured"] == true);
+}
+
+TEST_CASE("search: numbers at their limits: a probe_budget of 1e9 (no limit) ends, and out of range is a 422 "
+          "naming the field and its range") {
+  TempDir dir;
+  std::ofstream(dir.file("trace.csv")) << kSearchTrace;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "200"});
+
+  const auto refused = [&](const char* field, const nlohmann::json& value, const std::string& range) {
+    auto body = search_body(1);
+    body[field] = value;
+    auto r = d.call("POST", "/v1/searches", admin, body.dump());
+    INFO(field << " = " << value.dump() << ": " << r.body);
+    CHECK(r.status == 422);
+    CHECK(r.json()["detail"].get<std::string>().find(std::string("'") + field + "' must be " + range) !=
+          std::string::npos);
+  };
+  refused("probe_budget", 1e10, "a number from 0 to 1e+09");
+  refused("probe_budget", -1, "a number from 0 to 1e+09");
+  refused("max_probes", 2147483648.0, "an integer from 0 to 1000");
+  refused("max_probes", 2.5, "an integer from 0 to 1000");
+  refused("future_runs", 1e308, "a number from 0 to 1e+06");
+  refused("confidence", 1.5, "a number from 0 to 1");
+  refused("deadline_s", 0, "a number from 1 to 2.592e+06");
+  refused("tolerance", "0.1", "a number from 0 to 10");
+  auto extra = search_body(1);
+  extra["colour"] = 1;
+  auto r = d.call("POST", "/v1/searches", admin, extra.dump());
+  CHECK(r.status == 422);
+  CHECK(r.json()["detail"] == "search: unknown field 'colour'");
+
+  // A user's "no limit": the probes' deadline is clamped to what a run may have, every probe runs, and the
+  // search ends; the runs it made stay readable.
+  const nlohmann::json s = finished_search(d, admin, search_body(1e9));
+  INFO(s.dump(2));
+  CHECK(s["status"] == "done");
+  CHECK(s["trace"].size() >= 1);
+  auto runs = d.call("GET", "/v1/runs", admin);
+  REQUIRE(runs.status == 200);
+  CHECK(runs.json()["runs"].size() == s["trace"].size());
+  for (const auto& run : runs.json()["runs"]) {
+    CHECK(run["status"] == "done");
+    CHECK(!run.contains("error"));
+  }
+}
+
+TEST_CASE("a stored experiment that no longer parses is listed, marked with its error, and its queued run fails "
+          "once, with the reason") {
+  TempDir dir;
+  std::ofstream(dir.file("trace.csv")) << kSearchTrace;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  const std::vector<std::string> flags = {"--trace", dir.file("trace.csv"), "--trace-speed", "200"};
+  d.start(flags);
+  d.stop(SIGTERM);
+  {  // As an older version (or a bug) could have left it: a deadline out of today's range, and a queued run.
+    auto db = daemon::Db::open(dir.file("t.db"));
+    REQUIRE(db.ok());
+    const nlohmann::json spec = {{"name", "old"}, {"workload", {{"model", "mnist_cnn"}, {"epochs", 1}}},
+                                 {"configs", {{{"provider", "trace"}, {"instance_type", "t-2c"}}}},
+                                 {"repetitions", 1}, {"deadline", 1073741783}};
+    auto st = (*db)->exec("INSERT INTO experiments (name, spec, created_at) VALUES ('old', '" + spec.dump() +
+                          "', 1); INSERT INTO runs (experiment_id, config_index, repetition, provider, "
+                          "instance_type, hourly_price, currency, status, created_at, updated_at, nodes, machine, "
+                          "market) VALUES (1, 0, 1, 'trace', 't-2c', 0.1, 'USD', 'queued', 1, 1, 1, '{}', "
+                          "'on-demand')");
+    REQUIRE_MESSAGE(st.ok(), st.error().detail);
+  }
+  d.start(flags);
+  nlohmann::json run;
+  const bool failed = eventually([&] {
+    auto r = d.call("GET", "/v1/runs", admin);
+    if (r.status != 200 || r.json()["runs"].size() != 1) return false;
+    run = r.json()["runs"][0];
+    return run["status"] == "failed";
+  }, std::chrono::seconds(60));
+  INFO(run.dump(2));
+  REQUIRE(failed);
+  CHECK(run["error"].get<std::string>().find("'deadline' must be between 1 and 2592000") != std::string::npos);
+  CHECK(run["reason"].get<std::string>().rfind("not admitted: ", 0) == 0);
+  auto one = d.call("GET", "/v1/runs/1", admin);
+  CHECK(one.status == 200);
+  auto exps = d.call("GET", "/v1/experiments", admin);
+  REQUIRE(exps.status == 200);
+  CHECK(exps.json()["experiments"][0]["spec"].is_null());
+  CHECK(exps.json()["experiments"][0].contains("error"));
+  CHECK(d.call("GET", "/v1/experiments/1", admin).status == 200);
+  CHECK(d.call("DELETE", "/v1/experiments/1", admin).status == 202);
+  // Failed once: the log says so once, not at every dispatch.
+  const std::string log = d.log();
+  size_t mentions = 0;
+  for (size_t at = log.find("run 1"); at != std::string::npos; at = log.find("run 1", at + 1)) ++mentions;
+  CHECK(mentions <= 2);
 }
