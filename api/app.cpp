@@ -146,6 +146,9 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   std::unique_ptr<App> app(new App(io, std::move(opts)));
   auto& o = app->opts_;
 
+  auto lock = daemon::DbLock::acquire(o.db_path);  // before the database is opened or migrated
+  if (!lock) return lock.error();
+  app->lock_.emplace(std::move(*lock));
   auto db = daemon::Db::open(o.db_path);
   if (!db) return db.error();
   app->db_ = std::move(*db);

@@ -21,6 +21,7 @@
 #include "daemon/budget.h"
 #include "daemon/config.h"
 #include "daemon/db.h"
+#include "daemon/db_lock.h"
 #include "daemon/group_commit.h"
 #include "daemon/ledger.h"
 #include "daemon/metrics.h"
@@ -104,6 +105,7 @@ class App {
   boost::asio::io_context& io_;
   AppOptions opts_;
   SystemClock clock_;
+  std::optional<daemon::DbLock> lock_;  // first in, last out: held while anything below may write
   std::unique_ptr<daemon::Db> db_;
   std::unique_ptr<daemon::WalCheckpointer> checkpointer_;  // copies db_'s log into the file off the event loop
   std::unique_ptr<daemon::GroupCommit> commits_;  // agents' events share transactions

@@ -37,8 +37,8 @@ void help(std::string& out, const char* name, const char* type, const char* text
   out += std::string("# HELP ") + name + " " + text + "\n# TYPE " + name + " " + type + "\n";
 }
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using Steady = std::chrono::steady_clock;
+double since(Steady::time_point t0) { return std::chrono::duration<double>(Steady::now() - t0).count(); }
 
 }  // namespace
 
@@ -81,7 +81,7 @@ void ProviderCallMetrics::render(std::string& out) const {
 }
 
 providers::Task<Result<std::vector<providers::Offer>>> MeteredProvider::offers(const providers::Requirements& req) {
-  auto t0 = Clock::now();
+  auto t0 = Steady::now();
   auto r = co_await inner_->offers(req);
   metrics_.record(name(), "offers", since(t0), r.ok());
   co_return r;
@@ -89,14 +89,14 @@ providers::Task<Result<std::vector<providers::Offer>>> MeteredProvider::offers(c
 
 providers::Task<Result<providers::InstanceHandle>> MeteredProvider::create(const providers::Offer& offer,
                                                                            const providers::LaunchSpec& spec) {
-  auto t0 = Clock::now();
+  auto t0 = Steady::now();
   auto r = co_await inner_->create(offer, spec);
   metrics_.record(name(), "create", since(t0), r.ok());
   co_return r;
 }
 
 providers::Task<Result<providers::InstanceStatus>> MeteredProvider::describe(const providers::InstanceHandle& h) {
-  auto t0 = Clock::now();
+  auto t0 = Steady::now();
   auto r = co_await inner_->describe(h);
   metrics_.record(name(), "describe", since(t0), r.ok());
   co_return r;
@@ -104,21 +104,21 @@ providers::Task<Result<providers::InstanceStatus>> MeteredProvider::describe(con
 
 providers::Task<std::vector<Result<providers::InstanceStatus>>> MeteredProvider::describe_many(
     const std::vector<providers::InstanceHandle>& handles) {
-  auto t0 = Clock::now();
+  auto t0 = Steady::now();
   auto r = co_await inner_->describe_many(handles);
   metrics_.record(name(), "describe_many", since(t0), std::all_of(r.begin(), r.end(), [](const auto& s) { return s.ok(); }));
   co_return r;
 }
 
 providers::Task<Status> MeteredProvider::terminate(const providers::InstanceHandle& h) {
-  auto t0 = Clock::now();
+  auto t0 = Steady::now();
   auto r = co_await inner_->terminate(h);
   metrics_.record(name(), "terminate", since(t0), r.ok());
   co_return r;
 }
 
 providers::Task<Result<std::vector<providers::InstanceHandle>>> MeteredProvider::list_tagged(std::string_view tag) {
-  auto t0 = Clock::now();
+  auto t0 = Steady::now();
   auto r = co_await inner_->list_tagged(tag);
   metrics_.record(name(), "list_tagged", since(t0), r.ok());
   co_return r;

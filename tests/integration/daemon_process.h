@@ -119,6 +119,7 @@ class DaemonProcess {
 
   std::string admin_token() const { return run_capture(std::string(TSUMD_BIN) + " token create --db " + db_); }
   uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
   // Its public URL: http://<host>:<port>.
   std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }
   std::string log() const {

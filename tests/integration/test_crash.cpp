@@ -76,3 +76,32 @@ TEST_CASE("SIGTERM cancels live runs, terminates their instances and exits clean
   CHECK(run["status"] == "cancelled");
   CHECK(run["reason"] == "daemon shutting down");
 }
+
+TEST_CASE("one daemon per database: a second serve refuses, naming the holder, and starts once the holder is "
+          "killed -9") {
+  TempDir dir;
+  DaemonProcess first(dir.file("t.db"));
+  std::string admin = first.admin_token();
+  first.start();
+  int pgid = start_learning_run(first, admin);
+
+  // The second daemon refuses before it opens the database: the first one's live run is left alone.
+  const std::string refused = run_capture(std::string(TSUMD_BIN) + " serve --db " + dir.file("t.db") +
+                                          " --listen 127.0.0.1:0 2>&1; echo \"exit=$?\"");
+  INFO(refused);
+  CHECK(refused.find("is in use by another tsumd (pid " + std::to_string(first.pid()) + ")") != std::string::npos);
+  CHECK(refused.find(dir.file("t.db") + ".lock") != std::string::npos);
+  CHECK(refused.find("exit=0") == std::string::npos);
+  auto run = first.call("GET", "/v1/runs/1", admin).json();
+  CHECK(run["status"] == "learning");
+  CHECK(group_has_live_member(pgid));
+
+  // The kernel lets the lock go with the process: after kill -9 the next daemon starts (and settles the run).
+  first.stop(SIGKILL);
+  DaemonProcess second(dir.file("t.db"));
+  second.start();
+  CHECK(second.call("GET", "/healthz", "").status == 200);
+  CHECK(eventually([&] { return second.call("GET", "/v1/runs/1", admin).json()["status"] == "failed"; },
+                   std::chrono::seconds(60)));
+  CHECK(eventually([&] { return !group_has_live_member(pgid); }, std::chrono::seconds(60)));
+}
