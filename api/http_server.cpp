@@ -11,7 +11,11 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -35,7 +39,42 @@ using asio::ip::tcp;
 namespace {
 // Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
+
+// A connection over the cap with none idle to make room for it: answered at once, without reading its request.
+void refuse_busy(tcp::socket& socket) {
+  static const std::string kBody =
+      R"({"error":"unavailable","detail":"the daemon has as many connections open as it may; retry shortly"})";
+  static const std::string kResponse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                       "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+                                       std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+  boost::system::error_code ec;
+  socket.non_blocking(true, ec);
+  socket.write_some(asio::buffer(kResponse), ec);  // a fresh socket's send buffer takes it whole
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
 }  // namespace
+
+std::size_t open_files_cap(std::uint64_t soft) {
+  const std::uint64_t reserve = soft > 1024 ? 256 : soft / 4;
+  return static_cast<std::size_t>(std::max<std::uint64_t>(1, soft - std::min(soft, reserve)));
+}
+
+std::uint64_t raise_open_files_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 1024;
+  rlim_t want = lim.rlim_max;
+  if (want == RLIM_INFINITY) {  // the kernel refuses more than fs.nr_open
+    want = 1 << 20;
+    std::ifstream in("/proc/sys/fs/nr_open");
+    if (rlim_t n = 0; in >> n && n > 0) want = n;
+  }
+  if (want > lim.rlim_cur) {
+    rlimit raised{want, lim.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim.rlim_cur = want;
+  }
+  return lim.rlim_cur;
+}
 
 // Shared by the HttpServer and its coroutines. Connections live on `nets` (just `io` unless the server was given
 // network io_contexts, each run by one thread): the acceptor on the first, each connection on one of them in
@@ -49,7 +88,12 @@ struct HttpServer::State {
         router(router),
         opts(std::move(opts)),
         acceptor(*nets.front()),
-        backoff(*nets.front()) {}
+        backoff(*nets.front()) {
+    if (this->opts.max_connections == 0) {
+      rlimit lim{};
+      this->opts.max_connections = open_files_cap(getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024);
+    }
+  }
 
   // The executor the routes run on when connections live on other threads; empty otherwise.
   asio::any_io_executor handlers() const {
@@ -64,6 +108,35 @@ struct HttpServer::State {
     backoff.cancel();
     std::lock_guard lock(mutex);
     for (auto& [id, open] : sessions) asio::post(open.executor, open.close);  // they unregister themselves later
+  }
+
+  // At the cap: closes the connection idle the longest (on its own thread). False when none is idle.
+  bool make_room() {
+    for (int tries = 0; tries < 3; ++tries) {
+      std::shared_ptr<std::atomic<std::int64_t>> oldest;
+      std::int64_t since = 0;
+      asio::any_io_executor where;
+      std::function<void()> close;
+      {
+        std::lock_guard lock(mutex);
+        for (auto& [id, open] : sessions) {
+          const std::int64_t t = open.idle_since->load();
+          if (t != 0 && (since == 0 || t < since)) {
+            since = t;
+            oldest = open.idle_since;
+            where = open.executor;
+            close = open.close;
+          }
+        }
+      }
+      if (!oldest) return false;
+      // Taken only if it is still idle since then; a request that began meanwhile is left to finish.
+      if (oldest->compare_exchange_strong(since, 0)) {
+        asio::post(where, close);
+        return true;
+      }
+    }
+    return false;
   }
 
   // Loads the certificate chain and key of ServerOptions into `tls`; invalid_argument naming the file.
@@ -87,6 +160,7 @@ struct HttpServer::State {
   struct Open {
     asio::any_io_executor executor;  // the session's io_context
     std::function<void()> close;     // to run there
+    std::shared_ptr<std::atomic<std::int64_t>> idle_since;  // HttpSession::idle_since()
   };
   std::mutex mutex;  // guards sessions and next_session_id
   std::unordered_map<std::uint64_t, Open> sessions;
@@ -102,8 +176,13 @@ awaitable<void> HttpServer::State::accept_loop(std::shared_ptr<State> state) {
     if (state->stopped) break;
     if (ec) {
       if (ec == asio::error::operation_aborted || !state->acceptor.is_open()) break;
+      if (ec == asio::error::no_descriptors) state->make_room();  // out of files all the same: free one
       state->backoff.expires_after(kAcceptBackoff);
       co_await state->backoff.async_wait(kUseTuple);
+      continue;
+    }
+    if (state->open_sessions >= state->opts.max_connections && !state->make_room()) {
+      refuse_busy(socket);
       continue;
     }
     // The next network io_context in turn takes the connection (re-opened there when it is not the acceptor's).
@@ -137,7 +216,7 @@ awaitable<void> HttpServer::State::run_session(std::shared_ptr<State> state, std
     const auto executor = co_await asio::this_coro::executor;
     std::lock_guard lock(state->mutex);
     id = state->next_session_id++;
-    state->sessions.emplace(id, Open{executor, [session] { session->close(); }});
+    state->sessions.emplace(id, Open{executor, [session] { session->close(); }, session->idle_since()});
   }
   ++state->open_sessions;
   if (state->stopped) session->close();  // stop() ran between accept and here

@@ -43,7 +43,9 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -68,6 +70,11 @@ class HttpSession {
   // Closes the socket. A pending read or write fails and run() returns; if a handler is running, run() returns
   // when it finishes, without writing its response. Idempotent.
   void close();
+
+  // When the connection began waiting for its next request (steady_clock nanoseconds), or 0 while one is being
+  // read to its end, handled or answered: the server closes the connection idle the longest when it is full.
+  // Shared so the server can read it from the acceptor's thread.
+  std::shared_ptr<std::atomic<std::int64_t>> idle_since() const { return idle_since_; }
 
   // Peer "ip:port", "" if unknown.
   const std::string& remote() const { return remote_; }
@@ -121,6 +128,7 @@ class HttpSession {
   boost::asio::any_io_executor handlers_;  // empty: routes run on the session's own thread
   std::string remote_;
   bool closed_ = false;
+  std::shared_ptr<std::atomic<std::int64_t>> idle_since_;
 };
 
 using PlainHttpSession = HttpSession<boost::beast::tcp_stream>;

@@ -23,6 +23,7 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <filesystem>
 #include <type_traits>
@@ -59,6 +60,11 @@ struct UploadCleanup {
   }
 };
 
+inline std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // The Request fields that come from the head; `path` and `query` are filled by handle().
 Request request_from_head(const http::request_header<>& head, const std::string& remote) {
   Request req;
@@ -74,7 +80,11 @@ Request request_from_head(const http::request_header<>& head, const std::string&
 template <class Stream>
 HttpSession<Stream>::HttpSession(Stream stream, const Router& router, ServerOptions opts,
                                  asio::any_io_executor handlers)
-    : stream_(std::move(stream)), router_(router), opts_(std::move(opts)), handlers_(std::move(handlers)) {
+    : stream_(std::move(stream)),
+      router_(router),
+      opts_(std::move(opts)),
+      handlers_(std::move(handlers)),
+      idle_since_(std::make_shared<std::atomic<std::int64_t>>(steady_ns())) {
   tcp::socket& socket = beast::get_lowest_layer(stream_).socket();
   beast::error_code ec;
   tcp::endpoint peer = socket.remote_endpoint(ec);
@@ -113,6 +123,7 @@ awaitable<void> HttpSession<Stream>::run() {
     UploadCleanup cleanup{upload};
     std::optional<Incoming> in = co_await read_request(upload);
     if (!in) break;
+    idle_since_->store(0);  // busy until answered
     Response res = co_await handle(in->req, in->route);
     if (closed_) break;
     if (res.streamer) {
@@ -128,6 +139,7 @@ awaitable<void> HttpSession<Stream>::run() {
     const bool keep_alive = in->keep_alive && !res.close;
     bool written = co_await write_response(std::move(res), in->version, keep_alive);
     if (!written) break;
+    idle_since_->store(steady_ns());
     if (!keep_alive) {
       co_await linger_close();
       break;

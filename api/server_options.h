@@ -28,8 +28,20 @@ struct ServerOptions {
   // TLS: both set makes the server speak HTTPS only (PEM files: the certificate chain and its private key).
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Most connections open at once; 0: the process's open-files soft limit less a reserve for everything else the
+  // daemon opens (open_files_cap()). At the cap a new connection closes the connection idle the longest (one
+  // waiting for its next request, or for the rest of its first); with none idle it is answered 503 and closed.
+  std::size_t max_connections = 0;
   // Value of the Server header on every response.
   std::string server_name = "tsumd";
 };
+
+// The connections a process may hold open under an open-files soft limit of `soft`: all but a reserve of 256 (a
+// quarter under a limit of 1024 or less) for the database, its logs, the runs' pipes and files being served.
+std::size_t open_files_cap(std::uint64_t soft);
+
+// Raises the soft open-files limit to the hard one (within the kernel's fs.nr_open); returns the soft limit now
+// in effect. The daemon calls it once at start.
+std::uint64_t raise_open_files_limit();
 
 }  // namespace tsum::api

@@ -230,6 +230,11 @@ int run_daemon(api::AppOptions o) {
   // (api/http_server.h). Declared before `io`, so it outlives the routes still pending there.
   NetworkThreads network;
   o.network = network.all();
+  // Every connection is a file: the soft limit (often 1024) goes up to the hard one, and the server caps its
+  // connections below whatever it is (ServerOptions::max_connections).
+  const auto open_files = api::raise_open_files_limit();
+  std::cerr << "tsumd: open files: up to " << open_files << ", connections: up to " << api::open_files_cap(open_files)
+            << "\n";
   asio::io_context io;
   auto app = api::App::create(io, o);
   if (!app) {

@@ -176,3 +176,47 @@ TEST_CASE("server: listen errors are values") {
   first.stop();
   io.run();  // returns: the accept loop ends
 }
+
+TEST_CASE("server: at max_connections a new connection closes the one idle longest, and is served") {
+  ServerOptions opts = test_options();
+  opts.max_connections = 2;
+  opts.idle_timeout = 60s;
+  opts.read_timeout = 60s;
+  TestServer s(opts);
+  HttpConnection oldest, newer;
+  REQUIRE(oldest.connect(kHost, s.port));
+  REQUIRE(oldest.call("GET", "/v1/runs/1").status == 200);  // kept alive, idle from here
+  REQUIRE(newer.connect(kHost, s.port));
+  REQUIRE(newer.call("GET", "/v1/runs/2").status == 200);
+  REQUIRE(s.server->connection_count() == 2);
+
+  HttpConnection third;
+  REQUIRE(third.connect(kHost, s.port));
+  CHECK(third.call("GET", "/v1/runs/3").status == 200);
+  CHECK(oldest.read_until_close(10s).closed);                // it made room
+  CHECK(newer.call("GET", "/v1/runs/4").status == 200);      // the newer idle one was kept
+}
+
+TEST_CASE("server: at max_connections with none idle, a new connection is answered 503 and closed") {
+  ServerOptions opts = test_options();
+  opts.max_connections = 2;
+  opts.read_timeout = 60s;
+  TestServer s(opts);
+  hold().release = false;
+  std::vector<std::thread> busy;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < 2; ++i)
+    busy.emplace_back([&] { answered += http_call(kHost, s.port, "GET", "/hold").status == 200; });
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  while (hold().holding < 2 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
+  REQUIRE(hold().holding == 2);
+
+  auto refused = http_call(kHost, s.port, "GET", "/v1/runs/1");
+  CHECK(refused.status == 503);
+  CHECK(refused.header("Retry-After") == "1");
+  CHECK(refused.json()["error"] == "unavailable");
+  hold().release = true;
+  for (auto& t : busy) t.join();
+  CHECK(answered == 2);  // the busy ones were never cut
+  CHECK(http_call(kHost, s.port, "GET", "/v1/runs/1").status == 200);
+}

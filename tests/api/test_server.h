@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,7 +37,28 @@ namespace asio = boost::asio;
 
 inline constexpr const char* kHost = "127.0.0.1";
 
+// GET /hold: counts itself in `holding`, then answers once `release` is set (a bounded wait): a request the test
+// keeps busy for as long as it needs, without sleeping past a guess.
+struct Hold {
+  std::atomic<int> holding{0};
+  std::atomic<bool> release{false};
+};
+inline Hold& hold() {
+  static Hold h;
+  return h;
+}
+
 inline void add_test_routes(Router& router) {
+  router.add("GET", "/hold", [](Request&) -> asio::awaitable<Response> {
+    ++hold().holding;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (int i = 0; i < 2000 && !hold().release; ++i) {
+      timer.expires_after(5ms);
+      co_await timer.async_wait(asio::use_awaitable);
+    }
+    --hold().holding;
+    co_return json_response(200, {{"held", true}});
+  });
   router.add("GET", "/v1/runs/{id}", [](Request& req) -> asio::awaitable<Response> {
     co_return json_response(200, {{"id", req.params.at("id")},
                                   {"path", req.path},

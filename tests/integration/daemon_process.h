@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +73,10 @@ class DaemonProcess {
     pid_ = fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
+      if (open_files_ > 0) {  // as a shell's `ulimit -n` would leave it: soft and hard
+        rlimit lim{open_files_, open_files_};
+        setrlimit(RLIMIT_NOFILE, &lim);
+      }
       FILE* f = freopen(log_.c_str(), "a", stderr);
       (void)f;
       std::vector<std::string> args = {TSUMD_BIN, "serve", "--db", db_, "--listen", listen};
@@ -118,6 +123,8 @@ class DaemonProcess {
   }
 
   std::string admin_token() const { return run_capture(std::string(TSUMD_BIN) + " token create --db " + db_); }
+  // The open-files limit (soft and hard) of the next start(); 0: this process's.
+  void set_open_files(rlim_t n) { open_files_ = n; }
   uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
   // Its public URL: http://<host>:<port>.
@@ -141,6 +148,7 @@ class DaemonProcess {
   std::string host_;
   std::string log_;
   pid_t pid_ = 0;
+  rlim_t open_files_ = 0;
   uint16_t port_ = 0;
 };
 

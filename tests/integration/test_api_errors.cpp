@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <doctest/doctest.h>
 
+#include "api/server_options.h"
 #include "common/clock.h"
 #include "daemon/db.h"
 #include "daemon/token_store.h"
@@ -131,4 +132,37 @@ TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error an
   raw.send_raw("\x16\x03\x01 this is not HTTP\r\n\r\n");
   CHECK(d.call("GET", "/healthz", "").status == 200);
   CHECK(d.call("GET", "/v1/experiments", admin).json()["experiments"].empty());  // nothing bad was stored
+}
+
+TEST_CASE("1,100 idle connections under an open-files limit of 1024: the daemon keeps answering") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.set_open_files(1024);
+  d.start();
+  CHECK(d.log().find("open files: up to 1024, connections: up to 768") != std::string::npos);
+
+  // This process needs more than 1,100 files of its own.
+  REQUIRE(api::raise_open_files_limit() > 1200);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(d.port());
+  std::vector<int> idle;
+  int connected = 0;
+  for (int i = 0; i < 1100; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    idle.push_back(fd);
+    connected += connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;  // the kernel's backlog takes it
+  }
+  REQUIRE(connected == 1100);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto health = d.call("GET", "/healthz", "");
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE("GET /healthz beside 1,100 idle connections: " << waited << " s");
+  CHECK(health.status == 200);
+  CHECK(d.call("GET", "/v1/experiments", admin).status == 200);
+  for (int fd : idle) close(fd);
+  CHECK(d.call("GET", "/healthz", "").status == 200);
 }
