@@ -346,8 +346,8 @@ int token(cli::Context& c, const Args& a) {
   const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
   int code = 0;
   if (verb == "create") {
-    json body = json::object();
-    if (auto it = a.flags.find("scope"); it != a.flags.end()) body["scope"] = it->second;
+    auto it = a.flags.find("scope");
+    const json body = {{"scope", it == a.flags.end() ? "admin" : it->second}};
     auto r = c.call("POST", "/v1/tokens", &code, body.dump());
     if (!r) return code;
     if (c.json) return print_json(c, r->json), kExitOk;

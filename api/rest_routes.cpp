@@ -201,6 +201,8 @@ void add_preset_routes(Router& router, const RestContext& c) {
   });
   router.add("POST", "/v1/presets/{name}", [c, all_offers](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    json none;  // a preset takes no fields: an empty body, or {}
+    if (auto bad = object_body(req, {}, &none, true)) co_return *bad;
     auto offers = co_await all_offers();
     auto datasets = c.datasets.list();
     if (!datasets) co_return error_response(datasets.error());

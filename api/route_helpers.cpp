@@ -1,10 +1,29 @@
 #include "api/route_helpers.h"
 
+#include <algorithm>
 #include <charconv>
+
+#include "common/json_util.h"
 
 namespace tsum::api {
 
 Response unprocessable(const std::string& detail) { return error_response(422, "invalid_argument", detail); }
+
+std::optional<Response> object_body(const Request& req, std::initializer_list<std::string_view> known,
+                                    nlohmann::json* out, bool empty_is_object) {
+  if (req.body.empty() && empty_is_object) {
+    *out = nlohmann::json::object();
+    return std::nullopt;
+  }
+  auto body = parse_json_safely(req.body);
+  if (!body) return error_response(400, "invalid_argument", req.body.empty() ? "the body is empty: a JSON object is expected"
+                                                                             : "malformed JSON body");
+  if (!body->is_object()) return unprocessable("the body must be a JSON object");
+  for (const auto& [key, _] : body->items())
+    if (std::find(known.begin(), known.end(), key) == known.end()) return unprocessable("unknown field '" + key + "'");
+  *out = std::move(*body);
+  return std::nullopt;
+}
 
 std::optional<int64_t> id_param(const Request& req) {
   auto it = req.params.find("id");

@@ -12,18 +12,11 @@ void add_token_routes(Router& router, daemon::TokenStore& tokens_ref) {
   auto* toks = &tokens_ref;  // the routes outlive this call
   router.add("POST", "/v1/tokens", [toks](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, *toks)) co_return *denied;
-    std::string scope = "admin";
-    if (!req.body.empty()) {
-      auto body = parse_json_safely(req.body);
-      if (!body) co_return error_response(400, "invalid_argument", "malformed JSON body");
-      if (!body->is_object()) co_return unprocessable("the body must be a JSON object");
-      for (const auto& [k, _] : body->items())
-        if (k != "scope") co_return unprocessable("unknown field '" + k + "'");
-      if (body->contains("scope")) {
-        if (!(*body)["scope"].is_string()) co_return unprocessable("'scope' must be \"admin\" or \"metrics\"");
-        scope = (*body)["scope"].get<std::string>();
-      }
-    }
+    json body;
+    if (auto bad = object_body(req, {"scope"}, &body)) co_return *bad;
+    if (!body.contains("scope") || !body["scope"].is_string())
+      co_return unprocessable("'scope' is required: \"admin\" or \"metrics\"");
+    const std::string scope = body["scope"].get<std::string>();
     if (scope != "admin" && scope != "metrics") co_return unprocessable("'scope' must be \"admin\" or \"metrics\"");
     auto token = scope == "admin" ? toks->create_admin() : toks->create_metrics();
     if (!token) co_return error_response(token.error());

@@ -166,3 +166,34 @@ TEST_CASE("1,100 idle connections under an open-files limit of 1024: the daemon 
   for (int fd : idle) close(fd);
   CHECK(d.call("GET", "/healthz", "").status == 200);
 }
+
+TEST_CASE("bodies are read: a malformed body is a 400 on every route that takes one, and a token's scope is "
+          "explicit") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start();
+  for (const char* route : {"/v1/experiments", "/v1/presets/mnist", "/v1/tokens", "/v1/schedules", "/v1/searches",
+                            "/v1/runs/1/events", "/v1/runs/1/rendezvous"}) {
+    auto r = d.call("POST", route, admin, "{");
+    INFO(route << ": " << r.body);
+    CHECK(r.status == 400);
+  }
+  CHECK(d.call("PUT", "/v1/schedules/1", admin, "{").status == 400);
+  // A preset takes no fields; nothing was started by the refusals above.
+  CHECK(d.call("POST", "/v1/presets/mnist", admin, R"({"epochs": 3})").json()["detail"] == "unknown field 'epochs'");
+  CHECK(d.call("POST", "/v1/presets/mnist", admin, "[]").status == 422);
+  CHECK(d.call("GET", "/v1/experiments", admin).json()["experiments"].empty());
+
+  auto empty = d.call("POST", "/v1/tokens", admin, "");
+  CHECK(empty.status == 400);
+  auto no_scope = d.call("POST", "/v1/tokens", admin, "{}");
+  CHECK(no_scope.status == 422);
+  CHECK(no_scope.json()["detail"] == "'scope' is required: \"admin\" or \"metrics\"");
+  CHECK(d.call("POST", "/v1/tokens", admin, R"({"scope": "root"})").status == 422);
+  auto metrics = d.call("POST", "/v1/tokens", admin, R"({"scope": "metrics"})");
+  CHECK(metrics.status == 201);
+  CHECK(metrics.json()["scope"] == "metrics");
+  auto tokens = d.call("GET", "/v1/tokens", admin).json()["tokens"];
+  CHECK(tokens.size() == 2);  // the admin token made on the command line, and the metrics one
+}
