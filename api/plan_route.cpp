@@ -1,6 +1,7 @@
 #include "api/plan_route.h"
 
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -20,13 +21,21 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<double> number_param(const Request& req, const char* key, bool* bad) {
+// A numeric query parameter in (0, hi], a whole number when `integer`; a bad one sets *bad to the field and its range.
+std::optional<double> number_param(const Request& req, const char* key, double hi, bool integer, std::string* bad) {
   auto it = req.query.find(key);
   if (it == req.query.end()) return std::nullopt;
   double v = 0;
   auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  if (ec != std::errc() || p != it->second.data() + it->second.size() || !(v > 0)) *bad = true;
-  return v;
+  const bool ok = ec == std::errc() && p == it->second.data() + it->second.size() && v > 0 && v <= hi &&
+                  (!integer || v == std::floor(v));
+  if (!ok && bad->empty()) {
+    std::ostringstream range;
+    range << "'" << key << "' must be " << (integer ? "a whole number from 1" : "a number above 0") << " to " << hi
+          << ", got '" << it->second << "'";
+    *bad = range.str();
+  }
+  return ok ? std::optional<double>(v) : std::nullopt;
 }
 
 struct History {
@@ -93,11 +102,11 @@ Result<PlanQuery> plan_query(const Request& req) {
   auto objective = billing::parse_objective(req.query.count("objective") ? req.query.at("objective") : "cost");
   if (!objective) return objective.error();
   q.request.objective = *objective;
-  bool bad = false;
-  q.request.deadline_s = number_param(req, "deadline", &bad);
-  q.request.budget = number_param(req, "budget", &bad);
-  if (auto reps = number_param(req, "repetitions", &bad)) q.request.repetitions = static_cast<int>(*reps);
-  if (bad) return make_error(Code::invalid_argument, "'deadline', 'budget' and 'repetitions' must be positive numbers");
+  std::string bad;
+  q.request.deadline_s = number_param(req, "deadline", daemon::kMaxDeadlineS, false, &bad);
+  q.request.budget = number_param(req, "budget", daemon::kMaxMoney, false, &bad);
+  if (auto reps = number_param(req, "repetitions", 100, true, &bad)) q.request.repetitions = static_cast<int>(*reps);
+  if (!bad.empty()) return make_error(Code::invalid_argument, bad);
   if (auto it = req.query.find("billing"); it != req.query.end()) {
     auto r = billing::parse_rule(it->second);
     if (!r) return r.error();
@@ -181,12 +190,13 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
     return make_error(Code::invalid_argument, "objective=serve plans a serving experiment (workload kind \"serve\"); "
                                               "experiment " + std::to_string(exp.id) + "'s is " +
                                               exp.spec.workload().kind);
-  bool bad = false;
+  std::string bad;
   billing::ServingRequest q;
-  const auto bound = number_param(req, "p99_ms", &bad);
-  q.rate = number_param(req, "rate", &bad);
-  if (auto hours = number_param(req, "hours", &bad)) q.period_s = *hours * 3600.0;
-  if (bad || !bound)
+  const auto bound = number_param(req, "p99_ms", 3.6e6, false, &bad);
+  q.rate = number_param(req, "rate", 1e9, false, &bad);
+  if (auto hours = number_param(req, "hours", 87600, false, &bad)) q.period_s = *hours * 3600.0;
+  if (!bad.empty()) return make_error(Code::invalid_argument, bad);
+  if (!bound)
     return make_error(Code::invalid_argument, "objective=serve needs 'p99_ms', the latency bound in ms; 'rate' "
                                               "(requests/s) and 'hours' are optional; each a positive number");
   q.p99_ms = *bound;

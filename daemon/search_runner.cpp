@@ -149,6 +149,8 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
   if (!request.is_object()) co_return make_error(Code::invalid_argument, "the search must be a JSON object");
   auto numbers = search_numbers(request);
   if (!numbers) co_return numbers.error();
+  for (const char* key : {"workload", "candidates"})  // as an experiment needs its workload and configs
+    if (!request.contains(key)) co_return make_error(Code::invalid_argument, std::string("search: missing field '") + key + "'");
   auto s = std::make_shared<Search>();
   s->request = request;
   json as_experiment = {{"name", "search"}, {"workload", request.value("workload", json::object())},

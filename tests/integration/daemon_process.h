@@ -12,7 +12,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -55,6 +57,21 @@ bool eventually(F f, std::chrono::milliseconds limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return f();
+}
+
+// Appends one exchange to $TSUM_API_EXCHANGES (when set) as a JSON line; bodies over 1 MiB are left out.
+inline void record_exchange(const std::string& method, const std::string& target, const std::string& body,
+                            const api::HttpResult& r) {
+  static const char* file = std::getenv("TSUM_API_EXCHANGES");
+  if (!file || !*file || !r.ok()) return;
+  constexpr size_t kMax = 1 << 20;
+  nlohmann::json line = {{"method", method}, {"target", target}, {"status", r.status},
+                         {"content_type", r.header("Content-Type")}};
+  if (body.size() <= kMax) line["request"] = body;
+  if (r.body.size() <= kMax) line["response"] = r.body;
+  static std::mutex m;
+  std::lock_guard lock(m);
+  std::ofstream(file, std::ios::app) << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 class DaemonProcess {
@@ -134,12 +151,16 @@ class DaemonProcess {
     return {std::istreambuf_iterator<char>(in), {}};
   }
 
+  // With TSUM_API_EXCHANGES=FILE set, every call is appended to FILE as a JSON line, for the check of the
+  // daemon's real requests and responses against api/openapi.json (tests/openapi/check_exchanges.py).
   api::HttpResult call(const std::string& method, const std::string& target, const std::string& token,
                        const std::string& body = "", const api::Headers& extra = {}) const {
     api::Headers h = extra;
     if (!token.empty()) h.push_back({"Authorization", "Bearer " + token});
     if (!body.empty()) h.push_back({"Content-Type", "application/json"});
-    return api::http_call(host_, port_, method, target, body, h);
+    auto r = api::http_call(host_, port_, method, target, body, h);
+    record_exchange(method, target, body, r);
+    return r;
   }
 
  private:
