@@ -60,7 +60,8 @@ Result<AgentEvent> parse_agent_event(const json& j) {
   if (mark == kMarks.end()) return bad("'mark' must be begin, end, progress, error, interrupted or checkpoint");
   if (!j.contains("mono_s") || !j["mono_s"].is_number()) return bad("'mono_s' must be a number");
   double mono = j["mono_s"].get<double>();
-  if (!std::isfinite(mono) || mono < 0) return bad("'mono_s' must be a finite number >= 0");
+  // At most 1e9 s (31 years): phases are differences of these and t_sum their sum, which then cannot overflow.
+  if (!(mono >= 0 && mono <= 1e9)) return bad("'mono_s' must be a number from 0 to 1e9 (seconds)");
   AgentEvent ev{*phase, mark->second, mono, json::object()};
   if (j.contains("attrs")) {
     if (!j["attrs"].is_object()) return bad("'attrs' must be an object");

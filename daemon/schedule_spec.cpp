@@ -38,8 +38,8 @@ Result<ScheduleSpec> parse_schedule(const json& body) {
   if (!exp) return bad_schedule("'experiment': " + exp.error().detail);
   s.experiment = body["experiment"];
   if (body.contains("budget") && !body["budget"].is_null()) {
-    if (!body["budget"].is_number() || !(body["budget"].get<double>() > 0))
-      return bad_schedule("'budget' must be a positive number");
+    if (!body["budget"].is_number() || !(body["budget"].get<double>() > 0) || !(body["budget"].get<double>() <= kMaxMoney))
+      return bad_schedule("'budget' must be a number above 0 and at most 1e9");
     s.budget = body["budget"].get<double>();
   }
   if (body.contains("missed")) {

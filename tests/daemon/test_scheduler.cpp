@@ -155,5 +155,7 @@ TEST_CASE("schedule bodies are validated: fields, cron, zone, experiment") {
   CHECK(err({{"cron", "* * * * *"}, {"experiment", kExperiment}, {"missed", "later"}}) ==
         "'missed' must be \"skip\" or \"catch_up\"");
   CHECK(err({{"cron", "* * * * *"}, {"experiment", kExperiment}, {"budget", -1}}) ==
-        "'budget' must be a positive number");
+        "'budget' must be a number above 0 and at most 1e9");
+  CHECK(err({{"cron", "* * * * *"}, {"experiment", kExperiment}, {"budget", 1e10}}) ==
+        "'budget' must be a number above 0 and at most 1e9");
 }

@@ -113,6 +113,8 @@ TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error an
   CHECK(no_phase.json()["detail"] == "'phase' must be a string");
   CHECK(event(R"({"phase":"learn","mark":"end","mono_s":1,"extra":true})").json()["detail"] == "unknown field 'extra'");
   CHECK(event(R"({"phase":"learn","mark":"end","mono_s":-5})").status == 422);
+  CHECK(event(R"({"phase":"learn","mark":"end","mono_s":1e300})").json()["detail"] ==
+        "'mono_s' must be a number from 0 to 1e9 (seconds)");
   CHECK(event(R"({"phase":"startup","mark":"end","mono_s":1})").status == 422);
   auto stats = [&](const std::string& s) {
     return event(R"({"phase":"learn","mark":"end","mono_s":1,"stats":)" + s + "}");
