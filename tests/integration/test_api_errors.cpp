@@ -199,3 +199,29 @@ TEST_CASE("bodies are read: a malformed body is a 400 on every route that takes 
   auto tokens = d.call("GET", "/v1/tokens", admin).json()["tokens"];
   CHECK(tokens.size() == 2);  // the admin token made on the command line, and the metrics one
 }
+
+// The routes no other case of this suite calls, so that openapi_exchanges sees every operation of the
+// description answer as it says (the suite's calls are recorded: daemon_process.h).
+TEST_CASE("the dashboard, the description, presets, tokens, joins, rendezvous and uploads answer as described") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start();
+  CHECK(d.call("GET", "/", "").status == 200);
+  CHECK(d.call("GET", "/ui", "").status == 200);
+  CHECK(d.call("GET", "/ui/index.html", "").status == 200);
+  CHECK(d.call("GET", "/ui/no-such-file.js", "").status == 404);
+  CHECK(d.call("GET", "/v1/openapi.json", "").status == 200);
+  auto presets = d.call("GET", "/v1/presets", admin);
+  CHECK(presets.status == 200);
+  CHECK(!presets.json()["presets"].empty());
+  auto made = d.call("POST", "/v1/tokens", admin, R"({"scope": "metrics"})");
+  REQUIRE(made.status == 201);
+  const std::string id = made.json()["id"];
+  CHECK(d.call("DELETE", "/v1/tokens/" + id, admin).status == 200);
+  CHECK(d.call("DELETE", "/v1/tokens/nope", admin).status == 404);
+  CHECK(d.call("GET", "/v1/join/not-a-code", "").status == 404);
+  CHECK(d.call("GET", "/v1/runs/99/rendezvous", admin).status == 404);
+  CHECK(d.call("GET", "/v1/runs/99/uploads/model.pt", admin).json()["offset"] == 0);  // nothing held
+  CHECK(d.call("GET", "/v1/runs/abc/uploads/model.pt", admin).status == 404);
+}
