@@ -46,7 +46,8 @@ Result<std::string> string_field(const json& obj, const char* key, std::string_v
   }
   if (!obj[key].is_string()) return bad("'" + std::string(where) + key + "' must be a string");
   auto s = obj[key].get<std::string>();
-  if (s.size() > 200) return bad("'" + std::string(where) + key + "' is longer than 200 characters");
+  if (s.size() > kMaxNameLength)
+    return bad("'" + std::string(where) + key + "' is longer than " + std::to_string(kMaxNameLength) + " characters");
   return s;
 }
 

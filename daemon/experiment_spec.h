@@ -64,6 +64,7 @@ struct RunConfig {
 };
 
 inline constexpr int kMaxNodes = 64;
+inline constexpr size_t kMaxNameLength = 200;  // an experiment's name, and every other string field's
 
 inline constexpr int kDefaultRepetitions = 10;
 inline constexpr size_t kMaxConfigs = 100;

@@ -220,7 +220,9 @@ asio::awaitable<void> Scheduler::fire(const Row& r, double now) {
     (void)record(r, due, now, "failed", std::nullopt, spec.error().detail);
     co_return;
   }
-  spec->name = r.spec.name + " @ " + local_time(due, r.spec.timezone);
+  // "<schedule> @ <local due time>", the schedule's name shortened so the whole fits an experiment's name.
+  const std::string at = " @ " + local_time(due, r.spec.timezone);
+  spec->name = r.spec.name.substr(0, kMaxNameLength > at.size() ? kMaxNameLength - at.size() : 0) + at;
   auto priced = co_await price_configs(*spec, providers_, datasets_);
   // The schedule may have changed while the providers answered: fire only what is still due.
   auto still = row(r.id);
@@ -233,7 +235,12 @@ asio::awaitable<void> Scheduler::fire(const Row& r, double now) {
   Transaction tx(db_);
   if (!tx.begun()) co_return;
   auto id = store_.create_experiment(*spec, *priced, r.id);
-  if (!id) co_return;
+  if (!id) {  // refused (not a database that cannot be written now): the firing fails once, with the reason
+    if (id.error().code == Code::invalid_argument &&
+        record(r, due, now, "failed", std::nullopt, id.error().detail))
+      (void)tx.commit();
+    co_return;
+  }
   std::string detail = now - due > kLateAfter.count() ? "caught up: missed while the daemon was not running" : "";
   if (!record(r, due, now, "fired", *id, detail) || !tx.commit()) co_return;
   on_experiment_();

@@ -159,3 +159,20 @@ TEST_CASE("schedule bodies are validated: fields, cron, zone, experiment") {
   CHECK(err({{"cron", "* * * * *"}, {"experiment", kExperiment}, {"budget", 1e10}}) ==
         "'budget' must be a number above 0 and at most 1e9");
 }
+
+TEST_CASE("a schedule with the longest name fires: its experiment's name is shortened to fit, never refused") {
+  SchedulerFixture f;
+  auto spec = parse_schedule({{"cron", "0 * * * *"}, {"experiment", kExperiment}, {"name", std::string(200, 'n')}});
+  REQUIRE(spec.ok());
+  auto id = f.scheduler.create(*spec);
+  REQUIRE(id.ok());
+  f.clock.set(1'700'002'805);
+  f.tick();
+  auto s = *f.scheduler.get(*id);
+  REQUIRE(s["firings"].size() == 1);
+  CHECK(s["firings"][0]["outcome"] == "fired");
+  auto exp = f.store.experiment(s["firings"][0]["experiment_id"].get<int64_t>());
+  REQUIRE(exp.ok());
+  CHECK(exp->name.size() == 200);
+  CHECK(exp->name.ends_with(" @ 2023-11-14T23:00:00+00:00"));
+}
