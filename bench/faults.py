@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Fault campaign against a real tsumd (issue 17, deliverable 3). Python's standard library only (any python3).
 
-  python3 bench/faults.py [BUILD_DIR] [PART ...]      PART: kill9 diskfull offline (default: all three)
-  sh bench/faults.sh [BUILD_DIR]                       the three, then the SIGTERM case (a test of its own)
+  python3 bench/faults.py [BUILD_DIR] [PART ...]      PART: kill9 diskfull offline openfiles twodaemons (default:
+                                                       all five)
+  sh bench/faults.sh [BUILD_DIR]                       the five, then the SIGTERM case (a test of its own)
 
 Environment: KILLS (100) kill -9 points, OFFLINE_S (300) how long the agent's daemon is away, SEED (1).
 
@@ -19,6 +20,10 @@ diskfull  the database on a 16 MiB tmpfs: fill it while runs are live. The daemo
 offline   a local run: its daemon SIGSTOPped for OFFLINE_S seconds mid-learn (it accepts connections and answers
           none, as a daemon behind a dead network path does), then resumed. The run must finish with every phase
           mark and every epoch exactly once; learn is the trainer's own time, not the outage.
+openfiles tsumd under `ulimit -n 1024` (soft and hard), 1,100 idle connections open to it: /healthz must answer
+          within a second (five tries), and the log must say the limit and the connection cap.
+twodaemons a second `tsumd serve` on the database of one with a live local run: it must refuse, naming the first's
+          pid, and leave the run alone; after kill -9 of the first, the next serve must start.
 Prints each part's figures and PASS/FAIL per goal; exits 1 if any goal failed.
 """
 import json
@@ -26,6 +31,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -37,7 +43,7 @@ from tsumd_proc import Daemon, cpu_model
 HERE = os.path.dirname(os.path.abspath(__file__))
 args = sys.argv[1:]
 BUILD = os.path.abspath(args.pop(0) if args and os.path.isdir(args[0]) else os.path.join(HERE, "..", "build"))
-PARTS = args or ["kill9", "diskfull", "offline"]
+PARTS = args or ["kill9", "diskfull", "offline", "openfiles", "twodaemons"]
 TSUMD = os.path.join(BUILD, "bin", "tsumd")
 KILLS = int(os.environ.get("KILLS", "100"))
 OFFLINE_S = float(os.environ.get("OFFLINE_S", "300"))
@@ -353,6 +359,67 @@ def part_offline(root):
             d.kill(signal.SIGTERM)
 
 
+def part_openfiles(root):
+    print("\n== 1,100 idle connections under ulimit -n 1024 ==", flush=True)
+    import resource
+    work = os.path.join(root, "openfiles")
+    os.makedirs(work)
+    d = Daemon(TSUMD, work, os.path.join(work, "t.db"), [],
+               preexec=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024)))
+    d.start()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # this process holds the 1,100
+    idle = []
+    try:
+        for _ in range(1100):
+            s = socket.create_connection(("127.0.0.1", d.port))
+            idle.append(s)
+        times = []
+        for _ in range(5):
+            t0 = time.monotonic()
+            code, _ = d.call("GET", "/healthz", timeout=30)
+            times.append(time.monotonic() - t0 if code == 200 else float("inf"))
+        print(f"  GET /healthz beside {len(idle)} idle connections: " + ", ".join(f"{t:.3f}" for t in times) + " s",
+              flush=True)
+        goal(max(times) < 1, "/healthz answers within a second, five times in a row")
+        log = open(os.path.join(work, "tsumd.log")).read()
+        goal("open files: up to 1024, connections: up to 768" in log, "tsumd says its limit and its cap")
+    finally:
+        for s in idle:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        d.kill(signal.SIGTERM)
+
+
+def part_twodaemons(root):
+    print("\n== two daemons on one database ==", flush=True)
+    work = os.path.join(root, "two")
+    os.makedirs(work)
+    db = os.path.join(work, "t.db")
+    first = Daemon(TSUMD, work, db, [])
+    first.start()
+    code, exp = first.call("POST", "/v1/experiments", local_experiment(
+        limit=20000, test_limit=1000, epochs=3, reps=1))
+    assert code == 201, exp
+    rid = first.call("GET", f"/v1/experiments/{exp['id']}")[1]["runs"][0]["id"]
+    deadline = time.monotonic() + 120
+    while first.call("GET", f"/v1/runs/{rid}")[1]["status"] not in ("learning",) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    second = subprocess.run([TSUMD, "serve", "--db", db, "--listen", "127.0.0.1:0"], capture_output=True, text=True,
+                            timeout=60)
+    print(f"  second serve: exit {second.returncode}: {second.stderr.strip()}", flush=True)
+    goal(second.returncode != 0 and f"pid {first.proc.pid}" in second.stderr, "the second refuses, naming the first")
+    status = first.call("GET", f"/v1/runs/{rid}")[1]["status"]
+    goal(status == "learning", f"the first daemon's live run is untouched ({status})")
+    first.kill(signal.SIGKILL)
+    again = Daemon(TSUMD, work, db, [])
+    t0 = time.monotonic()
+    again.start()
+    print(f"  after kill -9 of the first, the next serve answered in {time.monotonic() - t0:.2f} s", flush=True)
+    goal(True, "a clean start after kill -9 of the holder")
+    again.kill(signal.SIGTERM)
+
+
 def main():
     if not os.access(TSUMD, os.X_OK):
         raise SystemExit(f"bench/faults.py: {TSUMD} is missing: make build first")
@@ -360,7 +427,8 @@ def main():
     root = tempfile.mkdtemp(prefix="tsum-faults.")
     try:
         for p in PARTS:
-            {"kill9": part_kill9, "diskfull": part_diskfull, "offline": part_offline}[p](root)
+            {"kill9": part_kill9, "diskfull": part_diskfull, "offline": part_offline, "openfiles": part_openfiles,
+             "twodaemons": part_twodaemons}[p](root)
     finally:
         if os.environ.get("KEEP"):
             print(f"kept {root}")

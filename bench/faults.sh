@@ -1,6 +1,7 @@
 #!/bin/sh
 # Fault campaign (issue 17, deliverable 3): kill -9 at KILLS (100) random points, the database's disk full, the
-# agent's daemon away for OFFLINE_S (300) seconds (bench/faults.py, which says what each checks), then SIGTERM with
+# agent's daemon away for OFFLINE_S (300) seconds, 1,100 idle connections under ulimit -n 1024, two daemons on one
+# database (bench/faults.py, which says what each checks), then SIGTERM with
 # a cloud that no longer answers (integration_clouds' case: the hetzner fake SIGSTOPped, tsumd --grace 3).
 #   sh bench/faults.sh [BUILD_DIR]        (make build first; the disk-full part needs root for its tmpfs)
 # Prints each part's figures and PASS/FAIL per goal; exits 1 if any failed.

@@ -29,15 +29,16 @@ class Daemon:
     """tsumd serve on one database, its log appended to WORK/tsumd.log; start() again after kill() reuses the
     database (on a new port)."""
 
-    def __init__(self, tsumd, work, db, extra):
+    def __init__(self, tsumd, work, db, extra, preexec=None):
         self.tsumd, self.work, self.db, self.extra, self.proc = tsumd, work, db, extra, None
+        self.preexec = preexec  # run in the child before exec, e.g. to set its open-files limit
         self.token = subprocess.check_output([tsumd, "token", "create", "--db", db], text=True).strip()
 
     def start(self, wait_s=30):
         self.port = free_port()
         log = open(os.path.join(self.work, "tsumd.log"), "a")
         self.proc = subprocess.Popen([self.tsumd, "serve", "--db", self.db, "--listen", f"127.0.0.1:{self.port}"] +
-                                     self.extra, stdout=log, stderr=log)
+                                     self.extra, stdout=log, stderr=log, preexec_fn=self.preexec)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
