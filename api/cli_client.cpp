@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "api/cli_context.h"
+#include "api/spec_file.h"
 #include "common/json_util.h"
 
 namespace tsum::api {
@@ -25,9 +28,13 @@ constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd
   tsumd runs list [--experiment ID] [--status S]
   tsumd runs join ID                 the command that joins a machine to a waiting byo run
   tsumd plan --experiment ID [--objective cost|time|cost_under_deadline|budget] [--deadline S] [--budget B]
-             [--repetitions N] [--billing RULE]
+             [--repetitions N] [--billing RULE] [--nodes 1,2,4] [--interruptions-per-hour R]
+  tsumd plan --experiment ID --objective serve --p99-ms L [--rate R] [--hours H]
+  tsumd search create -f SPEC.json [--wait [--timeout S]] | list | show ID
+                                     an adaptive search: its probes, spend and stop reason (docs/planner.md)
   tsumd schedule create -f SPEC.json | list | delete ID
   tsumd token create [--scope admin|metrics] | revoke ID
+  tsumd offers [--provider NAME]     what the daemon's providers offer now, spot beside on-demand
   every client command: [--url http://HOST:PORT] [--token TOKEN] [--json]
   exit codes: 0 ok, 1 other failure, 2 usage or bad input, 3 not found, 4 auth, 5 daemon unreachable
 )";
@@ -48,7 +55,8 @@ int usage(std::ostream& err, const std::string& msg) {
 Result<Args> parse_args(const std::vector<std::string>& in) {
   static const std::vector<std::string> kValued = {"file", "url", "token", "format", "experiment", "status",
                                                    "objective", "deadline", "budget", "repetitions", "billing",
-                                                   "scope", "timeout", "preset"};
+                                                   "scope", "timeout", "preset", "p99-ms", "rate", "hours",
+                                                   "nodes", "interruptions-per-hour", "provider"};
   Args a;
   for (size_t i = 0; i < in.size(); ++i) {
     std::string arg = in[i];
@@ -101,11 +109,12 @@ std::string local_time(const json& unix_s) {
   return buf;
 }
 
-// The JSON of a spec file: exit 2 naming the file when it cannot be read or is not JSON.
+// The JSON of a spec file (JSON, or YAML by its suffix): exit 2 naming the file, and where it does not parse the
+// line and column.
 std::optional<json> read_spec(const Args& a, std::ostream& err, int* code) {
   auto it = a.flags.find("file");
   if (it == a.flags.end()) {
-    *code = usage(err, "this command needs -f SPEC.json");
+    *code = usage(err, "this command needs -f SPEC.json (or SPEC.yaml)");
     return std::nullopt;
   }
   std::ifstream in(it->second);
@@ -116,13 +125,13 @@ std::optional<json> read_spec(const Args& a, std::ostream& err, int* code) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  auto j = parse_json_safely(text.str());
+  auto j = parse_spec(text.str(), it->second);
   if (!j) {
-    err << "tsumd: spec file " << it->second << " is not valid JSON\n";
+    err << "tsumd: spec file " << j.error().detail << "\n";
     *code = kExitUsage;
     return std::nullopt;
   }
-  return j;
+  return *j;
 }
 
 void print_json(cli::Context& c, const json& j) { c.out << j.dump(2) << "\n"; }
@@ -283,15 +292,39 @@ int runs_join(cli::Context& c, const std::string& id) {
   return kExitOk;
 }
 
+// A serving plan: each configuration's cost per million requests at its best throughput under the bound.
+int plan_serve(cli::Context& c, const json& plan) {
+  c.out << "objective serve, p99 under " << cli::fixed(plan.value("p99_ms", json()), 1) << " ms\n";
+  std::vector<std::vector<std::string>> rows;
+  int rank = 0;
+  for (const auto& e : plan.value("ranked", json::array()))
+    rows.push_back({std::to_string(++rank), e.value("config", ""), cli::fixed(e.value("sustained_rps", json()), 1),
+                    cli::fixed(e.value("p99_ms", json()), 1),
+                    cli::fixed(e.value("cost_per_million", json()), 4) + " " + e.value("currency", ""),
+                    e.contains("replicas") ? e["replicas"].dump() : "-", e.value("reason", "")});
+  cli::print_table(c.out, {"RANK", "CONFIG", "REQ/S", "P99_MS", "COST/1M", "REPLICAS", "REASON"}, rows);
+  for (const auto& e : plan.value("infeasible", json::array()))
+    c.out << "infeasible: " << e.value("config", "") << " (best p99 " << cli::fixed(e.value("best_p99_ms", json()), 1)
+          << " ms)\n";
+  return kExitOk;
+}
+
 int plan(cli::Context& c, const Args& a) {
   if (!a.flags.count("experiment")) return usage(c.err, "plan needs --experiment ID (or --from-csv FILE offline)");
   std::string target = "/v1/plan?experiment=" + encode(a.flags.at("experiment"));
-  for (const char* key : {"objective", "deadline", "budget", "repetitions", "billing"})
-    if (auto it = a.flags.find(key); it != a.flags.end()) target += std::string("&") + key + "=" + encode(it->second);
+  // Each flag is the query parameter of its name, with - for _ (--p99-ms is p99_ms).
+  for (const char* key : {"objective", "deadline", "budget", "repetitions", "billing", "nodes", "p99-ms", "rate",
+                          "hours", "interruptions-per-hour"})
+    if (auto it = a.flags.find(key); it != a.flags.end()) {
+      std::string name = key;
+      std::replace(name.begin(), name.end(), '-', '_');
+      target += "&" + name + "=" + encode(it->second);
+    }
   int code = 0;
   auto r = c.call("GET", target, &code);
   if (!r) return code;
   if (c.json) return print_json(c, r->json), kExitOk;
+  if (r->json.value("objective", "") == "serve") return plan_serve(c, r->json);
   c.out << "objective " << r->json["objective"].get<std::string>() << ", from " << r->json["history_runs"]
         << " done runs\n";
   std::vector<std::vector<std::string>> rows;
@@ -367,6 +400,128 @@ int token(cli::Context& c, const Args& a) {
   return usage(c.err, "token needs create or revoke");
 }
 
+// tsumd offers [--provider NAME]: what the daemon's providers offer now (GET /v1/offers), spot beside on-demand.
+int offers(cli::Context& c, const Args& a) {
+  int code = 0;
+  auto r = c.call("GET", "/v1/offers", &code);
+  if (!r) return code;
+  const auto only = a.flags.find("provider");
+  json listed = json::array();
+  for (const auto& o : r->json["offers"])
+    if (only == a.flags.end() || o.value("provider", "") == only->second) listed.push_back(o);
+  if (only != a.flags.end() && listed.empty()) {
+    std::string names;
+    for (const auto& o : r->json["offers"])
+      if (names.find(o.value("provider", "")) == std::string::npos) names += (names.empty() ? "" : ", ") + o.value("provider", "");
+    c.err << "tsumd: no offers from provider '" << only->second << "'; the daemon's providers: " << names << "\n";
+    return kExitNotFound;
+  }
+  if (c.json) return print_json(c, {{"offers", listed}, {"errors", r->json["errors"]}}), kExitOk;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& o : listed)
+    rows.push_back({o.value("provider", ""), o.value("instance_type", ""), o["vcpus"].dump(),
+                    cli::fixed(o.value("memory_gib", json()), 1), o["gpus"].dump() + (o.value("gpu_type", "").empty() ? "" : " " + o["gpu_type"].get<std::string>()),
+                    cli::fixed(o.value("hourly_price", json()), 4) + " " + o.value("currency", ""),
+                    o.contains("spot_hourly_price") ? cli::fixed(o["spot_hourly_price"], 4) : "-"});
+  cli::print_table(c.out, {"PROVIDER", "INSTANCE", "VCPUS", "MEM_GIB", "GPUS", "PRICE/H", "SPOT/H"}, rows);
+  for (const auto& e : r->json["errors"])
+    c.err << "tsumd: provider " << e.value("provider", "") << ": " << e.value("detail", "") << "\n";
+  return kExitOk;
+}
+
+// One line per probe: its config, status, t_sum and cost.
+std::vector<std::vector<std::string>> probe_rows(const json& search) {
+  std::vector<std::vector<std::string>> rows;
+  const json& trace = search.value("trace", json::array());
+  const json& probes = search.value("probes", json::array());
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const json step = i < trace.size() ? trace[i] : json::object();
+    rows.push_back({std::to_string(i + 1), probes[i].value("config", ""), probes[i].value("status", ""),
+                    cli::fixed(probes[i].value("t_sum", json()), 1), cli::fixed(step.value("probe_cost", json()), 6),
+                    probes[i].contains("run_id") ? probes[i]["run_id"].dump() : "-", step.value("why", "")});
+  }
+  return rows;
+}
+
+void print_search(cli::Context& c, const json& s) {
+  c.out << "search " << s["id"] << ": " << s.value("status", "") << ", " << s.value("probes", json::array()).size()
+        << " probes, spent " << cli::fixed(s.value("spent", json()), 6) << " of a budget of "
+        << cli::fixed(s.value("budget", json()), 6) << "\n";
+  cli::print_table(c.out, {"PROBE", "CONFIG", "STATUS", "T_SUM", "COST", "RUN", "WHY"}, probe_rows(s));
+  if (const json rec = s.value("recommendation", json()); rec.is_object())
+    c.out << "recommendation: " << rec.value("config", "") << " (" << (rec.value("measured", false) ? "measured" : "predicted")
+          << "), cost " << cli::fixed(rec.value("cost", json()), 6) << " per run\n";
+  if (!s.value("stop_reason", "").empty()) c.out << "stopped: " << s["stop_reason"].get<std::string>() << "\n";
+  if (s.value("status", "") == "failed") c.out << "failed: " << s.value("reason", "") << "\n";
+}
+
+int search(cli::Context& c, const Args& a) {
+  const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
+  int code = 0;
+  if (verb == "list") {
+    auto r = c.call("GET", "/v1/searches", &code);
+    if (!r) return code;
+    if (c.json) return print_json(c, r->json), kExitOk;
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& s : r->json["searches"])
+      rows.push_back({s["id"].dump(), s.value("status", ""), s["probes"].dump(), cli::fixed(s.value("spent", json()), 6),
+                      s.value("recommendation", json()).is_string() ? s["recommendation"].get<std::string>() : "-",
+                      local_time(s.value("created_at", json())), s.value("reason", "")});
+    cli::print_table(c.out, {"ID", "STATUS", "PROBES", "SPENT", "RECOMMENDATION", "CREATED", "REASON"}, rows);
+    return kExitOk;
+  }
+  if (verb == "show") {
+    if (a.words.size() != 3 || !positive_id(a.words[2])) return usage(c.err, "search show needs a search ID");
+    auto r = c.call("GET", "/v1/searches/" + a.words[2], &code);
+    if (!r) return code;
+    if (c.json) return print_json(c, r->json), kExitOk;
+    print_search(c, r->json);
+    return kExitOk;
+  }
+  if (verb != "create") return usage(c.err, "search needs create, list or show");
+  auto spec = read_spec(a, c.err, &code);
+  if (!spec) return code;
+  double timeout_s = 24 * 3600;
+  if (auto it = a.flags.find("timeout"); it != a.flags.end()) {
+    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), timeout_s);
+    if (ec != std::errc() || p != it->second.data() + it->second.size() || !(timeout_s > 0))
+      return usage(c.err, "--timeout must be a positive number of seconds");
+  }
+  auto r = c.call("POST", "/v1/searches", &code, spec->dump());
+  if (!r) return code;
+  const std::string id = r->json["id"].dump();
+  if (!a.wait) {
+    if (c.json) print_json(c, r->json);
+    else c.out << "search " << id << " started\n";
+    return kExitOk;
+  }
+  if (!c.json) c.out << "search " << id << " started; following its probes\n";
+  // A line per probe as it is made and as it ends, then the search as it stopped.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::map<size_t, std::string> said;
+  for (;;) {
+    auto now = c.call("GET", "/v1/searches/" + id, &code);
+    if (!now) return code;
+    if (!c.json)
+      for (const auto& row : probe_rows(now->json)) {
+        const size_t n = std::stoul(row[0]);
+        const std::string line = "probe " + row[0] + " " + row[1] + ": " + row[2] +
+                                 (row[3] == "-" ? "" : ", t_sum " + row[3] + " s, cost " + row[4]);
+        if (said[n] != line) c.out << (said[n] = line) << "\n";
+      }
+    if (now->json.value("status", "") != "running") {
+      if (c.json) print_json(c, now->json);
+      else print_search(c, now->json);
+      return now->json["status"] == "done" ? kExitOk : kExitFailure;
+    }
+    if (std::chrono::steady_clock::now() > until) {
+      c.err << "tsumd: search " << id << " still running after " << timeout_s << " s\n";
+      return kExitFailure;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
 int experiment(cli::Context& c, const Args& a) {
   const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
   if (verb == "create") return experiment_create(c, a);
@@ -382,13 +537,16 @@ int experiment(cli::Context& c, const Args& a) {
 
 }  // namespace
 
+const char* client_usage() { return kClientUsage; }
+
 bool is_client_command(const std::vector<std::string>& args) {
   if (args.empty()) return false;
   auto has = [&](const std::string& flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
   const std::string& cmd = args[0];
-  if (cmd == "experiment" || cmd == "runs" || cmd == "schedule" || cmd == "preset") return true;
+  if (cmd == "experiment" || cmd == "runs" || cmd == "schedule" || cmd == "preset" || cmd == "search") return true;
   if (cmd == "token") return !(args.size() > 1 && args[1] == "create" && has("--db"));
   if (cmd == "plan") return !has("--from-csv");
+  if (cmd == "offers") return !has("--config");  // with a config file it asks the clouds itself
   return false;
 }
 
@@ -406,6 +564,8 @@ int run_client(const std::vector<std::string>& args, std::ostream& out, std::ost
   const std::string& cmd = a->words.front();
   if (cmd == "experiment") return experiment(c, *a);
   if (cmd == "schedule") return schedule(c, *a);
+  if (cmd == "search") return search(c, *a);
+  if (cmd == "offers") return a->words.size() == 1 ? offers(c, *a) : usage(err, "offers takes no positional arguments");
   if (cmd == "token") return token(c, *a);
   if (cmd == "plan") return a->words.size() == 1 ? plan(c, *a) : usage(err, "plan takes no positional arguments");
   if (cmd == "preset" && a->words.size() == 2 && a->words[1] == "list") return preset_list(c);

@@ -1,11 +1,8 @@
 // tsumd's client commands: they talk to a running daemon over HTTP (api/cli_http.h) and print tables, or the
 // daemon's JSON with --json. Exit codes are api::ExitCode (docs/cli.md).
 //
-//   experiment create -f SPEC.json [--wait [--timeout S]]   experiment list | show ID | cancel ID
-//   experiment export ID [--format csv|json]                runs list [--experiment ID] [--status S]
-//   plan --experiment ID [--objective O] [--deadline S] [--budget B] [--repetitions N] [--billing RULE]
-//   schedule create -f SPEC.json | list | delete ID        token create [--scope admin|metrics] | revoke ID
-// Every command takes --url URL, --token TOKEN and --json.
+// client_usage() lists them; every command takes --url URL, --token TOKEN and --json. A spec file (-f) is JSON,
+// or YAML by its suffix (api/spec_file.h).
 #pragma once
 
 #include <iosfwd>
@@ -17,6 +14,9 @@ namespace tsum::api {
 // True when `args` (without the program name) is a client command rather than a local one: `token create
 // --db` and `plan --from-csv` stay local.
 bool is_client_command(const std::vector<std::string>& args);
+
+// The client commands' usage, as `tsumd --help` and a usage error print it.
+const char* client_usage();
 
 // Runs one client command. `interactive`: stdout is a terminal, so --wait redraws live progress lines.
 int run_client(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool interactive);

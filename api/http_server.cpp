@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <fstream>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>

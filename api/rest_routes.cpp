@@ -40,7 +40,7 @@ Result<json> list_runs(const RestContext& c, const std::map<std::string, std::st
   std::optional<std::string> status;
   if (auto it = query.find("status"); it != query.end()) {
     if (!daemon::parse_status(it->second))
-      return make_error(Code::invalid_argument, "unknown status '" + it->second + "'");
+      return make_error(Code::invalid_argument, "unknown status '" + it->second + "' (" + daemon::status_names() + ")");
     status = it->second;
   }
   json out = json::array();

@@ -21,6 +21,12 @@ void add_search_routes(Router& router, daemon::SearchRunner& searches_ref, daemo
                                                                  : from_error(id.error());
     co_return json_response(202, {{"id", *id}, {"status", "running"}});
   });
+  router.add("GET", "/v1/searches", [searches, toks](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, *toks)) co_return *denied;
+    auto all = searches->list();
+    if (!all) co_return from_error(all.error());
+    co_return json_response(200, {{"searches", *all}});
+  });
   router.add("GET", "/v1/searches/{id}", [searches, toks](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, *toks)) co_return *denied;
     auto id = id_param(req);

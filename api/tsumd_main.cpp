@@ -80,22 +80,12 @@ constexpr const char* kUsage = R"(usage:
   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
-  tsumd plan --from-csv FILE --objective cost|time|cost_under_deadline [--deadline S] [--billing RULE]
+  tsumd plan --from-csv FILE|- --objective cost|time|cost_under_deadline [--deadline S] [--billing RULE]
              [--repetitions N] [--json]
-client commands (talk to a running tsumd over HTTP; docs/cli.md):
-  tsumd experiment create -f SPEC.json [--wait [--timeout S]] | list | show ID | cancel ID
-  tsumd experiment export ID [--format csv|json]
-  tsumd runs list [--experiment ID] [--status S]
-  tsumd plan --experiment ID [--objective O] [--deadline S] [--budget B] [--repetitions N] [--billing RULE]
-  tsumd schedule create -f SPEC.json | list | delete ID
-  tsumd token create [--scope admin|metrics] | revoke ID
-  each takes [--url http://HOST:PORT] [--token TOKEN] [--json]; URL and token also come from TSUM_URL,
-  TSUM_TOKEN or ~/.config/tsum/client.json. Exit codes: 0 ok, 1 other failure, 2 usage or bad input,
-  3 not found, 4 auth, 5 daemon unreachable
 )";
 
 int usage_error(const std::string& msg) {
-  std::cerr << "tsumd: " << msg << "\n" << kUsage;
+  std::cerr << "tsumd: " << msg << "\n" << kUsage << api::client_usage();
   return 2;
 }
 
@@ -310,7 +300,7 @@ int token_create(std::map<std::string, std::string> flags) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::cout << kUsage;
+    std::cout << kUsage << api::client_usage();
     return args.empty() ? 2 : 0;
   }
   if (api::is_client_command(args)) return api::run_client(args, std::cout, std::cerr, isatty(STDOUT_FILENO) == 1);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -71,7 +72,13 @@ Result<int> whole(const Args& a, const std::string& flag, bool allow_zero = fals
   return static_cast<int>(*v);
 }
 
+// The file, or standard input for "-" (`tsumd experiment export ID --format csv | tsumd plan --from-csv -`).
 Result<std::string> read_file(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream s;
+    s << std::cin.rdbuf();
+    return s.str();
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(Code::not_found, "cannot read '" + path + "'");
   std::ostringstream s;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "billing/rule_book.h"
 
@@ -19,6 +20,29 @@ const std::vector<std::string> kRequired = {"config",  "provider", "instance_typ
                                             "learn", "verify", "save", "poweroff"};
 const std::set<std::string> kOptional = {"gpu_type",    "cpu_family", "family",     "memory_gib", "nodes",
                                          "cpu_model",   "image_cached", "currency", "epochs_done", "images_done"};
+
+// Columns of `tsumd experiment export ID --format csv` that the plan does not read: the export pipes straight in.
+// "status" is read: a run that is not done is skipped.
+bool export_only(const std::string& name) {
+  static const std::set<std::string> kNames = {"run_id", "experiment_id", "config_index", "runtime", "workload",
+                                               "repetition", "status", "reason", "t_sum", "test_accuracy",
+                                               "images_per_s"};
+  if (kNames.contains(name)) return true;
+  for (const char* prefix : {"billed_s_", "cost_", "gpu_", "infer_b", "serve_"})
+    if (name.starts_with(prefix)) return true;
+  for (const char* suffix : {"_min", "_avg", "_max"})
+    if (name.ends_with(suffix)) return true;
+  return false;
+}
+
+std::string expected_columns() {
+  std::string out = "a runs CSV has the columns ";
+  for (size_t i = 0; i < kRequired.size(); ++i) out += (i ? ", " : "") + kRequired[i];
+  out += " (optional: ";
+  bool first = true;
+  for (const auto& name : kOptional) out += (std::exchange(first, false) ? "" : ", ") + name;
+  return out + "), as `tsumd experiment export ID --format csv` writes them";
+}
 
 Error at_line(int line, const std::string& what) {
   return make_error(Code::invalid_argument, "csv line " + std::to_string(line) + ": " + what);
@@ -82,12 +106,13 @@ Result<std::map<std::string, size_t>> read_header(const std::vector<std::string>
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < fields.size(); ++i) {
     const auto& name = fields[i];
-    if (std::find(kRequired.begin(), kRequired.end(), name) == kRequired.end() && !kOptional.contains(name))
-      return at_line(line, "unknown header column '" + name + "'");
+    if (std::find(kRequired.begin(), kRequired.end(), name) == kRequired.end() && !kOptional.contains(name) &&
+        !export_only(name))
+      return at_line(line, "unknown header column '" + name + "': " + expected_columns());
     if (!col.emplace(name, i).second) return at_line(line, "header column '" + name + "' appears twice");
   }
   for (const auto& name : kRequired)
-    if (!col.contains(name)) return at_line(line, "header is missing column '" + name + "'");
+    if (!col.contains(name)) return at_line(line, "header is missing column '" + name + "': " + expected_columns());
   return col;
 }
 
@@ -201,6 +226,7 @@ Result<std::vector<CsvRun>> parse_runs_csv(std::string_view text) {
     }
     if (fields->size() != col->size())
       return at_line(line_no, "expected " + std::to_string(col->size()) + " fields, got " + std::to_string(fields->size()));
+    if (auto st = col->find("status"); st != col->end() && (*fields)[st->second] != "done") continue;
     auto row = read_row(*fields, *col, line_no);
     if (!row) return row.error();
     rows.push_back(std::move(*row));

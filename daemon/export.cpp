@@ -58,8 +58,10 @@ std::vector<std::pair<std::string, json>> level_cells(const json& metrics) {
 }  // namespace
 
 std::vector<std::string> export_columns(const std::vector<std::string>& rules) {
-  std::vector<std::string> cols = {"run_id", "experiment_id", "config_index", "provider", "instance_type",
-                                   "runtime", "workload", "repetition", "status", "reason"};
+  // The machine's columns too (config to price_per_hour), so that the CSV is also `tsumd plan --from-csv`'s input.
+  std::vector<std::string> cols = {"run_id", "experiment_id", "config_index", "config", "provider", "instance_type",
+                                   "family", "cores", "gpus", "memory_gib", "nodes", "price_per_hour", "runtime",
+                                   "workload", "repetition", "status", "reason"};
   for (auto p : kPhaseNames) cols.emplace_back(p);
   cols.insert(cols.end(), {"t_sum", "test_accuracy", "images_per_s", "currency"});
   for (const auto& r : rules) {
@@ -86,6 +88,16 @@ json export_rows(const json& experiment) {
     row["config_index"] = idx;
     row["provider"] = run["config"]["provider"];
     row["instance_type"] = run["config"]["instance_type"];
+    const json machine = run.value("machine", json::object());
+    const int nodes = run.value("nodes", 1);
+    row["config"] = run["config"]["provider"].get<std::string>() + "/" +
+                    run["config"]["instance_type"].get<std::string>() + (nodes > 1 ? "/x" + std::to_string(nodes) : "");
+    row["family"] = machine.value("family", json());
+    row["cores"] = machine.value("vcpus", 0);
+    row["gpus"] = machine.value("gpus", 0);
+    row["memory_gib"] = machine.value("memory_gib", json());
+    row["nodes"] = nodes;
+    row["price_per_hour"] = run.value("hourly_price", json());
     row["runtime"] = run["config"].value("runtime", "native");
     row["workload"] = run["config"].value("workload", json());  // the fields the experiment varies, as JSON
     row["repetition"] = run["repetition"];

@@ -20,6 +20,12 @@ class ProviderRegistry {
     auto it = providers_.find(std::string(name));
     return it == providers_.end() ? nullptr : it->second.get();
   }
+  // "provider 'NAME' is not configured (configured: a, b)": what an unknown name is told.
+  std::string unknown(std::string_view name) const {
+    std::string names;
+    for (const auto& [n, _] : providers_) names += (names.empty() ? "" : ", ") + n;
+    return "provider '" + std::string(name) + "' is not configured (configured: " + names + ")";
+  }
   std::vector<providers::Provider*> all() const {
     std::vector<providers::Provider*> out;
     for (const auto& [_, p] : providers_) out.push_back(p.get());

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace tsum::daemon {
@@ -19,6 +20,12 @@ inline constexpr std::array<std::string_view, 13> kStatusNames = {
     "verifying", "saving", "terminating", "done", "failed", "cancelled"};
 
 constexpr std::string_view status_name(RunStatus s) { return kStatusNames[static_cast<size_t>(s)]; }
+// "queued, provisioning, ..., cancelled": what an unknown status is told.
+inline std::string status_names() {
+  std::string out;
+  for (auto n : kStatusNames) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
 constexpr bool is_terminal(RunStatus s) { return s >= RunStatus::done; }
 inline std::optional<RunStatus> parse_status(std::string_view s) {
   for (size_t i = 0; i < kStatusNames.size(); ++i)

@@ -107,7 +107,7 @@ void SearchRunner::stop() { stopping_ = true; }
 asio::awaitable<Result<billing::PlanCandidate>> SearchRunner::candidate(const RunConfig& c,
                                                                        const std::string& billing) {
   auto* p = s_.providers.get(c.provider);
-  if (!p) co_return make_error(Code::invalid_argument, "provider '" + c.provider + "' is not configured");
+  if (!p) co_return make_error(Code::invalid_argument, s_.providers.unknown(c.provider));
   const providers::Requirements wanted{.instance_type = c.instance_type};
   auto offers = co_await p->offers(wanted);
   if (!offers) co_return offers.error();
@@ -329,6 +329,27 @@ Result<json> SearchRunner::get(int64_t id) {
     auto result = json::parse(st->text(4), nullptr, false);
     if (result.is_object())
       for (const auto& [k, v] : result.items()) out[k] = v;
+  }
+  return out;
+}
+
+Result<json> SearchRunner::list() {
+  auto st = s_.db.prepare("SELECT id, status, reason, probes, result, created_at, updated_at FROM searches "
+                          "ORDER BY id DESC");
+  if (!st) return st.error();
+  json out = json::array();
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    const json probes = json::parse(st->text(3), nullptr, false);
+    const json result = st->is_null(4) ? json::object() : json::parse(st->text(4), nullptr, false);
+    const auto field = [&](const char* key) { return result.is_object() ? result.value(key, json()) : json(); };
+    const json rec = field("recommendation");
+    out.push_back({{"id", st->int64(0)}, {"status", st->text(1)}, {"reason", st->text(2)},
+                   {"probes", probes.is_array() ? probes.size() : 0}, {"spent", field("spent")},
+                   {"budget", field("budget")}, {"recommendation", rec.is_object() ? rec.value("config", json()) : json()},
+                   {"created_at", st->real(5)}, {"updated_at", st->real(6)}});
   }
   return out;
 }

@@ -61,6 +61,9 @@ class SearchRunner {
   // {"id", "status", "reason", "request", "probes", from its first probe on "trace", "rounds", "tolerance",
   //  "spent" ("next": the probe under way while running), and once done "recommendation", "p_within", "stop_reason", "plan"}. not_found for an unknown id.
   Result<nlohmann::json> get(int64_t id);
+  // Every search, newest first, in brief: {"id", "status", "reason", "probes" (how many), "spent", "budget",
+  // "recommendation" (its config, or null), "created_at", "updated_at"}.
+  Result<nlohmann::json> list();
   // Probes still waiting fail with "cancelled"; no new probe starts.
   void stop();
 

@@ -17,7 +17,7 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
                                                         : "each of its machines is named and one of a kind") +
                                "; a multi-node run takes N machines of one type (a cloud, local, slurm)");
     auto* p = providers.get(cfg.provider);
-    if (!p) co_return make_error(Code::invalid_argument, "provider '" + cfg.provider + "' is not configured");
+    if (!p) co_return make_error(Code::invalid_argument, providers.unknown(cfg.provider));
     const bool job = std::any_of(spec.workloads.begin(), spec.workloads.end(),
                                  [](const Workload& w) { return w.kind == "job"; });
     if ((cfg.runtime == "docker" || job) && !p->capabilities().docker)

@@ -122,7 +122,11 @@ Result<std::unique_ptr<Engine>> make_engine(const ServeOptions& o) {
     return make_fixed_delay_engine(io, std::chrono::microseconds(static_cast<std::int64_t>(o.service_ms * 1000)));
   }
   auto model = make_model(o.model, {o.classes, o.image_size, 0});
-  if (!model.ok()) return model.error();
+  if (!model.ok())  // serving knows one more model than training: the fixed delay
+    return make_error(model.error().code, model.error().detail.ends_with(")")
+                                              ? model.error().detail.substr(0, model.error().detail.size() - 1) +
+                                                    ", and for serve: delay)"
+                                              : model.error().detail);
   const InputShape shape = (*model)->input_shape();
   if (shape.kind != InputKind::image || (shape.channels != 1 && shape.channels != 3))
     return make_error(Code::invalid_argument, "serve: model " + o.model + " does not read RGB or grey images");

@@ -84,6 +84,17 @@ TEST_CASE("experiment create --wait follows the runs; list, show, runs, export a
   CHECK(lines_starting(csv.out, "") == 2);  // header and one run
   CHECK(csv.out.find("local-1c") != std::string::npos);
   CHECK(json::parse(s.cli({"experiment", "export", "1", "--format", "json"}).out)["runs"].size() == 1);
+  // The export is the offline planner's input as it is, from a file or a pipe.
+  write_file(s.dir.file("runs.csv"), csv.out);
+  auto offline = run_cli(s.dir, {"plan", "--from-csv", s.dir.file("runs.csv"), "--objective", "time"});
+  CAPTURE(offline.err);
+  CHECK(offline.code == 0);
+  CHECK(offline.out.find("local/local-1c") != std::string::npos);
+  write_file(s.dir.file("short.csv"), "config,provider\nlocal/x,local\n");
+  auto short_csv = run_cli(s.dir, {"plan", "--from-csv", s.dir.file("short.csv")});
+  CHECK(short_csv.code != 0);
+  CHECK(short_csv.err.find("header is missing column 'instance_type': a runs CSV has the columns config, provider, "
+                           "instance_type, cores, gpus, price_per_hour, startup") != std::string::npos);
 
   auto plan = s.cli({"plan", "--experiment", "1", "--objective", "time"});
   CAPTURE(plan.err);
@@ -115,9 +126,17 @@ TEST_CASE("exit codes: bad input 2, unknown 3, wrong token 4, daemon down 5") {
   auto missing = s.cli({"experiment", "create", "-f", s.dir.file("nope.json")});
   CHECK(missing.code == 2);
   CHECK(missing.err == "tsumd: cannot read spec file " + s.dir.file("nope.json") + "\n");
-  auto garbage = s.cli({"experiment", "create", "-f", s.spec("bad.json", "{\"workload\": ")});
+  auto garbage = s.cli({"experiment", "create", "-f", s.spec("bad.json", "{\"workload\": {},\n  \"configs\": [1,]}")});
   CHECK(garbage.code == 2);
-  CHECK(garbage.err.find("is not valid JSON") != std::string::npos);
+  CHECK(garbage.err.rfind("tsumd: spec file " + s.dir.file("bad.json") + ":2:17: not valid JSON", 0) == 0);
+  auto bad_yaml = s.cli({"experiment", "create", "-f", s.spec("bad.yaml", "workload: {}\nconfigs: [a\n")});
+  CHECK(bad_yaml.code == 2);
+  CHECK(bad_yaml.err.find(s.dir.file("bad.yaml") + ":3:1: not valid YAML") != std::string::npos);
+  // YAML is read into the same fields, and gets the same errors.
+  auto yaml_colour = s.cli({"experiment", "create", "-f", s.spec("colour.yaml", "workload: {}\ncolour: 1\n"
+      "configs:\n  - provider: local\n    instance_type: local-1c\n")});
+  CHECK(yaml_colour.code == 2);
+  CHECK(yaml_colour.err.find("unknown field 'colour' (HTTP 422 from POST /v1/experiments)") != std::string::npos);
   auto invalid = s.cli({"experiment", "create", "-f", s.spec("colour.json", R"({"workload":{},"colour":1,
       "configs":[{"provider":"local","instance_type":"local-1c"}]})")});
   CHECK(invalid.code == 2);
@@ -249,4 +268,55 @@ TEST_CASE("budgets through the daemon: a live run is stopped once its schedule's
   CHECK(run["status"] == "cancelled");
   CHECK(run["reason"].get<std::string>().rfind("budget: schedule 1 reached its cap of 0.0001 (0.0007 billed)", 0) == 0);
   CHECK(run["phases"]["poweroff"].is_number());  // the instance was terminated and confirmed gone
+}
+
+TEST_CASE("search create --wait follows the probes to the recommendation; search list and show read it back") {
+  TempDir trace_dir{"tsum-cli-trace"};
+  write_file(trace_dir.file("trace.csv"),
+             "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,"
+             "save,poweroff\n"
+             "t-2c,trace,t-2c,2,0,0.10,10,20,10,5,800,5,5,10\n"
+             "t-4c,trace,t-4c,4,0,0.12,10,20,10,5,400,5,5,10\n");
+  Session s({"--trace", trace_dir.file("trace.csv"), "--trace-speed", "200"});
+  // A YAML spec, as a person writes one.
+  const std::string spec = s.spec("search.yaml", R"(workload: {model: mnist_cnn, dataset: fashion-mnist, epochs: 1}
+candidates:
+  - {provider: trace, instance_type: t-2c}
+  - {provider: trace, instance_type: t-4c}
+objective: cost
+future_runs: 100
+billing: per_second_60s_min
+)");
+  auto created = s.cli({"search", "create", "-f", spec, "--wait"});
+  CAPTURE(created.out);
+  CAPTURE(created.err);
+  REQUIRE(created.code == 0);
+  CHECK(created.out.rfind("search 1 started; following its probes\n", 0) == 0);
+  CHECK(created.out.find("probe 1 trace/t-") != std::string::npos);
+  CHECK(created.out.find(": done, t_sum ") != std::string::npos);
+  CHECK(created.out.find("\nrecommendation: trace/t-") != std::string::npos);
+  CHECK(created.out.find("\nstopped: ") != std::string::npos);
+
+  auto list = s.cli({"search", "list"});
+  CHECK(list.code == 0);
+  CHECK(list.out.rfind("ID  STATUS  PROBES  SPENT", 0) == 0);
+  CHECK(list.out.find("\n1   done    ") != std::string::npos);
+  auto show = s.cli({"search", "show", "1"});
+  CHECK(show.code == 0);
+  CHECK(show.out.rfind("search 1: done, ", 0) == 0);
+  CHECK(show.out.find("PROBE  CONFIG") != std::string::npos);
+  auto shown = json::parse(s.cli({"search", "show", "1", "--json"}).out);
+  CHECK(shown["status"] == "done");
+  CHECK(s.cli({"search", "show", "99"}).code == 3);
+  CHECK(s.cli({"search", "frobnicate"}).code == 2);
+
+  // The daemon's offers, without a config file of one's own.
+  auto offers = s.cli({"offers", "--provider", "trace"});
+  CAPTURE(offers.err);
+  CHECK(offers.code == 0);
+  CHECK(offers.out.rfind("PROVIDER  INSTANCE", 0) == 0);
+  CHECK(offers.out.find("\ntrace     t-2c ") != std::string::npos);
+  auto none = s.cli({"offers", "--provider", "awz"});
+  CHECK(none.code == 3);
+  CHECK(none.err.find("no offers from provider 'awz'; the daemon's providers: ") != std::string::npos);
 }

@@ -22,7 +22,8 @@ json experiment() {
                  {"learn", 10.0},  {"verify", 0.5},  {"save", 0.25},     {"poweroff", 0.25}};
   json done = {{"id", 7}, {"experiment_id", 3}, {"config_index", 1}, {"repetition", 2}, {"status", "done"},
                {"reason", ""}, {"config", {{"provider", "local"}, {"instance_type", "local-2c"}, {"workload", {{"optimizer", "adam"}}}}},
-               {"phases", phases}, {"t_sum", 16.0},
+               {"phases", phases}, {"t_sum", 16.0}, {"nodes", 1}, {"hourly_price", 0.085},
+               {"machine", {{"family", "local"}, {"vcpus", 2}, {"memory_gib", 4.0}}},
                {"metrics", {{"test_accuracy", 0.75}, {"images_per_s", 900.0},
                             {"install", {{"method", "bundle"},
                                          {"gpu_probe", {{"name", "NVIDIA H200"}, {"matmul_bf16_tflops", 650.5},
@@ -44,7 +45,7 @@ json experiment() {
 
 TEST_CASE("export: one row per run, with phases, t_sum, accuracy, cost per rule and resource min/avg/max") {
   auto cols = export_columns({"per_hour"});
-  CHECK(cols.size() == 10 + 8 + 4 + 2 + 6 * 6 * 3 + 4);
+  CHECK(cols.size() == 17 + 8 + 4 + 2 + 6 * 6 * 3 + 4);
   CHECK(cols.back() == "gpu_copy_gbps");
   auto rows = export_rows(experiment());
   REQUIRE(rows.size() == 2);
@@ -65,10 +66,11 @@ TEST_CASE("export: one row per run, with phases, t_sum, accuracy, cost per rule 
 
   auto lines = split_lines(export_csv(experiment()));
   REQUIRE(lines.size() == 3);
-  CHECK(lines[0].rfind("run_id,experiment_id,config_index,provider,instance_type,runtime,workload,repetition,status,reason,"
+  CHECK(lines[0].rfind("run_id,experiment_id,config_index,config,provider,instance_type,family,cores,gpus,memory_gib,"
+                       "nodes,price_per_hour,runtime,workload,repetition,status,reason,"
                        "startup,install,load_data,start,learn,verify,save,poweroff,t_sum,test_accuracy",
                        0) == 0);
-  CHECK(lines[1].rfind("7,3,1,local,local-2c,native,\"{\"\"optimizer\"\":\"\"adam\"\"}\",2,done,,1.5,2.0,0.5,1.0,10.0,0.5,0.25,0.25,16.0,0.75,900.0,USD,3600.0,0.085,",
+  CHECK(lines[1].rfind("7,3,1,local/local-2c,local,local-2c,local,2,0,4.0,1,0.085,native,\"{\"\"optimizer\"\":\"\"adam\"\"}\",2,done,,1.5,2.0,0.5,1.0,10.0,0.5,0.25,0.25,16.0,0.75,900.0,USD,3600.0,0.085,",
                        0) == 0);
   // A reason with a comma and quotes is quoted, and missing values are empty cells.
   CHECK(lines[2].find(",failed,\"load_data failed: data, \"\"truncated\"\"\",1.0,,,") != std::string::npos);

@@ -89,7 +89,13 @@ TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error an
   auto big = post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-64c"}]})");
   CHECK(big.status == 422);
   CHECK(big.json()["detail"].get<std::string>().find("local-64c") != std::string::npos);
-  CHECK(post(R"({"workload":{},"configs":[{"provider":"aws","instance_type":"c6i.large"}]})").status == 422);
+  auto aws = post(R"({"workload":{},"configs":[{"provider":"aws","instance_type":"c6i.large"}]})");
+  CHECK(aws.status == 422);  // what is configured is named
+  CHECK(aws.json()["detail"].get<std::string>().find("provider 'aws' is not configured (configured: ") == 0);
+  CHECK(aws.json()["detail"].get<std::string>().find("local") != std::string::npos);
+  CHECK(d.call("GET", "/v1/runs?status=running", admin).json()["detail"] ==
+        "unknown status 'running' (queued, provisioning, booting, installing, loading, starting, learning, verifying, "
+        "saving, terminating, done, failed, cancelled)");
   // Spot where the provider sells no spare capacity: refused before anything is queued, saying so.
   auto spot = post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-1c","market":"spot"}]})");
   CHECK(spot.status == 422);

@@ -223,6 +223,13 @@ TEST_CASE("search: numbers at their limits: a probe_budget of 1e9 (no limit) end
   auto runs = d.call("GET", "/v1/runs", admin);
   REQUIRE(runs.status == 200);
   CHECK(runs.json()["runs"].size() == s["trace"].size());
+  auto listed = d.call("GET", "/v1/searches", admin);  // in brief, newest first
+  REQUIRE(listed.status == 200);
+  REQUIRE(listed.json()["searches"].size() == 1);
+  CHECK(listed.json()["searches"][0]["id"] == s["id"]);
+  CHECK(listed.json()["searches"][0]["status"] == "done");
+  CHECK(listed.json()["searches"][0]["probes"] == s["trace"].size());
+  CHECK(listed.json()["searches"][0]["recommendation"] == s["recommendation"]["config"]);
   for (const auto& run : runs.json()["runs"]) {
     CHECK(run["status"] == "done");
     CHECK(!run.contains("error"));

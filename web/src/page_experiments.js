@@ -149,7 +149,7 @@ function presetsBlock(signal, onCreated) {
         type: 'button', class: 'secondary', disabled: !p.experiments.length, dataset: { preset: p.name },
         onclick: async () => {
           try {
-            const { ids } = await api(`/v1/presets/${p.name}`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } });
+            const { ids } = await api(`/v1/presets/${p.name}`, { method: 'POST', body: {} });
             onCreated(ids[0]);
           } catch (err) {
             status.textContent = `Could not create ${p.name}: ${err.message}`;
