@@ -75,15 +75,16 @@ std::vector<std::string> run_row(const json& run, const std::string& rule, bool 
           run["reason"].get<std::string>()};
 }
 
-namespace {
-
-// "run 3 local-1c #1: learning (epoch 1/2)" and, once finished, its t_sum or reason.
 std::string progress_line(const json& run, int epochs) {
   std::string s = "run " + std::to_string(run["id"].get<int64_t>()) + " " +
                   run["config"]["instance_type"].get<std::string>() + " #" +
                   std::to_string(run["repetition"].get<int>()) + ": " + run["status"].get<std::string>();
   const std::string status = run["status"];
-  if (status == "learning")
+  // Only training counts epochs: an inference sweep or a serving run learns nothing, and says what it measures.
+  const std::string kind = run.value("workload", json::object()).is_object()
+                               ? run.value("workload", json::object()).value("kind", "train") : "train";
+  if (status == "learning" && kind != "train") s += kind == "serve" ? " (serving)" : kind == "infer" ? " (sweep)" : "";
+  if (status == "learning" && kind == "train")
     s += " (epoch " + std::to_string(std::min<size_t>(run["epochs"].size() + 1, epochs)) + "/" +
          std::to_string(epochs) + ")";
   if (status == "done") s += ", t_sum " + fixed(run["t_sum"], 3) + " s";
@@ -91,6 +92,8 @@ std::string progress_line(const json& run, int epochs) {
     s += ": " + run["reason"].get<std::string>();
   return s;
 }
+
+namespace {
 
 bool finished(const json& e) { return e["status"] != "queued" && e["status"] != "running"; }
 

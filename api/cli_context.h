@@ -41,6 +41,10 @@ std::string fixed(const nlohmann::json& v, int digits);
 std::vector<std::string> run_row(const nlohmann::json& run, const std::string& rule, bool name_rule = false);
 const std::vector<std::string>& run_header();
 
+// "run 3 local-1c #1: learning (epoch 1/2)" (a training run; a sweep's or a serving run's learn says what it
+// measures instead) and, once finished, its t_sum or reason.
+std::string progress_line(const nlohmann::json& run, int epochs);
+
 // Follows an experiment until every run finished or `timeout_s` passed: on a terminal one live line per run,
 // redrawn; otherwise a line per status change. Exit code: 0 when every run is done, 1 otherwise.
 int follow_experiment(Context& c, int64_t id, double timeout_s);

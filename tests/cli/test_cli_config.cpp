@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "api/cli_context.h"
 #include "api/cli_http.h"
 #include "cli/cli_process.h"
 
@@ -70,4 +71,15 @@ TEST_CASE("exit codes for daemon answers") {
   CHECK(api::exit_code_for(422) == api::kExitUsage);
   CHECK(api::exit_code_for(409) == api::kExitFailure);
   CHECK(api::exit_code_for(500) == api::kExitFailure);
+}
+
+TEST_CASE("a run's progress line counts epochs for training only") {
+  nlohmann::json run = {{"id", 3}, {"config", {{"instance_type", "local-1c"}}}, {"repetition", 1},
+                        {"status", "learning"}, {"epochs", nlohmann::json::array()}, {"reason", ""},
+                        {"workload", {{"kind", "train"}, {"epochs", 2}}}};
+  CHECK(api::cli::progress_line(run, 2) == "run 3 local-1c #1: learning (epoch 1/2)");
+  run["workload"] = {{"kind", "serve"}, {"model", "delay"}};
+  CHECK(api::cli::progress_line(run, 1) == "run 3 local-1c #1: learning (serving)");
+  run["workload"] = {{"kind", "infer"}};
+  CHECK(api::cli::progress_line(run, 1) == "run 3 local-1c #1: learning (sweep)");
 }

@@ -75,6 +75,13 @@ test('sign in and create a tiny experiment through the form', async () => {
   assert.match(await page.textContent('#experiment-list'), /No experiments yet/);
   await shot(page, 'experiments-empty');
 
+  // The defaults run as they are: two configs ticked, none of them a byo machine that waits for one to join.
+  const offered = await page.$$eval('input[name=config]', (els) => els.map((e) => JSON.parse(e.value).provider));
+  assert.ok(offered.includes('byo'), `the daemon offers a byo machine: ${offered}`);
+  const ticked = await page.$$eval('input[name=config]:checked', (els) => els.map((e) => JSON.parse(e.value).provider));
+  assert.equal(ticked.length, 2);
+  assert.ok(!ticked.includes('byo'), `ticked by default: ${ticked}`);
+
   await page.fill('#name', 'web e2e');
   for (const box of await page.$$('input[name=config]')) await box.uncheck();
   await page.check('#config-local-local-1c');
@@ -106,10 +113,17 @@ test('the run page follows a run live over SSE until it is done', { timeout: 300
   await page.waitForSelector('#timeline');
 
   const statuses = new Set();
+  let unmeasured = 0;  // bars of the running and pending phases seen while the run was live, and how many had width
+  let drawn = 0;
   await until(async () => {
     statuses.add(await page.getAttribute('#timeline', 'data-status'));
+    const widths = await page.$$eval('#timeline li:not([data-state=done]) .bar', (bars) => bars.map((b) => b.getBoundingClientRect().width));
+    unmeasured += widths.length;
+    drawn += widths.filter((w) => w > 0).length;
     return statuses.has('done');
   }, 240000, `run ${runId} to be done on its page`);
+  assert.ok(unmeasured > 0, 'the page was seen while phases were still to come');
+  assert.equal(drawn, 0, 'a phase not yet measured has no bar: only its track');
   await shot(page, 'run-done');
 
   // The page saw the run move through several states without being reloaded ...
@@ -133,6 +147,16 @@ test('the run page follows a run live over SSE until it is done', { timeout: 300
   const run = await daemon.api(`/v1/runs/${runId}`);
   assert.equal(run.status, 'done');
   assert.equal(await page.$$eval('#epochs tbody tr', (rows) => rows.length), run.epochs.length);
+
+  // Opened again once the run is over, the page shows its history at the daemon's times, not the page's.
+  await page.reload();
+  await page.waitForSelector('#timeline[data-status=done]');
+  await page.waitForSelector('#event-log li');
+  const stamped = await page.$$eval('#event-log li', (items) => items.map((li) => [Date.parse(li.querySelector('time').getAttribute('datetime')) / 1000, li.textContent]));
+  const at = (re) => stamped.find(([, text]) => re.test(text))[0];
+  assert.ok(Math.abs(at(/status done/) - run.updated_at) < 0.01, `status done at ${at(/status done/)}, the run's ${run.updated_at}`);
+  assert.ok(at(/status done/) - at(/startup took/) > run.t_sum / 2, `startup ended ${at(/startup took/)}, the run ${at(/status done/)}`);
+  assert.ok(Math.abs(at(/poweroff took/) - at(/startup took/) - (run.t_sum - run.phases.startup)) < 0.01);
   assert.ok(await page.$$eval('#stats tbody tr', (rows) => rows.length) >= 6, 'resource statistics for the inner phases');
 });
 
@@ -312,6 +336,18 @@ test('a schedule is created through the form, listed with its next firings, edit
   assert.equal(await page.textContent('#schedule-form-title'), 'New schedule', 'the form is back to creating');
   assert.deepEqual(await nextShown(), await nextWanted());
 
+  // A schedule written with `cores`, as the local provider takes them, reads as its instance types.
+  const cored = await daemon.api('/v1/schedules', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ cron: '0 3 * * *', enabled: false, experiment: { workload: {}, configs: [{ provider: 'local', cores: [1, 2] }] } }) });
+  await page.reload();
+  await page.waitForSelector(`article[data-schedule="${cored.id}"]`);
+  const coredText = await page.textContent(`article[data-schedule="${cored.id}"]`);
+  assert.match(coredText, /local\/local-1c\|local-2c/);
+  assert.ok(!coredText.includes('undefined'), coredText);
+  await daemon.api(`/v1/schedules/${cored.id}`, { method: 'DELETE' });
+  await page.reload();
+  await page.waitForSelector(card);
+
   // Delete, after a confirmation.
   await page.click(`${card} [data-action=delete]`);
   assert.ok(await page.isVisible(card), 'nothing is deleted before the confirmation');
@@ -479,6 +515,10 @@ test('a search\'s probe pages show its probes in order, every candidate\'s band 
     await page.goto(`${traced.url}/#/runs/${s.probes[0].run_id}`);
     await page.waitForSelector('#search-probes tr.current[data-probe="1"]');
     await page.waitForSelector('#timeline[data-status=done]');
+    // A finished trace run reported no epochs, and will not: the page does not promise them.
+    const trainer = await page.textContent('main');
+    assert.ok(!trainer.includes('No epochs yet'), 'a finished run is not waiting for epochs');
+    assert.ok(trainer.includes('This run reported no epochs'), trainer);
     assert.equal(await overflowsSideways(page), false);
     assert.deepEqual(consoleErrors, []);
     assert.deepEqual(offHost, []);

@@ -55,6 +55,14 @@ export function clock(date = new Date()) {
   return date.toLocaleTimeString('en-GB', { hour12: false });
 }
 
+// A config as a spec writes it, in a phrase: "local/local-1c", a matrix "local/local-1c|local-2c", and `cores`
+// as the local provider names them ("cores": [1, 2] is "local/local-1c|local-2c").
+export function configLabel(c) {
+  const list = (v) => (Array.isArray(v) ? v : [v]);
+  const types = c.instance_type !== undefined ? list(c.instance_type) : list(c.cores ?? []).map((n) => `local-${n}c`);
+  return `${c.provider}/${types.join('|') || '?'}`;
+}
+
 // "local/local-2c", then the runtime when not native and the workload fields the experiment varies:
 // "local/local-2c docker optimizer=adam lr=0.01".
 export function configName(config) {

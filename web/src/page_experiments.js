@@ -71,12 +71,15 @@ function specFromForm(form) {
   };
 }
 
+// The offers to choose from, the first two that run at once ticked: not a byo machine, which waits for a machine
+// to join it (its run would otherwise fail the moment it is created with the defaults).
 function configChoices(offers) {
   if (!offers.length) return empty('No provider offers any instance type. Configure a provider in tsumd.');
-  return h('div', { class: 'choices' }, offers.map((o, i) => h('label', { class: 'choice' },
+  const ticked = new Set(offers.filter((o) => o.provider !== 'byo').slice(0, 2));
+  return h('div', { class: 'choices' }, offers.map((o) => h('label', { class: 'choice' },
     h('input', {
       type: 'checkbox', name: 'config', id: `config-${o.provider}-${o.instance_type}`,
-      value: JSON.stringify({ provider: o.provider, instance_type: o.instance_type }), checked: i < 2,
+      value: JSON.stringify({ provider: o.provider, instance_type: o.instance_type }), checked: ticked.has(o),
     }),
     h('span', {}, h('b', {}, `${o.provider}/${o.instance_type}`),
       ` ${o.vcpus} vCPU${o.gpus ? `, ${o.gpus}× ${o.gpu_type || 'GPU'}` : ''}, ${money(o.hourly_price, o.currency)}/h`))));

@@ -18,7 +18,8 @@ function timeline(run) {
     const secs = run.phases[phase];
     const state = Number.isFinite(secs) ? 'done' : phase === current ? 'active' : 'pending';
     const bar = h('span', { class: `bar ${phase}` });
-    bar.style.width = state === 'done' && total > 0 ? `${Math.max(0.5, (100 * secs) / total)}%` : '';
+    // Only a measured phase has a bar: the running one shows its striped track, a pending one an empty track.
+    bar.style.width = state === 'done' && total > 0 ? `${Math.max(0.5, (100 * secs) / total)}%` : '0%';
     return h('li', { class: `phase ${state}`, dataset: { phase, state } },
       h('span', { class: 'name' }, phase),
       h('span', { class: 'track' }, bar),
@@ -30,19 +31,39 @@ function timeline(run) {
       : `${seconds(total, 2)} measured so far`));
 }
 
-// What changed between two states of a run, as log lines.
+// When each measured phase of a run ended, on the daemon's clock (unix seconds): its machine's start plus the
+// phases before it and its own (they follow each other without gaps); null where unknown.
+export function phaseEnds(run) {
+  const start = run.attempts?.at(-1)?.started_at;
+  const ends = {};
+  let t = Number.isFinite(start) ? start : null;
+  for (const p of PHASES) {
+    const secs = run.phases[p];
+    if (t === null || !Number.isFinite(secs)) { t = null; ends[p] = null; continue; }
+    t += secs;
+    ends[p] = t;
+  }
+  return ends;
+}
+
+// What changed between two states of a run, as log lines stamped with when it happened on the daemon's clock
+// (not when this page heard of it: a page opened late shows the run's history at its own times).
 function changes(before, after) {
   const lines = [];
+  const ends = phaseEnds(after);
   if (!before || before.status !== after.status) {
-    lines.push(`status ${after.status}${after.reason ? ` (${after.reason})` : ''}`);
+    lines.push({ at: after.updated_at, text: `status ${after.status}${after.reason ? ` (${after.reason})` : ''}` });
   }
   for (const p of PHASES) {
-    if (Number.isFinite(after.phases[p]) && !Number.isFinite(before?.phases[p])) lines.push(`${p} took ${seconds(after.phases[p], 2)}`);
+    if (Number.isFinite(after.phases[p]) && !Number.isFinite(before?.phases[p])) lines.push({ at: ends[p], text: `${p} took ${seconds(after.phases[p], 2)}` });
   }
-  for (const e of after.epochs.slice(before ? before.epochs.length : after.epochs.length)) {
-    lines.push(`epoch ${e.epoch}: loss ${number(e.loss, 4)}, ${number(e.images_per_s)} images/s`);
-  }
-  return lines;
+  let t = Number.isFinite(ends.start) ? ends.start : null;  // epochs follow each other from learn's start
+  const shown = before ? before.epochs.length : 0;
+  after.epochs.forEach((e, i) => {
+    t = t !== null && Number.isFinite(e.seconds) ? t + e.seconds : null;
+    if (i >= shown) lines.push({ at: t, text: `epoch ${e.epoch}: loss ${number(e.loss, 4)}, ${number(e.images_per_s)} images/s` });
+  });
+  return lines.sort((a, b) => (a.at ?? Infinity) - (b.at ?? Infinity));
 }
 
 // What the GPU achieved in the install phase's probe (tsum-agent.sh: tsum-train probe-gpu), so a throttled or
@@ -67,8 +88,11 @@ function statsTable(stats) {
 }
 
 // The epochs table, with a chart of loss and images/s once there are two epochs to draw a line through.
-function epochsBlock(epochs) {
-  if (!epochs.length) return [empty('No epochs yet: the trainer reports one as each epoch ends.'), null];
+function epochsBlock(epochs, finished) {
+  if (!epochs.length) {
+    return [empty(finished ? 'This run reported no epochs (a trace replays phases only; a job reports none unless it marks them).'
+      : 'No epochs yet: the trainer reports one as each epoch ends.'), null];
+  }
   const canvas = epochs.length > 1 ? h('canvas', { id: 'chart-epochs', role: 'img' }) : null;
   const box = canvas && h('div', { class: 'chart small' }, canvas);
   return [h('div', {}, box, table(['Epoch', 'Loss', 'Images/s', 'Seconds'], epochs.map((e) => h('tr', {},
@@ -182,7 +206,7 @@ export function runPage(root, [id], { signal }) {
     if (!run) return;
     const sweep = run.metrics.inference;
     const levels = run.metrics.serving;
-    const [epochs, epochsCanvas] = epochsBlock(sweep || levels ? [] : run.epochs);
+    const [epochs, epochsCanvas] = epochsBlock(sweep || levels ? [] : run.epochs, TERMINAL.has(run.status));
     const [inference, inferenceCanvas] = inferenceBlock(sweep);
     const [serving, drawServing] = servingBlock(levels, run.workload?.bound_ms ?? 100);
     const liveText = { connecting: 'connecting…', live: 'live', ended: 'final', retrying: 'reconnecting…', failed: 'not live' }[connection];
@@ -213,9 +237,9 @@ export function runPage(root, [id], { signal }) {
   }
 
   function addLog(lines) {
-    const at = clock();
-    for (const line of lines) {
-      logList.append(h('li', {}, h('time', {}, at), ` ${line}`));
+    for (const { at, text } of lines) {
+      const when = Number.isFinite(at) ? new Date(at * 1000) : new Date();
+      logList.append(h('li', {}, h('time', { datetime: when.toISOString() }, clock(when)), ` ${text}`));
     }
   }
 
@@ -231,7 +255,7 @@ export function runPage(root, [id], { signal }) {
     onState(state, detail) {
       connection = state;
       if (state === 'failed' && !run) replace(root, failure(`Could not follow run ${id}: ${detail}`));
-      else if (state === 'retrying') addLog([detail]);
+      else if (state === 'retrying') addLog([{ at: null, text: detail }]);
       draw();
     },
   });

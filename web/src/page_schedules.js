@@ -2,7 +2,7 @@
 // whether it is enabled; a form that creates one or edits the one picked (PUT), and delete with a confirmation.
 import { api } from './api.js';
 import { empty, failure, h, loading, replace } from './dom.js';
-import { money } from './format.js';
+import { configLabel, money } from './format.js';
 import { localFiring, scheduleBody } from './schedule_form.js';
 
 const EXAMPLE_EXPERIMENT = {
@@ -25,7 +25,7 @@ function scheduleCard(s, next, actions) {
   const firings = next === null ? h('span', { class: 'muted' }, 'not known')
     : next.length ? h('ol', { class: 'firings' }, next.map((n) => h('li', {}, h('time', { datetime: n.local }, localFiring(n.local)))))
       : h('span', {}, 'none due');
-  const configs = (s.experiment.configs || []).map((c) => `${c.provider}/${c.instance_type}`).join(', ');
+  const configs = (s.experiment.configs || []).map(configLabel).join(', ');
   return h('article', { class: 'card schedule', dataset: { schedule: s.id } },
     h('div', { class: 'page-head' },
       h('h2', {}, `#${s.id} ${s.name || 'schedule'}`),
