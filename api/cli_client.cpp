@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -410,10 +411,11 @@ int offers(cli::Context& c, const Args& a) {
   for (const auto& o : r->json["offers"])
     if (only == a.flags.end() || o.value("provider", "") == only->second) listed.push_back(o);
   if (only != a.flags.end() && listed.empty()) {
-    std::string names;
-    for (const auto& o : r->json["offers"])
-      if (names.find(o.value("provider", "")) == std::string::npos) names += (names.empty() ? "" : ", ") + o.value("provider", "");
-    c.err << "tsumd: no offers from provider '" << only->second << "'; the daemon's providers: " << names << "\n";
+    std::set<std::string> names;
+    for (const auto& o : r->json["offers"]) names.insert(o.value("provider", ""));
+    std::string listed_names;
+    for (const auto& n : names) listed_names += (listed_names.empty() ? "" : ", ") + n;
+    c.err << "tsumd: no offers from provider '" << only->second << "'; the daemon's providers: " << listed_names << "\n";
     return kExitNotFound;
   }
   if (c.json) return print_json(c, {{"offers", listed}, {"errors", r->json["errors"]}}), kExitOk;

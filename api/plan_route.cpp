@@ -31,7 +31,7 @@ std::optional<double> number_param(const Request& req, const char* key, double h
                   (!integer || v == std::floor(v));
   if (!ok && bad->empty()) {
     std::ostringstream range;
-    range << "'" << key << "' must be " << (integer ? "a whole number from 1" : "a number above 0") << " to " << hi
+    range << "'" << key << "' must be " << (integer ? "a whole number from 1 to " : "a number above 0 and at most ") << hi
           << ", got '" << it->second << "'";
     *bad = range.str();
   }
@@ -243,8 +243,9 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
         std::from_chars(exp_it->second.data(), exp_it->second.data() + exp_it->second.size(), exp_id).ec !=
             std::errc() || exp_id <= 0)
       co_return unprocessable("'experiment' must name the experiment whose workload to plan, e.g. ?experiment=1");
-    auto exp = store.experiment(exp_id);
+    auto exp = store.experiment_as_stored(exp_id);
     if (!exp) co_return error_response(exp.error());
+    if (!exp->unreadable.empty()) co_return unprocessable(exp->unreadable + ": it cannot be planned");
     if (auto it = req.query.find("objective"); it != req.query.end() && it->second == "serve") {
       auto plan = serving_plan(store, views, *exp, req);
       if (!plan) co_return plan.error().code == Code::invalid_argument ? unprocessable(plan.error().detail)

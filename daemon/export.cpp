@@ -17,7 +17,9 @@ constexpr std::string_view kStats[] = {"min", "avg", "max"};
 
 std::vector<std::string> rule_names(const json& experiment) {
   std::vector<std::string> out;
-  for (const auto& r : experiment["spec"].value("billing", json::array())) out.push_back(r.get<std::string>());
+  const json spec = experiment.value("spec", json());  // null for an experiment stored unreadable: no rules
+  if (!spec.is_object()) return out;
+  for (const auto& r : spec.value("billing", json::array())) out.push_back(r.get<std::string>());
   return out;
 }
 

@@ -93,6 +93,7 @@ TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error an
   CHECK(aws.status == 422);  // what is configured is named
   CHECK(aws.json()["detail"].get<std::string>().find("provider 'aws' is not configured (configured: ") == 0);
   CHECK(aws.json()["detail"].get<std::string>().find("local") != std::string::npos);
+  CHECK(d.call("GET", "/v1/plan?experiment=1&repetitions=1e300", admin).status == 404);  // no experiment 1 yet
   CHECK(d.call("GET", "/v1/runs?status=running", admin).json()["detail"] ==
         "unknown status 'running' (queued, provisioning, booting, installing, loading, starting, learning, verifying, "
         "saving, terminating, done, failed, cancelled)");

@@ -277,6 +277,8 @@ TEST_CASE("a stored experiment that no longer parses is listed, marked with its 
   CHECK(exps.json()["experiments"][0]["spec"].is_null());
   CHECK(exps.json()["experiments"][0].contains("error"));
   CHECK(d.call("GET", "/v1/experiments/1", admin).status == 200);
+  CHECK(d.call("GET", "/v1/plan?experiment=1", admin).status == 422);  // named, not a 500
+  CHECK(d.call("GET", "/v1/experiments/1/export", admin).status == 200);
   CHECK(d.call("DELETE", "/v1/experiments/1", admin).status == 202);
   // Failed once: the log says so once, not at every dispatch.
   const std::string log = d.log();

@@ -178,6 +178,11 @@ function runsTable(experiment) {
 }
 
 function render(root, experiment, offers, liveNote, plan) {
+  if (!experiment.spec) {  // stored in a form this daemon no longer reads: its runs are listed, nothing is drawn
+    replace(root, h('div', { class: 'page-head' }, h('h1', {}, `#${experiment.id} ${experiment.name}`), badge(experiment.status)),
+      h('p', { class: 'notice error', role: 'alert' }, experiment.error));
+    return;
+  }
   const groups = byConfig(experiment);
   const anyDone = groups.some((g) => g.done.length);
   const p = experiment.progress;

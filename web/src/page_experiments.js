@@ -29,7 +29,7 @@ function experimentsTable(list) {
     h('td', {}, h('a', { href: `#/experiments/${e.id}` }, `#${e.id} ${e.name}`)),
     h('td', {}, badge(e.status)),
     h('td', {}, progress(e.progress)),
-    h('td', {}, e.spec.configs.map((c) => c.instance_type).join(', ')),
+    h('td', {}, e.spec ? e.spec.configs.map((c) => c.instance_type).join(', ') : h('span', { class: 'error', title: e.error }, 'unreadable')),
     h('td', {}, dateTime(e.created_at))));
   return table(['Experiment', 'Status', 'Progress', 'Configurations', 'Created'], rows, { id: 'experiments' });
 }
