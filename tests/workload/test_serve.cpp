@@ -615,3 +615,18 @@ TEST_CASE("tsum-train serve --torchscript: a model scripted by PyTorch-Python an
   CHECK(out[0]["data"] == json::array({0.0, 2.0, 4.0, 6.0, 8.0}));
   CHECK(out[1]["data"] == json::array({4}));
 }
+
+TEST_CASE("tsum-train serve: an unknown model is refused naming every model it knows, delay included") {
+  const std::string cmd = "'" + std::string(TSUM_TRAIN_BIN) + "' serve --model resnet99 --port 0 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(out.find("unknown model 'resnet99' (known: ") != std::string::npos);
+  CHECK(out.find("mnist_cnn") != std::string::npos);
+  CHECK(out.find(", and for serve: delay)") != std::string::npos);
+}
