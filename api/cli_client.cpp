@@ -135,6 +135,16 @@ std::optional<json> read_spec(const Args& a, std::ostream& err, int* code) {
   return *j;
 }
 
+// --wait's --timeout in seconds (default a day); nullopt when it is not a positive number.
+std::optional<double> wait_timeout(const Args& a) {
+  auto it = a.flags.find("timeout");
+  if (it == a.flags.end()) return 24 * 3600.0;
+  double s = 0;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), s);
+  if (ec != std::errc() || p != it->second.data() + it->second.size() || !(s > 0)) return std::nullopt;
+  return s;
+}
+
 void print_json(cli::Context& c, const json& j) { c.out << j.dump(2) << "\n"; }
 
 // `experiment create --preset NAME`: POST /v1/presets/NAME, which creates the preset's experiments.
@@ -175,12 +185,8 @@ int experiment_create(cli::Context& c, const Args& a) {
   if (auto it = a.flags.find("preset"); it != a.flags.end()) return preset_create(c, a, it->second);
   auto spec = read_spec(a, c.err, &code);
   if (!spec) return code;
-  double timeout_s = 24 * 3600;
-  if (auto it = a.flags.find("timeout"); it != a.flags.end()) {
-    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), timeout_s);
-    if (ec != std::errc() || p != it->second.data() + it->second.size() || !(timeout_s > 0))
-      return usage(c.err, "--timeout must be a positive number of seconds");
-  }
+  const auto timeout_s = wait_timeout(a);
+  if (!timeout_s) return usage(c.err, "--timeout must be a positive number of seconds");
   auto r = c.call("POST", "/v1/experiments", &code, spec->dump());
   if (!r) return code;
   int64_t id = r->json["id"].get<int64_t>();
@@ -190,7 +196,7 @@ int experiment_create(cli::Context& c, const Args& a) {
     return kExitOk;
   }
   if (!c.json) c.out << "experiment " << id << " created; following its runs\n";
-  return cli::follow_experiment(c, id, timeout_s);
+  return cli::follow_experiment(c, id, *timeout_s);
 }
 
 int experiment_list(cli::Context& c) {
@@ -483,12 +489,8 @@ int search(cli::Context& c, const Args& a) {
   if (verb != "create") return usage(c.err, "search needs create, list or show");
   auto spec = read_spec(a, c.err, &code);
   if (!spec) return code;
-  double timeout_s = 24 * 3600;
-  if (auto it = a.flags.find("timeout"); it != a.flags.end()) {
-    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), timeout_s);
-    if (ec != std::errc() || p != it->second.data() + it->second.size() || !(timeout_s > 0))
-      return usage(c.err, "--timeout must be a positive number of seconds");
-  }
+  const auto timeout_s = wait_timeout(a);
+  if (!timeout_s) return usage(c.err, "--timeout must be a positive number of seconds");
   auto r = c.call("POST", "/v1/searches", &code, spec->dump());
   if (!r) return code;
   const std::string id = r->json["id"].dump();
@@ -499,7 +501,7 @@ int search(cli::Context& c, const Args& a) {
   }
   if (!c.json) c.out << "search " << id << " started; following its probes\n";
   // A line per probe as it is made and as it ends, then the search as it stopped.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(*timeout_s);
   std::map<size_t, std::string> said;
   for (;;) {
     auto now = c.call("GET", "/v1/searches/" + id, &code);
@@ -517,7 +519,7 @@ int search(cli::Context& c, const Args& a) {
       return now->json["status"] == "done" ? kExitOk : kExitFailure;
     }
     if (std::chrono::steady_clock::now() > until) {
-      c.err << "tsumd: search " << id << " still running after " << timeout_s << " s\n";
+      c.err << "tsumd: search " << id << " still running after " << *timeout_s << " s\n";
       return kExitFailure;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -52,7 +52,7 @@ inline void add_test_routes(Router& router) {
   router.add("GET", "/hold", [](Request&) -> asio::awaitable<Response> {
     ++hold().holding;
     asio::steady_timer timer(co_await asio::this_coro::executor);
-    for (int i = 0; i < 2000 && !hold().release; ++i) {
+    for (int i = 0; i < 60000 && !hold().release; ++i) {  // released by the test; 5 minutes at most
       timer.expires_after(5ms);
       co_await timer.async_wait(asio::use_awaitable);
     }

@@ -70,37 +70,36 @@ const std::vector<std::pair<std::string, json>>& valid_bodies() {
   return all;
 }
 
+// The numbers a field may be set to: the edges of int32, int64, double and the documented ranges.
+json boundary_number(int pick) {
+  static const json kNumbers[] = {0, -1, 1, 2147483647, 2147483648LL, -2147483649LL, 9007199254740992LL,
+                                  18446744073709551615ULL, 1e308, -1e308, 1e-308, 0.5, 1e9, 1e6, 2592000, 2592001};
+  return kNumbers[static_cast<size_t>(pick) % std::size(kNumbers)];
+}
+
+// A value a field may be set to: a boundary number, another kind, a huge string or array, or text a parser
+// must refuse ("1e999").
 json boundary_value(int pick, const json& old) {
   switch (pick) {
-    case 0: return 0;
-    case 1: return -1;
-    case 2: return 2147483647;
-    case 3: return 2147483648LL;
-    case 4: return -2147483649LL;
-    case 5: return 9007199254740992LL;  // 2^53
-    case 6: return 18446744073709551615ULL;
-    case 7: return 1e308;
-    case 8: return -1e308;
-    case 9: return 1e-308;
-    case 10: return 0.5;
-    case 11: return 1e9;
-    case 12: return true;
-    case 13: return nullptr;
-    case 14: return "";
-    case 15: return std::string(100000, 'x');
-    case 16: return json::array();
-    case 17: return json::object();
-    case 18: return json::array({old, old});
-    case 19: return std::string("\xe2\x80\xae\x00\x01", 5);
-    case 20: {  // a huge array of the old value
+    case 16: return true;
+    case 17: return nullptr;
+    case 18: return "";
+    case 19: return std::string(100000, 'x');
+    case 20: return json::array();
+    case 21: return json::object();
+    case 22: return json::array({old, old});
+    case 23: return std::string("\xe2\x80\xae\x00\x01", 5);
+    case 24: {  // a huge array of the old value
       json big = json::array();
       const bool small = old.is_number() || old.is_boolean() || old.is_null() || (old.is_string() && old.size() < 64);
       for (int i = 0; i < 20000; ++i) big.push_back(small ? old : json(i));
       return big;
     }
-    default: return "1e999";
+    case 25: return "1e999";
+    default: return boundary_number(pick);  // 0-15
   }
 }
+constexpr int kBoundaryValues = 26;
 
 // Every place in `j` a mutation may touch, as JSON pointers (the root included).
 void places(const json& j, const json::json_pointer& at, std::vector<json::json_pointer>& out) {
@@ -109,13 +108,6 @@ void places(const json& j, const json::json_pointer& at, std::vector<json::json_
     for (const auto& [k, v] : j.items()) places(v, at / k, out);
   else if (j.is_array())
     for (size_t i = 0; i < j.size() && i < 4; ++i) places(j[i], at / i, out);
-}
-
-// The numbers a field may be set to: the edges of int32, int64, double and the documented ranges.
-json boundary_number(int pick) {
-  static const json kNumbers[] = {0, -1, 1, 2147483647, 2147483648LL, -2147483649LL, 9007199254740992LL,
-                                  18446744073709551615ULL, 1e308, -1e308, 1e-308, 0.5, 1e9, 1e6, 2592000, 2592001};
-  return kNumbers[static_cast<size_t>(pick) % std::size(kNumbers)];
 }
 
 // Every number in `j` set to a boundary number, each its own (drawn from `picks`).
@@ -132,7 +124,7 @@ void mutate(json& body, int where, int how, int value, const std::vector<int>& p
   const auto& at = all[static_cast<size_t>(where) % all.size()];
   json& target = body[at];
   switch (how % 10) {
-    case 0: case 1: case 2: target = boundary_value(value % 22, target); break;
+    case 0: case 1: case 2: target = boundary_value(value % kBoundaryValues, target); break;
     case 3:  // removed, where it is a member
       if (!at.empty()) {
         json& parent = body[at.parent_pointer()];
@@ -142,9 +134,9 @@ void mutate(json& body, int where, int how, int value, const std::vector<int>& p
       break;
     case 4:  // an unknown field in it, or beside it
       if (json& in = target.is_object() ? target : body; in.is_object())
-        in["zz_unknown_" + std::to_string(value % 3)] = boundary_value(value % 22, 1);
+        in["zz_unknown_" + std::to_string(value % 3)] = boundary_value(value % kBoundaryValues, 1);
       break;
-    case 5: body = boundary_value(value % 22, body); break;  // the whole body of another kind
+    case 5: body = boundary_value(value % kBoundaryValues, body); break;  // the whole body of another kind
     default: {
       size_t next = 0;
       numbers_to_boundaries(body, picks, next);
