@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "api/artifact_routes.h"
+#include "api/log_routes.h"
 #include "api/openapi_route.h"
 #include "api/plan_route.h"
 #include "api/rest_routes.h"
@@ -194,6 +195,7 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
                                                    .run_deadline = daemon::RunManagerOptions{}.run_deadline});
   app->blobs_ = std::make_unique<daemon::BlobStore>(o.state_dir + "/blobs");
   app->datasets_ = std::make_unique<daemon::Datasets>(*app->db_, *app->blobs_, app->clock_);
+  app->logs_ = std::make_unique<daemon::RunLogs>(*app->db_, app->clock_);
   app->artifacts_ = std::make_unique<daemon::RunArtifacts>(*app->db_, *app->blobs_, o.state_dir + "/uploads/partial",
                                                            app->clock_);
   if (auto s = app->add_artifacts(); !s) return s.error();
@@ -303,6 +305,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *datasets_, *artifacts_, *watch_,
                             catalogs_, *db_, *commits_});
   add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, agent_.sha256, 0});
+  add_log_routes(router_, {*logs_, *ledger_, *tokens_, *watch_, *commits_});
   add_join_routes(router_, *byo_);
   searches_ = std::make_unique<daemon::SearchRunner>(
       io_, daemon::SearchServices{*db_, *store_, *views_, providers_, *datasets_, clock_, [this] { runs_->notify(); }});

@@ -31,6 +31,7 @@
 #include "daemon/run_manager.h"
 #include "daemon/scheduler.h"
 #include "daemon/search_runner.h"
+#include "daemon/run_logs.h"
 #include "daemon/run_watch.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
@@ -117,6 +118,7 @@ class App {
   std::unique_ptr<daemon::BlobStore> blobs_;
   std::unique_ptr<daemon::Datasets> datasets_;
   std::unique_ptr<daemon::RunArtifacts> artifacts_;
+  std::unique_ptr<daemon::RunLogs> logs_;  // what runs print
   daemon::BlobInfo bundle_;
   daemon::BlobInfo agent_;  // the agent script, which cloud machines fetch by hash (their boot payload is small)
   providers::ByoProvider* byo_ = nullptr;  // owned by providers_; its join routes need it

@@ -21,12 +21,35 @@ bool run_may_fetch(ArtifactContext& c, const std::string& sha) {
   if (!all) return false;
   for (const auto& d : *all)
     if (d.sha256 == sha) return true;
-  return false;
+  return c.datasets.workdir(sha).ok();  // a folder job's folder
+}
+
+// A folder job's folder, as `tsumd experiment create` packs it (api/workdir_pack.h).
+void add_workdir_routes(Router& router, ArtifactContext c) {
+  router.add(
+      "POST", "/v1/workdirs",
+      [c](Request& req) mutable -> Awaitable {
+        if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+        if (req.body_file.empty()) co_return error_response(400, "invalid_argument", "the body must be a folder's tar.gz");
+        auto w = c.datasets.add_workdir(req.body_file);
+        if (!w) co_return from_error(w.error());
+        co_return json_response(201, *w);
+      },
+      {.body_to_file = true, .body_limit = c.dataset_limit});
+
+  router.add("GET", "/v1/workdirs/{sha256}", [c](Request& req) mutable -> Awaitable {
+    if (auto denied = check_auth(req, c.tokens)) co_return *denied;
+    auto w = c.datasets.workdir(req.params["sha256"]);
+    if (!w) co_return error_response(w.error());
+    co_return json_response(200, *w);
+  });
+
 }
 
 }  // namespace
 
 void add_artifact_routes(Router& router, ArtifactContext c) {
+  add_workdir_routes(router, c);
   router.add(
       "POST", "/v1/datasets",
       [c](Request& req) mutable -> Awaitable {

@@ -1,11 +1,14 @@
 #include "api/cli_client.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -14,6 +17,7 @@
 
 #include "api/cli_context.h"
 #include "api/spec_file.h"
+#include "api/workdir_pack.h"
 #include "common/json_util.h"
 
 namespace tsum::api {
@@ -23,11 +27,13 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd; see docs/cli.md):
-  tsumd experiment create -f SPEC.json | --preset NAME [--wait [--timeout S]]
+  tsumd experiment create -f SPEC.json | --preset NAME [--wait [--timeout S]] [--workdir-limit MB]
+                                     a folder job's workdir is packed and uploaded first (docs/workload.md)
   tsumd preset list                  the seeds' experiments for the providers configured, runs and worst case
   tsumd experiment list | show ID | cancel ID | export ID [--format csv|json]
   tsumd runs list [--experiment ID] [--status S]
   tsumd runs join ID                 the command that joins a machine to a waiting byo run
+  tsumd runs logs ID [-f]            what the run printed; -f follows it until the run ends
   tsumd plan --experiment ID [--objective cost|time|cost_under_deadline|budget] [--deadline S] [--budget B]
              [--repetitions N] [--billing RULE] [--nodes 1,2,4] [--interruptions-per-hour R]
   tsumd plan --experiment ID --objective serve --p99-ms L [--rate R] [--hours H]
@@ -45,6 +51,7 @@ struct Args {
   std::map<std::string, std::string> flags;
   bool json = false;
   bool wait = false;
+  bool follow = false;  // runs logs -f
 };
 
 int usage(std::ostream& err, const std::string& msg) {
@@ -57,12 +64,17 @@ Result<Args> parse_args(const std::vector<std::string>& in) {
   static const std::vector<std::string> kValued = {"file", "url", "token", "format", "experiment", "status",
                                                    "objective", "deadline", "budget", "repetitions", "billing",
                                                    "scope", "timeout", "preset", "p99-ms", "rate", "hours",
-                                                   "nodes", "interruptions-per-hour", "provider"};
+                                                   "nodes", "interruptions-per-hour", "provider", "workdir-limit"};
   Args a;
   for (size_t i = 0; i < in.size(); ++i) {
     std::string arg = in[i];
     if (arg == "--json" || arg == "--wait") {
       (arg == "--json" ? a.json : a.wait) = true;
+      continue;
+    }
+    const bool logs = a.words.size() >= 2 && a.words[0] == "runs" && a.words[1] == "logs";
+    if ((arg == "-f" && logs) || arg == "--follow") {
+      a.follow = true;
       continue;
     }
     if (arg == "-f") arg = "--file";
@@ -180,11 +192,70 @@ int preset_list(cli::Context& c) {
   return kExitOk;
 }
 
+// A spec whose workload.workdir names a folder (a path, relative to the spec file's directory, not "sha256:..."):
+// the folder is packed (api/workdir_pack.h), uploaded unless the daemon has those bytes already, and named by its
+// hash in the spec sent. kExitOk, or the exit code after the message.
+int upload_workdir(cli::Context& c, const Args& a, json& spec) {
+  if (!spec.is_object() || !spec.contains("workload") || !spec["workload"].is_object()) return kExitOk;
+  json& w = spec["workload"];
+  if (!w.contains("workdir") || !w["workdir"].is_string() || w["workdir"].get<std::string>().starts_with("sha256:"))
+    return kExitOk;
+  std::filesystem::path dir(w["workdir"].get<std::string>());
+  if (dir.is_relative()) dir = std::filesystem::path(a.flags.at("file")).parent_path() / dir;
+  double limit_mb = 100;
+  if (auto it = a.flags.find("workdir-limit"); it != a.flags.end()) {
+    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), limit_mb);
+    if (ec != std::errc() || p != it->second.data() + it->second.size() || !(limit_mb > 0) || limit_mb > 1e6)
+      return usage(c.err, "--workdir-limit must be megabytes, above 0 and at most 1e6");
+  }
+  char tmpl[] = "/tmp/tsum-workdir-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  if (fd < 0) {
+    c.err << "tsumd: cannot make a temporary file in /tmp\n";
+    return kExitFailure;
+  }
+  ::close(fd);
+  const std::string archive = tmpl;
+  struct Remove {
+    std::string path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove_archive{archive};
+  auto packed = pack_workdir(dir.string(), archive, static_cast<std::uint64_t>(limit_mb * 1e6));
+  if (!packed) {
+    c.err << "tsumd: " << packed.error().detail << "\n";
+    return kExitUsage;
+  }
+  int code = 0;
+  auto have = c.raw("GET", "/v1/workdirs/" + packed->sha256);
+  if (!have) {
+    c.err << "tsumd: " << have.error().detail << "\n";
+    return kExitUnreachable;
+  }
+  const bool upload = have->status == 404;
+  if (!upload && !have->ok()) {
+    c.err << "tsumd: " << have->detail() << "\n";
+    return exit_code_for(have->status);
+  }
+  if (upload) {
+    std::ifstream in(archive, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    if (!c.call("POST", "/v1/workdirs", &code, bytes.str())) return code;
+  }
+  char size[32];
+  std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(packed->file_bytes) / 1e6);
+  c.err << "workdir " << dir.string() << ": " << packed->files << " files, " << size
+        << (upload ? ", uploaded" : ", already on the daemon") << " as sha256:" << packed->sha256.substr(0, 12) << "\n";
+  w["workdir"] = "sha256:" + packed->sha256;
+  return kExitOk;
+}
+
 int experiment_create(cli::Context& c, const Args& a) {
   int code = 0;
   if (auto it = a.flags.find("preset"); it != a.flags.end()) return preset_create(c, a, it->second);
   auto spec = read_spec(a, c.err, &code);
   if (!spec) return code;
+  if (int up = upload_workdir(c, a, *spec); up != kExitOk) return up;
   const auto timeout_s = wait_timeout(a);
   if (!timeout_s) return usage(c.err, "--timeout must be a positive number of seconds");
   auto r = c.call("POST", "/v1/experiments", &code, spec->dump());
@@ -334,6 +405,7 @@ int plan(cli::Context& c, const Args& a) {
   if (r->json.value("objective", "") == "serve") return plan_serve(c, r->json);
   c.out << "objective " << r->json["objective"].get<std::string>() << ", from " << r->json["history_runs"]
         << " done runs\n";
+  if (r->json.contains("machine_cache")) c.out << "install and load_data: " << r->json["machine_cache"]["note"].get<std::string>() << "\n";
   std::vector<std::vector<std::string>> rows;
   int rank = 0;
   for (const auto& e : r->json["ranked"])
@@ -489,6 +561,7 @@ int search(cli::Context& c, const Args& a) {
   if (verb != "create") return usage(c.err, "search needs create, list or show");
   auto spec = read_spec(a, c.err, &code);
   if (!spec) return code;
+  if (int up = upload_workdir(c, a, *spec); up != kExitOk) return up;
   const auto timeout_s = wait_timeout(a);
   if (!timeout_s) return usage(c.err, "--timeout must be a positive number of seconds");
   auto r = c.call("POST", "/v1/searches", &code, spec->dump());
@@ -554,6 +627,39 @@ bool is_client_command(const std::vector<std::string>& args) {
   return false;
 }
 
+// `runs logs ID [-f]`: the run's output as the daemon holds it; with -f, long polls (wait=20) until the run has
+// ended and every line is out. Lines of a run with several sources (nodes, attempts) are prefixed with theirs; a
+// jump in a source's line numbers (the middle a long log does not keep) is said where it is.
+int runs_logs(cli::Context& c, const Args& a, const std::string& id) {
+  if (!positive_id(id)) return usage(c.err, "runs logs needs a run id, a positive number");
+  int code = 0;
+  int64_t after = 0;
+  std::map<std::string, int64_t> next_n;
+  for (;;) {
+    auto r = c.call("GET", "/v1/runs/" + id + "/logs?after=" + std::to_string(after) + (a.follow ? "&wait=20" : ""),
+                    &code);
+    if (!r) return code;
+    const json& lines = r->json["lines"];
+    for (const auto& l : lines) {
+      if (c.json) {
+        c.out << l.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+        continue;
+      }
+      const std::string source = l["source"];
+      const int64_t n = l["n"];
+      if (auto it = next_n.find(source); it != next_n.end() && n > it->second)
+        c.out << "[... " << n - it->second << " lines not kept: a run keeps its first and its last lines ...]\n";
+      next_n[source] = n + 1;
+      if (next_n.size() > 1 || source != "a1n0") c.out << "[" << source << "] ";
+      c.out << l["text"].get<std::string>() << "\n";
+    }
+    c.out.flush();
+    after = r->json["after"].get<int64_t>();
+    if (r->json["done"].get<bool>() || (!a.follow && lines.empty())) break;
+  }
+  return kExitOk;
+}
+
 int run_client(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool interactive) {
   auto a = parse_args(args);
   if (!a) return usage(err, a.error().detail);
@@ -575,6 +681,7 @@ int run_client(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (cmd == "preset" && a->words.size() == 2 && a->words[1] == "list") return preset_list(c);
   if (cmd == "runs" && a->words.size() == 2 && a->words[1] == "list") return runs_list(c, *a);
   if (cmd == "runs" && a->words.size() == 3 && a->words[1] == "join") return runs_join(c, a->words[2]);
+  if (cmd == "runs" && a->words.size() == 3 && a->words[1] == "logs") return runs_logs(c, *a, a->words[2]);
   return usage(err, "unknown client command '" + cmd + (a->words.size() > 1 ? " " + a->words[1] : "") + "'");
 }
 

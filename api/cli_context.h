@@ -20,6 +20,11 @@ class Context {
   std::optional<Reply> call(const std::string& method, const std::string& target, int* code,
                             const std::string& body = "");
 
+  // The exchange as it is, whatever its status (unavailable when the daemon cannot be reached).
+  Result<Reply> raw(const std::string& method, const std::string& target, const std::string& body = "") {
+    return http_.call(method, target, body);
+  }
+
   std::ostream& out;
   std::ostream& err;
   const bool json;         // print the daemon's JSON instead of tables

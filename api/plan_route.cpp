@@ -41,7 +41,20 @@ std::optional<double> number_param(const Request& req, const char* key, double h
 struct History {
   std::vector<billing::MeasuredRun> runs;
   std::vector<double> restarts;  // of resumed attempts (spot), seconds
+  int warm = 0, cold = 0;        // runs whose install and load_data found the machine's cache, or downloaded
 };
+
+// Whether the plan's runs measured install and load_data alike: {"warm_runs", "cold_runs", "note"}.
+json cache_note(const History& h) {
+  std::string note = h.cold == 0   ? "every run's install and load_data found the machine warm (its cache, or an image "
+                                     "already there): the plan compares them alike"
+                     : h.warm == 0 ? "every run's install and load_data downloaded and unpacked (a cold machine): the "
+                                     "plan compares them alike"
+                                   : std::to_string(h.warm) + " runs found the machine warm and " + std::to_string(h.cold) +
+                                         " downloaded (cold): their install and load_data differ for that reason, "
+                                         "not for the configuration's";
+  return {{"warm_runs", h.warm}, {"cold_runs", h.cold}, {"note", note}};
+}
 
 // Calls `each` with every run (as GET /v1/runs/{id} shows it) of every experiment whose workload is `workload`:
 // what the planner learns from.
@@ -71,6 +84,7 @@ Result<History> history(daemon::Store& store, daemon::Views& views, const json& 
     bool known = true;
     for (auto name : billing::kPhaseNames) known = known && phases[std::string(name)].is_number();
     if (!known) return;
+    ++(daemon::ran_cold(run) ? h.cold : h.warm);
     billing::MeasuredRun m;
     std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
     const int nodes = run.value("nodes", 1);
@@ -282,6 +296,7 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
     json out = billing::plan_to_json(*plan);
     out["experiment_id"] = exp_id;
     out["history_runs"] = runs->size();
+    out["machine_cache"] = cache_note(*past);
     co_return json_response(200, out);
   });
 }

@@ -10,6 +10,7 @@
 #include "api/app.h"
 #include "api/http_client.h"
 #include "daemon/run_status.h"
+#include "daemon/spot_risk.h"
 
 namespace tsum::api {
 
@@ -56,6 +57,18 @@ std::string format_table(const json& exp) {
     std::string reason = run.value("reason", "");
     put("   %s\n", run["status"].get<std::string>() + (reason.empty() ? "" : ": " + reason));
   }
+  // Whether the configs were compared under the same conditions: each run's install and load_data, warm (the
+  // machine's cache, filled before each run by its unmeasured warm-up) or cold (downloaded and unpacked).
+  int warm = 0, cold = 0;
+  for (const auto& run : exp["runs"]) {
+    if (run["status"] == "done") ++(daemon::ran_cold(run) ? cold : warm);
+  }
+  if (warm + cold > 0)
+    out += cold == 0   ? "\ninstall and load_data: warm in every run (the machine's cache, filled before each run by an "
+                         "unmeasured warm-up)\n"
+           : warm == 0 ? "\ninstall and load_data: cold in every run (downloaded and unpacked)\n"
+                       : "\ninstall and load_data: " + std::to_string(warm) + " runs warm, " + std::to_string(cold) +
+                             " cold: not comparable\n";
   const auto& s = exp["summary"];
   out += "\n";
   for (const auto& [rule, best] : s["cheapest"].items()) {

@@ -10,8 +10,8 @@ Environment: KILLS (100) kill -9 points, OFFLINE_S (300) how long the agent's da
 kill9     tsumd serves the trace provider (recorded phases replayed at 4x) and the local one (real tsum-train runs of
           the MNIST CNN), several runs live, experiments with budgets queued behind them. KILLS times: kill -9 at a
           random moment (0.05-3 s after it answers), read the database as the killed daemon left it, start it again
-          on the same database. Counted after each restart: runs that were live at the kill and are not terminal
-          30 s later (stuck); agent processes and sandboxes of runs that are terminal (orphans); phase marks and
+          on the same database and port. Counted after each restart: runs that were live at the kill and are not
+          terminal 120 s later (stuck: a local run is taken back and finishes, a trace run is settled); agent processes and sandboxes of runs that are terminal (orphans); phase marks and
           epochs committed before the kill and missing or changed after it (lost); then, at the end: done runs
           without all 16 marks, every experiment's charge against its budget, processes left after a SIGTERM.
 diskfull  the database on a 16 MiB tmpfs: fill it while runs are live. The daemon must refuse new work with 503
@@ -161,7 +161,7 @@ def part_kill9(root):
             if all(now_runs[rid][0] in TERMINAL for rid in live_at_kill):
                 settle.append(time.monotonic() - t0)
                 break
-            if time.monotonic() - t0 > 30:
+            if time.monotonic() - t0 > 120:
                 stuck += sum(1 for rid in live_at_kill if now_runs[rid][0] not in TERMINAL)
                 print(f"  kill {i + 1}: stuck: " + ", ".join(f"run {rid} {now_runs[rid][0]}" for rid in live_at_kill
                                                              if now_runs[rid][0] not in TERMINAL), flush=True)
@@ -232,7 +232,7 @@ def part_kill9(root):
     budgeted = [e for e in budgets if budgets[e]]
     print(f"  experiments with a budget: {len(budgeted)}; highest spend / budget: "
           f"{max((spent.get(e, 0) / budgets[e] for e in budgeted), default=0):.3f}")
-    goal(stuck == 0, f"0 runs stuck non-terminal 30 s after a restart (got {stuck})")
+    goal(stuck == 0, f"0 runs stuck non-terminal 120 s after a restart (got {stuck})")
     goal(orphans_p == 0 and orphans_s == 0 and not left,
          f"0 orphans (processes of terminal runs {orphans_p}, sandboxes {orphans_s}, processes after SIGTERM {len(left)})")
     goal(lost == 0 and changed == 0, f"0 committed marks or epochs lost ({lost}) or changed ({changed})")

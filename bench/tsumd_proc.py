@@ -27,7 +27,7 @@ def free_port():
 
 class Daemon:
     """tsumd serve on one database, its log appended to WORK/tsumd.log; start() again after kill() reuses the
-    database (on a new port)."""
+    database and the port (a daemon keeps its URL: the machines of the runs it takes back reach it there)."""
 
     def __init__(self, tsumd, work, db, extra, preexec=None):
         self.tsumd, self.work, self.db, self.extra, self.proc = tsumd, work, db, extra, None
@@ -35,7 +35,7 @@ class Daemon:
         self.token = subprocess.check_output([tsumd, "token", "create", "--db", db], text=True).strip()
 
     def start(self, wait_s=30):
-        self.port = free_port()
+        self.port = getattr(self, "port", None) or free_port()
         log = open(os.path.join(self.work, "tsumd.log"), "a")
         self.proc = subprocess.Popen([self.tsumd, "serve", "--db", self.db, "--listen", f"127.0.0.1:{self.port}"] +
                                      self.extra, stdout=log, stderr=log, preexec_fn=self.preexec)

@@ -137,10 +137,11 @@ void RunManager::finish(int64_t run_id, RunStatus status, const std::string& rea
   (void)s_.tokens.revoke_run(run_id);
 }
 
-asio::awaitable<void> RunManager::run_one(std::shared_ptr<LiveRun> live) {
+asio::awaitable<void> RunManager::run_one(std::shared_ptr<LiveRun> live, std::shared_ptr<Launch> adopted) {
   std::pair<RunStatus, std::string> outcome{RunStatus::failed, "internal error"};
   try {
-    outcome = co_await provision_and_watch(*live);
+    if (adopted) outcome = co_await watch(*live, *adopted);
+    else outcome = co_await provision_and_watch(*live);
   } catch (const std::exception& e) {
     outcome = {RunStatus::failed, std::string("internal error: ") + e.what()};
   }
@@ -221,6 +222,7 @@ struct RunManager::Launch {
 asio::awaitable<RunManager::Outcome> RunManager::provision_and_watch(LiveRun& live) {
   Launch launch;
   if (auto failed = co_await prepare_launch(live, launch)) co_return *failed;
+  if (auto failed = co_await warm_machine_cache(live, launch)) co_return *failed;
   if (auto failed = co_await create_machines(live, launch)) co_return *failed;
   co_return co_await watch(live, launch);
 }
@@ -288,7 +290,9 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::prepare_launch(L
   spec.env = std::move(*env);
   spec.env["TSUM_RUN_ID"] = spec.run_id;
   spec.env["TSUM_TOKEN"] = *token;
-  if (config.runtime == "docker" || workload.kind == "job") {  // a job runs in Docker
+  // A job runs in Docker when it names an image (a command job always does); a folder job without one runs on
+  // the machine itself.
+  if (config.runtime == "docker" || (workload.kind == "job" && !workload.image.empty())) {
     spec.runtime = "docker";
     spec.env["TSUM_RUNTIME"] = "docker";
     spec.env["TSUM_IMAGE"] = workload.image;
@@ -300,6 +304,39 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::prepare_launch(L
     spec.env["TSUM_NODES"] = std::to_string(row->nodes);
     spec.env["TSUM_DIST"] = config.dist;
   }
+  co_return std::nullopt;
+}
+
+asio::awaitable<std::optional<RunManager::Outcome>> RunManager::warm_machine_cache(LiveRun& live, Launch& l) {
+  if (!l.provider->capabilities().machine_cache || l.row.nodes > 1) co_return std::nullopt;
+  providers::LaunchSpec spec = l.spec;
+  spec.env["TSUM_WARM_ONLY"] = "1";
+  spec.idempotency_token += "-warm";
+  auto h = co_await l.provider->create(l.offer, spec);
+  if (!h) co_return Outcome{RunStatus::failed, "warming the machine's cache: create failed: " + h.error().detail};
+  const auto deadline = std::chrono::steady_clock::now() + l.run_deadline;
+  std::string detail = "the run's deadline passed";
+  bool ok = false;
+  for (milliseconds backoff(50);; backoff = std::min(backoff * 2, milliseconds(500))) {
+    if (live.cancel_reason) {
+      detail.clear();
+      break;
+    }
+    auto st = co_await l.provider->describe(*h);
+    if (st && st->state != InstanceState::running && st->state != InstanceState::pending) {
+      detail = st->detail;
+      ok = st->exit_status == 0;
+      break;
+    }
+    if (std::chrono::steady_clock::now() + backoff > deadline) break;
+    co_await sleep_for(backoff);
+  }
+  (void)co_await l.provider->terminate(*h);
+  if (live.cancel_reason) co_return Outcome{RunStatus::cancelled, *live.cancel_reason};
+  // A warm-up is for comparability, not a gate: where it failed, the run goes on and meets the failure itself
+  // (with its phases measured and its own reason), or measures a cold install.
+  if (!ok) log_line("run " + std::to_string(live.id) + ": the warm-up of the machine's cache failed (" + detail +
+                    "; its output is in the run's log); the run goes on");
   co_return std::nullopt;
 }
 
@@ -532,8 +569,14 @@ Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Prov
     std::string argv, vars;
     for (const auto& a : w.command) argv += (argv.empty() ? "" : " ") + quoted(a);
     for (const auto& [k, v] : w.env) vars += (vars.empty() ? "" : " ") + std::string("-e ") + quoted(k + "=" + v);
-    env["TSUM_JOB_COMMAND"] = argv;
+    if (!w.command.empty()) env["TSUM_JOB_COMMAND"] = argv;
     env["TSUM_JOB_ENV"] = vars;
+    if (!w.run.empty()) env["TSUM_JOB_RUN"] = w.run;
+    if (!w.setup.empty()) env["TSUM_JOB_SETUP"] = w.setup;
+    if (!w.workdir_sha256.empty()) {
+      env["TSUM_WORKDIR_URL"] = "/v1/blobs/" + w.workdir_sha256;
+      env["TSUM_WORKDIR_SHA256"] = w.workdir_sha256;
+    }
   } else {
     env["TSUM_TRAIN_ARGS"] = w.train_args(gpus);
     if (w.kind == "serve") env["TSUM_LOAD_ARGS"] = w.load_args();
@@ -650,6 +693,7 @@ asio::awaitable<void> RunManager::reconcile() {
     log_line("reconcile: " + unfinished.error().detail);
     co_return;
   }
+  std::set<std::string> adopted;  // instance ids of runs taken back: not strays
   for (const auto& r : *unfinished) {
     std::string was(status_name(r.status));
     auto* p = s_.providers.get(r.provider);
@@ -662,14 +706,28 @@ asio::awaitable<void> RunManager::reconcile() {
       reason = "daemon restarted while the run was " + was + "; provider " + r.provider + " is not configured";
     } else {
       auto h = InstanceHandle::from_json(*r.instance);
-      bool all_gone = true;
+      bool all_gone = true, all_running = r.status != RunStatus::terminating;
       for (const auto& m : providers::node_handles(h)) {
         auto st = co_await p->describe(m);
         all_gone = all_gone && st && st->state == InstanceState::gone;
+        all_running = all_running && st && (st->state == InstanceState::running || st->state == InstanceState::pending);
       }
       if (all_gone) {
         reason = "instance " + h.id + " was gone after a daemon restart (run was " + was + ")";
         machine_gone = true;
+      } else if (all_running) {
+        // Its machines outlived the restart: the run goes on. Its agent spooled what it sent meanwhile (events,
+        // output lines) and sends it now.
+        if (auto st = adopt(r, *p, h); st) {
+          for (const auto& m : providers::node_handles(h)) adopted.insert(m.id);
+          log_line("reconcile: run " + std::to_string(r.id) + " (" + was + ") goes on on instance " + h.id);
+          continue;
+        } else {
+          reason = "daemon restarted while the run was " + was + "; it could not be taken back: " + st.error().detail;
+          auto t = co_await terminate_and_time(r.id, *p, h);
+          if (!t) reason += "; instance " + h.id + " could not be terminated: " + t.error().detail;
+          machine_gone = t.ok();
+        }
       } else {
         auto t = co_await terminate_and_time(r.id, *p, h);
         reason = "daemon restarted while the run was " + was + "; instance " + h.id +
@@ -702,11 +760,37 @@ asio::awaitable<void> RunManager::reconcile() {
       continue;
     }
     for (const auto& h : *strays) {
+      if (adopted.count(h.id)) continue;
       auto t = co_await p->terminate(h);
       log_line("reconcile: stray " + std::string(p->name()) + " instance " + h.id +
                (t ? " terminated" : " could not be terminated: " + t.error().detail));
     }
   }
+}
+
+Status RunManager::adopt(const RunRow& r, providers::Provider& p, const InstanceHandle& h) {
+  auto exp = s_.store.experiment(r.experiment_id);
+  if (!exp) return exp.error();
+  auto l = std::make_shared<Launch>();
+  l->row = r;
+  l->provider = &p;
+  l->instance = h;
+  l->run_deadline = exp->spec.deadline_s
+                        ? std::min<std::chrono::seconds>(opts_.run_deadline, std::chrono::seconds(*exp->spec.deadline_s))
+                        : opts_.run_deadline;
+  // The deadlines count from the first create, which the ledger has on the daemon's clock (startup's begin).
+  auto phases = s_.ledger.phases(r.id);
+  if (!phases) return phases.error();
+  double since = 0;
+  if (auto it = phases->find(Phase::startup); it != phases->end() && it->second.begin &&
+                                              it->second.begin->clock == ClockDomain::daemon)
+    since = std::max(0.0, s_.clock.now_s() - it->second.begin->t);
+  l->t0 = std::chrono::steady_clock::now() -
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(since));
+  auto live = std::make_shared<LiveRun>(io_, QueueEntry{r.id, r.experiment_id, r.provider, r.instance_type, r.nodes});
+  live_[r.id] = live;
+  asio::co_spawn(io_, run_one(live, l), asio::detached);
+  return {};
 }
 
 asio::awaitable<void> RunManager::shutdown(std::chrono::milliseconds deadline) {

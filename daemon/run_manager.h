@@ -101,14 +101,23 @@ class RunManager {
   boost::asio::awaitable<void> dispatch_loop();
   // Starts the runs admit() picked that the budget allows; refuses the ones it never will.
   void start_within_budget(const std::vector<int64_t>& picked, std::map<int64_t, QueueEntry>& by_id);
-  boost::asio::awaitable<void> run_one(std::shared_ptr<LiveRun> live);
   struct Launch;
+  // A run from its dispatch to its end; an `adopted` one (reconcile(): its machine outlived a daemon restart) is
+  // only watched, from where it is, and ended as any other.
+  boost::asio::awaitable<void> run_one(std::shared_ptr<LiveRun> live, std::shared_ptr<Launch> adopted = nullptr);
+  // A restarted daemon takes back a run whose machines still run: it is live again, watched as before.
+  Status adopt(const RunRow& r, providers::Provider& p, const providers::InstanceHandle& h);
   using Outcome = std::pair<RunStatus, std::string>;  // how a run ended, and why
   // The run's body up to (not including) termination: prepare_launch, create_machines, watch.
   boost::asio::awaitable<Outcome> provision_and_watch(LiveRun& live);
   // Reads the run, its experiment and its offer, begins its attempt and builds the agent's LaunchSpec; an
   // outcome if the run ends here.
   boost::asio::awaitable<std::optional<Outcome>> prepare_launch(LiveRun& live, Launch& l);
+  // On a provider whose machines keep a cache: the agent in warm-up mode (TSUM_WARM_ONLY) fills it with the run's
+  // bundle, image, data set and folder job's setup, unmeasured, before the run's own machine starts. Every run then
+  // finds its install and load_data warm, whichever came first. An outcome only when the run was cancelled
+  // meanwhile; a warm-up that failed leaves the run to meet the failure itself.
+  boost::asio::awaitable<std::optional<Outcome>> warm_machine_cache(LiveRun& live, Launch& l);
   // One create per node (one for a gang provider), each recorded in the ledger as it is made; then booting.
   boost::asio::awaitable<std::optional<Outcome>> create_machines(LiveRun& live, Launch& l);
   // Until the run ends: cancels, the agent's events, deadlines, budget caps, spot notices, the provider's polls.

@@ -71,4 +71,13 @@ billing::SpotModel spot_model(const SpotExposure& seen, const RunConfig::SpotRec
   return m;
 }
 
+bool ran_cold(const nlohmann::json& run_view) {
+  const auto metrics = run_view.value("metrics", nlohmann::json::object());
+  auto method = [&](const char* key) {
+    return metrics.contains(key) && metrics[key].is_object() ? metrics[key].value("method", "") : std::string();
+  };
+  const std::string installed = method("install"), loaded = method("data");
+  return installed == "bundle" || installed == "pull" || loaded == "download";
+}
+
 }  // namespace tsum::daemon

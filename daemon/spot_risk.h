@@ -26,6 +26,10 @@ std::vector<double> restarts_of(const nlohmann::json& run_view);
 // a phase is not known.
 nlohmann::json one_machine_phases(const nlohmann::json& run_view);
 
+// Whether a run view's install or load_data was cold: it downloaded the bundle or the data set, or pulled its
+// image, where a warm machine finds them in its cache. What tells configs measured alike from configs that were not.
+bool ran_cold(const nlohmann::json& run_view);
+
 // The interruption model of one spot candidate: its type's rate (billing::estimate_spot_rate over `seen`, from
 // `prior_rate`), the run's recovery policy, the on-demand price it falls back to, AWS's free first hour, and the
 // mean of `restarts` (empty: the plan's own phases stand in, as the basis says).

@@ -71,6 +71,12 @@ namespace tsum::daemon {
 
 Status check_datasets(const ExperimentSpec& spec, Datasets& datasets) {
   for (const auto& w : spec.workloads) {
+    if (!w.workdir_sha256.empty()) {
+      auto folder = datasets.workdir(w.workdir_sha256);
+      if (!folder && folder.code() == Code::not_found)
+        return make_error(Code::invalid_argument, "workload.workdir: " + folder.error().detail);
+      if (!folder) return folder.error();
+    }
     if (w.dataset.empty() || !w.dataset_url.empty()) continue;  // none, or one the agent fetches (checked)
     auto d = datasets.get(w.dataset);
     if (!d && d.code() == Code::not_found)

@@ -60,7 +60,7 @@ json phase_metrics(const Phases& phases, const std::vector<json>& epochs) {
     if (const json* a = end_attrs(phases, phase))
       for (const char* k : keys)
         if (a->contains(k)) metrics[k] = (*a)[k];
-  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image", "sha256", "gpu_probe"}},
+  for (auto [phase, key, fields] : {std::tuple{Phase::install, "install", std::vector<const char*>{"method", "bytes", "image", "sha256", "gpu_probe", "workdir", "setup"}},
                                     {Phase::load_data, "data", {"name", "format", "method", "bytes", "sha256"}},
                                     {Phase::save, "marks", {"derived", "malformed", "exit_status"}}}) {
     const json* a = end_attrs(phases, phase);

@@ -25,7 +25,8 @@ constexpr std::string_view kFields[] = {"kind",      "model",  "dataset",   "opt
                                         "augment",   "precision", "device",  "epochs",    "batch",   "limit",
                                         "test_limit", "threads", "mode",     "source",    "iterations", "max_batch",
                                         "max_delay_ms", "input", "concurrency", "rate", "arrivals", "bound_ms",
-                                        "window_s",  "service_ms", "image", "command",   "env"};
+                                        "window_s",  "service_ms", "image", "command",   "env",
+                                        "workdir",   "setup",  "run"};
 constexpr std::string_view kServeFields[] = {"max_batch", "max_delay_ms", "input", "concurrency", "rate",
                                              "arrivals",  "bound_ms",     "window_s", "service_ms"};
 // Fields whose list is one workload's sweep, never alternatives (infer's "batch" is one too).
@@ -165,6 +166,17 @@ Status apply_job_field(Workload& w, const std::string& field, const json& v) {
         return bad_field("env." + k, "must be a string of at most 4096 bytes");
       w.env[k] = x.get<std::string>();
     }
+  } else if (field == "workdir") {
+    // What the client uploaded: "sha256:HEX" (POST /v1/workdirs; `tsumd experiment create` packs a folder's path).
+    if (!v.is_string() || !v.get<std::string>().starts_with("sha256:") || !is_sha256_hex(v.get<std::string>().substr(7)))
+      return bad_field(field, "must be \"sha256:HEX\", a folder uploaded with POST /v1/workdirs (tsumd experiment create "
+                              "-f SPEC uploads the folder a path names)");
+    w.workdir_sha256 = v.get<std::string>().substr(7);
+  } else if (field == "setup" || field == "run") {
+    if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 65536 ||
+        v.get<std::string>().find('\0') != std::string::npos)
+      return bad_field(field, "must be a shell command line of 1 to 65536 bytes, without NUL");
+    (field == "setup" ? w.setup : w.run) = v.get<std::string>();
   } else if (field == "image") {
     auto text_value = text(v, field);
     if (!text_value) return text_value.error();
@@ -284,7 +296,8 @@ Status apply(Workload& w, const std::string& field, const json& v) {
     w.source = *s;
   } else if (listed(kServeFields, field)) {
     return apply_serve_field(w, field, v);
-  } else if (field == "command" || field == "env" || field == "image") {
+  } else if (field == "command" || field == "env" || field == "image" || field == "workdir" || field == "setup" ||
+             field == "run") {
     return apply_job_field(w, field, v);
   }
   return {};
@@ -309,17 +322,26 @@ Status check_serve(Workload& w, const json& given) {
 
 // What one expanded workload must satisfy as a whole; the data set's default is the model's.
 Status check(Workload& w, const json& given) {
-  if (given.contains("command") || w.kind == "job") {
+  if (given.contains("command") || given.contains("run") || w.kind == "job") {
     w.kind = "job";
-    static constexpr std::string_view kJobFields[] = {"kind", "image", "command", "env", "dataset"};
+    static constexpr std::string_view kJobFields[] = {"kind", "image", "command", "env", "dataset", "workdir", "setup", "run"};
     for (const auto& [key, _] : given.items())
-      if (!listed(kJobFields, key)) return bad_field(key, "is tsum-train's; a job takes image, command, env and dataset");
-    if (w.command.empty()) return bad_field("command", "a job needs the command it runs, e.g. [\"python3\", \"train.py\"]");
-    if (w.image.empty()) return bad_field("image", "a job names the container image its command runs in");
+      if (!listed(kJobFields, key))
+        return bad_field(key, "is tsum-train's; a job takes image, command or workdir, setup and run, env and dataset");
+    if (given.contains("command") && given.contains("run"))
+      return bad_field("run", "a job is a command in an image, or a folder's setup and run: not both");
+    if (w.command.empty() && w.run.empty())
+      return bad_field("run", "a job needs what it runs: \"run\", a shell line (with \"workdir\" and \"setup\"), or "
+                              "\"command\", e.g. [\"python3\", \"train.py\"], in an image");
+    if (w.run.empty() && (given.contains("workdir") || given.contains("setup")))
+      return bad_field(given.contains("workdir") ? "workdir" : "setup", "goes with \"run\", the shell line the folder's job runs");
+    if (!w.command.empty() && w.image.empty()) return bad_field("image", "a job's command runs in a container image: name it");
     if (!given.contains("dataset")) w.dataset.clear();  // none unless named; any format will do
     return {};
   }
-  if (given.contains("env")) return bad_field("env", "belongs to a user's job (with a command)");
+  if (given.contains("env")) return bad_field("env", "belongs to a user's job (with a command or a run)");
+  for (const char* f : {"workdir", "setup"})
+    if (given.contains(f)) return bad_field(f, "goes with \"run\", the shell line the folder's job runs");
   static constexpr std::string_view kTrainOnly[] = {"optimizer", "lr", "decay", "augment", "epochs", "limit", "test_limit"};
   static constexpr std::string_view kInferOnly[] = {"mode", "source", "iterations"};
   if (w.kind != "train")
@@ -417,7 +439,12 @@ std::string Workload::load_args() const {
 
 json Workload::to_json() const {
   if (kind == "job") {
-    json j = {{"kind", kind}, {"image", image}, {"command", command}, {"env", env}};
+    json j = {{"kind", kind}, {"env", env}};
+    if (!image.empty()) j["image"] = image;
+    if (!command.empty()) j["command"] = command;
+    if (!workdir_sha256.empty()) j["workdir"] = "sha256:" + workdir_sha256;
+    if (!setup.empty()) j["setup"] = setup;
+    if (!run.empty()) j["run"] = run;
     if (!dataset_url.empty())
       j["dataset"] = {{"url", dataset_url}, {"sha256", dataset_sha256}, {"format", dataset_format}, {"name", dataset}};
     else if (!dataset.empty())
@@ -472,8 +499,9 @@ Result<std::vector<Workload>> expand_workload(const json& j, size_t max, std::ve
   if (j.contains("kind") && j["kind"].is_array()) return bad_field("kind", "cannot be a list: make one experiment per kind");
   // A kind that is not a string is named by its own field's check below.
   const bool infer = json_or(j, "kind", std::string("train")) == "infer";  // "batch" is the sweep
-  if (j.contains("command") && json_or(j, "kind", std::string("job")) != "job")
-    return bad_field("command", "belongs to a user's job (\"kind\": \"job\", the default with a command)");
+  for (const char* f : {"command", "run"})
+    if (j.contains(f) && json_or(j, "kind", std::string("job")) != "job")
+      return bad_field(f, "belongs to a user's job (\"kind\": \"job\", the default with a command or a run)");
 
   // Each field's alternatives (one value unless the field holds a list).
   std::vector<std::pair<std::string, std::vector<json>>> axes;

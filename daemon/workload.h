@@ -29,6 +29,11 @@
 //     ("kind": "job", implied by the command): the command runs in the image with the data set at /tsum/data
 //     (read-only), /tsum/out writable (every file there is uploaded in save) and TSUM_EVENTS, a path where it
 //     may write its phase marks as JSON lines; it always runs in Docker.
+//   a folder job: {"workdir": "sha256:HEX", "setup": "pip install -r requirements.txt", "run": "python3 train.py",
+//     "image": "REF" (optional), "env", "dataset"} ("kind": "job"): the folder (uploaded with POST /v1/workdirs;
+//     `tsumd experiment create -f` packs the path a spec file names) is unpacked on the machine, `setup` runs in
+//     it during install and `run` during learn, in the image when one is named (the folder at /tsum/job), else
+//     on the machine itself. Output is shipped live (GET /v1/runs/{id}/logs).
 //
 // Any other field may be a list of alternatives (command and env never are): the workload expands to the product of its lists (fields in
 // the order above), e.g. {"optimizer": ["sgd", "adam"], "lr": [0.01, 0.001]} is 4 workloads. Each run of the
@@ -81,6 +86,9 @@ struct Workload {
   std::string image;  // the container image: tsum-train's (the docker runtime), or the job's
   std::vector<std::string> command;          // job: the program and its arguments, run in `image`
   std::map<std::string, std::string> env;    // job: its environment (besides TSUM_EVENTS)
+  std::string workdir_sha256;  // folder job: the folder uploaded (POST /v1/workdirs), by its sha256
+  std::string setup;           // folder job: the shell line install runs in the folder (cached per machine)
+  std::string run;             // folder job: the shell line learn runs in the folder
 
   // The tsum-train arguments for this workload on a machine with `gpus` GPUs (without --data and --checkpoint;
   // for infer, those of the "infer" subcommand, without --images).

@@ -34,6 +34,9 @@ struct Capabilities {
   // One create() makes all of LaunchSpec::nodes machines (a Slurm job of N nodes, one agent on each, each told
   // its TSUM_NODE). Other providers get nodes = 1, and the daemon calls create once per node of a multi-node run.
   bool gang_nodes = false;
+  // Its machines run one run after another and keep a cache of what they unpacked (TSUM_CACHE_DIR: the local host).
+  // The daemon fills it before each run, unmeasured, so every run of an experiment finds it warm.
+  bool machine_cache = false;
 };
 
 struct Requirements {
@@ -149,6 +152,8 @@ struct InstanceStatus {
   // The cloud took the machine back (a spot or preemptible machine's interruption: EC2's state reason
   // Server.SpotInstanceTermination, a GCE preemption, an Azure eviction), as its API says.
   bool interrupted = false;
+  // An exited machine's agent's exit status, where the provider knows it (the local host).
+  std::optional<int> exit_status = std::nullopt;
 };
 
 class Provider {

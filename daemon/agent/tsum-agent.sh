@@ -36,6 +36,9 @@
 #                                       $WORK (data, out, checkpoint); default "native"
 #   TSUM_REGISTRY_USER, TSUM_REGISTRY_PASSWORD   docker: log in to TSUM_IMAGE's registry first
 #   TSUM_TRAIN_ARGS                     extra tsum-train flags (model, optimizer, epochs, limits, threads, ...)
+#   TSUM_JOB_RUN, TSUM_JOB_SETUP        a folder job (TSUM_KIND=job): the shell lines learn and install run in the
+#                                       job's folder, in TSUM_IMAGE when set (the folder at /tsum/job), else here
+#   TSUM_WORKDIR_URL, TSUM_WORKDIR_SHA256   that folder (a tar.gz), unpacked in install
 #   TSUM_KIND                           train (default); infer: tsum-train infer, the sweep measured as learn;
 #                                       serve: node 0 runs tsum-train serve, node 1 tsum-train load (below)
 #   TSUM_LOAD_ARGS                      serve: the load client's tsum-train load flags (node 1)
@@ -45,6 +48,10 @@
 #   TSUM_DRAIN_S                        how long to keep retrying the spool at the end (default 600)
 #   TSUM_SAMPLE_S                       resource sampling interval in seconds (default 1)
 #   TSUM_CACHE_DIR                      the machine's cache of unpacked bundles and data sets (below); none if unset
+#   TSUM_WARM_ONLY                      "1": fill that cache (install and load_data, a folder job's setup) and exit
+#                                       0, posting no event: the daemon's unmeasured warm-up before a run, so that
+#                                       every run of an experiment finds the machine warm; its output goes to the
+#                                       run's log as source w<attempt>
 #   TSUM_NODES, TSUM_NODE               a multi-node run: this machine is node TSUM_NODE (0-based) of TSUM_NODES;
 #                                       every event carries "node", and in start the nodes meet (below)
 #   TSUM_DIST                           ring (default), ps or ps-async: how the nodes train together
@@ -76,6 +83,14 @@
 # stops it; node 1 waits for the rendezvous and runs tsum-train load against it (load_ready ends its start; each
 # load_level is a learn progress mark; load_end ends learn), then stops the server with a token both derive from
 # the run token. Neither verifies or saves a checkpoint; both upload their event logs.
+#
+# Output (GET /v1/runs/{id}/logs): a job's stdout and stderr, tsum-train's events and stderr, and the agent's own
+# messages go, each line stamped with CLOCK_BOOTTIME as it is read, to $WORK/run.log. A shipper sends its new
+# lines every half second to POST $TSUM_URL/v1/runs/$TSUM_RUN_ID/logs?source=a<attempt>n<node>&from=N&now=MONO,
+# N being the number of the first line sent; the daemon answers with the next number it expects, and the
+# shipper goes on from there (what it last heard is in $WORK/log.sent: "LINES BYTES"), so a send whose answer was
+# lost is sent again and dropped by the daemon, and a daemon that was away gets every line when it is back.
+# Before the last event (save's end, or an error) the agent sends every line left, within TSUM_DRAIN_S.
 set -u
 : "${TSUM_URL:?}" "${TSUM_RUN_ID:?}" "${TSUM_TOKEN:?}"
 WORK=$(pwd)
@@ -88,8 +103,23 @@ NODES=${TSUM_NODES:-1}
 NODE=${TSUM_NODE:-0}
 NODE_FIELD=""; [ "$NODES" -gt 1 ] && NODE_FIELD=",\"node\":$NODE"
 
-log() { echo "tsum-agent: $*" >&2; }
+LOG="$WORK/run.log"
+: >> "$LOG"
+log() {
+  echo "tsum-agent: $*" >&2
+  read -r up _ < /proc/uptime
+  printf '%s tsum-agent: %s\n' "$up" "$*" | tr -d '\r' >> "$LOG"
+}
 now() { read -r up _ < /proc/uptime; echo "$up"; }
+# stamp [COPY]: each line of stdin into the run's log, stamped as it is read (a job's output, tsum-train's stderr),
+# and as it is to COPY when named. Built-ins only: no process per line.
+stamp() {
+  while IFS= read -r line || [ -n "$line" ]; do
+    read -r up _ < /proc/uptime
+    printf '%s %s\n' "$up" "$line" >> "$LOG"
+    [ -z "${1:-}" ] || printf '%s\n' "$line" >> "$1"
+  done
+}
 
 # Resource sampling. A sample line is "mono_s cpu_ticks rss_bytes read_bytes write_bytes [gpu_util gpu_mem]",
 # cumulative over the session (a reaped child's CPU time and I/O move into its parent's counters).
@@ -148,7 +178,11 @@ dcurl() {
   curl ${CACERT:+--cacert "$CACERT"} ${TSUM_UNIX_SOCKET:+--unix-socket "$TSUM_UNIX_SOCKET"} \
     -H "Authorization: Bearer $TSUM_TOKEN" "$@"
 }
-json_str() { printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\037' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"; }
+# json_str TEXT: TEXT as a JSON string, its lines joined with " | ".
+json_str() {
+  printf '"%s"' "$(printf '%s' "$1" | awk 'NR > 1 { printf " | " } { printf "%s", $0 }' | tr -d '\000-\037' |
+    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"
+}
 
 flush() {
   for f in "$SPOOL"/*.json; do
@@ -164,6 +198,59 @@ flush() {
   done
 }
 
+# ship_logs: sends the run log's lines past those the daemon holds, 2,000 at a time. Fails (status 1) while the
+# daemon cannot be reached; a refusal (4xx other than 409: the run is over) ends the shipping.
+LOG_SOURCE="a${TSUM_ATTEMPT:-1}n${TSUM_NODE:-0}"
+[ -z "${TSUM_WARM_ONLY:-}" ] || LOG_SOURCE="w${TSUM_ATTEMPT:-1}"
+ship_logs() {
+  read -r sent_n sent_b 2>/dev/null < "$WORK/log.sent" || { sent_n=0; sent_b=0; }
+  while [ "$(wc -c < "$LOG")" -gt "$sent_b" ]; do
+    tail -c +"$((sent_b + 1))" "$LOG" | head -n 2000 > "$WORK/log.chunk"
+    k=$(wc -l < "$WORK/log.chunk")
+    [ "$k" -gt 0 ] || return 0  # a line still being written
+    # Whole lines only: a line being written when the chunk was cut waits for the next send.
+    head -n "$k" "$WORK/log.chunk" > "$WORK/log.body"
+    code=$(dcurl -sS -o "$WORK/log.resp" -w '%{http_code}' --connect-timeout 3 --max-time 15 \
+      -H 'Content-Type: text/plain; charset=utf-8' --data-binary "@$WORK/log.body" \
+      "$TSUM_URL/v1/runs/$TSUM_RUN_ID/logs?source=$LOG_SOURCE&from=$sent_n&now=$(now)" 2>>"$WORK/curl.err") || code=000
+    case $code in
+      200)
+        next=$(sed -n 's/.*"next":\([0-9]*\).*/\1/p' "$WORK/log.resp")
+        [ "${next:-0}" -ge $((sent_n + k)) ] || return 1  # not what was sent: ask again later
+        sent_n=$((sent_n + k)); sent_b=$((sent_b + $(wc -c < "$WORK/log.body"))) ;;
+      409) # the daemon holds fewer lines than this agent heard (its database went back): from its number
+        next=$(sed -n 's/.*"next":\([0-9]*\).*/\1/p' "$WORK/log.resp")
+        sent_n=${next:-0}; sent_b=$(head -n "$sent_n" "$LOG" | wc -c) ;;
+      4??) echo "tsum-agent: logs refused, HTTP $code: $(cat "$WORK/log.resp")" >&2
+           sent_n=-1; sent_b=$(wc -c < "$LOG") ;;  # nothing more goes
+      *) return 1 ;;
+    esac
+    [ "$sent_n" -ge 0 ] || { echo "$sent_n $sent_b" > "$WORK/log.sent"; return 0; }
+    echo "$sent_n $sent_b" > "$WORK/log.sent.tmp" && mv "$WORK/log.sent.tmp" "$WORK/log.sent"
+  done
+}
+# The shipper runs beside everything else until logs_final stops it.
+start_shipper() {
+  ( delay=1
+    while :; do
+      if ship_logs; then delay=1; else delay=$((delay < 10 ? delay * 2 : 20)); fi
+      sleep "$(( delay / 2 )).$(( delay % 2 * 5 ))"
+    done ) &
+  shipper=$!
+}
+# logs_final: the shipper stopped, every line left goes, retried within TSUM_DRAIN_S.
+logs_final() {
+  [ -n "${shipper:-}" ] && kill "$shipper" 2>/dev/null && wait "$shipper" 2>/dev/null
+  shipper=""
+  deadline=$(( $(date +%s) + ${TSUM_DRAIN_S:-600} ))
+  until ship_logs; do
+    [ "$(date +%s)" -ge "$deadline" ] && { echo "tsum-agent: the run's last output lines could not be sent" >&2; return 1; }
+    sleep 1
+  done
+}
+# last_lines N: the run log's last N lines, without their stamps.
+last_lines() { tail -n "$1" "$LOG" | cut -d' ' -f2-; }
+
 # samples_csv: every sample so far as dstat-like CSV, rates between consecutive samples.
 samples_csv() {
   echo "mono_s,cpu_pct,rss_bytes,read_bps,write_bps,gpu_util_pct,gpu_mem_bytes"
@@ -176,6 +263,7 @@ samples_csv() {
 
 # emit PHASE MARK MONO_S [ATTRS_JSON]. An end mark also carries the phase's stats since its begin mark.
 emit() {
+  [ -z "${TSUM_WARM_ONLY:-}" ] || return 0  # a warm-up is not measured
   SEQ=$((SEQ + 1))
   f=$(printf '%s/%06d' "$SPOOL" "$SEQ")
   extra=""
@@ -206,6 +294,7 @@ drain() {
 
 fail() {  # fail PHASE DETAIL
   log "$1 failed: $2"
+  logs_final
   emit "$1" error "$(now)" "{\"detail\":$(json_str "$2")}"
   drain
   exit 1
@@ -215,6 +304,7 @@ fail() {  # fail PHASE DETAIL
 # goes too, and the machine is left to the cloud.
 interrupted_exit() {
   log "interrupted: $1; the machine is the cloud's now"
+  logs_final
   drain
   exit 0
 }
@@ -273,14 +363,17 @@ upload_all() {
 # there (cp -al) instead of downloading and unpacking it again; its mark says "method":"cached". An entry is made
 # only after its download matched its sha256 (and, the trainer, after it ran here), appears whole (a rename), and
 # only the newest 2 of a kind are kept. Files are hard links: the trainer only reads the bundle and the data.
+# A folder job's folder after its setup is kept as a copy instead (kind "setup", keyed by the folder, the setup
+# line, the image and the environment): the job may write into its folder.
 CACHE=${TSUM_CACHE_DIR:-}
+cache_cp() { if [ "$1" = setup ]; then cp -a "$2" "$3"; else cp -al "$2" "$3"; fi; }
 cache_link() {  # KIND SHA DEST: DEST gets the entry's files; fails when there is none
-  [ -n "$CACHE" ] && [ -d "$CACHE/$1-$2" ] && cp -al "$CACHE/$1-$2/." "$3/" 2>/dev/null
+  [ -n "$CACHE" ] && [ -d "$CACHE/$1-$2" ] && cache_cp "$1" "$CACHE/$1-$2/." "$3/" 2>/dev/null
 }
 cache_keep() {  # KIND SHA SRC: SRC's files become the entry, unless there is one already
   [ -n "$CACHE" ] && [ ! -d "$CACHE/$1-$2" ] || return 0
   mkdir -p "$CACHE" 2>/dev/null && tmp=$(mktemp -d "$CACHE/.new.XXXXXX" 2>/dev/null) || return 0
-  if cp -al "$3/." "$tmp/" 2>/dev/null && mv -T "$tmp" "$CACHE/$1-$2" 2>/dev/null; then
+  if cache_cp "$1" "$3/." "$tmp/" 2>/dev/null && mv -T "$tmp" "$CACHE/$1-$2" 2>/dev/null; then
     ls -dt "$CACHE/$1-"* 2>/dev/null | tail -n +3 | while read -r old; do rm -rf "$old"; done
   else
     rm -rf "$tmp"
@@ -347,6 +440,7 @@ stop_trainer() {
         *libexec/tsum-train* | *bin/tsum-train* | 'docker '*) kill -TERM "$pid" 2>/dev/null ;;
       esac
     done
+  [ -s "$WORK/job.pid" ] && kill -TERM "$(cat "$WORK/job.pid")" 2>/dev/null
 }
 # watch_notice: until a notice is up; then the interrupted mark goes out at once (not behind the spool) and the
 # trainer is told to checkpoint.
@@ -381,10 +475,11 @@ checkpoint_upload() {
 # The sampler runs until the agent exits (or the instance is terminated with the whole session).
 ( while :; do sample; sleep "${TSUM_SAMPLE_S:-1}"; done ) &
 sampler=$!
+start_shipper
 watcher=""
 if [ -n "${TSUM_SPOT_NOTICE:-}" ]; then watch_notice & watcher=$!; fi
 cleanup() {
-  kill "$sampler" $watcher 2>/dev/null
+  kill "$sampler" $watcher ${shipper:-} 2>/dev/null
   # A machine that is not ours keeps nothing of the run (the spool is gone by now, or undeliverable).
   [ "${TSUM_POWEROFF:-}" = none ] && cd / && rm -rf "$WORK"
 }
@@ -410,6 +505,31 @@ else
   run_trainer() { "$WORK/tsum/bin/tsum-train" "$@"; }
 fi
 
+# job_exec LINE: a folder job's shell line, run in its folder: in TSUM_IMAGE (the folder at /tsum/job, the data
+# set at /tsum/data read-only, /tsum/out, /tsum/checkpoint, the machine's network), else here in $WORK/job. With
+# the job's environment, TSUM_DATA_DIR, TSUM_OUT_DIR, TSUM_CHECKPOINT_DIR, TSUM_EVENTS and PYTHONUNBUFFERED=1, so
+# that Python's prints reach the log as they are made. Here, the shell's pid goes to $WORK/job.pid (a notice
+# stops it).
+job_exec() {
+  line=$1
+  eval "set -- ${TSUM_JOB_ENV:-}"
+  if [ "${TSUM_RUNTIME:-native}" = docker ]; then
+    gpus=$(docker_gpus)
+    cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
+    # shellcheck disable=SC2086  # gpus is empty or two words
+    docker run --rm --network host $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/job:/tsum/job" -w /tsum/job \
+      -v "$WORK/data:/tsum/data:ro" -v "$WORK/out:/tsum/out" -v "$WORK/marks:/tsum/marks" -v "$CKPT:/tsum/checkpoint" \
+      -e PYTHONUNBUFFERED=1 -e TSUM_DATA_DIR=/tsum/data -e TSUM_OUT_DIR=/tsum/out -e TSUM_CHECKPOINT_DIR=/tsum/checkpoint \
+      -e TSUM_EVENTS=/tsum/marks/events "$@" --entrypoint /bin/sh "$TSUM_IMAGE" -c "$line"
+    return
+  fi
+  n=$#; i=0  # docker's "-e NAME=VALUE" words become env's NAME=VALUE
+  while [ "$i" -lt "$n" ]; do a=$1; shift; i=$((i + 1)); [ "$a" = -e ] || set -- "$@" "$a"; done
+  cd "$WORK/job" && env PYTHONUNBUFFERED=1 TSUM_DATA_DIR="$WORK/data" TSUM_OUT_DIR="$WORK/out" TSUM_CHECKPOINT_DIR="$CKPT" \
+    TSUM_EVENTS="$WORK/marks/events" "$@" /bin/sh -c 'echo $$ > "$0"; exec /bin/sh -c "$1"' "$WORK/job.pid" "$line"
+}
+
+[ -z "${TSUM_WARM_ONLY:-}" ] || log "warming this machine's cache for the run (not measured)"
 # install: the trainer bundle (download, check, unpack) or the workload image (pull unless present), then check
 # that tsum-train runs here. The install mark records the method and the bytes.
 emit install begin "$(now)"
@@ -436,6 +556,8 @@ if [ "${TSUM_RUNTIME:-native}" = docker ]; then
 elif [ "${TSUM_RUNTIME:-native}" = container ]; then
   method=image  # the container runtime pulled it before the agent started: startup's part
   install_attrs="{\"method\":\"image\",\"image\":$(json_str "${TSUM_IMAGE:-}")}"
+elif [ "${TSUM_KIND:-train}" = job ]; then
+  install_attrs='{"method":"none"}'  # a folder job on the machine itself: no trainer, no image
 else
   : "${TSUM_TRAINER_URL:?}" "${TSUM_TRAINER_SHA256:?}"
   if mkdir -p "$WORK/tsum" && cache_link trainer "$TSUM_TRAINER_SHA256" "$WORK/tsum"; then
@@ -458,12 +580,42 @@ if [ "${TSUM_KIND:-train}" != job ] && [ "${method:-}" != cached ]; then  # a jo
 fi
 # A GPU's sanity probe (tsum-train probe-gpu: a few seconds of matrix products and copies) goes in the install mark,
 # so a throttled or partitioned GPU (half of a K80, a MIG slice) shows on the run page and in the export.
-if [ -e "$WORK/have_gpu" ] && [ "${TSUM_KIND:-train}" != job ]; then
+if [ -e "$WORK/have_gpu" ] && [ "${TSUM_KIND:-train}" != job ] && [ -z "${TSUM_WARM_ONLY:-}" ]; then
   probe=$(run_trainer probe-gpu 2>"$WORK/probe.err" | tail -n 1)
   case "$probe" in
     '{"event":"gpu_probe",'*'}') install_attrs="${install_attrs%\}},\"gpu_probe\":$probe}" ;;
     *) log "probe-gpu: $(tail -n 1 "$WORK/probe.err")" ;;
   esac
+fi
+# A folder job: its folder unpacked into $WORK/job and its setup run there, in install. Where the machine keeps a
+# cache, the folder as setup left it is kept and the next run of the same folder, setup, image and environment
+# starts from a copy of it ("setup": "cached").
+if [ "${TSUM_KIND:-train}" = job ] && [ -n "${TSUM_JOB_RUN:-}" ]; then
+  key=$(printf '%s\n' "${TSUM_WORKDIR_SHA256:-}" "${TSUM_JOB_SETUP:-}" "${TSUM_IMAGE:-}" "${TSUM_JOB_ENV:-}" | sha256sum | cut -c1-64)
+  rm -rf "$WORK/job"; mkdir -p "$WORK/job" "$WORK/marks"
+  wbytes=0
+  if [ -n "${TSUM_JOB_SETUP:-}" ] && cache_link setup "$key" "$WORK/job"; then
+    setup=cached
+  else
+    rm -rf "$WORK/job"; mkdir -p "$WORK/job"
+    if [ -n "${TSUM_WORKDIR_SHA256:-}" ]; then
+      err=$(fetch "${TSUM_WORKDIR_URL:?}" "$TSUM_WORKDIR_SHA256" "$WORK/workdir.tar.gz") || fail install "workdir: $err"
+      wbytes=$(wc -c < "$WORK/workdir.tar.gz" | tr -d ' ')
+      tar -xzf "$WORK/workdir.tar.gz" -C "$WORK/job" --no-same-owner 2>"$WORK/install.err" ||
+        fail install "unpack the workdir: $(tail -n 1 "$WORK/install.err")"
+      rm -f "$WORK/workdir.tar.gz"
+    fi
+    setup=none
+    if [ -n "${TSUM_JOB_SETUP:-}" ]; then
+      log "setup: $TSUM_JOB_SETUP"
+      { ( job_exec "$TSUM_JOB_SETUP" ) 2>&1; echo $? > "$WORK/setup.rc"; } | stamp
+      rc=$(cat "$WORK/setup.rc")
+      [ "$rc" -eq 0 ] || fail install "setup exited with status $rc: $(last_lines 3)"
+      setup=ran
+      cache_keep setup "$key" "$WORK/job"
+    fi
+  fi
+  install_attrs="${install_attrs%\}},\"workdir\":{\"sha256\":\"${TSUM_WORKDIR_SHA256:-}\",\"bytes\":$wbytes},\"setup\":\"$setup\"}"
 fi
 emit install end "$(now)" "$install_attrs"
 
@@ -485,13 +637,20 @@ if [ -n "${TSUM_DATA_URL:-}" ]; then
     cache_keep data "$TSUM_DATA_SHA256" "$WORK/data"
   fi
   data_attrs="{\"name\":$(json_str "${TSUM_DATA_NAME:-}"),\"format\":$(json_str "${TSUM_DATA_FORMAT:-}"),\"method\":\"$method\",\"bytes\":$bytes,\"sha256\":\"$TSUM_DATA_SHA256\"}"
-elif [ -n "${TSUM_GEN_IMAGES:-}" ]; then
+elif [ -n "${TSUM_GEN_IMAGES:-}" ] && [ -z "${TSUM_WARM_ONLY:-}" ]; then
   # shellcheck disable=SC2086  # TSUM_GEN_IMAGES is a list of flags
   DATA_MODE=rw run_trainer gen-images "$WORK/data" $TSUM_GEN_IMAGES >/dev/null 2>"$WORK/data.err" ||
     fail load_data "tsum-train gen-images: $(tail -n 2 "$WORK/data.err")"
   data_attrs="{\"name\":\"generated\",\"format\":\"images\",\"bytes\":$(du -sb "$WORK/data" | cut -f1)}"
 else
   data_attrs='{"name":"none","bytes":0}'
+fi
+if [ -n "${TSUM_WARM_ONLY:-}" ]; then
+  method_of() { printf '%s' "$1" | sed -n 's/^{[^{]*"method":"\([a-z]*\)".*/\1/p'; }
+  inst_m=$(method_of "$install_attrs"); data_m=$(method_of "$data_attrs")
+  log "this machine's cache is warm: install (${inst_m:-none}), data (${data_m:-none})${setup:+, setup ($setup)}"
+  logs_final
+  exit 0
 fi
 # A resumed attempt's checkpoint, timed with the data it goes on with.
 if [ -n "${TSUM_RESUME_URL:-}" ]; then
@@ -511,14 +670,21 @@ emit load_data end "$(now)" "$data_attrs"
 # skips is derived at the time of the next one it writes (or its exit), and with no mark at all learn is the
 # whole command. Lines that are not such marks, and marks out of order, are counted as malformed, never fatal.
 JOB_MARKS="start.end learn.begin learn.end verify.begin verify.end"
-job_mark() {  # INDEX TIME: emits mark INDEX of JOB_MARKS
+job_mark() {  # INDEX TIME [ATTRS]: emits mark INDEX of JOB_MARKS
   m=$(echo $JOB_MARKS | cut -d' ' -f"$1")
-  emit "${m%.*}" "${m#*.}" "$2"
+  emit "${m%.*}" "${m#*.}" "$2" "${3:-}"
 }
-job_reach() {  # INDEX TIME: the program's mark; the ones before it that it skipped are derived now
+# job_attrs LINE: a mark's "attrs" when they are names and numbers only ({"test_accuracy": 0.91}: what the run's
+# metrics read), as compact JSON; nothing otherwise (anything else stays in events.jsonl, never in the event).
+job_attrs() {
+  printf '%s' "$1" | tr -d ' \t\r' | sed -n 's/.*"attrs":\({[^{}]*}\).*/\1/p' |
+    grep -E '^\{("[A-Za-z0-9_]{1,64}":-?[0-9]{1,20}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?,?){0,32}\}$' | sed 's/,}$/}/'
+}
+job_reach() {  # INDEX TIME [ATTRS]: the program's mark (ATTRS its attrs); the ones it skipped are derived now
   if [ "$pos" -ge "$1" ]; then malformed=$((malformed + 1)); return; fi
   while [ "$pos" -lt "$1" ]; do
-    pos=$((pos + 1)); job_mark "$pos" "$2"
+    pos=$((pos + 1))
+    if [ "$pos" -eq "$1" ]; then job_mark "$pos" "$2" "${3:-}"; else job_mark "$pos" "$2"; fi
     [ "$pos" -lt "$1" ] && derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
   done
   [ "$pos" -eq 1 ] && start_end=$2
@@ -530,7 +696,9 @@ run_job() {
   exec 4<>"$WORK/marks/events" 5<>"$WORK/marks/stamped"  # read and write: opening them blocks neither side
   gpus=$(docker_gpus)
   cpus=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/$$/status)
-  if [ "${TSUM_RUNTIME:-native}" = container ]; then
+  if [ -n "${TSUM_JOB_RUN:-}" ]; then
+    set -- job_exec "$TSUM_JOB_RUN"
+  elif [ "${TSUM_RUNTIME:-native}" = container ]; then
     # Already in the job's image, with $WORK at /tsum (the Pod's working directory): the command runs here,
     # its variables given by env (the -e words of TSUM_JOB_ENV dropped).
     eval "set -- ${TSUM_JOB_ENV:-} -- ${TSUM_JOB_COMMAND:?}"
@@ -548,12 +716,13 @@ run_job() {
     # shellcheck disable=SC2086  # gpus is empty or two words
     set -- docker run --rm --network none $gpus ${cpus:+--cpuset-cpus "$cpus"} -v "$WORK/data:/tsum/data:ro" \
       -v "$WORK/out:/tsum/out" -v "$WORK/marks:/tsum/marks" -e TSUM_EVENTS=/tsum/marks/events \
-      -v "$CKPT:/tsum/checkpoint" -e TSUM_CHECKPOINT_DIR=/tsum/checkpoint "$@"
+      -v "$CKPT:/tsum/checkpoint" -e TSUM_CHECKPOINT_DIR=/tsum/checkpoint -e TSUM_DATA_DIR=/tsum/data \
+      -e TSUM_OUT_DIR=/tsum/out -e PYTHONUNBUFFERED=1 "$@"
   fi
   pos=0; derived=""; malformed=0; epochs=0; t0=$(now); start_end=$t0
   emit start begin "$t0"
-  ( "$@" > "$WORK/job.log" 2>&1
-    echo "{\"tsum_exit\":$?}" > "$WORK/marks/events" ) &
+  ( { ( "$@" ) 2>&1; echo $? > "$WORK/job.rc"; } | stamp "$WORK/job.log"
+    echo "{\"tsum_exit\":$(cat "$WORK/job.rc")}" > "$WORK/marks/events" ) &
   ( while IFS= read -r line <&4; do
       read -r up _ < /proc/uptime
       printf '%s %s\n' "$up" "$line" >&5
@@ -567,11 +736,11 @@ run_job() {
     case $l in '{'*'}') ;; *) malformed=$((malformed + 1)); continue ;; esac
     case $l in
       *'"phase":"start"'*'"mark":"begin"'* | *'"mark":"begin"'*'"phase":"start"'*) ;;  # start began at the launch
-      *'"phase":"start"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"start"'*) job_reach 1 "$t" ;;
+      *'"phase":"start"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"start"'*) job_reach 1 "$t" "$(job_attrs "$line")" ;;
       *'"phase":"learn"'*'"mark":"begin"'* | *'"mark":"begin"'*'"phase":"learn"'*) job_reach 2 "$t" ;;
-      *'"phase":"learn"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"learn"'*) job_reach 3 "$t" ;;
+      *'"phase":"learn"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"learn"'*) job_reach 3 "$t" "$(job_attrs "$line")" ;;
       *'"phase":"verify"'*'"mark":"begin"'* | *'"mark":"begin"'*'"phase":"verify"'*) job_reach 4 "$t" ;;
-      *'"phase":"verify"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"verify"'*) job_reach 5 "$t" ;;
+      *'"phase":"verify"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"verify"'*) job_reach 5 "$t" "$(job_attrs "$line")" ;;
       *'"event":"checkpoint"'*) checkpoint_upload "{}" ;;
       *'"event":"epoch"'*)
         if [ "$pos" -lt 2 ]; then job_reach 2 "$t"; derived="$derived learn.begin"; fi
@@ -687,13 +856,18 @@ else
     set -- "$@" $dist_args
   fi
   # shellcheck disable=SC2086  # a list of flags
-  run_trainer "$@" $args > "$WORK/events.fifo" 2> "$WORK/train.err" &
+  rm -f "$WORK/stderr.fifo"; mkfifo "$WORK/stderr.fifo"; : > "$WORK/train.err"
+  stamp "$WORK/train.err" < "$WORK/stderr.fifo" &
+  errstamp=$!
+  run_trainer "$@" $args > "$WORK/events.fifo" 2> "$WORK/stderr.fifo" &
   trainer=$!
   phase=start
   saved=""
   n=0
   while IFS= read -r line; do
     printf '%s\n' "$line" >> "$WORK/events.jsonl"
+    read -r up _ < /proc/uptime
+    printf '%s %s\n' "$up" "$line" >> "$LOG"
     ev=${line#'{"event":"'}; ev=${ev%%'"'*}
     mono=${line#*'"mono_s":'}; mono=${mono%%[,\}]*}
     case $ev in
@@ -714,6 +888,7 @@ else
     esac
   done < "$WORK/events.fifo"
   wait "$trainer"; rc=$?
+  wait "$errstamp"
   # Stopped by the notice; one that came during verify or save let the trainer finish, and save goes on.
   [ -e "$WORK/notice" ] && [ "$rc" -ne 0 ] && interrupted_exit "tsum-train exited with status $rc"
   [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
@@ -743,6 +918,7 @@ upload_all "$WORK/uploads" > "$WORK/uploads.left"
 while IFS="$TAB" read -r name f; do
   err=$(upload "$f" "$name") || fail save "$err"
 done < "$WORK/uploads.left"
+logs_final
 emit save end "$(now)" "$saved"
 drain || exit 1
 log "done"

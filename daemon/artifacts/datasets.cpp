@@ -105,4 +105,33 @@ Status Datasets::remove(const std::string& name) {
   return {};
 }
 
+Result<json> Datasets::add_workdir(const std::string& archive) {
+  std::error_code ec;
+  auto entries = read_tar(archive);
+  if (!entries) {
+    std::filesystem::remove(archive, ec);
+    return make_error(Code::invalid_argument, "the body is not a folder's tar.gz: " + entries.error().detail);
+  }
+  int64_t files = 0;
+  for (const auto& e : *entries) files += e.is_dir ? 0 : 1;
+  auto blob = blobs_.adopt(archive);
+  if (!blob) return blob.error();
+  auto st = db_.prepare("INSERT INTO workdirs (sha256, bytes, files, created_at) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (sha256) DO NOTHING");
+  if (!st) return st.error();
+  if (auto s = st->bind(blob->sha256, static_cast<int64_t>(blob->bytes), files, clock_.now_s()).run(); !s)
+    return s.error();
+  return workdir(blob->sha256);
+}
+
+Result<json> Datasets::workdir(const std::string& sha256) {
+  auto st = db_.prepare("SELECT bytes, files FROM workdirs WHERE sha256 = ?");
+  if (!st) return st.error();
+  st->bind(sha256);
+  auto row = st->step();
+  if (!row) return row.error();
+  if (!*row) return make_error(Code::not_found, "no folder sha256:" + sha256 + " was uploaded (POST /v1/workdirs)");
+  return json{{"sha256", sha256}, {"workdir", "sha256:" + sha256}, {"bytes", st->int64(0)}, {"files", st->int64(1)}};
+}
+
 }  // namespace tsum::daemon

@@ -42,6 +42,12 @@ class Datasets {
   // not_found; already_exists (HTTP 409) while a queued or live run's experiment names it.
   Status remove(const std::string& name);
 
+  // A folder job's folder: `archive` (a gzip tar this call takes) is checked and kept by its sha256. The same
+  // bytes again are the same record. invalid_argument naming what is wrong with the archive.
+  Result<nlohmann::json> add_workdir(const std::string& archive);
+  // {"sha256", "bytes", "files"}; not_found when no such folder was uploaded.
+  Result<nlohmann::json> workdir(const std::string& sha256);
+
  private:
   Db& db_;
   BlobStore& blobs_;

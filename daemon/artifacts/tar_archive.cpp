@@ -115,26 +115,36 @@ Result<std::vector<TarEntry>> read_tar(const std::string& path, std::size_t head
   return out;
 }
 
-Status write_tar_gz(const std::string& out, const std::vector<std::string>& files) {
+Status write_tar_gz(const std::string& out, const std::vector<TarMember>& members) {
   GzFile f(gzopen((out + ".tmp").c_str(), "wb6"), gzclose);
   if (!f) return make_error(Code::internal, "cannot write " + out);
   auto put = [&](const void* p, std::size_t n) { return n == 0 || gzwrite(f.get(), p, static_cast<unsigned>(n)) > 0; };
   std::vector<char> buf(1 << 20);
-  for (const auto& path : files) {
-    std::ifstream in(path, std::ios::binary);
+  for (const auto& m : members) {
+    std::ifstream in(m.path, std::ios::binary);
     std::error_code ec;
-    auto size = std::filesystem::file_size(path, ec);
-    std::string name = std::filesystem::path(path).filename().string();
-    if (!in || ec || name.size() > 99) return make_error(Code::not_found, "cannot read " + path);
+    auto size = std::filesystem::file_size(m.path, ec);
+    if (!in || ec) return make_error(Code::not_found, "cannot read " + m.path);
+    // ustar: the name's last part in 100 bytes, the directories before it in the 155-byte prefix.
+    std::string prefix, name = m.name;
+    if (name.size() > 99) {
+      size_t cut = name.find('/');  // the first '/' that leaves at most 99 bytes after it
+      while (cut != std::string::npos && name.size() - cut - 1 > 99) cut = name.find('/', cut + 1);
+      if (cut == std::string::npos || cut > 155)
+        return make_error(Code::invalid_argument, "the name " + m.name + " is too long for the archive (255 bytes, 100 after the last '/')");
+      prefix = name.substr(0, cut);
+      name = name.substr(cut + 1);
+    }
     char h[kBlock] = {};
     std::memcpy(h, name.data(), name.size());
-    std::snprintf(h + 100, 8, "%07o", 0644);
+    std::snprintf(h + 100, 8, "%07o", m.executable ? 0755 : 0644);
     std::snprintf(h + 108, 8, "%07o", 0);
     std::snprintf(h + 116, 8, "%07o", 0);
     std::snprintf(h + 124, 12, "%011llo", static_cast<unsigned long long>(size));
     std::snprintf(h + 136, 12, "%011o", 0);
     h[156] = '0';
     std::memcpy(h + 257, "ustar\0" "00", 8);
+    std::memcpy(h + 345, prefix.data(), prefix.size());
     std::memset(h + 148, ' ', 8);
     unsigned sum = 0;
     for (unsigned char ch : h) sum += ch;
@@ -148,7 +158,7 @@ Status write_tar_gz(const std::string& out, const std::vector<std::string>& file
       if (!put(buf.data(), n)) return make_error(Code::internal, "write " + out);
       written += n;
     }
-    if (written != size) return make_error(Code::internal, path + " changed while it was archived");
+    if (written != size) return make_error(Code::internal, m.path + " changed while it was archived");
     std::size_t pad = (kBlock - size % kBlock) % kBlock;
     std::memset(buf.data(), 0, kBlock);
     if (!put(buf.data(), pad)) return make_error(Code::internal, "write " + out);
@@ -160,6 +170,16 @@ Status write_tar_gz(const std::string& out, const std::vector<std::string>& file
   std::filesystem::rename(out + ".tmp", out, ec);
   if (ec) return make_error(Code::internal, "rename " + out + ": " + ec.message());
   return {};
+}
+
+Status write_tar_gz(const std::string& out, const std::vector<std::string>& files) {
+  std::vector<TarMember> members;
+  for (const auto& path : files) {
+    std::string name = std::filesystem::path(path).filename().string();
+    if (name.size() > 99) return make_error(Code::not_found, "cannot read " + path);
+    members.push_back({name, path, false});
+  }
+  return write_tar_gz(out, members);
 }
 
 }  // namespace tsum::daemon

@@ -24,8 +24,18 @@ Result<std::vector<TarEntry>> read_tar(
     const std::string& path, std::size_t head_bytes = 0,
     const std::function<Status(const TarEntry&, const std::string& head)>& visit = nullptr);
 
-// Writes `files` (paths on disk) into a gzip-compressed tar at `out`, each under its base name, with fixed
-// mtime/owner so the same files give the same bytes.
+// A file to archive: its name in the archive (up to 255 bytes, '/' between directories), where it is on disk,
+// and whether it is executable (mode 0755, else 0644).
+struct TarMember {
+  std::string name;
+  std::string path;
+  bool executable = false;
+};
+
+// Writes `members` into a gzip-compressed tar at `out` (through out.tmp and a rename), in the order given, with
+// fixed mtime and owner, so the same files give the same bytes. invalid_argument for a name that does not fit.
+Status write_tar_gz(const std::string& out, const std::vector<TarMember>& members);
+// The same for `files` (paths on disk), each under its base name.
 Status write_tar_gz(const std::string& out, const std::vector<std::string>& files);
 
 }  // namespace tsum::daemon

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""A user's own PyTorch training job, as tsum runs it (workload {"image", "command", "dataset"}).
+"""A user's own PyTorch training job, as tsum runs it: in an image (workload {"image", "command", "dataset"}), or
+as a folder job (job.yaml: this folder, its setup and its run).
 
-tsum mounts the data set at /tsum/data (read-only) and /tsum/out (writable: every file there is uploaded as an
-artifact), and names in TSUM_EVENTS a path where the job writes its phase marks as JSON lines. This job trains
+tsum gives the data set (read-only) in TSUM_DATA_DIR and a writable TSUM_OUT_DIR (every file there is uploaded as
+an artifact): /tsum/data and /tsum/out in an image. TSUM_EVENTS names a path where the job writes its phase marks
+as JSON lines. What it prints reaches `tsumd runs logs ID -f` as it is printed. This job trains
 the seed's MNIST CNN on the IDX files it finds and marks start (model built, data in memory), learn (the epochs,
 one "epoch" event each) and verify (the test pass); a job that writes no marks is timed as one learn phase.
 """
@@ -64,13 +66,14 @@ class MnistCnn(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="/tsum/data")
-    ap.add_argument("--out", default="/tsum/out")
+    ap.add_argument("--data", default=os.environ.get("TSUM_DATA_DIR", "/tsum/data"))
+    ap.add_argument("--out", default=os.environ.get("TSUM_OUT_DIR", "/tsum/out"))
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--limit", type=int, default=60000)
     ap.add_argument("--test-limit", type=int, default=10000)
     ap.add_argument("--batch", type=int, default=128)
     a = ap.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; reading {a.data}")
     torch.manual_seed(1)
     x, y = load(a.data, "train", a.limit)
     tx, ty = load(a.data, "t10k", a.test_limit)
@@ -91,7 +94,11 @@ def main():
             loss.backward()
             opt.step()
             total += loss.item() * len(idx)
+            step = i // a.batch + 1
+            if step % 20 == 0:
+                print(f"epoch {epoch} step {step}: loss {loss.item():.4f}")
         mark(event="epoch", epoch=epoch, loss=total / len(x))
+        print(f"epoch {epoch}: mean loss {total / len(x):.4f}")
     seconds = time.monotonic() - t0
     mark(phase="learn", mark="end", attrs={"images_per_s": a.epochs * len(x) / seconds})
 

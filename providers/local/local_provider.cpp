@@ -235,11 +235,12 @@ Task<Result<InstanceStatus>> LocalProvider::describe(const InstanceHandle& h) {
   if (exit_status) std::ofstream(exit_file) << *exit_status << "\n";
   if (alive) co_return InstanceStatus{InstanceState::running, "agent running", "127.0.0.1"};
   std::string detail = "agent exited";
+  std::optional<int> exited;
   if (std::ifstream in(exit_file); in) {
     int code = -1;
-    if (in >> code) detail += " with status " + std::to_string(code);
+    if (in >> code) detail += " with status " + std::to_string(code), exited = code;
   }
-  co_return InstanceStatus{InstanceState::exited, detail, "127.0.0.1"};
+  co_return InstanceStatus{InstanceState::exited, detail, "127.0.0.1", std::nullopt, false, exited};
 }
 
 Task<Status> LocalProvider::terminate(const InstanceHandle& h) {

@@ -43,7 +43,8 @@ class LocalProvider final : public Provider {
 
   std::string_view name() const override { return "local"; }
   Capabilities capabilities() const override {
-    return {.gpus = !opts_.gpus.empty(), .spot = false, .docker = true, .native = true, .reaches_daemon = true};
+    return {.gpus = !opts_.gpus.empty(), .spot = false, .docker = true, .native = true, .reaches_daemon = true,
+            .machine_cache = true};
   }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;

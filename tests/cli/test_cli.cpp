@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "api/workdir_pack.h"
 #include "cli/cli_process.h"
 #include "integration/daemon_process.h"
 
@@ -99,7 +100,10 @@ TEST_CASE("experiment create --wait follows the runs; list, show, runs, export a
   auto plan = s.cli({"plan", "--experiment", "1", "--objective", "time"});
   CAPTURE(plan.err);
   CHECK(plan.code == 0);
-  CHECK(plan.out.rfind("objective time, from 1 done runs\nRANK  CONFIG", 0) == 0);
+  // The plan says its runs measured install and load_data alike: warm, the warm-up before the run filled the cache.
+  CHECK(plan.out.rfind("objective time, from 1 done runs\ninstall and load_data: every run's install and load_data "
+                       "found the machine warm", 0) == 0);
+  CHECK(plan.out.find("\nRANK  CONFIG") != std::string::npos);
   CHECK(plan.out.find("local/local-1c") != std::string::npos);
 }
 
@@ -319,4 +323,73 @@ billing: per_second_60s_min
   auto none = s.cli({"offers", "--provider", "awz"});
   CHECK(none.code == 3);
   CHECK(none.err.find("no offers from provider 'awz'; the daemon's providers: ") != std::string::npos);
+}
+
+TEST_CASE("gitignore-style rules: anchors, directories, negation, wildcards, the last match deciding") {
+  tsum::api::IgnoreRules rules("# comment\n*.pyc\n/build/\ndata/*.bin\n!data/keep.bin\nlogs/\n**/cache\n\n");
+  CHECK(rules.ignored("a.pyc", false));
+  CHECK(rules.ignored("src/deep/b.pyc", false));
+  CHECK(rules.ignored("build", true));
+  CHECK_FALSE(rules.ignored("src/build", true));  // anchored at the folder
+  CHECK_FALSE(rules.ignored("build", false));     // a file named build is not the directory
+  CHECK(rules.ignored("data/big.bin", false));
+  CHECK_FALSE(rules.ignored("data/keep.bin", false));  // taken back
+  CHECK_FALSE(rules.ignored("other/big.bin", false));
+  CHECK(rules.ignored("x/logs", true));
+  CHECK(rules.ignored("a/b/cache", false));
+  CHECK_FALSE(rules.ignored("train.py", false));
+}
+
+TEST_CASE("a folder job from the command line: packed with its ignores, uploaded once, its output followed") {
+  Session s;
+  const auto job = std::filesystem::path(s.dir.file("job"));
+  std::filesystem::create_directories(job / "__pycache__");
+  std::filesystem::create_directories(job / ".git");
+  write_file((job / "run.sh").string(), "echo hello from the folder; cat note.txt; ls -a | tr '\\n' ' '; echo\n"
+                                        "i=1; while [ $i -le 3 ]; do echo step $i; i=$((i + 1)); done\n");
+  write_file((job / "note.txt").string(), "a note\n");
+  write_file((job / "big.bin").string(), std::string(3'000'000, 'x'));
+  write_file((job / "__pycache__" / "x.pyc").string(), "compiled");
+  write_file((job / ".git" / "HEAD").string(), "ref: refs/heads/main\n");
+  write_file((job / ".tsumignore").string(), "__pycache__/\n");
+  const std::string spec = s.spec("job.yaml", "name: folder\n"
+                                              "workload: {workdir: job, run: sh run.sh}\n"
+                                              "configs: [{provider: local, instance_type: local-1c}]\n"
+                                              "repetitions: 1\n");
+  // Over the limit: refused before anything is sent, naming the largest file and how to leave it out.
+  auto big = s.cli({"experiment", "create", "-f", spec, "--workdir-limit", "1"});
+  CHECK(big.code == 2);
+  CHECK(big.err.find("holds 3.0 MB to upload, over the limit of 1.0 MB; the largest: big.bin (3.0 MB)") != std::string::npos);
+  CHECK(big.err.find(".tsumignore") != std::string::npos);
+  CHECK(s.cli({"experiment", "list", "--json"}).out.find("\"folder\"") == std::string::npos);
+
+  write_file((job / ".tsumignore").string(), "__pycache__/\n*.bin\n");
+  auto created = s.cli({"experiment", "create", "-f", spec});
+  CAPTURE(created.err);
+  REQUIRE(created.code == 0);
+  CHECK(created.out == "experiment 1 created\n");
+  CHECK(created.err.find(": 3 files, 0.0 MB, uploaded as sha256:") != std::string::npos);  // run.sh, note.txt, .tsumignore
+  // -f follows until the run has ended: every line, in order.
+  auto logs = s.cli({"runs", "logs", "1", "-f"});
+  CAPTURE(logs.err);
+  CHECK(logs.code == 0);
+  CAPTURE(logs.out);
+  const auto hello = logs.out.find("[a1n0] hello from the folder\n[a1n0] a note\n");
+  CHECK(hello != std::string::npos);
+  CHECK(logs.out.find("[a1n0] step 1\n[a1n0] step 2\n[a1n0] step 3\n") > hello);
+  CHECK(logs.out.find("big.bin") == std::string::npos);     // left out by .tsumignore
+  CHECK(logs.out.find("__pycache__") == std::string::npos);
+  CHECK(logs.out.find(".git ") == std::string::npos);        // .git/ is never sent
+  CHECK(logs.out.find("[w1] tsum-agent: warming this machine's cache") < hello);
+  auto run = json::parse(s.cli({"runs", "list", "--json"}).out)["runs"][0];
+  CHECK(run["status"] == "done");
+  // The same folder again: the daemon has it, nothing is uploaded; plain `runs logs` prints what is held.
+  auto again = s.cli({"experiment", "create", "-f", spec});
+  CHECK(again.code == 0);
+  CHECK(again.err.find(", already on the daemon as sha256:") != std::string::npos);
+  auto held = s.cli({"runs", "logs", "1", "--json"});
+  CHECK(held.code == 0);
+  CHECK(held.out.find("\"text\":\"step 3\"") != std::string::npos);
+  CHECK(s.cli({"runs", "logs", "99"}).code == 3);
+  CHECK(s.cli({"runs", "logs", "x"}).code == 2);
 }

@@ -196,13 +196,41 @@ TEST_CASE("a user's job: image, command and env, never expanded; tsum-train's fi
   auto err = [&](const std::string& workload) { return error_of(R"({"workload":)" + workload + cfg); };
   CHECK(err(R"({"image":"a/b","command":[]})").starts_with("workload.command: must be a non-empty list"));
   CHECK(err(R"({"image":"a/b","command":[1]})").starts_with("workload.command: must be a non-empty list"));
-  CHECK(err(R"({"command":["true"]})") == "workload.image: a job names the container image its command runs in");
-  CHECK(err(R"({"image":"a/b","command":["true"],"lr":0.1})") == "workload.lr: is tsum-train's; a job takes image, command, env and dataset");
+  CHECK(err(R"({"command":["true"]})") == "workload.image: a job's command runs in a container image: name it");
+  CHECK(err(R"({"image":"a/b","command":["true"],"lr":0.1})") ==
+        "workload.lr: is tsum-train's; a job takes image, command or workdir, setup and run, env and dataset");
   CHECK(err(R"({"image":"a/b","command":["true"],"env":{"1X":"y"}})").starts_with("workload.env.1X: is not a variable name"));
   CHECK(err(R"({"image":"a/b","command":["true"],"env":{"TSUM_TOKEN":"y"}})") == "workload.env.TSUM_TOKEN: TSUM_ names are the daemon's");
   CHECK(err(R"({"kind":"infer","command":["true"]})").starts_with("workload.command: belongs to a user's job"));
-  CHECK(err(R"({"kind":"job","image":"a/b"})").starts_with("workload.command: a job needs the command"));
-  CHECK(err(R"({"env":{"A":"b"}})") == "workload.env: belongs to a user's job (with a command)");
+  CHECK(err(R"({"kind":"job","image":"a/b"})").starts_with("workload.run: a job needs what it runs"));
+  CHECK(err(R"({"env":{"A":"b"}})") == "workload.env: belongs to a user's job (with a command or a run)");
+}
+
+TEST_CASE("a folder job: workdir by its hash, setup and run as shell lines, an image or none") {
+  const std::string cfg = R"(,"configs":[{"provider":"local","cores":1}]})";
+  auto err = [&](const std::string& workload) { return error_of(R"({"workload":)" + workload + cfg); };
+  const std::string sha(64, 'a');
+  auto ok = parse_experiment_spec(R"({"workload": {"workdir": "sha256:)" + sha +
+                                  R"(", "setup": "pip install -r requirements.txt", "run": ["python3 a.py", "python3 b.py"],
+                                  "env": {"X": "1"}})" + cfg);
+  REQUIRE_MESSAGE(ok.ok(), ok.error().detail);
+  REQUIRE(ok->workloads.size() == 2);  // run's list is two alternatives, as any field's
+  CHECK(ok->workloads[0].kind == "job");
+  CHECK(ok->workloads[0].workdir_sha256 == sha);
+  CHECK(ok->workloads[0].setup == "pip install -r requirements.txt");
+  CHECK(ok->workloads[1].run == "python3 b.py");
+  CHECK(ok->workloads[0].image.empty());  // on the machine itself
+  CHECK(ok->workloads[0].dataset.empty());
+  CHECK(ok->workloads[0].to_json()["workdir"] == "sha256:" + sha);
+  CHECK(ok->workloads[0].to_json().contains("command") == false);
+  CHECK(parse_experiment_spec(R"({"workload": {"run": "echo hi", "image": "a/b"})" + cfg).ok());  // no folder, in an image
+  CHECK(err(R"({"workdir": "./job", "run": "x"})").starts_with("workload.workdir: must be \"sha256:HEX\", a folder uploaded with POST /v1/workdirs"));
+  CHECK(err(R"({"workdir": "sha256:)" + sha + R"(", "setup": "x"})") == "workload.workdir: goes with \"run\", the shell line the folder's job runs");
+  CHECK(err(R"({"run": "x", "command": ["y"], "image": "a/b"})").starts_with("workload.run: a job is a command in an image, or a folder"));
+  CHECK(err(R"({"run": ""})").starts_with("workload.run: must be a shell command line of 1 to 65536 bytes"));
+  CHECK(err(R"({"run": 5})").starts_with("workload.run: must be a shell command line"));
+  CHECK(err(R"({"kind": "train", "run": "x"})").starts_with("workload.run: belongs to a user's job"));
+  CHECK(err(R"({"run": "x", "model": "mnist_cnn"})").starts_with("workload.model: is tsum-train's"));
 }
 
 TEST_CASE("nodes and dist expand like other config fields; one node has no dist; only training spans nodes") {

@@ -47,9 +47,10 @@ class AgentEnv {
 
 }  // namespace
 
-TEST_CASE("local runs natively and in docker: the image is pulled in install, both train and upload results") {
+TEST_CASE("local runs natively and in docker: the warm-up before the run pulls the image, both train and upload "
+          "results") {
   DockerEnv env({.registry_auth = true});
-  // The image is on the registry only: install must pull it.
+  // The image is on the registry only: it must be pulled.
   REQUIRE(env.docker("rmi " + env.image()).status == 0);
   AgentEnv agents(env);
 
@@ -74,13 +75,16 @@ TEST_CASE("local runs natively and in docker: the image is pulled in install, bo
   REQUIRE(exp["runs"].size() == 2);
   int docker_runs = 0;
   for (const auto& run : exp["runs"]) {
+    // The warm-up before each run pulled the image (or unpacked the bundle): the run found it there.
     const std::string method = run["metrics"]["install"]["method"];
-    if (method == "pull") {
+    if (method == "present") {
       ++docker_runs;
+      const auto logs = d.call("GET", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/logs", admin).body;
+      CHECK(logs.find("this machine's cache is warm: install (pull)") != std::string::npos);
       CHECK(run["metrics"]["install"]["image"] == env.image());
       CHECK(run["metrics"]["install"]["bytes"].get<double>() > 1e8);
     } else {
-      CHECK(method == "bundle");
+      CHECK(method == "cached");
     }
     CHECK(run["metrics"]["test_accuracy"].get<double>() > 0.3);
     auto arts = d.call("GET", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/artifacts", admin);
@@ -187,7 +191,7 @@ TEST_CASE("a job that fails fails its run naming the exit status and its output;
   CHECK(run["reason"].get<std::string>().find("the job exited with status 3: out of memory") != std::string::npos);
   for (const auto& [workload, names] : std::vector<std::pair<json, std::string>>{
            {{{"image", env.image()}, {"command", json::array()}}, "workload.command: must be a non-empty list"},
-           {{{"command", {"true"}}}, "workload.image: a job names the container image"},
+           {{{"command", {"true"}}}, "workload.image: a job's command runs in a container image"},
            {{{"image", "x|y"}, {"command", {"true"}}}, "workload.image: 'x|y' is not an image reference"},
            {{{"image", env.image()}, {"command", {"true"}}, {"optimizer", "adam"}}, "workload.optimizer: is tsum-train's"},
            {{{"image", env.image()}, {"command", {"true"}}, {"env", {{"TSUM_TOKEN", "x"}}}}, "workload.env.TSUM_TOKEN"},
@@ -215,7 +219,7 @@ TEST_CASE("the PyTorch-Python example job runs through tsum: its own marks, its 
   // examples/pytorch-mnist on the stock Debian root this suite imports (built once per engine and inputs), served
   // from the registry on loopback.
   const std::string image = env.push_example();
-  REQUIRE(env.docker("rmi " + image).status == 0);  // install pulls it (its layers stay under the local tag)
+  REQUIRE(env.docker("rmi " + image).status == 0);  // the warm-up pulls it (its layers stay under the local tag)
   AgentEnv agents(env);
   Daemon x;
   const json body = {{"name", "pytorch"}, {"repetitions", 1}, {"billing", {"per_second_60s_min"}},
@@ -225,7 +229,10 @@ TEST_CASE("the PyTorch-Python example job runs through tsum: its own marks, its 
   const json exp = wait_experiment(x.d, x.admin, submit_experiment(x.d, x.admin, body), std::chrono::seconds(600));
   REQUIRE(exp["status"] == "done");
   const json run = exp["runs"][0];
-  CHECK(run["metrics"]["install"]["method"] == "pull");
+  // The warm-up before the run pulled the image; the run found it there.
+  CHECK(run["metrics"]["install"]["method"] == "present");
+  CHECK(x.d.call("GET", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/logs", x.admin)
+            .body.find("cache is warm: install (pull)") != std::string::npos);
   CHECK(run["metrics"]["marks"]["derived"] == json::array());  // it marks start, learn and verify itself
   CHECK(run["metrics"]["marks"]["malformed"] == 0);
   CHECK(run["epochs"].size() == 1);

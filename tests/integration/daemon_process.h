@@ -83,8 +83,10 @@ class DaemonProcess {
   ~DaemonProcess() { stop(SIGKILL); }
 
   // `extra`: more `tsumd serve` flags, e.g. {"--monthly-budget", "1"}. "{port}" in any flag becomes the port.
+  // A restart listens where the first start did, as a daemon keeps its URL: the machines of the runs it takes back
+  // reach it there.
   void start(const std::vector<std::string>& extra = {}) {
-    port_ = free_port();
+    if (port_ == 0) port_ = free_port();
     std::string listen = host_ + ":" + std::to_string(port_);
     log_ = db_ + ".log";
     pid_ = fork();

@@ -42,6 +42,12 @@ inline const char* kGuestSshImage = TSUM_GUEST_SSH_IMAGE;
 #else
 inline const char* kGuestSshImage = "build/cache/guest-bookworm-ssh-docker.tar";
 #endif
+// The python3-torch flavour: a stock Debian 12 with Debian's PyTorch, for users' PyTorch-Python jobs.
+#ifdef TSUM_GUEST_TORCH_IMAGE
+inline const char* kGuestTorchImage = TSUM_GUEST_TORCH_IMAGE;
+#else
+inline const char* kGuestTorchImage = "build/cache/guest-bookworm-torch.tar";
+#endif
 
 // The image at `tarball`, opened (extracted) once per test process. FAILs when it is missing.
 inline const guest::GuestImage& guest_image(const std::string& tarball = kGuestImage) {

@@ -136,13 +136,25 @@ test('the run page follows a run live over SSE until it is done', { timeout: 300
   assert.equal(await page.textContent('#connection'), 'final');
   assert.equal(await page.isVisible('#cancel'), false, 'a finished run has no cancel button');
 
-  // ... all from one event stream, with the token in a header, and no polling of the run.
+  // ... all from one event stream, with the token in a header, and no polling of the run; its output came by
+  // long polls of its logs, each going on from the last line it had.
   const mine = requests.slice(seenBefore).filter((r) => r.url.includes(`/v1/runs/${runId}`));
   const streams = mine.filter((r) => r.url.endsWith(`/v1/runs/${runId}/stream`));
+  const logs = mine.filter((r) => r.url.includes(`/v1/runs/${runId}/logs?`));
   assert.equal(streams.length, 1, `one stream request: ${mine.map((r) => r.url).join(', ')}`);
-  assert.equal(mine.length, 1, 'no other request for the run');
+  assert.equal(mine.length, 1 + logs.length, `no other request for the run: ${mine.map((r) => r.url).join(', ')}`);
+  assert.ok(logs.every((r) => /wait=20/.test(r.url)), 'every logs request is a long poll');
+  const afters = logs.map((r) => Number(/after=(\d+)/.exec(r.url)[1]));
+  assert.deepEqual(afters, [...afters].sort((a, b) => a - b), `each goes on from the last: ${afters}`);
   assert.equal(streams[0].headers.authorization, `Bearer ${daemon.token}`);
   assert.ok(!streams[0].url.includes(daemon.token), 'the token is not in the URL');
+  // The output panel holds what tsum-train wrote, every line the daemon has, and says the run has ended.
+  await until(async () => (await page.textContent('#run-output-state')) === 'ended', 30000, 'the output to end');
+  const output = await page.textContent('#run-output');
+  assert.match(output, /"event":"learn_end"/);
+  const held = await daemon.api(`/v1/runs/${runId}/logs?limit=10000`);
+  assert.equal(Number(await page.getAttribute('#run-output', 'data-lines')), held.lines.length);
+  assert.equal(output.trimEnd().split('\n').length, held.lines.length, 'one line each, none twice');
 
   const run = await daemon.api(`/v1/runs/${runId}`);
   assert.equal(run.status, 'done');

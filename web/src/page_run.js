@@ -1,4 +1,5 @@
-// One run, live: a phase timeline and an event log fed by the daemon's event stream (no polling), the resource
+// One run, live: a phase timeline and an event log fed by the daemon's event stream (no polling), what the run
+// prints (its job's or tsum-train's output, followed with long polls of GET /v1/runs/{id}/logs), the resource
 // statistics per phase, the trainer's loss and throughput per epoch, the cost, and a cancel button. A search's
 // probe shows its search (search.js).
 import { api } from './api.js';
@@ -167,6 +168,47 @@ function costBlock(run) {
     h('td', { class: 'num' }, money(c.amount, c.currency)))));
 }
 
+const OUTPUT_KEEP = 2000;  // pieces (one per answer) the page holds; the daemon keeps the head and the tail
+
+// The run's output, followed until the run has ended: lines appended to `pre` as they come (each long poll
+// answers once a line arrives, or after 20 s), a source's gap said where it is. `onState(text)` says where it is.
+async function followOutput(id, pre, onState, signal) {
+  let after = 0;
+  const next = new Map();  // source -> its next line number
+  for (let failures = 0; !signal.aborted;) {
+    let page;
+    try {
+      page = await api(`/v1/runs/${id}/logs?after=${after}&wait=20`, { signal });
+      failures = 0;
+    } catch (err) {
+      if (signal.aborted) return;
+      onState(`reconnecting (${err.message})`);
+      await new Promise((r) => setTimeout(r, Math.min(10000, 1000 * 2 ** failures++)));
+      continue;
+    }
+    let text = '';
+    for (const line of page.lines) {
+      const expected = next.get(line.source);
+      if (expected !== undefined && line.n > expected) text += `[… ${line.n - expected} lines not kept …]\n`;
+      next.set(line.source, line.n + 1);
+      text += (next.size > 1 || line.source !== 'a1n0' ? `[${line.source}] ` : '') + line.text + '\n';
+    }
+    if (text) {
+      const follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;  // at the bottom: stay there
+      pre.append(text);
+      while (pre.childNodes.length > OUTPUT_KEEP) pre.firstChild.remove();
+      if (follow) pre.scrollTop = pre.scrollHeight;
+    }
+    after = page.after;
+    pre.dataset.lines = String(Number(pre.dataset.lines || 0) + page.lines.length);
+    if (page.done) {
+      onState(page.dropped ? `ended; ${page.dropped} lines from the middle not kept` : 'ended');
+      return;
+    }
+    onState('following');
+  }
+}
+
 export function runPage(root, [id], { signal }) {
   let run = null;
   let connection = 'connecting';
@@ -174,6 +216,8 @@ export function runPage(root, [id], { signal }) {
   let actionError = '';
   let search = null;  // {status, card}: the search this run is a probe of, reloaded when the run's status changes
   const logList = h('ol', { id: 'event-log', class: 'log' });
+  const output = h('pre', { id: 'run-output', class: 'output', 'data-lines': '0' });
+  const outputState = h('span', { id: 'run-output-state', class: 'hint' }, 'connecting…');
 
   function cancelControls() {
     if (!run || TERMINAL.has(run.status)) return null;
@@ -222,6 +266,8 @@ export function runPage(root, [id], { signal }) {
         h('section', { class: 'card' }, h('h2', {}, 'Phase timeline'), timeline(run)),
         h('section', { class: 'card' }, h('h2', {}, 'Events'),
           h('p', { class: 'hint' }, 'As the daemon streams them to this page.'), logList)),
+      h('section', { class: 'card' }, h('h2', {}, 'Output ', outputState),
+        h('p', { class: 'hint' }, 'What the run prints, as its machine writes it.'), output),
       inference || serving || h('section', { class: 'card' }, h('h2', {}, 'Trainer'),
         h('p', { class: 'meta' }, `test accuracy ${Number.isFinite(run.metrics.test_accuracy) ? `${number(100 * run.metrics.test_accuracy, 2)} %` : '–'}`,
           ` · ${number(run.metrics.images_per_s)} images/s over learn`), epochs),
@@ -244,6 +290,7 @@ export function runPage(root, [id], { signal }) {
   }
 
   replace(root, loading(`Connecting to run ${id}…`));
+  followOutput(id, output, (text) => { outputState.textContent = text; }, signal);
   const stop = watchRun(id, {
     onRun(next) {
       if (signal.aborted) return;
