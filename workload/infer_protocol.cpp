@@ -104,15 +104,6 @@ Status read_binary_data(std::string_view bytes, InputTensor& t, std::int64_t cou
   return {};
 }
 
-Status check_fields(const json& object, std::initializer_list<std::string_view> known, const std::string& where) {
-  for (const auto& [key, value] : object.items()) {
-    bool ok = false;
-    for (const auto k : known) ok = ok || key == k;
-    if (!ok) return bad(where + ": unknown field \"" + key + "\"");
-  }
-  return {};
-}
-
 Result<std::vector<std::int64_t>> read_shape(const json& in, const std::string& name) {
   const auto it = in.find("shape");
   if (it == in.end() || !it->is_array()) return bad("input '" + name + "': \"shape\" must be an array");
@@ -129,8 +120,6 @@ Result<std::vector<std::int64_t>> read_shape(const json& in, const std::string& 
 Result<InputTensor> read_input(const json& in, std::string_view binary, std::size_t& offset,
                                std::int64_t max_elements) {
   if (!in.is_object()) return bad("each of \"inputs\" must be an object");
-  if (auto st = check_fields(in, {"name", "shape", "datatype", "data", "parameters"}, "an input"); !st.ok())
-    return st.error();
   InputTensor t;
   const auto name = in.find("name");
   if (name == in.end() || !name->is_string() || name->get<std::string>().empty())
@@ -172,7 +161,6 @@ Status read_outputs(const json& outputs, InferRequest& r) {
   if (!outputs.is_array()) return bad("\"outputs\" must be an array");
   for (const auto& o : outputs) {
     if (!o.is_object()) return bad("each of \"outputs\" must be an object");
-    if (auto st = check_fields(o, {"name", "parameters"}, "an output"); !st.ok()) return st;
     const auto name = o.find("name");
     if (name == o.end() || !name->is_string()) return bad("an output has no \"name\"");
     OutputRequest want{name->get<std::string>(), r.binary_data_output};
@@ -204,8 +192,6 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<st
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return bad("the request is not JSON");
   if (!j.is_object()) return bad("the request must be a JSON object");
-  if (auto st = check_fields(j, {"id", "parameters", "inputs", "outputs"}, "the request"); !st.ok())
-    return st.error();
   InferRequest r;
   if (const auto id = j.find("id"); id != j.end()) {
     if (!id->is_string()) return bad("\"id\" must be a string");

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
 #include "workload/data_gen.h"
 #include "workload/event_writer.h"
 #include "workload/image_files.h"
@@ -120,6 +122,12 @@ int main(int argc, char** argv) {
   using namespace tsum::workload;
   keep_freed_memory_mapped();
   const std::vector<std::string> args(argv + 1, argv + argc);
+  // --help anywhere, after any subcommand, prints every command's flags and exits 0.
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
   try {
     if (is_gen_command(args)) return generate(args);
     if (is_infer_command(args)) return infer(args);

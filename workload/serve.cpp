@@ -280,7 +280,8 @@ void InferenceServer::serve_connection(int fd) {
 }
 
 std::string InferenceServer::answer(const http1::Message& request, bool& keep_alive) {
-  const std::string path = request.target.substr(0, request.target.find('?'));
+  std::string path = request.target.substr(0, request.target.find('?'));
+  if (path.size() > 1 && path.back() == '/') path.pop_back();  // /v2/ is /v2
   const bool get = request.method == "GET";
   const ModelIo& io = engine_.io();
   auto reject = [&](int status, std::string_view why) {

@@ -84,8 +84,14 @@ Result<std::unique_ptr<Engine>> make_script_engine(const ServeOptions& o) {
   torch::jit::script::Module module;
   try {
     module = torch::jit::load(o.torchscript, o.placement.device);
+  } catch (const c10::Error& e) {  // its what() carries libtorch's backtrace: the message's first line is the reason
+    const std::string why = e.what_without_backtrace();
+    return make_error(Code::invalid_argument,
+                      o.torchscript + ": not a TorchScript file: " + why.substr(0, why.find('\n')));
   } catch (const std::exception& e) {
-    return make_error(Code::invalid_argument, o.torchscript + ": not a TorchScript file: " + e.what());
+    const std::string why = e.what();
+    return make_error(Code::invalid_argument,
+                      o.torchscript + ": not a TorchScript file: " + why.substr(0, why.find('\n')));
   }
   module.eval();
   for (const auto& p : module.parameters()) io.params += p.numel();

@@ -280,7 +280,9 @@ TEST_CASE("v2 requests: JSON and binary tensors, JPEG bytes, and what is refused
   };
   using tw::testing::contains;
   CHECK(contains(refused("{"), "not JSON"));
-  CHECK(contains(refused(R"({"inputs":[],"x":1})"), "unknown field \"x\""));
+  // Fields the protocol's schema leaves open are accepted: Triton's clients send model_name, others their own.
+  CHECK(refused(R"({"model_name":"m","x":{"y":1},"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1],)"
+                R"("extra":true}],"outputs":[{"name":"class","z":0}]})") == "accepted");
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[2],"datatype":"FP32","data":[1]}]})"),
                  "shape holds 2 elements, data 1"));
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"INT8","data":[1]}]})"), "INT8"));
@@ -452,6 +454,13 @@ TEST_CASE("server: health, metadata, JSON and binary infer, and bad requests ans
   CHECK(status_of(infer_json("delay", too_many)) == 400);  // over max_batch
   CHECK(status_of(infer_json("delay", {{"inputs", "x"}})) == 400);
   CHECK(status_of(http1::format_request("GET", "/v2/models/delay/infer", "x", "", "")) == 405);
+  for (const char* slash : {"/v2/", "/v2/health/ready/"}) {  // a trailing '/' names the same route
+    http1::Connection c;
+    REQUIRE(c.open(url, Ms(10'000)).ok());
+    auto a = c.round_trip(http1::format_request("GET", slash, "x", "", ""), Ms(60'000));
+    REQUIRE(a.ok());
+    CHECK(a->status == 200);
+  }
   CHECK(status_of("BAD\r\n\r\n") == 400);
   wait_until([&] { return steady_ok > 3; }, "the steady client is answered");
   stop = true;
@@ -629,4 +638,40 @@ TEST_CASE("tsum-train serve: an unknown model is refused naming every model it k
   CHECK(out.find("unknown model 'resnet99' (known: ") != std::string::npos);
   CHECK(out.find("mnist_cnn") != std::string::npos);
   CHECK(out.find(", and for serve: delay)") != std::string::npos);
+}
+
+namespace {
+// `tsum-train ARGS 2>&1`: its exit status and its output.
+std::pair<int, std::string> tsum_train(const std::string& args) {
+  const std::string cmd = "'" + std::string(TSUM_TRAIN_BIN) + "' " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+}  // namespace
+
+TEST_CASE("tsum-train: --help after any subcommand prints the flags and exits 0; a bad model file is one line") {
+  for (const char* sub : {"", "serve ", "load ", "infer ", "probe-gpu ", "gen-cifar /tmp/x "}) {
+    CAPTURE(sub);
+    auto [code, out] = tsum_train(std::string(sub) + "--help");
+    CHECK(code == 0);
+    CHECK(out.find("serve flags:") != std::string::npos);
+    CHECK(out.find("missing value") == std::string::npos);
+  }
+  char name[] = "/tmp/tsum-bad-model-XXXXXX";
+  const int fd = mkstemp(name);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "not a model", 11) == 11);
+  close(fd);
+  const std::string bad = name;
+  auto [code, out] = tsum_train("serve --torchscript " + bad + " --input-shape 3,8,8 --port 0");
+  std::remove(bad.c_str());
+  INFO(out);
+  CHECK(code != 0);
+  CHECK(out.find(bad + ": not a TorchScript file: ") != std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);  // the reason, without libtorch's backtrace
 }
