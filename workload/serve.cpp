@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <charconv>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -248,10 +250,23 @@ void InferenceServer::accept_loop() {
   }
 }
 
+namespace {
+// True when `in` starts with a whole request head that asks "Expect: 100-continue" (any case).
+bool expects_continue(const std::string& in) {
+  const std::size_t end = in.find("\r\n\r\n");
+  if (end == std::string::npos) return false;
+  std::string head = in.substr(0, end);
+  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return head.find("\r\nexpect:") != std::string::npos && head.find("100-continue") != std::string::npos;
+}
+}  // namespace
+
 void InferenceServer::serve_connection(int fd) {
   std::string in;
   char chunk[64 * 1024];
   auto last = Clock::now();
+  std::optional<Clock::time_point> head_began;  // the request now arriving: its first byte
+  bool continued = false;                       // its "100 Continue" has been sent
   while (!stopping_) {
     auto taken = http1::take_message(in, http1::Kind::request, config_.limits);
     if (taken.what == http1::Taken::What::error) {
@@ -264,7 +279,21 @@ void InferenceServer::serve_connection(int fd) {
       bool keep_alive = taken.message.keep_alive;
       if (!send_all(fd, answer(taken.message, keep_alive)) || !keep_alive) return;
       last = Clock::now();
+      head_began.reset();
+      continued = false;
       continue;
+    }
+    // A client that waits for leave to send its body (curl over 1 MiB) gets it as soon as its head is in.
+    if (!continued && expects_continue(in)) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      if (!send_all(fd, std::string(kContinue))) return;
+      continued = true;
+    }
+    if (!in.empty() && !head_began) head_began = Clock::now();
+    if (head_began && in.find("\r\n\r\n") == std::string::npos && Clock::now() - *head_began > config_.head_timeout) {
+      ++rejected_;
+      send_all(fd, error_answer(408, "the request head did not end in time", false));
+      return;
     }
     pollfd p{fd, POLLIN, 0};
     const int r = ::poll(&p, 1, kPollMs);

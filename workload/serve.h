@@ -48,6 +48,7 @@ struct ServerConfig {
   http1::Limits limits;
   int max_connections = 1024;                  // beyond: 503 and close
   std::chrono::seconds idle_timeout{120};      // a keep-alive connection silent this long is closed
+  std::chrono::seconds head_timeout{10};       // a request head begun and not ended this long: 408 and close
   std::string stop_token;                      // non-empty: POST /v2/tsum/stop with it asks the server to stop
 };
 

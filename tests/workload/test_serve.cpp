@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -674,4 +676,65 @@ TEST_CASE("tsum-train: --help after any subcommand prints the flags and exits 0;
   CHECK(code != 0);
   CHECK(out.find(bad + ": not a TorchScript file: ") != std::string::npos);
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);  // the reason, without libtorch's backtrace
+}
+
+namespace {
+// A plain TCP connection to 127.0.0.1:port, for bytes no well-behaved client sends.
+struct RawSocket {
+  int fd = -1;
+  explicit RawSocket(int port) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  }
+  ~RawSocket() { ::close(fd); }
+  void send(const std::string& s) { REQUIRE(::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size())); }
+  // What arrives until `until` is in it or the peer closes (at most 60 s).
+  std::string read_until(const std::string& until) {
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (got.find(until) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 200) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got;
+  }
+};
+}  // namespace
+
+TEST_CASE("server: Expect: 100-continue is answered before the body; a head that never ends gets 408") {
+  auto engine = tw::make_fixed_delay_engine({"delay", "fixed_delay", 3, 4, 4, 10, 0, "cpu"},
+                                            std::chrono::microseconds(100));
+  tw::ServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  config.head_timeout = std::chrono::seconds(1);
+  tw::InferenceServer server(*engine, config);
+  REQUIRE(server.start().ok());
+
+  // curl's way with a body over 1 MiB: the head, then the body only once the server says to go on.
+  json body = {{"inputs", {{{"name", "input"}, {"shape", {1, 3, 4, 4}}, {"datatype", "FP32"},
+                            {"data", std::vector<float>(48, 0.5f)}}}}};
+  const std::string text = body.dump();
+  RawSocket c(server.port());
+  c.send("POST /v2/models/delay/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+         "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n");
+  const std::string go = c.read_until("\r\n\r\n");
+  CHECK(go.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0);
+  c.send(text);
+  const std::string answer = c.read_until("\"outputs\"");
+  CHECK(answer.find("HTTP/1.1 200") != std::string::npos);
+
+  // A head begun and never ended: answered 408 and closed once its deadline (1 s here) has passed.
+  RawSocket slow(server.port());
+  slow.send("GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n");
+  const std::string late = slow.read_until("\r\n\r\n");
+  CHECK(late.rfind("HTTP/1.1 408", 0) == 0);
 }
