@@ -225,7 +225,7 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
     if (run["status"] != "done" || !run["metrics"].contains("serving")) return;
     billing::ServingRun r;
     const std::string provider = run["config"]["provider"];
-    r.config = provider + "/" + run["config"]["instance_type"].get<std::string>();
+    r.config = daemon::measured_config(run);  // the machine and the server's settings the run varied
     r.hourly_price = run.value("hourly_price", 0.0);
     for (const auto& [_, c] : run["cost"].items()) r.currency = c.value("currency", "");
     auto rule = override_rule ? override_rule : billing::rule_for_provider(provider);

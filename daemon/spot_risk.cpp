@@ -80,4 +80,13 @@ bool ran_cold(const nlohmann::json& run_view) {
   return installed == "bundle" || installed == "pull" || loaded == "download";
 }
 
+std::string measured_config(const nlohmann::json& run_view) {
+  const auto config = run_view.value("config", nlohmann::json::object());
+  std::string out = config.value("provider", std::string()) + "/" + config.value("instance_type", std::string());
+  if (config.contains("workload") && config["workload"].is_object())
+    for (const auto& [field, value] : config["workload"].items())  // nlohmann keeps keys sorted
+      out += " " + field + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+  return out;
+}
+
 }  // namespace tsum::daemon

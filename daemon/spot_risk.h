@@ -30,6 +30,11 @@ nlohmann::json one_machine_phases(const nlohmann::json& run_view);
 // image, where a warm machine finds them in its cache. What tells configs measured alike from configs that were not.
 bool ran_cold(const nlohmann::json& run_view);
 
+// The configuration a run view measured, as plans and curves name it: "provider/instance_type", and the workload
+// fields its experiment varied (config.workload) with their values, e.g. "local/local-2c max_batch=4 max_delay_ms=2":
+// a server's settings are part of what a serving plan compares, so runs of different settings stay apart.
+std::string measured_config(const nlohmann::json& run_view);
+
 // The interruption model of one spot candidate: its type's rate (billing::estimate_spot_rate over `seen`, from
 // `prior_rate`), the run's recovery policy, the on-demand price it falls back to, AWS's free first hour, and the
 // mean of `restarts` (empty: the plan's own phases stand in, as the basis says).

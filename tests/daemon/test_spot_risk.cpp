@@ -73,3 +73,13 @@ TEST_CASE("spot_model: the type's measured rate over the prior, the run's recove
   CHECK_FALSE(prior.restart_s.has_value());
   CHECK(prior.restart_basis.find("no resumed attempt") == 0);
 }
+
+TEST_CASE("a run's measured config names its machine and the workload fields its experiment varied") {
+  using nlohmann::json;
+  CHECK(tsum::daemon::measured_config(json{{"config", {{"provider", "local"}, {"instance_type", "local-1c"}}}}) ==
+        "local/local-1c");
+  const json served = {{"config", {{"provider", "aws"}, {"instance_type", "c5.large"},
+                                   {"workload", {{"max_delay_ms", 2.5}, {"max_batch", 4}, {"input", "jpeg"}}}}}};
+  CHECK(tsum::daemon::measured_config(served) == "aws/c5.large input=jpeg max_batch=4 max_delay_ms=2.5");
+  CHECK(tsum::daemon::measured_config(json::object()) == "/");
+}

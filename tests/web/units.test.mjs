@@ -152,4 +152,7 @@ test('describeWorkload says what an experiment runs: training, a sweep, serving 
   assert.equal(describeWorkload({ kind: 'serve', model: 'resnet50', max_batch: 8, batch: 1, input: 'jpeg', rate: [10, 20], arrivals: 'poisson' }),
     'serving resnet50 (max batch 8, 1 image a request, jpeg), rate 10, 20/s (poisson)');
   assert.equal(describeWorkload({ kind: 'job', image: 'r/x:1', command: ['python3', 't.py'] }), 'job r/x:1: python3 t.py');
+  assert.equal(describeWorkload({ kind: 'job', workdir: `sha256:${'ab'.repeat(32)}`, setup: 's', run: 'python3 train.py' }),
+    'job (folder abababababab): python3 train.py');
+  assert.equal(describeWorkload({ run: 'echo hi', image: 'r/x:1' }), 'job (in r/x:1): echo hi');
 });

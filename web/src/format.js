@@ -76,7 +76,11 @@ export function configName(config) {
 // the workload as requested (the daemon's defaults filled in here) or as a run carries it.
 export function describeWorkload(w) {
   const list = (xs) => (Array.isArray(xs) ? xs.join(', ') : `${xs}`);
-  const kind = w.kind ?? (w.command ? 'job' : 'train');
+  const kind = w.kind ?? (w.command || w.run ? 'job' : 'train');
+  if (kind === 'job' && w.run) {  // a folder job: its folder (by hash), its image if any, its run line
+    const where = [w.workdir ? `folder ${w.workdir.slice(7, 19)}` : null, w.image ? `in ${w.image}` : null].filter(Boolean);
+    return `job${where.length ? ` (${where.join(', ')})` : ''}: ${w.run}`;
+  }
   if (kind === 'job') return `job ${w.image}: ${(w.command || []).join(' ')}`;
   if (kind === 'infer') return `${w.model ?? 'mnist_cnn'} inference sweep, batch ${list(w.batch)}, ${w.mode ?? 'sync'}, ${w.source ?? 'memory'}`;
   if (kind === 'serve') {
