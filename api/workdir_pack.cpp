@@ -89,10 +89,10 @@ Result<PackedWorkdir> pack_workdir(const std::string& dir, const std::string& ou
   std::vector<Found> found;
   std::uint64_t total = 0;
   // Depth first, by hand: a directory left out is not entered.
-  std::vector<fs::path> todo{root};
-  while (!todo.empty()) {
-    fs::path d = todo.back();
-    todo.pop_back();
+  std::vector<fs::path> pending{root};  // directories still to read
+  while (!pending.empty()) {
+    fs::path d = pending.back();
+    pending.pop_back();
     fs::directory_iterator it(d, ec), end;
     if (ec) return make_error(Code::invalid_argument, "cannot read " + d.string() + ": " + ec.message());
     for (; it != end; it.increment(ec)) {
@@ -104,7 +104,7 @@ Result<PackedWorkdir> pack_workdir(const std::string& dir, const std::string& ou
       const bool is_dir = S_ISDIR(st.st_mode);
       if (rules.ignored(rel, is_dir)) continue;
       if (is_dir) {
-        if (!fs::is_symlink(p, ec)) todo.push_back(p);
+        if (!fs::is_symlink(p, ec)) pending.push_back(p);
         continue;
       }
       if (!S_ISREG(st.st_mode)) continue;

@@ -627,21 +627,6 @@ TEST_CASE("tsum-train serve --torchscript: a model scripted by PyTorch-Python an
   CHECK(out[1]["data"] == json::array({4}));
 }
 
-TEST_CASE("tsum-train serve: an unknown model is refused naming every model it knows, delay included") {
-  const std::string cmd = "'" + std::string(TSUM_TRAIN_BIN) + "' serve --model resnet99 --port 0 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[512];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  INFO(out);
-  CHECK(WEXITSTATUS(status) != 0);
-  CHECK(out.find("unknown model 'resnet99' (known: ") != std::string::npos);
-  CHECK(out.find("mnist_cnn") != std::string::npos);
-  CHECK(out.find(", and for serve: delay)") != std::string::npos);
-}
-
 namespace {
 // `tsum-train ARGS 2>&1`: its exit status and its output.
 std::pair<int, std::string> tsum_train(const std::string& args) {
@@ -655,6 +640,16 @@ std::pair<int, std::string> tsum_train(const std::string& args) {
   return {WEXITSTATUS(status), out};
 }
 }  // namespace
+
+TEST_CASE("tsum-train serve: an unknown model is refused naming every model it knows, delay included") {
+  auto [status, out] = tsum_train("serve --model resnet99 --port 0");
+  INFO(out);
+  CHECK(status != 0);
+  CHECK(out.find("unknown model 'resnet99' (known: ") != std::string::npos);
+  CHECK(out.find("mnist_cnn") != std::string::npos);
+  CHECK(out.find(", and for serve: delay)") != std::string::npos);
+}
+
 
 TEST_CASE("tsum-train: --help after any subcommand prints the flags and exits 0; a bad model file is one line") {
   for (const char* sub : {"", "serve ", "load ", "infer ", "probe-gpu ", "gen-cifar /tmp/x "}) {
