@@ -34,16 +34,22 @@ Batcher::Batcher(Engine& engine, Config config) : engine_(engine), config_(confi
 
 Batcher::~Batcher() { stop(); }
 
-std::optional<std::future<JobResult>> Batcher::submit(std::vector<float> images, std::int64_t n) {
-  Job job{std::move(images), n, Clock::now(), {}};
-  auto future = job.done.get_future();
+bool Batcher::submit(std::vector<float> images, std::int64_t n, Done done) {
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || queued_images_ + n > config_.max_queue) return std::nullopt;
+    if (stopping_ || queued_images_ + n > config_.max_queue) return false;
     queued_images_ += n;
-    queue_.push_back(std::move(job));
+    queue_.push_back(Job{std::move(images), n, Clock::now(), std::move(done)});
   }
   cv_.notify_one();
+  return true;
+}
+
+std::optional<std::future<JobResult>> Batcher::submit(std::vector<float> images, std::int64_t n) {
+  auto promise = std::make_shared<std::promise<JobResult>>();
+  auto future = promise->get_future();
+  if (!submit(std::move(images), n, [promise](JobResult r) { promise->set_value(std::move(r)); }))
+    return std::nullopt;
   return future;
 }
 
@@ -66,15 +72,18 @@ void Batcher::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mu_);
-  for (auto& job : queue_) {
+  std::deque<Job> left;
+  {
+    std::lock_guard lock(mu_);
+    left.swap(queue_);
+    queued_images_ = 0;
+    tasks_.clear();  // their callers get broken_promise
+  }
+  for (auto& job : left) {
     JobResult r;
     r.status = make_error(Code::unavailable, "the server is stopping");
-    job.done.set_value(std::move(r));
+    job.done(std::move(r));
   }
-  queue_.clear();
-  queued_images_ = 0;
-  tasks_.clear();  // their callers get broken_promise
 }
 
 Batcher::Stats Batcher::stats() const {
@@ -155,7 +164,7 @@ void Batcher::run_batch(std::vector<Job>& jobs) {
       r.logits.assign(from, from + j.n * classes);
     }
     at += j.n;
-    j.done.set_value(std::move(r));
+    j.done(std::move(r));
   }
 }
 

@@ -71,8 +71,12 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
-  // Queues `n` images (n x io().image_floats() floats, channels-last); the future is fulfilled once their batch
-  // ran. nullopt when max_queue images wait already or the batcher is stopping. n must be 1..max_batch.
+  // Queues `n` images (n x io().image_floats() floats, channels-last); `done` is called on the batcher's thread
+  // once their batch ran (or with unavailable when the batcher stops first). False, and `done` never called, when
+  // max_queue images wait already or the batcher is stopping. n must be 1..max_batch.
+  using Done = std::function<void(JobResult)>;
+  bool submit(std::vector<float> images, std::int64_t n, Done done);
+  // The same with a future; nullopt where submit refuses.
   std::optional<std::future<JobResult>> submit(std::vector<float> images, std::int64_t n);
 
   // Runs `task` on the batcher's thread between batches and returns once it ran (rethrowing what it threw): a
@@ -95,7 +99,7 @@ class Batcher {
     std::vector<float> images;
     std::int64_t n = 0;
     Clock::time_point arrived;
-    std::promise<JobResult> done;
+    Done done;
   };
 
   void loop();

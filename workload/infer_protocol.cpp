@@ -27,43 +27,210 @@ Result<std::int64_t> element_count(const std::string& name, const std::vector<st
   return n;
 }
 
-// Appends a JSON "data" value's leaves (nested arrays read row-major) to `out`, at most `limit` of them.
-template <class F>
-Status flatten(const json& data, std::int64_t limit, std::int64_t& seen, int depth, F&& leaf) {
-  if (depth > 32) return bad("\"data\" nests too deep");
-  if (!data.is_array()) {
-    if (++seen > limit) return bad("\"data\" holds more elements than the shape");
-    return leaf(data);
-  }
-  for (const auto& v : data)
-    if (auto st = flatten(v, limit, seen, depth + 1, leaf); !st.ok()) return st;
-  return {};
-}
+// An input's JSON "data", read as the request parses (RequestSax) straight into its elements, never into a document:
+// a document of numbers takes about 15x the text (a 50 MB body took 730 MiB), the elements at most half of it.
+struct CapturedData {
+  bool present = false;
+  std::vector<float> fp32;         // number leaves
+  std::vector<std::string> bytes;  // string leaves
+  std::string error;               // a leaf neither, or a number out of FP32's range
+  int leaf_depth = -1;             // arrays around each leaf (0: "data" is a scalar); -1 none yet, -2 uneven
+  std::vector<std::int64_t> lengths;  // [d]: the length of every array d+1 deep; -1 where they differ
+  std::vector<std::int64_t> open;     // elements so far of each array open now
+};
 
-Status read_json_data(const json& data, InputTensor& t, std::int64_t count) {
-  std::int64_t seen = 0;
-  Status st;
-  if (t.datatype == "FP32") {
-    t.fp32.reserve(static_cast<std::size_t>(count));
-    st = flatten(data, count, seen, 0, [&](const json& v) -> Status {
-      if (!v.is_number()) return bad("input '" + t.name + "': FP32 data holds a non-number");
-      const double d = v.get<double>();
-      if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max())
-        return bad("input '" + t.name + "': an FP32 value out of range");
-      t.fp32.push_back(static_cast<float>(d));
-      return {};
-    });
-  } else {
-    st = flatten(data, count, seen, 0, [&](const json& v) -> Status {
-      if (!v.is_string()) return bad("input '" + t.name + "': BYTES data holds a non-string");
-      t.bytes.push_back(v.get<std::string>());
-      return {};
-    });
+constexpr int kMaxDepth = 64;
+
+// Builds the request's JSON document, except the inputs' "data", which go to `captured` (one per input, by its
+// index). Stops at the first problem: `error` then says it (or nlohmann's parse error does).
+class RequestSax {
+ public:
+  explicit RequestSax(std::int64_t max_elements) : max_elements_(max_elements) {}
+
+  json root;
+  std::vector<CapturedData> captured;
+  std::string error;
+
+  bool null() { return leaf(nullptr); }
+  bool boolean(bool v) { return leaf(v); }
+  bool number_integer(json::number_integer_t v) { return number(static_cast<double>(v), v); }
+  bool number_unsigned(json::number_unsigned_t v) { return number(static_cast<double>(v), v); }
+  bool number_float(json::number_float_t v, const std::string&) { return number(v, v); }
+  bool string(std::string& v) {
+    if (data_) {
+      if (!enter_leaf()) return false;
+      data_->bytes.push_back(std::move(v));
+      return count_leaf();
+    }
+    return put(std::move(v)) != nullptr;
   }
-  if (!st.ok()) return st;
+  bool binary(json::binary_t&) { return fail("binary values are not JSON"); }
+  bool start_object(std::size_t) {
+    if (data_) return fail(name() + "\"data\" holds an object");
+    if (stack_.size() >= kMaxDepth) return fail("the request nests too deep");
+    json* o = put(json::object());
+    if (!o) return false;
+    stack_.push_back(o);
+    return true;
+  }
+  bool key(std::string& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() {
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    if (data_) {
+      auto& d = *data_;
+      if (d.open.size() >= 32) return fail(name() + "\"data\" nests too deep");
+      if (!d.open.empty()) ++d.open.back();
+      d.open.push_back(0);
+      if (d.lengths.size() < d.open.size()) d.lengths.push_back(-2);
+      return true;
+    }
+    if (stack_.size() >= kMaxDepth) return fail("the request nests too deep");
+    const bool inputs = stack_.size() == 1 && key_ == "inputs";
+    json* a = put(json::array());
+    if (!a) return false;
+    if (!data_) {
+      stack_.push_back(a);
+      if (inputs) inputs_ = a;
+    }
+    return true;
+  }
+  bool end_array() {
+    if (data_) {
+      auto& d = *data_;
+      const std::int64_t len = d.open.back();
+      auto& want = d.lengths[d.open.size() - 1];
+      want = want == -2 ? len : want == len ? want : -1;
+      d.open.pop_back();
+      if (d.open.empty()) data_ = nullptr;
+      return true;
+    }
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    if (error.empty()) error = "the request is not JSON";
+    return false;
+  }
+
+ private:
+  bool fail(std::string why) {
+    if (error.empty()) error = std::move(why);
+    return false;
+  }
+  std::string name() const { return "input " + std::to_string(index_) + ": "; }
+
+  // A value at the current place: the document's, or the start of an input's "data" (which begins capturing).
+  json* put(json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    if (stack_.size() == 3 && stack_[1] == inputs_ && key_ == "data") {
+      index_ = inputs_->size() - 1;
+      if (captured.size() <= index_) captured.resize(index_ + 1);
+      data_ = &captured[index_];
+      if (data_->present) {
+        fail(name() + "\"data\" given twice");
+        return nullptr;
+      }
+      data_->present = true;
+      if (v.is_array()) {  // the array just begun: what start_array does inside "data"
+        data_->open.push_back(0);
+        data_->lengths.push_back(-2);
+        return &top;
+      }
+      // A scalar "data": one leaf, no array around it.
+      data_->leaf_depth = 0;
+      data_ = nullptr;
+      return &top;
+    }
+    json& slot = top[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+
+  template <class T>
+  bool leaf(T v) {
+    if (data_) return fail(name() + "\"data\" holds a value that is neither a number nor a string");
+    return put(json(v)) != nullptr;
+  }
+
+  template <class T>
+  bool number(double d, T v) {
+    if (!data_) return put(json(v)) != nullptr;
+    if (!enter_leaf()) return false;
+    if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max())
+      return fail(name() + "an FP32 value out of range");
+    data_->fp32.push_back(static_cast<float>(d));
+    return count_leaf();
+  }
+
+  bool enter_leaf() {
+    auto& d = *data_;
+    const int depth = static_cast<int>(d.open.size());
+    d.leaf_depth = d.leaf_depth == -1 || d.leaf_depth == depth ? depth : -2;
+    ++d.open.back();
+    return true;
+  }
+  bool count_leaf() {
+    if (++leaves_ > max_elements_) return fail("the request holds more than " + std::to_string(max_elements_) +
+                                               " elements");
+    return true;
+  }
+
+  std::int64_t max_elements_;
+  std::int64_t leaves_ = 0;
+  std::vector<json*> stack_;  // the open containers of the document
+  std::string key_;
+  json* inputs_ = nullptr;       // the top-level "inputs" array
+  CapturedData* data_ = nullptr;  // the "data" being read, while inside it
+  std::size_t index_ = 0;
+};
+
+// An input's captured data checked against its datatype and shape: as many elements as the shape holds, nested
+// as the shape is (or flat, row-major), of the datatype's kind.
+Status read_json_data(CapturedData& data, InputTensor& t, std::int64_t count) {
+  if (!data.error.empty()) return bad(data.error);
+  if (t.datatype == "FP32" && !data.bytes.empty()) return bad("input '" + t.name + "': FP32 data holds a non-number");
+  if (t.datatype == "BYTES" && !data.fp32.empty())
+    return bad("input '" + t.name + "': BYTES data holds a non-string");
+  if (data.leaf_depth == 0) return bad("input '" + t.name + "': \"data\" must be an array");
+  const auto seen = static_cast<std::int64_t>(data.fp32.size() + data.bytes.size());
   if (seen != count)
     return bad("input '" + t.name + "': shape holds " + std::to_string(count) + " elements, data " +
                std::to_string(seen));
+  if (data.leaf_depth == -2) return bad("input '" + t.name + "': \"data\" nests unevenly");
+  // Nested as the shape, where leading dimensions of 1 may go unwritten ([[1, 2]] for [1, 1, 2]).
+  const bool flat = data.lengths.size() == 1 && data.lengths[0] == count;
+  const std::size_t skipped = t.shape.size() - std::min(t.shape.size(), data.lengths.size());
+  const bool nested = data.lengths.size() <= t.shape.size() &&
+                      std::all_of(t.shape.begin(), t.shape.begin() + static_cast<std::ptrdiff_t>(skipped),
+                                  [](std::int64_t d) { return d == 1; }) &&
+                      std::equal(t.shape.begin() + static_cast<std::ptrdiff_t>(skipped), t.shape.end(),
+                                 data.lengths.begin());
+  if (!flat && !nested) {
+    auto list = [](const std::vector<std::int64_t>& v) {
+      std::string out = "[";
+      for (std::size_t i = 0; i < v.size(); ++i)
+        out += (i ? ", " : "") + (v[i] < 0 ? std::string("uneven") : std::to_string(v[i]));
+      return out + "]";
+    };
+    return bad("input '" + t.name + "': \"data\" nests as " + list(data.lengths) + ", the shape is " +
+               list(t.shape) + " (nest it as the shape, or give it flat)");
+  }
+  t.fp32 = std::move(data.fp32);
+  t.bytes = std::move(data.bytes);
   return {};
 }
 
@@ -117,7 +284,7 @@ Result<std::vector<std::int64_t>> read_shape(const json& in, const std::string& 
 }
 
 // One element of "inputs"; its binary bytes come from `binary` at `offset`, which it advances.
-Result<InputTensor> read_input(const json& in, std::string_view binary, std::size_t& offset,
+Result<InputTensor> read_input(const json& in, CapturedData& data, std::string_view binary, std::size_t& offset,
                                std::int64_t max_elements) {
   if (!in.is_object()) return bad("each of \"inputs\" must be an object");
   InputTensor t;
@@ -143,11 +310,10 @@ Result<InputTensor> read_input(const json& in, std::string_view binary, std::siz
       binary_size = b->get<std::size_t>();
     }
   }
-  const auto data = in.find("data");
-  if (binary_size.has_value() == (data != in.end()))
+  if (binary_size.has_value() == data.present)
     return bad("input '" + t.name + "': needs either \"data\" or parameters.binary_data_size");
-  if (data != in.end()) {
-    if (auto st = read_json_data(*data, t, *count); !st.ok()) return st.error();
+  if (data.present) {
+    if (auto st = read_json_data(data, t, *count); !st.ok()) return st.error();
     return t;
   }
   if (binary.size() - offset < *binary_size)
@@ -189,8 +355,9 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<st
                std::to_string(body.size()) + " bytes");
   const std::string_view text = json_length ? body.substr(0, *json_length) : body;
   const std::string_view binary = json_length ? body.substr(*json_length) : std::string_view();
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return bad("the request is not JSON");
+  RequestSax sax(max_elements);
+  if (!json::sax_parse(text, &sax)) return bad(sax.error.empty() ? "the request is not JSON" : sax.error);
+  const json& j = sax.root;
   if (!j.is_object()) return bad("the request must be a JSON object");
   InferRequest r;
   if (const auto id = j.find("id"); id != j.end()) {
@@ -207,8 +374,9 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<st
   const auto inputs = j.find("inputs");
   if (inputs == j.end() || !inputs->is_array() || inputs->empty()) return bad("\"inputs\" must be a non-empty array");
   std::size_t offset = 0;
-  for (const auto& in : *inputs) {
-    auto t = read_input(in, binary, offset, max_elements);
+  sax.captured.resize(inputs->size());
+  for (std::size_t i = 0; i < inputs->size(); ++i) {
+    auto t = read_input((*inputs)[i], sax.captured[i], binary, offset, max_elements);
     if (!t.ok()) return t.error();
     r.inputs.push_back(std::move(*t));
   }

@@ -6,10 +6,12 @@
 //   {"id": "...", "parameters": {...}, "inputs": [{"name": "input", "shape": [2, 3, 224, 224], "datatype": "FP32",
 //     "data": [...] | "parameters": {"binary_data_size": N}}], "outputs": [{"name": "class",
 //     "parameters": {"binary_data": true}}]}
-// FP32 tensors come as JSON numbers (nested arrays are read row-major) or as little-endian binary; BYTES tensors
-// (a JPEG per element) as JSON strings or as binary, each element a 4-byte little-endian length and its bytes.
-// Anything else (an unknown field, a datatype other than these, a shape that does not match the data, bytes
-// left over) is an error naming it: the server answers 400 with {"error": "..."}.
+// FP32 tensors come as JSON numbers, flat or nested as the shape is (row-major), or as little-endian binary;
+// BYTES tensors (a JPEG per element) as JSON strings or as binary, each element a 4-byte little-endian length and
+// its bytes. Fields the protocol leaves open (model_name, extra parameters) are ignored. Anything else (a datatype
+// other than these, data that does not match the shape in count or in nesting, bytes left over) is an error
+// naming it: the server answers 400 with {"error": "..."}. The JSON is read as it parses: "data" goes straight
+// into the tensor's elements, so a request takes its body and about half of it again, not a document's 15x.
 #pragma once
 
 #include <cstddef>

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "workload/host_stats.h"
-#include "workload/http1.h"
+#include "workload/http_client.h"
 #include "workload/infer_protocol.h"
 #include "workload/latency_file.h"
 
@@ -73,13 +73,13 @@ class Recorder {
   std::vector<Sample> samples_;
 };
 
-double header_us(const http1::Message& m, std::string_view name) {
+double header_us(const http::Response& m, std::string_view name) {
   const auto* h = m.header(name);
   return h ? std::strtod(h->c_str(), nullptr) / 1e6 : 0.0;
 }
 
 // One request and its answer on `conn`; the latency counts from `due`.
-Sample send_one(http1::Connection& conn, const std::string& request, Clock::time_point due, double timeout_s) {
+Sample send_one(http::Connection& conn, const http::Request& request, Clock::time_point due, double timeout_s) {
   auto answer = conn.round_trip(request, Ms(static_cast<std::int64_t>(timeout_s * 1000)));
   Sample s;
   s.done = Clock::now();
@@ -103,7 +103,7 @@ struct HostSample {
 
 class HostSampler {
  public:
-  HostSampler(const http1::Url& url, double every_s) : url_(url), every_(every_s) {
+  HostSampler(const http::Url& url, double every_s) : url_(url), every_(every_s) {
     thread_ = std::thread([this] { loop(); });
   }
   ~HostSampler() {
@@ -117,10 +117,10 @@ class HostSampler {
 
  private:
   void loop() {
-    http1::Connection conn;
+    http::Connection conn;
     CpuJiffies local0 = cpu_jiffies();
     std::optional<CpuJiffies> remote0;
-    const auto request = http1::format_request("GET", "/v2/tsum/host", url_.host, "", "");
+    const auto request = http::make_request("GET", "/v2/tsum/host", url_.host);
     (void)conn.open(url_, Ms(5000));
     while (!stop_) {
       std::this_thread::sleep_for(std::chrono::duration<double>(every_));
@@ -147,7 +147,7 @@ class HostSampler {
     }
   }
 
-  http1::Url url_;
+  http::Url url_;
   double every_;
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
@@ -239,8 +239,8 @@ Measured measure_windows(const LoadOptions& o, const Recorder& rec) {
 }
 
 // Runs one level's load and measures it.
-Measured run_level(const LoadOptions& o, const Level& level, const http1::Url& url,
-                   const std::vector<std::string>& requests) {
+Measured run_level(const LoadOptions& o, const Level& level, const http::Url& url,
+                   const std::vector<http::Request>& requests) {
   Recorder rec;
   std::atomic<bool> stop{false};
   std::vector<std::thread> workers;
@@ -251,7 +251,7 @@ Measured run_level(const LoadOptions& o, const Level& level, const http1::Url& u
     workers.emplace_back([&, t] {
       // A concurrency level's connections are open before it starts; a rate level's pool opens one as its first
       // request comes (most of a large pool may never be needed).
-      http1::Connection conn;
+      http::Connection conn;
       const Ms connect_within(static_cast<std::int64_t>(o.timeout_s * 1000));
       if (!level.rate_mode) (void)conn.open(url, connect_within);
       for (std::size_t i = static_cast<std::size_t>(t); !stop; i += static_cast<std::size_t>(threads)) {
@@ -372,56 +372,195 @@ std::vector<EventField> level_fields(const LoadOptions& o, const Level& level, c
   return f;
 }
 
-// The model's input shape [C, H, W] from its metadata; unavailable when the server does not serve it.
-Result<std::vector<std::int64_t>> image_shape(http1::Connection& conn, const http1::Url& url,
-                                              const std::string& model) {
-  auto answer = conn.round_trip(http1::format_request("GET", "/v2/models/" + model, url.host, "", ""), Ms(30'000));
+// One tensor of the model's metadata.
+struct TensorSpec {
+  std::string name;
+  std::string datatype;
+  std::vector<std::int64_t> shape;  // -1: any size
+};
+
+// What the server says of the model (GET /v2/models/{m}) and of itself (GET /v2: whether it lists the
+// binary_tensor_data extension, without which every tensor travels as JSON).
+struct ModelSpec {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  bool binary = false;
+};
+
+// The bytes of one element of each numeric datatype generated here; 0 for one that is not.
+std::size_t element_size(std::string_view datatype) {
+  if (datatype == "BOOL" || datatype == "INT8" || datatype == "UINT8") return 1;
+  if (datatype == "INT16" || datatype == "UINT16") return 2;
+  if (datatype == "FP32" || datatype == "INT32" || datatype == "UINT32") return 4;
+  if (datatype == "FP64" || datatype == "INT64" || datatype == "UINT64") return 8;
+  return 0;
+}
+
+Result<std::vector<TensorSpec>> read_tensors(const json& meta, const char* key, const std::string& model) {
+  std::vector<TensorSpec> out;
+  const auto it = meta.find(key);
+  if (it == meta.end() || !it->is_array())
+    return make_error(Code::unavailable, "model '" + model + "': its metadata has no \"" + key + "\" array");
+  for (const auto& t : *it) {
+    TensorSpec spec;
+    const auto name = t.is_object() ? t.find("name") : t.end();
+    const auto type = t.is_object() ? t.find("datatype") : t.end();
+    const auto shape = t.is_object() ? t.find("shape") : t.end();
+    if (!t.is_object() || name == t.end() || !name->is_string() || type == t.end() || !type->is_string() ||
+        shape == t.end() || !shape->is_array())
+      return make_error(Code::unavailable, "model '" + model + "': a tensor of its \"" + key +
+                                               "\" lacks a name, datatype or shape: " + t.dump());
+    spec.name = name->get<std::string>();
+    spec.datatype = type->get<std::string>();
+    for (const auto& d : *shape) {
+      if (!d.is_number_integer())
+        return make_error(Code::unavailable, "model '" + model + "': tensor '" + spec.name + "' has a bad shape");
+      spec.shape.push_back(d.get<std::int64_t>());
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+Result<ModelSpec> model_spec(http::Connection& conn, const http::Url& url, const std::string& model) {
+  ModelSpec spec;
+  auto server = conn.round_trip(http::make_request("GET", "/v2", url.host), Ms(30'000));
+  if (!server.ok()) return make_error(Code::unavailable, "the server does not answer: " + server.error().detail);
+  if (server->status == 200) {
+    const json j = json::parse(server->body, nullptr, false);
+    if (j.is_object() && j.contains("extensions") && j["extensions"].is_array())
+      for (const auto& e : j["extensions"]) spec.binary = spec.binary || e == "binary_tensor_data";
+  }
+  auto answer = conn.round_trip(http::make_request("GET", "/v2/models/" + model, url.host), Ms(30'000));
   if (!answer.ok()) return make_error(Code::unavailable, "the server does not answer: " + answer.error().detail);
   const json j = json::parse(answer->body, nullptr, false);
   if (answer->status != 200)
     return make_error(Code::unavailable, "the server does not serve model '" + model + "': " +
                                              (j.is_object() ? j.value("error", answer->body) : answer->body));
-  if (j.is_object() && j.contains("inputs") && j["inputs"].is_array()) {
-    for (const auto& in : j["inputs"]) {
-      if (!in.is_object() || in.value("name", "") != "input" || !in.contains("shape")) continue;
-      const auto& shape = in["shape"];
-      if (!shape.is_array() || shape.size() != 4) break;
-      std::vector<std::int64_t> chw;
-      for (std::size_t i = 1; i < 4; ++i)
-        if (shape[i].is_number_integer() && shape[i].get<std::int64_t>() > 0) chw.push_back(shape[i].get<std::int64_t>());
-      if (chw.size() == 3) return chw;
+  if (!j.is_object()) return make_error(Code::unavailable, "model '" + model + "': its metadata is not a JSON object");
+  auto inputs = read_tensors(j, "inputs", model);
+  if (!inputs.ok()) return inputs.error();
+  auto outputs = read_tensors(j, "outputs", model);
+  if (!outputs.ok()) return outputs.error();
+  spec.inputs = std::move(*inputs);
+  spec.outputs = std::move(*outputs);
+  return spec;
+}
+
+// A request's shape for `t`: a leading -1 (the batch) is --batch; a model without one takes its shape as it is.
+Result<std::vector<std::int64_t>> request_shape(const TensorSpec& t, std::int64_t batch) {
+  std::vector<std::int64_t> shape = t.shape;
+  if (!shape.empty() && shape.front() == -1) {
+    shape.front() = batch;
+  } else if (batch != 1) {
+    return make_error(Code::invalid_argument, "input '" + t.name + "' has no batch dimension (its shape starts " +
+                                                  "with no -1): --batch must be 1");
+  }
+  std::int64_t count = 1;
+  for (const auto d : shape) {
+    if (d < 0)
+      return make_error(Code::invalid_argument, "input '" + t.name + "' has a dimension of any size past the " +
+                                                    "batch: no request shape to send it");
+    if (d != 0 && count > (std::int64_t{1} << 28) / d)
+      return make_error(Code::invalid_argument, "input '" + t.name + "' is too large to generate");
+    count *= d;
+  }
+  return shape;
+}
+
+// `count` seeded random elements of `datatype` as little-endian bytes, and as the JSON array of the same values.
+void random_elements(std::string_view datatype, std::int64_t count, std::mt19937_64& rng, std::string& bytes,
+                     json& values) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 1);
+  const std::size_t size = element_size(datatype);
+  bytes.assign(static_cast<std::size_t>(count) * size, '\0');
+  values = json::array();
+  for (std::int64_t i = 0; i < count; ++i) {
+    char* at = bytes.data() + static_cast<std::size_t>(i) * size;
+    if (datatype == "FP32") {
+      const float v = static_cast<float>(normal(rng));
+      std::memcpy(at, &v, 4);
+      values.push_back(v);
+    } else if (datatype == "FP64") {
+      const double v = normal(rng);
+      std::memcpy(at, &v, 8);
+      values.push_back(v);
+    } else {  // integers and BOOL: 0 or 1, an index and a flag any model takes
+      const int v = small(rng);
+      at[0] = static_cast<char>(v);
+      if (datatype == "BOOL") {
+        values.push_back(v != 0);
+      } else {
+        values.push_back(v);
+      }
     }
   }
-  return make_error(Code::unavailable, "model '" + model + "' has no FP32 input 'input' of shape [-1, C, H, W]");
 }
 
-std::string infer_request(const LoadOptions& o, const http1::Url& url, const json& input, const std::string& data) {
-  json header = {{"inputs", {input}}, {"outputs", {{{"name", "class"}, {"parameters", {{"binary_data", true}}}}}}};
-  header["inputs"][0]["parameters"] = {{"binary_data_size", data.size()}};
-  const std::string text = header.dump();
-  return http1::format_request("POST", "/v2/models/" + o.model + "/infer", url.host, "application/octet-stream",
-                               text + data, {{"Inference-Header-Content-Length", std::to_string(text.size())}});
+// One infer request: `inputs` (each with its "data", or its binary bytes in `binary`), every output of the model.
+http::Request infer_request(const LoadOptions& o, const http::Url& url, const ModelSpec& spec, json inputs,
+                            const std::string& binary) {
+  json outputs = json::array();
+  for (const auto& t : spec.outputs) {
+    json out = {{"name", t.name}};
+    if (spec.binary) out["parameters"] = {{"binary_data", true}};
+    outputs.push_back(std::move(out));
+  }
+  const json header = {{"inputs", std::move(inputs)}, {"outputs", std::move(outputs)}};
+  std::string text = header.dump();
+  const std::string target = "/v2/models/" + o.model + "/infer";
+  if (!spec.binary) return http::make_request("POST", target, url.host, "application/json", std::move(text));
+  const std::string json_length = std::to_string(text.size());
+  return http::make_request("POST", target, url.host, "application/octet-stream", text + binary,
+                            {{"Inference-Header-Content-Length", json_length}});
 }
 
-// The requests the workers cycle through: seeded random FP32 tensors, or the JPEGs of --images, `batch` a request.
-Result<std::vector<std::string>> make_requests(const LoadOptions& o, const http1::Url& url,
-                                               const std::vector<std::int64_t>& chw) {
-  std::vector<std::string> out;
+// The requests the workers cycle through: seeded random tensors for each numeric input the model's metadata
+// names, or the JPEGs of --images as its BYTES input, `batch` a request; binary where the server takes it.
+Result<std::vector<http::Request>> make_requests(const LoadOptions& o, const http::Url& url, const ModelSpec& spec) {
+  std::vector<http::Request> out;
   if (o.images_dir.empty()) {
     std::mt19937_64 rng(o.seed);
-    std::normal_distribution<float> value(0.0f, 1.0f);
-    const std::int64_t count = o.batch * chw[0] * chw[1] * chw[2];
     for (int k = 0; k < 2; ++k) {
-      std::string data(static_cast<std::size_t>(count) * 4, '\0');
-      for (std::int64_t i = 0; i < count; ++i) {
-        const float v = value(rng);
-        std::memcpy(data.data() + 4 * i, &v, 4);
+      json inputs = json::array();
+      std::string binary;
+      for (const auto& t : spec.inputs) {
+        if (t.datatype == "BYTES") continue;  // another way in (ours: JPEGs beside the tensor): --images
+        if (element_size(t.datatype) == 0)
+          return make_error(Code::invalid_argument, "input '" + t.name + "' is " + t.datatype +
+                                                        ", which is not generated here (BOOL, INT*, UINT*, FP32, FP64)");
+        auto shape = request_shape(t, o.batch);
+        if (!shape.ok()) return shape.error();
+        std::int64_t count = 1;
+        for (const auto d : *shape) count *= d;
+        std::string bytes;
+        json values;
+        random_elements(t.datatype, count, rng, bytes, values);
+        json in = {{"name", t.name}, {"datatype", t.datatype}, {"shape", *shape}};
+        if (spec.binary) {
+          in["parameters"] = {{"binary_data_size", bytes.size()}};
+          binary += bytes;
+        } else {
+          in["data"] = std::move(values);
+        }
+        inputs.push_back(std::move(in));
       }
-      out.push_back(infer_request(o, url, {{"name", "input"}, {"datatype", "FP32"},
-                                           {"shape", {o.batch, chw[0], chw[1], chw[2]}}}, data));
+      if (inputs.empty())
+        return make_error(Code::invalid_argument, "model '" + o.model + "' has no numeric input: give --images");
+      out.push_back(infer_request(o, url, spec, std::move(inputs), binary));
     }
     return out;
   }
+  const auto bytes_input = std::find_if(spec.inputs.begin(), spec.inputs.end(),
+                                        [](const TensorSpec& t) { return t.datatype == "BYTES"; });
+  if (bytes_input == spec.inputs.end())
+    return make_error(Code::invalid_argument, "model '" + o.model + "' has no BYTES input to send --images to");
+  if (!spec.binary)
+    return make_error(Code::invalid_argument, "the server does not list the binary_tensor_data extension: JPEG "
+                                              "bytes cannot travel as JSON strings");
+  auto shape = request_shape(*bytes_input, o.batch);
+  if (!shape.ok()) return shape.error();
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(o.images_dir, ec)) {
@@ -438,8 +577,10 @@ Result<std::vector<std::string>> make_requests(const LoadOptions& o, const http1
       std::ifstream in(files[(b * o.batch + i) % files.size()], std::ios::binary);
       jpegs.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
-    out.push_back(infer_request(o, url, {{"name", "image"}, {"datatype", "BYTES"}, {"shape", {o.batch}}},
-                                v2::encode_bytes_elements(jpegs)));
+    const std::string data = v2::encode_bytes_elements(jpegs);
+    json in = {{"name", bytes_input->name}, {"datatype", "BYTES"}, {"shape", *shape},
+               {"parameters", {{"binary_data_size", data.size()}}}};
+    out.push_back(infer_request(o, url, spec, json::array({std::move(in)}), data));
   }
   return out;
 }
@@ -482,15 +623,15 @@ namespace {
 // The whole sweep (run_load, which then stops the server if asked).
 Status run_sweep(const LoadOptions& o, EventWriter& events) {
   const auto begin = Clock::now();
-  auto url = http1::parse_url(o.url);
+  auto url = http::parse_url(o.url);
   if (!url.ok()) return url.error();
   auto latency_file = LatencyFile::create(o.latency_file);
   if (!latency_file.ok()) return latency_file.error();
-  http1::Connection conn;
+  http::Connection conn;
   if (auto st = conn.open(*url, Ms(static_cast<std::int64_t>(o.timeout_s * 1000))); !st.ok()) return st;
-  auto chw = image_shape(conn, *url, o.model);
-  if (!chw.ok()) return chw.error();
-  auto requests = make_requests(o, *url, *chw);
+  auto spec = model_spec(conn, *url, o.model);
+  if (!spec.ok()) return spec.error();
+  auto requests = make_requests(o, *url, *spec);
   if (!requests.ok()) return requests.error();
   // One request first: a bad image or a model that refuses the batch is an error, not a level of errors.
   auto first = conn.round_trip(requests->front(), Ms(static_cast<std::int64_t>(o.timeout_s * 1000)));
@@ -503,7 +644,7 @@ Status run_sweep(const LoadOptions& o, EventWriter& events) {
   }
   // The network's round trip alone: the median of small requests the server answers at once.
   std::vector<double> rtts;
-  const auto live = http1::format_request("GET", "/v2/health/live", url->host, "", "");
+  const auto live = http::make_request("GET", "/v2/health/live", url->host);
   for (int i = 0; i < 31; ++i) {
     const auto t0 = Clock::now();
     if (auto a = conn.round_trip(live, Ms(10'000)); a.ok()) rtts.push_back(seconds(Clock::now() - t0));
@@ -511,6 +652,11 @@ Status run_sweep(const LoadOptions& o, EventWriter& events) {
   conn.close();
   std::sort(rtts.begin(), rtts.end());
   const double rtt_ms = rtts.empty() ? kNaN : rtts[rtts.size() / 2] * 1e3;
+  std::string input_names;  // what each request carries, by the names the model's metadata gave
+  for (const auto& t : spec->inputs) {
+    if ((t.datatype == "BYTES") != !o.images_dir.empty()) continue;
+    input_names += (input_names.empty() ? "" : ",") + t.name;
+  }
   const bool rate_mode = !o.rates.empty();
   std::vector<Level> levels;
   if (rate_mode) {
@@ -521,6 +667,8 @@ Status run_sweep(const LoadOptions& o, EventWriter& events) {
   events.emit("load_ready", {{"url", o.url},
                              {"model", o.model},
                              {"input", std::string(o.images_dir.empty() ? "fp32" : "jpeg")},
+                             {"inputs", input_names},
+                             {"binary", std::int64_t{spec->binary}},
                              {"batch", o.batch},
                              {"mode", std::string(rate_mode ? "rate" : "concurrency")},
                              {"arrivals", std::string(o.arrivals == Arrivals::poisson ? "poisson" : "constant")},
@@ -559,12 +707,12 @@ Status run_sweep(const LoadOptions& o, EventWriter& events) {
 // POST /v2/tsum/stop with the token: a server run for one client's sweep ends with it. Best effort: a server that
 // is gone already is fine.
 void stop_server(const LoadOptions& o) {
-  auto url = http1::parse_url(o.url);
+  auto url = http::parse_url(o.url);
   if (!url.ok()) return;
-  http1::Connection conn;
+  http::Connection conn;
   if (!conn.open(*url, Ms(10'000)).ok()) return;
-  (void)conn.round_trip(http1::format_request("POST", "/v2/tsum/stop", url->host, "application/json", "{}",
-                                              {{"X-Tsum-Stop-Token", o.stop_token}}),
+  (void)conn.round_trip(http::make_request("POST", "/v2/tsum/stop", url->host, "application/json", "{}",
+                                           {{"X-Tsum-Stop-Token", o.stop_token}}),
                         Ms(10'000));
 }
 

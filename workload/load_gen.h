@@ -11,7 +11,13 @@
 // before the level has its thread pool asleep and its caches cold). A wait for answers, the warm-up's or a
 // window's, ends after 10 x window_s anyway. The level's statistics come from the last three windows.
 //
-// First "load_ready": url, model, input, batch, mode, arrivals, levels, window_s, warmup, stability, bound_ms,
+// What it sends comes from the model's metadata (GET /v2/models/{m}): seeded random tensors for each numeric input
+// it names (BOOL, INT*, UINT*, FP32, FP64), of its shape with a leading -1 made --batch, or with --images the JPEGs
+// as its BYTES input; it asks for every output. Tensors travel as binary (the binary tensor extension) only where
+// GET /v2 lists binary_tensor_data, else as JSON. So it drives any server of the protocol, not only tsum's.
+//
+// First "load_ready": url, model, input ("fp32": generated tensors, or "jpeg"), inputs (their names), binary (1 or
+// 0), batch, mode, arrivals, levels, window_s, warmup, stability, bound_ms,
 // rtt_ms (the median round trip of GET /v2/health/live: the network alone).
 // Per level (event "load_level", one JSON line, event_writer.h):
 //   mode ("concurrency" or "rate"), concurrency, rate (the target; 0 in a concurrency sweep), requests (answered

@@ -1,20 +1,34 @@
 #include "workload/serve.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <charconv>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
 #include <nlohmann/json.hpp>
 
 #include "workload/host_stats.h"
@@ -25,51 +39,33 @@
 namespace tsum::workload {
 namespace {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using Request = bhttp::request<bhttp::string_body>;
+using Answer = bhttp::response<bhttp::string_body>;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 28;
-constexpr int kPollMs = 200;
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::chrono::seconds kWriteTimeout{30};
+constexpr std::chrono::seconds kLingerTime{2};
+constexpr std::size_t kLingerBytes = std::size_t{256} << 20;
 
-std::string json_answer(int status, const json& body, bool keep_alive = true) {
-  return http1::format_response(status, "application/json", body.dump(), {}, keep_alive);
+Answer make_answer(int status, std::string_view content_type, std::string body) {
+  Answer a{static_cast<bhttp::status>(status), 11};
+  a.set(bhttp::field::content_type, content_type);
+  a.body() = std::move(body);
+  return a;
 }
 
-std::string error_answer(int status, std::string_view message, bool keep_alive = true) {
-  return http1::format_response(status, "application/json", v2::error_body(message), {}, keep_alive);
-}
+Answer json_answer(int status, const json& body) { return make_answer(status, "application/json", body.dump()); }
 
-bool send_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      if (::poll(&p, 1, 30'000) <= 0) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-// After an answer that ends a connection early (a 413 before the body is read): closing a socket with unread bytes
-// makes the kernel reset the connection, and the client may lose the answer with it. So stop sending, read what
-// the client still sends for a while (at most 2 s and 256 MiB), then close, as web servers' lingering close does.
-void linger_close(int fd) {
-  ::shutdown(fd, SHUT_WR);
-  const auto deadline = Clock::now() + std::chrono::seconds(2);
-  char sink[64 * 1024];
-  for (std::size_t drained = 0; drained < (std::size_t{256} << 20) && Clock::now() < deadline;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    const ssize_t n = ::recv(fd, sink, sizeof sink, 0);
-    if (n <= 0) return;
-    drained += static_cast<std::size_t>(n);
-  }
+Answer error_answer(int status, std::string_view message) {
+  return make_answer(status, "application/json", v2::error_body(message));
 }
 
 // "/v2/models/{m}[/versions/1][/rest]" -> {m, rest}; nullopt for another path or version.
@@ -163,10 +159,81 @@ Images read_images(const v2::InputTensor& in, const ModelIo& io) {
   return out;
 }
 
+// Runs `images` through the batcher and resumes the awaiting coroutine on its own executor with the result: the
+// batcher's thread only posts it there. A full queue (or a stopping batcher) is an unavailable result at once.
+template <class Token>
+auto async_run_batch(Batcher& batcher, std::vector<float> images, std::int64_t n, Token&& token) {
+  return asio::async_initiate<Token, void(JobResult)>(
+      [&batcher](auto handler, std::vector<float> images, std::int64_t n) {
+        auto ex = asio::get_associated_executor(handler);
+        auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+        auto done = [shared, ex](JobResult r) {
+          asio::post(ex, [shared, r = std::move(r)]() mutable { std::move(*shared)(std::move(r)); });
+        };
+        if (!batcher.submit(std::move(images), n, done)) {
+          JobResult r;
+          r.status = make_error(Code::unavailable, "the queue is full");
+          done(std::move(r));
+        }
+      },
+      token, std::move(images), n);
+}
+
 }  // namespace
 
 struct InferenceServer::Gpu {
   std::unique_ptr<Nvml> nvml;
+};
+
+namespace {
+
+// One connection: its stream, on a strand of its own. `idle` (touched on the strand only): waiting for a request
+// to begin, so stop() may close it.
+struct Session {
+  explicit Session(tcp::socket socket) : stream(std::move(socket)) {}
+  beast::tcp_stream stream;
+  bool idle = true;
+};
+
+// A request head being read under its deadline.
+struct HeadWatch {
+  bool reading = true;
+  bool late = false;
+};
+
+}  // namespace
+
+struct InferenceServer::Net {
+  explicit Net(InferenceServer& s) : server(s), guard(asio::make_work_guard(ioc)) {}
+
+  InferenceServer& server;
+  asio::io_context ioc;
+  asio::executor_work_guard<asio::io_context::executor_type> guard;
+  std::optional<tcp::acceptor> acceptor;
+  std::vector<std::thread> threads;
+  std::mutex mu;  // sessions: the connections alive; stop() waits for none
+  std::condition_variable none_left;
+  std::map<std::uint64_t, std::weak_ptr<Session>> sessions;
+  std::uint64_t next_id = 0;
+  bool accepting = true;  // accept_loop has not returned
+
+  asio::awaitable<void> accept_loop();
+  asio::awaitable<void> serve(std::shared_ptr<Session> session, std::uint64_t id);
+  asio::awaitable<void> refuse(Session& session, int status, std::string why);
+  asio::awaitable<Answer> answer(Request& request);
+  asio::awaitable<Answer> infer(Request& request, const std::string& model);
+  Answer reject(int status, std::string_view why) {
+    ++server.rejected_;
+    return error_answer(status, why);
+  }
+  // A request body this large is far beyond the model's own requests (the largest JSON batch is about 3x its
+  // binary one): once it is answered, the memory it took goes back to the system. Not after each request: the
+  // heap keeps what a model's batches take (main.cpp), and giving it back would make each batch fault it in.
+  bool worth_trimming(std::size_t body) const {
+    const auto& io = server.engine_.io();
+    const std::size_t binary = static_cast<std::size_t>(server.config_.batching.max_batch * io.image_floats()) * 4;
+    return body > std::max<std::size_t>(std::size_t{16} << 20, 3 * binary);
+  }
 };
 
 InferenceServer::InferenceServer(Engine& engine, ServerConfig config)
@@ -177,44 +244,49 @@ InferenceServer::InferenceServer(Engine& engine, ServerConfig config)
 InferenceServer::~InferenceServer() { stop(); }
 
 Status InferenceServer::start() {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-  addrinfo* found = nullptr;
+  auto net = std::make_unique<Net>(*this);
   const std::string where = config_.host + ":" + std::to_string(config_.port);
-  if (const int rc = ::getaddrinfo(config_.host.c_str(), std::to_string(config_.port).c_str(), &hints, &found);
-      rc != 0)
-    return make_error(Code::invalid_argument, "cannot listen on " + where + ": " + gai_strerror(rc));
-  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const bool ok = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 512) == 0;
-  const std::string why = std::strerror(errno);
-  ::freeaddrinfo(found);
-  if (!ok) {
-    if (fd >= 0) ::close(fd);
-    return make_error(Code::unavailable, "cannot listen on " + where + ": " + why);
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  listen_fd_ = fd;
-  acceptor_ = std::thread([this] { accept_loop(); });
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(config_.host, ec);
+  if (ec) return make_error(Code::invalid_argument, "cannot listen on " + where + ": not an IP address");
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(config_.port));
+  tcp::acceptor& acceptor = net->acceptor.emplace(net->ioc);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(512, ec);
+  if (ec) return make_error(Code::unavailable, "cannot listen on " + where + ": " + ec.message());
+  port_ = acceptor.local_endpoint().port();
+  net_ = std::move(net);
+  asio::co_spawn(net_->ioc, net_->accept_loop(), asio::detached);
+  const unsigned cpus = std::thread::hardware_concurrency();
+  const int threads = config_.io_threads > 0 ? config_.io_threads : static_cast<int>(std::max(2u, cpus));
+  for (int i = 0; i < threads; ++i) net_->threads.emplace_back([this] { net_->ioc.run(); });
   return {};
 }
 
 void InferenceServer::stop() {
   if (stopping_.exchange(true)) return;
-  if (acceptor_.joinable()) acceptor_.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
-  {
-    // Each connection notices within kPollMs, or after the request it is in; a batch in progress finishes first.
-    std::unique_lock lock(conns_mu_);
-    conns_cv_.wait(lock, [this] { return connections_ == 0; });
+  if (net_) {
+    Net& net = *net_;
+    asio::post(net.ioc, [&net] {
+      beast::error_code ignored;
+      net.acceptor->close(ignored);
+    });
+    std::unique_lock lock(net.mu);
+    for (auto& [id, weak] : net.sessions) {
+      if (auto s = weak.lock()) {
+        asio::post(s->stream.get_executor(), [s] {
+          if (s->idle) s->stream.socket().cancel();
+        });
+      }
+    }
+    // Each busy connection ends after the request it is in (its batch runs: the batcher stops after them).
+    net.none_left.wait(lock, [&net] { return net.sessions.empty() && !net.accepting; });
+    lock.unlock();
+    net.guard.reset();
+    net.ioc.stop();
+    for (auto& t : net.threads) t.join();
   }
   batcher_.stop();
 }
@@ -224,188 +296,242 @@ InferenceServer::Stats InferenceServer::stats() const {
   return {requests_.load(), rejected_.load(), b.batches, b.images};
 }
 
-void InferenceServer::accept_loop() {
-  while (!stopping_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, kPollMs) <= 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::unique_lock lock(conns_mu_);
-    if (connections_ >= config_.max_connections) {
+asio::awaitable<void> InferenceServer::Net::accept_loop() {
+  for (;;) {
+    auto strand = asio::make_strand(ioc);
+    auto [ec, socket] = co_await acceptor->async_accept(strand, kTuple);
+    if (server.stopping_) break;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) break;
+      // Out of files (EMFILE) or the like: a moment for connections to end, not a busy loop.
+      asio::steady_timer pause(ioc, std::chrono::milliseconds(50));
+      co_await pause.async_wait(kTuple);
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    std::unique_lock lock(mu);
+    if (static_cast<int>(sessions.size()) >= server.config_.max_connections) {
       lock.unlock();
-      send_all(fd, error_answer(503, "too many connections", false));
-      ::close(fd);
+      ++server.rejected_;
+      Answer busy = error_answer(503, "too many connections");
+      busy.keep_alive(false);
+      busy.prepare_payload();
+      bhttp::write(socket, busy, ec);  // a few hundred bytes: the socket's buffer takes them at once
+      socket.close(ec);
       continue;
     }
-    ++connections_;
+    const std::uint64_t id = next_id++;
+    auto session = std::make_shared<Session>(std::move(socket));
+    sessions.emplace(id, session);
     lock.unlock();
-    std::thread([this, fd] {
-      serve_connection(fd);
-      ::close(fd);
-      std::lock_guard done(conns_mu_);
-      if (--connections_ == 0) conns_cv_.notify_all();
-    }).detach();
+    auto ex = session->stream.get_executor();
+    asio::co_spawn(ex, serve(std::move(session), id), asio::detached);
+  }
+  std::lock_guard lock(mu);
+  accepting = false;
+  none_left.notify_all();
+}
+
+asio::awaitable<void> InferenceServer::Net::serve(std::shared_ptr<Session> session, std::uint64_t id) {
+  auto& stream = session->stream;
+  const ServerConfig& config = server.config_;
+  beast::flat_buffer buffer;
+  for (;;) {
+    if (buffer.size() == 0) {  // waiting for a request: idle until its first byte
+      if (server.stopping_) break;
+      session->idle = true;
+      stream.expires_after(config.idle_timeout);
+      auto space = buffer.prepare(kReadChunk);
+      auto [ec, n] = co_await stream.async_read_some(space, kTuple);
+      session->idle = false;
+      if (ec) break;
+      buffer.commit(n);
+    }
+    RequestParser parser;
+    apply_limits(parser, config.limits);
+    // The head's own deadline cancels the read (a Beast timeout would close the socket before the 408).
+    stream.expires_never();
+    // Both on the strand: the timer's handler cancels only the read it was set for.
+    auto head = std::make_shared<HeadWatch>();
+    asio::steady_timer head_timer(stream.get_executor(), config.head_timeout);
+    head_timer.async_wait([head, session](beast::error_code e) {
+      if (e || !head->reading) return;
+      head->late = true;
+      session->stream.socket().cancel();
+    });
+    auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kTuple);
+    head->reading = false;
+    head_timer.cancel();
+    if (head->late) {
+      std::string why = "the request head did not end in time";
+      co_await refuse(*session, 408, std::move(why));
+      break;
+    }
+    if (hec) {
+      if (hec != bhttp::error::end_of_stream && hec != asio::error::eof && hec != asio::error::connection_reset) {
+        std::string why = hec.message();
+        co_await refuse(*session, refusal_status(hec), std::move(why));
+      }
+      break;
+    }
+    // A client that waits for leave to send its body (curl over 1 MiB) gets it as soon as the head is in.
+    if (!parser.is_done() && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+      bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
+      stream.expires_after(kWriteTimeout);
+      auto [ec, n] = co_await bhttp::async_write(stream, go_on, kTuple);
+      if (ec) break;
+    }
+    if (!parser.is_done()) {
+      stream.expires_after(config.idle_timeout);
+      auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
+      if (ec) {
+        if (ec != beast::error::timeout && ec != bhttp::error::partial_message && ec != asio::error::eof &&
+            ec != asio::error::connection_reset) {
+          std::string why = ec.message();
+          co_await refuse(*session, refusal_status(ec), std::move(why));
+        }
+        break;
+      }
+    }
+    Request request = parser.release();
+    const bool keep_alive = request.keep_alive();
+    const bool trim = worth_trimming(request.body().size());
+    Answer a = co_await answer(request);
+    request = {};  // the body's memory, before the answer is written
+    a.keep_alive(keep_alive && !server.stopping_);
+    a.prepare_payload();
+    stream.expires_after(kWriteTimeout);
+    auto [wec, wn] = co_await bhttp::async_write(stream, a, kTuple);
+    const bool again = !wec && a.keep_alive();
+    a = {};
+    if (trim) malloc_trim(0);
+    if (!again) break;
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.close();
+  std::lock_guard lock(mu);
+  sessions.erase(id);
+  if (sessions.empty()) none_left.notify_all();
+}
+
+// Answers `status` and closes as web servers' lingering close does: the client may still be sending (a body over
+// the limit), and closing a socket with unread bytes resets the connection, losing the answer with it. So stop
+// sending, read what comes for a while (kLingerTime, kLingerBytes), then close.
+asio::awaitable<void> InferenceServer::Net::refuse(Session& session, int status, std::string why) {
+  ++server.rejected_;
+  Answer a = error_answer(status, why);
+  a.keep_alive(false);
+  a.prepare_payload();
+  auto& stream = session.stream;
+  stream.expires_after(kWriteTimeout);
+  auto [ec, n] = co_await bhttp::async_write(stream, a, kTuple);
+  if (ec) co_return;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.expires_after(kLingerTime);
+  std::vector<char> sink(kReadChunk);
+  for (std::size_t drained = 0; drained < kLingerBytes;) {
+    auto [rec, got] = co_await stream.async_read_some(asio::buffer(sink), kTuple);
+    if (rec) break;
+    drained += got;
   }
 }
 
-namespace {
-// True when `in` starts with a whole request head that asks "Expect: 100-continue" (any case).
-bool expects_continue(const std::string& in) {
-  const std::size_t end = in.find("\r\n\r\n");
-  if (end == std::string::npos) return false;
-  std::string head = in.substr(0, end);
-  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return head.find("\r\nexpect:") != std::string::npos && head.find("100-continue") != std::string::npos;
-}
-}  // namespace
-
-void InferenceServer::serve_connection(int fd) {
-  std::string in;
-  char chunk[64 * 1024];
-  auto last = Clock::now();
-  std::optional<Clock::time_point> head_began;  // the request now arriving: its first byte
-  bool continued = false;                       // its "100 Continue" has been sent
-  while (!stopping_) {
-    auto taken = http1::take_message(in, http1::Kind::request, config_.limits);
-    if (taken.what == http1::Taken::What::error) {
-      ++rejected_;
-      send_all(fd, error_answer(taken.status, taken.error, false));
-      linger_close(fd);
-      return;
-    }
-    if (taken.what == http1::Taken::What::message) {
-      bool keep_alive = taken.message.keep_alive;
-      if (!send_all(fd, answer(taken.message, keep_alive)) || !keep_alive) return;
-      last = Clock::now();
-      head_began.reset();
-      continued = false;
-      continue;
-    }
-    // A client that waits for leave to send its body (curl over 1 MiB) gets it as soon as its head is in.
-    if (!continued && expects_continue(in)) {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      if (!send_all(fd, std::string(kContinue))) return;
-      continued = true;
-    }
-    if (!in.empty() && !head_began) head_began = Clock::now();
-    if (head_began && in.find("\r\n\r\n") == std::string::npos && Clock::now() - *head_began > config_.head_timeout) {
-      ++rejected_;
-      send_all(fd, error_answer(408, "the request head did not end in time", false));
-      return;
-    }
-    pollfd p{fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, kPollMs);
-    if (r == 0) {
-      if (Clock::now() - last > config_.idle_timeout) return;
-      continue;
-    }
-    if (r < 0 && errno == EINTR) continue;
-    const ssize_t n = r > 0 ? ::recv(fd, chunk, sizeof chunk, 0) : -1;
-    if (n <= 0) return;
-    in.append(chunk, static_cast<std::size_t>(n));
-  }
-}
-
-std::string InferenceServer::answer(const http1::Message& request, bool& keep_alive) {
-  std::string path = request.target.substr(0, request.target.find('?'));
+asio::awaitable<Answer> InferenceServer::Net::answer(Request& request) {
+  const std::string target(request.target());
+  std::string path = target.substr(0, target.find('?'));
   if (path.size() > 1 && path.back() == '/') path.pop_back();  // /v2/ is /v2
-  const bool get = request.method == "GET";
-  const ModelIo& io = engine_.io();
-  auto reject = [&](int status, std::string_view why) {
-    ++rejected_;
-    return error_answer(status, why, keep_alive);
-  };
-  if (path == "/v2/health/live" && get) return json_answer(200, {{"live", true}}, keep_alive);
-  if (path == "/v2/health/ready" && get) return json_answer(200, {{"ready", !stopping_}}, keep_alive);
+  const bool get = request.method() == bhttp::verb::get;
+  const bool post = request.method() == bhttp::verb::post;
+  const ModelIo& io = server.engine_.io();
+  if (path == "/v2/health/live" && get) co_return json_answer(200, {{"live", true}});
+  if (path == "/v2/health/ready" && get) co_return json_answer(200, {{"ready", !server.stopping_}});
   if (path == "/v2" && get)
-    return json_answer(200, {{"name", "tsum-train"}, {"version", "1"}, {"extensions", {"binary_tensor_data"}}},
-                       keep_alive);
-  if (path == "/v2/tsum/host" && get) {
-    return http1::format_response(200, "application/json", host_stats(), {}, keep_alive);
-  }
-  if (path == "/v2/tsum/stop" && request.method == "POST") {
-    const auto* token = request.header("x-tsum-stop-token");
-    if (config_.stop_token.empty()) return reject(404, "this server has no stop token: stop it with SIGTERM");
-    if (!token || *token != config_.stop_token) return reject(403, "wrong or missing X-Tsum-Stop-Token");
-    stop_requested_ = true;
-    return json_answer(200, {{"stopping", true}}, keep_alive);
+    co_return json_answer(200, {{"name", "tsum-train"}, {"version", "1"}, {"extensions", {"binary_tensor_data"}}});
+  if (path == "/v2/tsum/host" && get) co_return make_answer(200, "application/json", server.host_stats());
+  if (path == "/v2/tsum/stop" && post) {
+    const std::string token(request["x-tsum-stop-token"]);
+    if (server.config_.stop_token.empty()) co_return reject(404, "this server has no stop token: stop it with SIGTERM");
+    if (token != server.config_.stop_token) co_return reject(403, "wrong or missing X-Tsum-Stop-Token");
+    server.stop_requested_ = true;
+    co_return json_answer(200, {{"stopping", true}});
   }
   const auto model = model_path(path);
-  if (!model) return reject(404, "no such route: " + path);
-  if (model->first != io.name) return reject(404, "no model '" + model->first + "' here (this server has '" + io.name + "')");
-  if (model->second.empty() && get) return json_answer(200, model_metadata(io, config_.batching), keep_alive);
-  if (model->second == "/ready" && get) return json_answer(200, {{"name", io.name}, {"ready", true}}, keep_alive);
+  if (!model) co_return reject(404, "no such route: " + path);
+  if (model->first != io.name)
+    co_return reject(404, "no model '" + model->first + "' here (this server has '" + io.name + "')");
+  if (model->second.empty() && get) co_return json_answer(200, model_metadata(io, server.config_.batching));
+  if (model->second == "/ready" && get) co_return json_answer(200, {{"name", io.name}, {"ready", true}});
   if (model->second == "/infer") {
-    if (request.method != "POST") return reject(405, "infer takes POST");
-    return infer(request, model->first);
+    if (!post) co_return reject(405, "infer takes POST");
+    Answer a = co_await infer(request, model->first);
+    co_return a;
   }
-  return reject(404, "no such route: " + path);
+  co_return reject(404, "no such route: " + path);
 }
 
-std::string InferenceServer::infer(const http1::Message& request, const std::string& model) {
+asio::awaitable<Answer> InferenceServer::Net::infer(Request& request, const std::string& model) {
   const auto received = Clock::now();
-  const ModelIo& io = engine_.io();
-  auto reject = [&](int status, std::string_view why) {
-    ++rejected_;
-    return error_answer(status, why, request.keep_alive);
-  };
+  const ModelIo& io = server.engine_.io();
+  const std::int64_t max_batch = server.config_.batching.max_batch;
   std::optional<std::size_t> json_length;
-  if (const auto* h = request.header("inference-header-content-length")) {
+  if (const auto it = request.find("inference-header-content-length"); it != request.end()) {
+    const beast::string_view h = it->value();
     std::size_t n = 0;
-    const auto [ptr, ec] = std::from_chars(h->data(), h->data() + h->size(), n);
-    if (h->empty() || ec != std::errc() || ptr != h->data() + h->size())
-      return reject(400, "malformed Inference-Header-Content-Length");
+    const auto [ptr, ec] = std::from_chars(h.data(), h.data() + h.size(), n);
+    if (h.empty() || ec != std::errc() || ptr != h.data() + h.size())
+      co_return reject(400, "malformed Inference-Header-Content-Length");
     json_length = n;
   }
-  auto parsed = v2::parse_infer_request(request.body, json_length, kMaxElements);
-  if (!parsed.ok()) return reject(400, parsed.error().detail);
-  if (parsed->inputs.size() != 1) return reject(400, "give one input: 'input' (FP32) or 'image' (BYTES)");
+  auto parsed = v2::parse_infer_request(request.body(), json_length, kMaxElements);
+  request.body() = std::string();  // read into tensors: the body's bytes go now
+  if (!parsed.ok()) co_return reject(400, parsed.error().detail);
+  if (parsed->inputs.size() != 1) co_return reject(400, "give one input: 'input' (FP32) or 'image' (BYTES)");
   std::vector<v2::OutputRequest> outputs = parsed->outputs;
   if (outputs.empty()) outputs = {{"logits", parsed->binary_data_output}, {"class", parsed->binary_data_output}};
   for (const auto& o : outputs)
-    if (o.name != "logits" && o.name != "class") return reject(400, "unknown output '" + o.name + "' (logits, class)");
+    if (o.name != "logits" && o.name != "class")
+      co_return reject(400, "unknown output '" + o.name + "' (logits, class)");
   // The batch size before any decoding, so an oversize request costs nothing.
   const auto& shape = parsed->inputs.front().shape;
-  if (const std::int64_t n = shape.empty() ? 0 : shape.front(); n < 1 || n > config_.batching.max_batch)
-    return reject(400, "a request holds 1.." + std::to_string(config_.batching.max_batch) + " images, this one " +
-                           std::to_string(n));
+  if (const std::int64_t n = shape.empty() ? 0 : shape.front(); n < 1 || n > max_batch)
+    co_return reject(400, "a request holds 1.." + std::to_string(max_batch) + " images, this one " +
+                              std::to_string(n));
   auto images = read_images(parsed->inputs.front(), io);
-  if (!images.error.empty()) return reject(400, images.error);
-  auto future = batcher_.submit(std::move(images.data), images.n);
-  if (!future) return reject(503, "the queue is full");
-  JobResult result = future->get();
-  if (!result.status.ok()) return reject(result.status.code() == Code::unavailable ? 503 : 500,
-                                         result.status.error().detail);
-  v2::InferAnswer a{model, parsed->id, {}};
+  parsed->inputs.clear();
+  if (!images.error.empty()) co_return reject(400, images.error);
+  const std::int64_t n = images.n;
+  JobResult result = co_await async_run_batch(server.batcher_, std::move(images.data), n, asio::use_awaitable);
+  if (!result.status.ok())
+    co_return reject(result.status.code() == Code::unavailable ? 503 : 500, result.status.error().detail);
+  v2::InferAnswer answer{model, parsed->id, {}};
   for (const auto& o : outputs) {
     v2::OutputTensor t;
     t.name = o.name;
     t.binary = o.binary;
     if (o.name == "logits") {
-      t.shape = {images.n, io.classes};
+      t.shape = {n, io.classes};
       t.fp32 = result.logits;
     } else {
-      t.shape = {images.n};
-      for (std::int64_t i = 0; i < images.n; ++i) {
+      t.shape = {n};
+      for (std::int64_t i = 0; i < n; ++i) {
         const auto* row = result.logits.data() + i * io.classes;
         t.i64.push_back(std::max_element(row, row + io.classes) - row);
       }
     }
-    a.outputs.push_back(std::move(t));
+    answer.outputs.push_back(std::move(t));
   }
-  auto body = v2::format_infer_answer(a);
+  auto body = v2::format_infer_answer(answer);
+  Answer a = make_answer(200, body.json_length ? "application/octet-stream" : "application/json",
+                         std::move(body.body));
   auto us = [](double s) { return std::to_string(static_cast<std::int64_t>(s * 1e6)); };
-  std::vector<http1::Header> headers = {
-      {"X-Tsum-Queue-Us", us(result.queue_s)},
-      {"X-Tsum-Compute-Us", us(result.compute_s)},
-      {"X-Tsum-Batch", std::to_string(result.batch)},
-      {"X-Tsum-Server-Us", us(std::chrono::duration<double>(Clock::now() - received).count())}};
-  if (body.json_length) headers.push_back({"Inference-Header-Content-Length", std::to_string(*body.json_length)});
-  ++requests_;
-  return http1::format_response(200, body.json_length ? "application/octet-stream" : "application/json", body.body,
-                                headers, request.keep_alive);
+  a.set("X-Tsum-Queue-Us", us(result.queue_s));
+  a.set("X-Tsum-Compute-Us", us(result.compute_s));
+  a.set("X-Tsum-Batch", std::to_string(result.batch));
+  a.set("X-Tsum-Server-Us", us(std::chrono::duration<double>(Clock::now() - received).count()));
+  if (body.json_length) a.set("Inference-Header-Content-Length", std::to_string(*body.json_length));
+  ++server.requests_;
+  co_return a;
 }
 
 std::string InferenceServer::host_stats() {

@@ -22,30 +22,51 @@
 //                                                     stop_requested() turns true (the load client ends a run)
 // Bad requests get a 4xx with {"error": "..."} and the connection stays open (a malformed head closes it);
 // a full queue is 503; nothing one client sends reaches another's answer.
+//
+// HTTP is Boost.Beast's on Asio, as tsumd's: keep-alive, pipelined requests, bodies by Content-Length or chunked,
+// "Expect: 100-continue" answered once the head is in. Limits, each answered before the connection closes: a head
+// over HttpLimits::max_head (431), a body over max_body (413, before it is read), a head that does not end within
+// head_timeout (408), a version other than 1.0 and 1.1 (505); a connection silent for idle_timeout is closed.
+// Memory: a request holds its body and its tensors (a JSON body is read into floats as it parses, never into a
+// document: infer_protocol.h), and what a request far larger than the model's own takes is given back to the
+// system once it is answered.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include "common/result.h"
 #include "workload/batcher.h"
-#include "workload/http1.h"
 
 namespace tsum::workload {
+
+struct HttpLimits {
+  std::size_t max_head = 16 * 1024;
+  std::size_t max_body = 64u << 20;
+};
+
+// The parser the server reads each request with, under `limits`: shared with the fuzz target
+// (tests/fuzz/fuzz_infer_request.cpp), which feeds it what a client could send.
+using RequestParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+void apply_limits(RequestParser& parser, const HttpLimits& limits);
+// The status a request the parser refused is answered with: 431 (head too large), 413 (body too large), 505 (a
+// version other than HTTP/1.0 and 1.1), else 400.
+int refusal_status(const boost::system::error_code& ec);
 
 struct ServerConfig {
   std::string host = "0.0.0.0";  // the address to listen on
   int port = 8000;               // 0: any free port (port() says which)
   Batcher::Config batching;
-  http1::Limits limits;
+  HttpLimits limits;
+  int io_threads = 0;  // threads reading, decoding and answering requests; 0: the CPUs (at least 2)
   int max_connections = 1024;                  // beyond: 503 and close
   std::chrono::seconds idle_timeout{120};      // a keep-alive connection silent this long is closed
   std::chrono::seconds head_timeout{10};       // a request head begun and not ended this long: 408 and close
@@ -67,7 +88,8 @@ class InferenceServer {
   // A client with the stop token asked the server to stop (the caller stops it).
   bool stop_requested() const { return stop_requested_.load(); }
 
-  // Stops accepting, lets each connection finish the request it is in, stops the batcher. Idempotent.
+  // Stops accepting, closes idle connections, lets each other finish the request it is in, stops the batcher.
+  // Idempotent.
   void stop();
 
   struct Stats {
@@ -79,25 +101,19 @@ class InferenceServer {
   Stats stats() const;
 
  private:
-  void accept_loop();
-  void serve_connection(int fd);
-  std::string answer(const http1::Message& request, bool& keep_alive);
-  std::string infer(const http1::Message& request, const std::string& model);
+  // The Asio side (serve.cpp): the io_context and its threads, the acceptor, the connections alive, the routes.
+  struct Net;
   std::string host_stats();
 
   Engine& engine_;
   ServerConfig config_;
   Batcher batcher_;
-  int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stop_requested_{false};
   std::atomic<std::int64_t> requests_{0};
   std::atomic<std::int64_t> rejected_{0};
-  std::mutex conns_mu_;  // connections_: the detached connection threads alive; stop() waits for none
-  std::condition_variable conns_cv_;
-  int connections_ = 0;
-  std::thread acceptor_;
+  std::unique_ptr<Net> net_;
   struct Gpu;
   std::unique_ptr<Gpu> gpu_;
 };

@@ -1,34 +1,55 @@
-// `tsum-train serve`'s request parsing (issue 41): the bytes a client sends on one connection, taken off as the
-// server takes them (workload/http1.h, under small limits), each message's body read as an Open Inference
-// Protocol infer request (workload/infer_protocol.h) with its Inference-Header-Content-Length. A crash, a hang
-// or a request that parses into a tensor whose data does not match its shape is a finding.
+// `tsum-train serve`'s request parsing (issues 41, 53): the bytes a client sends on one connection, taken off as the
+// server takes them (Boost.Beast's request parser under the server's limits, workload/serve.h, small here), each
+// message's body read as an Open Inference Protocol infer request (workload/infer_protocol.h) with its
+// Inference-Header-Content-Length. A crash, a hang, a refusal answered with a status outside 4xx, or a request
+// that parses into a tensor whose data does not match its shape is a finding.
 #include <charconv>
+#include <optional>
 #include <string>
 
-#include "fuzz_input.h"
-#include "workload/http1.h"
-#include "workload/infer_protocol.h"
+#include <boost/asio/buffer.hpp>
 
-namespace http1 = tsum::workload::http1;
+#include "fuzz_input.h"
+#include "workload/infer_protocol.h"
+#include "workload/serve.h"
+
+namespace w = tsum::workload;
 namespace v2 = tsum::workload::v2;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string buffer(tsum::fuzz::text(data, size));
-  const http1::Limits limits{4096, 1 << 20};
-  for (int i = 0; i < 64; ++i) {
-    const std::size_t before = buffer.size();
-    auto taken = http1::take_message(buffer, http1::Kind::request, limits);
-    if (taken.what != http1::Taken::What::message) {
-      if (taken.what == http1::Taken::What::error && (taken.status < 400 || taken.status > 505)) __builtin_trap();
+  const std::string bytes(tsum::fuzz::text(data, size));
+  std::string_view rest = bytes;
+  const w::HttpLimits limits{4096, 1 << 20};
+  for (int i = 0; i < 64 && !rest.empty(); ++i) {
+    w::RequestParser parser;
+    w::apply_limits(parser, limits);
+    parser.eager(true);
+    boost::system::error_code ec;
+    const std::size_t before = rest.size();
+    while (!rest.empty() && !parser.is_done()) {
+      const std::size_t used = parser.put(boost::asio::buffer(rest.data(), rest.size()), ec);
+      rest.remove_prefix(used);
+      if (ec == boost::beast::http::error::need_more) {
+        ec = {};
+        break;  // the rest of the bytes are a message cut off
+      }
+      if (ec || used == 0) break;
+    }
+    if (ec) {
+      const int status = w::refusal_status(ec);
+      if (status < 400 || status > 499) __builtin_trap();
       break;
     }
-    if (buffer.size() >= before) __builtin_trap();  // a message must consume bytes
+    if (!parser.is_done()) break;
+    if (rest.size() >= before) __builtin_trap();  // a message must consume bytes
+    const auto& message = parser.get();
     std::optional<std::size_t> json_length;
-    if (const auto* h = taken.message.header("inference-header-content-length")) {
+    if (const auto it = message.find("inference-header-content-length"); it != message.end()) {
       std::size_t n = 0;
-      if (std::from_chars(h->data(), h->data() + h->size(), n).ec == std::errc()) json_length = n;
+      const auto v = it->value();
+      if (std::from_chars(v.data(), v.data() + v.size(), n).ec == std::errc()) json_length = n;
     }
-    auto request = v2::parse_infer_request(taken.message.body, json_length, 1 << 16);
+    auto request = v2::parse_infer_request(message.body(), json_length, 1 << 16);
     if (!request.ok()) continue;
     for (const auto& in : request->inputs) {
       std::int64_t count = 1;

@@ -28,14 +28,14 @@
 
 #include "temp_dir.h"
 #include "workload/batcher.h"
-#include "workload/http1.h"
+#include "workload/http_client.h"
 #include "workload/infer_protocol.h"
 #include "workload/jpeg.h"
 #include "workload/load_gen.h"
 #include "workload/serve.h"
 
 namespace tw = tsum::workload;
-namespace http1 = tsum::workload::http1;
+namespace http = tsum::workload::http;
 using nlohmann::json;
 using tw::testing::TempDir;
 using Clock = std::chrono::steady_clock;
@@ -49,15 +49,59 @@ std::string le_floats(const std::vector<float>& v) {
   return out;
 }
 
-http1::Message must_answer(http1::Connection& conn, const std::string& request) {
+http::Response must_answer(http::Connection& conn, const http::Request& request) {
   auto answer = conn.round_trip(request, Ms(60'000));
   REQUIRE_MESSAGE(answer.ok(), (answer.ok() ? "" : answer.error().detail));
   return std::move(*answer);
 }
 
-std::string infer_json(const std::string& model, const json& body) {
-  return http1::format_request("POST", "/v2/models/" + model + "/infer", "localhost", "application/json", body.dump());
+http::Request infer_json(const std::string& model, const json& body) {
+  return http::make_request("POST", "/v2/models/" + model + "/infer", "localhost", "application/json", body.dump());
 }
+
+// A plain TCP connection to 127.0.0.1:port, for bytes no well-behaved client sends.
+struct RawSocket {
+  int fd = -1;
+  bool closed = false;  // the peer closed (or reset) the connection
+  explicit RawSocket(int port) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  }
+  ~RawSocket() { ::close(fd); }
+  void send(const std::string& s) { REQUIRE(::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size())); }
+  // What arrives until `until` is in it or the peer closes (at most 60 s).
+  std::string read_until(const std::string& until) {
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (got.find(until) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 200) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed = true;
+        break;
+      }
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got;
+  }
+  // Everything until the peer closes (at most 60 s): the answers of a connection the server is to close.
+  std::string read_to_close() { return read_until(std::string(1, '\0') + "never"); }
+};
+
+// The statuses of the answers in `text`, in order.
+std::vector<int> statuses(const std::string& text) {
+  std::vector<int> out;
+  for (std::size_t at = text.find("HTTP/1.1 "); at != std::string::npos; at = text.find("HTTP/1.1 ", at + 1))
+    out.push_back(std::atoi(text.c_str() + at + 9));
+  return out;
+}
+
 
 // An image of the delay model's default shape [1, 3, 32, 32] as a JSON infer body.
 json small_image_request() {
@@ -215,47 +259,71 @@ std::vector<json> levels_of(const std::vector<json>& events) {
 
 }  // namespace
 
-TEST_CASE("http1: a request in pieces, pipelined requests, and each malformed head with its status") {
-  const http1::Limits limits{1024, 100};
-  std::string buf = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab";
-  CHECK(http1::take_message(buf, http1::Kind::request, limits).what == http1::Taken::What::incomplete);
-  buf += "cdeGET /v2 HTTP/1.0\r\n\r\n";
-  auto first = http1::take_message(buf, http1::Kind::request, limits);
-  REQUIRE(first.what == http1::Taken::What::message);
-  CHECK(first.message.method == "POST");
-  CHECK(first.message.target == "/v2/models/m/infer");
-  CHECK(first.message.body == "abcde");
-  CHECK(first.message.keep_alive);
-  CHECK(*first.message.header("host") == "x");
-  auto second = http1::take_message(buf, http1::Kind::request, limits);
-  REQUIRE(second.what == http1::Taken::What::message);
-  CHECK_FALSE(second.message.keep_alive);  // HTTP/1.0 without keep-alive
-  CHECK(buf.empty());
-
-  auto status_of = [&](std::string text) {
-    auto t = http1::take_message(text, http1::Kind::request, limits);
-    return t.what == http1::Taken::What::error ? t.status : 0;
+TEST_CASE("server HTTP: a request in pieces, pipelining, chunked bodies, keep-alive, and each limit with its status") {
+  auto engine = tw::make_fixed_delay_engine({"delay", "fixed_delay", 3, 4, 4, 10, 0, "cpu"},
+                                            std::chrono::microseconds(100));
+  tw::ServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  config.limits = {1024, 4096};
+  config.idle_timeout = std::chrono::seconds(1);
+  tw::InferenceServer server(*engine, config);
+  REQUIRE(server.start().ok());
+  const std::string body =
+      json{{"inputs", {{{"name", "input"}, {"shape", {1, 3, 4, 4}}, {"datatype", "FP32"},
+                        {"data", std::vector<float>(48, 0.5f)}}}}}.dump();
+  const std::string infer = "POST /v2/models/delay/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  {
+    RawSocket c(server.port());  // in pieces, the head cut in two
+    c.send(infer.substr(0, 20));
+    c.send(infer.substr(20));
+    CHECK(statuses(c.read_until("\"outputs\"")) == std::vector<int>{200});
+    // Two requests in one write, answered in their order on the same connection.
+    c.send(infer + "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string two = c.read_until("\"live\"");
+    CHECK(statuses(two) == std::vector<int>{200, 200});
+    CHECK(two.find("\"outputs\"") < two.find("\"live\""));
+    // A chunked body, in three chunks.
+    std::ostringstream chunked;
+    chunked << "POST /v2/models/delay/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (const std::string& part : {body.substr(0, 10), body.substr(10, 100), body.substr(110)})
+      chunked << std::hex << part.size() << "\r\n" << part << "\r\n";
+    chunked << "0\r\n\r\n";
+    c.send(chunked.str());
+    const std::string answer = c.read_until("\"outputs\"");
+    CHECK(statuses(answer) == std::vector<int>{200});
+    // Silent past idle_timeout (1 s here): the server closes the connection.
+    CHECK(c.read_to_close().empty());
+    CHECK(c.closed);
+  }
+  {
+    RawSocket c(server.port());  // HTTP/1.0 without keep-alive: answered, then closed
+    c.send("GET /v2/health/live HTTP/1.0\r\n\r\n");
+    const std::string text = c.read_to_close();
+    CHECK(text.rfind("HTTP/1.1 200", 0) == 0);
+  }
+  auto refused = [&](const std::string& bytes) {
+    RawSocket c(server.port());
+    c.send(bytes);
+    const std::string text = c.read_to_close();  // each refusal closes the connection
+    INFO(text);
+    CHECK(c.closed);
+    CHECK(text.find("\"error\"") != std::string::npos);
+    const auto s = statuses(text);
+    return s.size() == 1 ? s.front() : -1;
   };
-  CHECK(status_of("GET / HTTP/1.1\r\nContent-Length: 101\r\n\r\n") == 413);
-  CHECK(status_of("GET / HTTP/1.1\r\nX: " + std::string(2000, 'a') + "\r\n\r\n") == 431);
-  CHECK(status_of("GET / HTTP/1.1\r\nX: " + std::string(2000, 'a')) == 431);  // no end of head yet, already too long
-  CHECK(status_of("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n") == 501);
-  CHECK(status_of("GET / HTTP/2.0\r\n\r\n") == 505);
-  CHECK(status_of("GET /\r\n\r\n") == 400);
-  CHECK(status_of("GET / HTTP/1.1\r\nBad Header: x\r\n\r\n") == 400);
-  CHECK(status_of("GET / HTTP/1.1\r\n folded\r\n\r\n") == 400);
-  CHECK(status_of("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n") == 400);
-  CHECK(status_of("GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n") == 400);
-  CHECK(status_of("GET / HTTP/1.1\nHost: x\r\n\r\n") == 400);
-  CHECK(status_of("GET / HTTP/1.1\r\nConnection: close\r\n\r\n") == 0);
-
-  std::string response = http1::format_response(200, "application/json", "{}", {{"X-A", "1"}}, false);
-  auto r = http1::take_message(response, http1::Kind::response, limits);
-  REQUIRE(r.what == http1::Taken::What::message);
-  CHECK(r.message.status == 200);
-  CHECK(r.message.body == "{}");
-  CHECK(*r.message.header("x-a") == "1");
-  CHECK_FALSE(r.message.keep_alive);
+  const std::string post = "POST /v2/models/delay/infer HTTP/1.1\r\nHost: x\r\n";
+  CHECK(refused(post + "Content-Length: 5000\r\n\r\n") == 413);  // before its body is sent
+  CHECK(refused(post + "Transfer-Encoding: chunked\r\n\r\n2000\r\n" + std::string(8192, ' ') + "\r\n") == 413);
+  CHECK(refused("GET / HTTP/1.1\r\nX: " + std::string(2000, 'a') + "\r\n\r\n") == 431);
+  CHECK(refused("GET / HTTP/2.0\r\nHost: x\r\n\r\n") == 505);
+  CHECK(refused("GET /\r\n\r\n") == 400);
+  CHECK(refused("GET / HTTP/1.1\r\nBad Header: x\r\n\r\n") == 400);
+  CHECK(refused("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n") == 400);
+  CHECK(refused("GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n") == 400);
+  CHECK(refused(post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n") == 400);
+  CHECK(server.stats().rejected >= 9);
 }
 
 TEST_CASE("v2 requests: JSON and binary tensors, JPEG bytes, and what is refused with a reason") {
@@ -291,6 +359,25 @@ TEST_CASE("v2 requests: JSON and binary tensors, JPEG bytes, and what is refused
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1000,1000],"datatype":"FP32","data":[]}]})"),
                  "more than 1000 elements"));
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":["x"]}]})"), "non-number"));
+  // Data nests as the shape says, or comes flat; anything else is named.
+  CHECK(refused(R"({"inputs":[{"name":"a","shape":[2,3],"datatype":"FP32","data":[1,2,3,4,5,6]}]})") == "accepted");
+  CHECK(refused(R"({"inputs":[{"name":"a","shape":[2,3],"datatype":"FP32","data":[[1,2,3],[4,5,6]]}]})") ==
+        "accepted");
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[2,3],"datatype":"FP32","data":[[1,2],[3,4],[5,6]]}]})"),
+                 "nests as [3, 2], the shape is [2, 3]"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[3],"datatype":"FP32","data":[[1,2],3]}]})"),
+                 "nests unevenly"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[2,2],"datatype":"FP32","data":[[1,2,3],[4]]}]})"),
+                 "nests as [2, uneven]"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":5}]})"), "must be an array"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[{"x":1}]}]})"),
+                 "holds an object"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[true]}]})"),
+                 "neither a number"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1e39]}]})"), "out of range"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1],"data":[2]}]})"),
+                 "given twice"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1]}]} x)"), "not JSON"));
   const std::string h1 = R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","parameters":{"binary_data_size":4}}]})";
   CHECK(contains(refused(h1 + "abcdEXTRA", h1.size()), "5 bytes after"));
   CHECK(contains(refused(h1 + "ab", h1.size()), "runs past the body"));
@@ -393,12 +480,10 @@ TEST_CASE("server: health, metadata, JSON and binary infer, and bad requests ans
   config.limits.max_body = 1 << 20;
   tw::InferenceServer server(*engine, config);
   REQUIRE(server.start().ok());
-  const http1::Url url{"127.0.0.1", server.port()};
-  http1::Connection conn;
+  const http::Url url{"127.0.0.1", server.port()};
+  http::Connection conn;
   REQUIRE(conn.open(url, Ms(10'000)).ok());
-  auto get = [&](const std::string& path) {
-    return must_answer(conn, http1::format_request("GET", path, "localhost", "", ""));
-  };
+  auto get = [&](const std::string& path) { return must_answer(conn, http::make_request("GET", path, "localhost")); };
   CHECK(get("/v2/health/live").status == 200);
   CHECK(get("/v2/health/ready").status == 200);
   const auto meta = json::parse(get("/v2/models/delay").body);
@@ -423,7 +508,7 @@ TEST_CASE("server: health, metadata, JSON and binary infer, and bad requests ans
   std::atomic<bool> stop{false};
   std::atomic<int> steady_ok{0}, steady_bad{0};
   std::thread steady([&] {
-    http1::Connection c;
+    http::Connection c;
     (void)c.open(url, Ms(10'000));
     const auto request = infer_json("delay", small_image_request());
     while (!stop) {
@@ -431,8 +516,8 @@ TEST_CASE("server: health, metadata, JSON and binary infer, and bad requests ans
       (a.ok() && a->status == 200 ? steady_ok : steady_bad).fetch_add(1);
     }
   });
-  auto status_of = [&](const std::string& request) {
-    http1::Connection c;
+  auto status_of = [&](const http::Request& request) {
+    http::Connection c;
     REQUIRE(c.open(url, Ms(10'000)).ok());
     auto a = c.round_trip(request, Ms(60'000));
     REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.error().detail));
@@ -444,26 +529,30 @@ TEST_CASE("server: health, metadata, JSON and binary infer, and bad requests ans
   wrong_shape["inputs"][0]["shape"] = {1, 3, 16, 64};
   CHECK(status_of(infer_json("delay", wrong_shape)) == 400);
   const std::string jpeg_header = R"({"inputs":[{"name":"image","shape":[1],"datatype":"BYTES","parameters":{"binary_data_size":14}}]})";
-  CHECK(status_of(http1::format_request("POST", "/v2/models/delay/infer", "x", "application/octet-stream",
-                                        jpeg_header + tw::v2::encode_bytes_elements({"not a jpeg"}),
-                                        {{"Inference-Header-Content-Length", std::to_string(jpeg_header.size())}})) ==
+  CHECK(status_of(http::make_request("POST", "/v2/models/delay/infer", "x", "application/octet-stream",
+                                     jpeg_header + tw::v2::encode_bytes_elements({"not a jpeg"}),
+                                     {{"Inference-Header-Content-Length", std::to_string(jpeg_header.size())}})) ==
         400);
-  CHECK(status_of(http1::format_request("POST", "/v2/models/delay/infer", "x", "application/json",
-                                        std::string(2 << 20, ' '))) == 413);
+  CHECK(status_of(http::make_request("POST", "/v2/models/delay/infer", "x", "application/json",
+                                     std::string(2 << 20, ' '))) == 413);
   json too_many = small_image_request();
   too_many["inputs"][0]["shape"] = {5, 3, 32, 32};
   too_many["inputs"][0]["data"] = std::vector<float>(5 * 3 * 32 * 32, 0.0f);
   CHECK(status_of(infer_json("delay", too_many)) == 400);  // over max_batch
   CHECK(status_of(infer_json("delay", {{"inputs", "x"}})) == 400);
-  CHECK(status_of(http1::format_request("GET", "/v2/models/delay/infer", "x", "", "")) == 405);
+  CHECK(status_of(http::make_request("GET", "/v2/models/delay/infer", "x")) == 405);
   for (const char* slash : {"/v2/", "/v2/health/ready/"}) {  // a trailing '/' names the same route
-    http1::Connection c;
+    http::Connection c;
     REQUIRE(c.open(url, Ms(10'000)).ok());
-    auto a = c.round_trip(http1::format_request("GET", slash, "x", "", ""), Ms(60'000));
+    auto a = c.round_trip(http::make_request("GET", slash, "x"), Ms(60'000));
     REQUIRE(a.ok());
     CHECK(a->status == 200);
   }
-  CHECK(status_of("BAD\r\n\r\n") == 400);
+  {
+    RawSocket bad(server.port());
+    bad.send("BAD\r\n\r\n");
+    CHECK(statuses(bad.read_to_close()) == std::vector<int>{400});
+  }
   wait_until([&] { return steady_ok > 3; }, "the steady client is answered");
   stop = true;
   steady.join();
@@ -542,6 +631,8 @@ TEST_CASE("tsum-train load --warmup: a level's first answers are not measured") 
   REQUIRE(code == 0);
   REQUIRE(events.front()["event"] == "load_ready");
   CHECK(events.front()["warmup"] == 30);
+  CHECK(events.front()["inputs"] == "input");  // of tsum's two ways in, the tensor; binary, as GET /v2 lists it
+  CHECK(events.front()["binary"] == 1);
   const auto levels = levels_of(events);
   REQUIRE(levels.size() == 1);
   served.child.terminate();
@@ -601,6 +692,60 @@ TEST_CASE("tsum-train serve: a real CNN answers JPEGs in batches; the load gener
   CHECK(tw::testing::contains(err_text(dir.file("load.err")), "does not serve model 'nope'"));
 }
 
+TEST_CASE("tsum-train load drives another server of the protocol from its metadata: other names, two inputs, JSON") {
+  // tests/workload/oip_server.py: Python's own HTTP server, inputs "features" FP32 and "keep" INT64, outputs
+  // "score" and "top", no binary extension (a binary request is refused there).
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::close(fds[0]);
+    ::execl("/usr/bin/python3", "python3", TSUM_OIP_SERVER, static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  struct Reap {
+    pid_t pid;
+    int fd;
+    ~Reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      ::close(fd);
+    }
+  } reap{pid, fds[0]};
+  std::string line;
+  for (char ch; line.find('\n') == std::string::npos && ::read(fds[0], &ch, 1) == 1;) line += ch;
+  const int port = std::atoi(line.c_str());
+  REQUIRE_MESSAGE(port > 0, "oip_server.py printed no port");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+
+  TempDir dir;
+  int code = -1;
+  auto events = run_load(dir, {"--url", url, "--model", "affine", "--batch", "3", "--concurrency", "1,2",
+                               "--window-s", "0.3", "--window-requests", "10", "--max-trials", "3"}, code);
+  INFO("load stderr: " << err_text(dir.file("load.err")));
+  REQUIRE(code == 0);
+  REQUIRE(events.front()["event"] == "load_ready");
+  CHECK(events.front()["inputs"] == "features,keep");
+  CHECK(events.front()["binary"] == 0);
+  const auto levels = levels_of(events);
+  REQUIRE(levels.size() == 2);
+  for (const auto& level : levels) {
+    CHECK(level["errors"] == 0);
+    CHECK(level["requests"].get<std::int64_t>() >= 10);
+    CHECK(level["images_per_s"].get<double>() == doctest::Approx(3 * level["throughput_rps"].get<double>()));
+  }
+  http::Connection conn;
+  REQUIRE(conn.open({"127.0.0.1", port}, Ms(10'000)).ok());
+  const json stats = json::parse(must_answer(conn, http::make_request("GET", "/stats", "x")).body);
+  CHECK(stats["refused"] == 0);
+  CHECK(stats["ok"].get<int>() >= 20);
+  for (const auto& rows : stats["batch_sizes"]) CHECK(rows == 3);
+  CHECK(stats["outputs_asked"] == json::array({"score", "top"}));
+}
+
 TEST_CASE("tsum-train serve --torchscript: a model scripted by PyTorch-Python answers what it computes there") {
   TempDir dir;
   const std::string script = dir.file("m.pt");
@@ -614,7 +759,7 @@ TEST_CASE("tsum-train serve --torchscript: a model scripted by PyTorch-Python an
   REQUIRE(std::system(("/usr/bin/python3 '" + dir.file("make.py") + "'").c_str()) == 0);
   Served served(dir, {"--torchscript", script, "--input-shape", "1,4,4", "--name", "twice", "--max-batch", "2"});
   CHECK(served.ready["classes"] == 5);
-  http1::Connection conn;
+  http::Connection conn;
   REQUIRE(conn.open({"127.0.0.1", served.port}, Ms(10'000)).ok());
   std::vector<float> x(16);
   for (int i = 0; i < 16; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i);
@@ -673,36 +818,6 @@ TEST_CASE("tsum-train: --help after any subcommand prints the flags and exits 0;
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);  // the reason, without libtorch's backtrace
 }
 
-namespace {
-// A plain TCP connection to 127.0.0.1:port, for bytes no well-behaved client sends.
-struct RawSocket {
-  int fd = -1;
-  explicit RawSocket(int port) {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  }
-  ~RawSocket() { ::close(fd); }
-  void send(const std::string& s) { REQUIRE(::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size())); }
-  // What arrives until `until` is in it or the peer closes (at most 60 s).
-  std::string read_until(const std::string& until) {
-    std::string got;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (got.find(until) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 200) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      got.append(buf, static_cast<std::size_t>(n));
-    }
-    return got;
-  }
-};
-}  // namespace
 
 TEST_CASE("server: Expect: 100-continue is answered before the body; a head that never ends gets 408") {
   auto engine = tw::make_fixed_delay_engine({"delay", "fixed_delay", 3, 4, 4, 10, 0, "cpu"},
