@@ -37,6 +37,7 @@ constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd
   tsumd plan --experiment ID [--objective cost|time|cost_under_deadline|budget] [--deadline S] [--budget B]
              [--repetitions N] [--billing RULE] [--nodes 1,2,4] [--interruptions-per-hour R]
   tsumd plan --experiment ID --objective serve --p99-ms L [--rate R] [--hours H]
+             [--max-batch N] [--max-delay-ms MS] [--threads N] [--instances N]
   tsumd search create -f SPEC.json [--wait [--timeout S]] | list | show ID
                                      an adaptive search: its probes, spend and stop reason (docs/planner.md)
   tsumd schedule create -f SPEC.json | list | delete ID
@@ -64,7 +65,8 @@ Result<Args> parse_args(const std::vector<std::string>& in) {
   static const std::vector<std::string> kValued = {"file", "url", "token", "format", "experiment", "status",
                                                    "objective", "deadline", "budget", "repetitions", "billing",
                                                    "scope", "timeout", "preset", "p99-ms", "rate", "hours",
-                                                   "nodes", "interruptions-per-hour", "provider", "workdir-limit"};
+                                                   "nodes", "interruptions-per-hour", "provider", "workdir-limit",
+                                                   "max-batch", "max-delay-ms", "threads", "instances"};
   Args a;
   for (size_t i = 0; i < in.size(); ++i) {
     std::string arg = in[i];
@@ -373,14 +375,24 @@ int runs_join(cli::Context& c, const std::string& id) {
 // A serving plan: each configuration's cost per million requests at its best throughput under the bound.
 int plan_serve(cli::Context& c, const json& plan) {
   c.out << "objective serve, p99 under " << cli::fixed(plan.value("p99_ms", json()), 1) << " ms\n";
+  if (const json want = plan.value("settings", json::object()); !want.empty())
+    c.out << "only the runs whose server had " << want.dump() << "\n";
+  // "max_batch=8 max_delay_ms=2 threads=2 instances=1"
+  auto settings = [](const json& s) {
+    std::string out;
+    for (const char* key : {"max_batch", "max_delay_ms", "threads", "instances"})
+      if (s.contains(key)) out += (out.empty() ? "" : " ") + std::string(key) + "=" + (s[key].is_null() ? "all" : s[key].dump());
+    return out;
+  };
   std::vector<std::vector<std::string>> rows;
   int rank = 0;
   for (const auto& e : plan.value("ranked", json::array()))
-    rows.push_back({std::to_string(++rank), e.value("config", ""), cli::fixed(e.value("sustained_rps", json()), 1),
+    rows.push_back({std::to_string(++rank), e.value("machine", e.value("config", "")),
+                    settings(e.value("settings", json::object())), cli::fixed(e.value("sustained_rps", json()), 1),
                     cli::fixed(e.value("p99_ms", json()), 1),
                     cli::fixed(e.value("cost_per_million", json()), 4) + " " + e.value("currency", ""),
                     e.contains("replicas") ? e["replicas"].dump() : "-", e.value("reason", "")});
-  cli::print_table(c.out, {"RANK", "CONFIG", "REQ/S", "P99_MS", "COST/1M", "REPLICAS", "REASON"}, rows);
+  cli::print_table(c.out, {"RANK", "MACHINE", "SETTINGS", "REQ/S", "P99_MS", "COST/1M", "REPLICAS", "REASON"}, rows);
   for (const auto& e : plan.value("infeasible", json::array()))
     c.out << "infeasible: " << e.value("config", "") << " (best p99 " << cli::fixed(e.value("best_p99_ms", json()), 1)
           << " ms)\n";
@@ -392,7 +404,7 @@ int plan(cli::Context& c, const Args& a) {
   std::string target = "/v1/plan?experiment=" + encode(a.flags.at("experiment"));
   // Each flag is the query parameter of its name, with - for _ (--p99-ms is p99_ms).
   for (const char* key : {"objective", "deadline", "budget", "repetitions", "billing", "nodes", "p99-ms", "rate",
-                          "hours", "interruptions-per-hour"})
+                          "hours", "interruptions-per-hour", "max-batch", "max-delay-ms", "threads", "instances"})
     if (auto it = a.flags.find(key); it != a.flags.end()) {
       std::string name = key;
       std::replace(name.begin(), name.end(), '-', '_');

@@ -195,9 +195,26 @@ boost::asio::awaitable<Result<std::vector<billing::PlanCandidate>>> plan_candida
   co_return candidates;
 }
 
+// A serving run's server settings, from its workload: max_batch, max_delay_ms, threads (null: the machine's CPUs,
+// or their number where the run's machine says it), instances.
+json serving_settings(const json& run) {
+  const json w = run.value("workload", json::object());
+  json s = {{"max_batch", w.value("max_batch", 8)},
+            {"max_delay_ms", w.value("max_delay_ms", 0.0)},
+            {"threads", nullptr},
+            {"instances", w.value("instances", 1)}};
+  if (w.contains("threads")) {
+    s["threads"] = w["threads"];
+  } else if (const json m = run.value("machine", json::object()); m.is_object() && m.contains("vcpus")) {
+    s["threads"] = m["vcpus"];
+  }
+  return s;
+}
+
 // ?objective=serve: the experiment's serving workload, priced per million requests from every done run's measured
 // curve (billing/serving.h): &p99_ms=L (required), &rate=R (requests/s: the replicas it needs), &hours=H (how long
-// the service is up, default a month), &billing=RULE (else each provider's rule).
+// the service is up, default a month), &billing=RULE (else each provider's rule); &max_batch=N, &max_delay_ms=MS,
+// &threads=N, &instances=N keep only the runs whose server had these settings.
 Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daemon::ExperimentRow& exp,
                           const Request& req) {
   if (exp.spec.workload().kind != "serve")
@@ -209,6 +226,16 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
   const auto bound = number_param(req, "p99_ms", 3.6e6, false, &bad);
   q.rate = number_param(req, "rate", 1e9, false, &bad);
   if (auto hours = number_param(req, "hours", 87600, false, &bad)) q.period_s = *hours * 3600.0;
+  json want = json::object();  // the settings asked for
+  for (const char* key : {"max_batch", "threads", "instances"})
+    if (auto v = number_param(req, key, 4096, true, &bad)) want[key] = *v;
+  if (auto it = req.query.find("max_delay_ms"); it != req.query.end()) {
+    if (it->second == "0") {
+      want["max_delay_ms"] = 0.0;
+    } else if (auto v = number_param(req, "max_delay_ms", 10000, false, &bad)) {
+      want["max_delay_ms"] = *v;
+    }
+  }
   if (!bad.empty()) return make_error(Code::invalid_argument, bad);
   if (!bound)
     return make_error(Code::invalid_argument, "objective=serve needs 'p99_ms', the latency bound in ms; 'rate' "
@@ -226,6 +253,10 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
     billing::ServingRun r;
     const std::string provider = run["config"]["provider"];
     r.config = daemon::measured_config(run);  // the machine and the server's settings the run varied
+    r.machine = provider + "/" + run["config"].value("instance_type", std::string());
+    r.settings = serving_settings(run);
+    for (const auto& [key, value] : want.items())
+      if (!r.settings[key].is_number() || r.settings[key].get<double>() != value.get<double>()) return;
     r.hourly_price = run.value("hourly_price", 0.0);
     for (const auto& [_, c] : run["cost"].items()) r.currency = c.value("currency", "");
     auto rule = override_rule ? override_rule : billing::rule_for_provider(provider);
@@ -234,6 +265,10 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
     if (!r.levels.empty()) runs.push_back(std::move(r));
   });
   if (!walked.ok()) return walked.error();
+  if (runs.empty() && !want.empty())
+    return make_error(Code::invalid_argument, "no done run of experiment " + std::to_string(exp.id) +
+                                                  "'s serving workload with " + want.dump() +
+                                                  ": leave out a setting, or run a config with these settings");
   if (runs.empty())
     return make_error(Code::invalid_argument, "no done run of experiment " + std::to_string(exp.id) +
                                                   "'s serving workload yet: run it on at least one config first");
@@ -242,6 +277,7 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
   json out = billing::serving_plan_to_json(*plan, q);
   out["experiment_id"] = exp.id;
   out["history_runs"] = runs.size();
+  out["settings"] = want;
   return out;
 }
 

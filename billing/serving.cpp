@@ -70,6 +70,25 @@ std::vector<ServingLevel> serving_levels(const json& levels) {
   return out;
 }
 
+namespace {
+
+// " with max_batch=8 max_delay_ms=2 threads=2 instances=1", or nothing without settings (threads null: all the
+// machine's CPUs).
+std::string settings_text(const json& settings) {
+  std::string out;
+  for (const char* key : {"max_batch", "max_delay_ms", "threads", "instances"}) {
+    if (!settings.contains(key)) continue;
+    const json& v = settings[key];
+    std::string value = v.dump();
+    if (v.is_null()) value = "all";
+    if (v.is_number_float()) value = fixed(v.get<double>(), v.get<double>() == std::floor(v.get<double>()) ? 0 : 2);
+    out += std::string(out.empty() ? " with " : " ") + key + "=" + value;
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<ServingPlan> plan_serving(const std::vector<ServingRun>& runs, const ServingRequest& q) {
   if (!(q.p99_ms > 0)) return make_error(Code::invalid_argument, "'p99_ms' must be a positive number of milliseconds");
   if (q.rate && !(*q.rate > 0)) return make_error(Code::invalid_argument, "'rate' must be a positive number of requests/s");
@@ -82,6 +101,8 @@ Result<ServingPlan> plan_serving(const std::vector<ServingRun>& runs, const Serv
     const ServingRun& first = *of.front();
     ServingChoice c;
     c.config = config;
+    c.machine = first.machine.empty() ? config : first.machine;
+    c.settings = first.settings;
     c.hourly_price = first.hourly_price;
     c.currency = first.currency;
     c.rule = first.rule.name;
@@ -107,7 +128,8 @@ Result<ServingPlan> plan_serving(const std::vector<ServingRun>& runs, const Serv
     c.fleet_hourly = c.replicas * c.billed_hourly;
     c.cost_per_million = c.fleet_hourly * 1e6 / (3600.0 * served);
     std::ostringstream why;
-    why << (c.replicas > 1 || q.rate ? std::to_string(c.replicas) + " x " : std::string()) << config << " at "
+    why << (c.replicas > 1 || q.rate ? std::to_string(c.replicas) + " x " : std::string()) << c.machine
+        << settings_text(c.settings) << " at "
         << level_name(p) << " sustains " << fixed(c.sustained_rps, 1) << " requests/s each with p99 "
         << fixed(*p.p99_ms, 1) << " ms <= " << fixed(q.p99_ms, 1) << " ms; " << fixed(c.billed_hourly, 4) << " "
         << c.currency << "/h billed " << c.rule << " -> " << fixed(c.cost_per_million, 4) << " " << c.currency
@@ -138,6 +160,8 @@ json serving_plan_to_json(const ServingPlan& plan, const ServingRequest& q) {
                        {"p99_ms", p.p99_ms ? json(*p.p99_ms) : json(nullptr)},
                        {"meets_bound", p.meets}});
     json j = {{"config", c.config},
+              {"machine", c.machine},
+              {"settings", c.settings},
               {"hourly_price", c.hourly_price},
               {"billed_hourly", c.billed_hourly},
               {"currency", c.currency},

@@ -33,7 +33,9 @@ struct ServingLevel {
 
 // One done run's curve, as its load client measured it.
 struct ServingRun {
-  std::string config;  // provider/instance_type
+  std::string config;   // what the plan calls it: the machine and the workload fields its experiment varied
+  std::string machine;  // provider/instance_type
+  nlohmann::json settings = nlohmann::json::object();  // the server's: max_batch, max_delay_ms, threads, instances
   double hourly_price = 0;  // of the server's machine
   std::string currency;
   BillingRule rule;
@@ -58,6 +60,8 @@ struct CurvePoint {
 
 struct ServingChoice {
   std::string config;
+  std::string machine;
+  nlohmann::json settings = nlohmann::json::object();
   double hourly_price = 0;   // the offer's
   double billed_hourly = 0;  // under the rule over the period
   std::string currency, rule;

@@ -25,10 +25,10 @@ constexpr std::string_view kFields[] = {"kind",      "model",  "dataset",   "opt
                                         "augment",   "precision", "device",  "epochs",    "batch",   "limit",
                                         "test_limit", "threads", "mode",     "source",    "iterations", "max_batch",
                                         "max_delay_ms", "input", "concurrency", "rate", "arrivals", "bound_ms",
-                                        "window_s",  "service_ms", "image", "command",   "env",
+                                        "window_s",  "service_ms", "instances", "image", "command", "env",
                                         "workdir",   "setup",  "run"};
-constexpr std::string_view kServeFields[] = {"max_batch", "max_delay_ms", "input", "concurrency", "rate",
-                                             "arrivals",  "bound_ms",     "window_s", "service_ms"};
+constexpr std::string_view kServeFields[] = {"max_batch", "max_delay_ms", "input",      "concurrency", "rate",
+                                             "arrivals",  "bound_ms",     "window_s",   "service_ms",  "instances"};
 // Fields whose list is one workload's sweep, never alternatives (infer's "batch" is one too).
 constexpr std::string_view kSweeps[] = {"concurrency", "rate"};
 
@@ -190,10 +190,10 @@ Status apply_job_field(Workload& w, const std::string& field, const json& v) {
 
 // A serving workload's own fields (max_batch, max_delay_ms, ..., service_ms).
 Status apply_serve_field(Workload& w, const std::string& field, const json& v) {
-  if (field == "max_batch") {
-    auto n = whole(v, field, 1, 4096);
+  if (field == "max_batch" || field == "instances") {
+    auto n = field == "max_batch" ? whole(v, field, 1, 4096) : whole(v, field, 1, 64);
     if (!n) return n.error();
-    w.max_batch = *n;
+    (field == "max_batch" ? w.max_batch : w.instances) = *n;
   } else if (field == "max_delay_ms" || field == "bound_ms" || field == "window_s" || field == "service_ms") {
     auto x = field == "max_delay_ms" ? number(v, field, 0, 10000, false)
              : field == "window_s"   ? number(v, field, 0, 3600, true)
@@ -404,6 +404,7 @@ std::string Workload::train_args(int gpus) const {
     if (iterations) a << " --iterations " << *iterations;
   } else if (kind == "serve") {
     a << "--model " << model << " --max-batch " << max_batch << " --max-delay-ms " << max_delay_ms;
+    if (instances != 1) a << " --instances " << instances;
     if (service_ms) a << " --service-ms " << *service_ms;
   } else {
     a << "--model " << model << " --epochs " << epochs;
@@ -459,6 +460,7 @@ json Workload::to_json() const {
     if (iterations) j["iterations"] = *iterations;
   } else if (kind == "serve") {
     j.update({{"batch", batch.value_or(1)}, {"max_batch", max_batch}, {"max_delay_ms", max_delay_ms}, {"input", input}});
+    if (instances != 1) j["instances"] = instances;
     if (rates.empty()) j["concurrency"] = concurrency;
     else j.update({{"rate", rates}, {"arrivals", arrivals}});
     if (bound_ms) j["bound_ms"] = *bound_ms;

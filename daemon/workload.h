@@ -20,7 +20,8 @@
 //           "max_batch": 8, "max_delay_ms": 2,          the model (tsum-train serve, dynamic batching), node 1
 //           "batch": 1, "input": "fp32"|"jpeg",         loads it (tsum-train load: images per request, what
 //           "concurrency": [1, 2, 4, 8] or "rate": [10, 20], "arrivals": "poisson"|"constant",
-//           "bound_ms": 100, "window_s": 2}             it sends, the sweep, the p99 bound, the window)
+//           "bound_ms": 100, "window_s": 2,             it sends, the sweep, the p99 bound, the window)
+//           "instances": 1}                             the model's copies, each with threads / instances
 //          model "delay" with "service_ms": 20 is a server whose every batch takes that long (the harness's own
 //          overhead, the network's share)
 //          (concurrency and rate are the sweep's lists, not alternatives)
@@ -76,6 +77,7 @@ struct Workload {
   std::optional<int> iterations;  // infer: measured batches per batch size
   int max_batch = 8;                // serve: the server's dynamic batching
   double max_delay_ms = 0;
+  int instances = 1;                // serve: copies of the model, each on its own thread (threads / instances)
   std::string input = "fp32";       // serve: what the client sends, fp32 tensors or jpeg images
   std::vector<int> concurrency;     // serve: the concurrency sweep (default 1, 2, 4, 8), or
   std::vector<double> rates;        // the request-rate sweep (requests/s)

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Packs what scripts/gpu-check.sh needs besides a CUDA PyTorch, for a GPU machine that has no Debian packages and no
 # network (a lent machine whose image has CUDA, PyTorch, CMake and ninja only): from this Debian machine's packages,
-# the header-only libraries and libjpeg-turbo and zlib (headers and libraries) under DIR/prefix, and Fashion-MNIST
-# under DIR/data; with TSUMD (a tsumd built here), DIR/tsumd.tar.xz: it, stripped, with the loader and every library
-# it loads, and curl for the agent (scripts/gpu-run.sh). About 33 MB, 51 MB with tsumd.
+# the header-only libraries (nlohmann_json, doctest, Boost's Beast and Asio) and libjpeg-turbo and zlib (headers and
+# libraries) under DIR/prefix, and Fashion-MNIST under DIR/data; with TSUMD (a tsumd built here), DIR/tsumd.tar.xz:
+# it, stripped, with the loader and every library it loads, and curl for the agent (scripts/gpu-run.sh). About
+# 40 MB, 58 MB with tsumd. Run from the repository's root.
 #   scripts/gpu-deps.sh [DIR]     (default .gpu, which git ignores)
 #   TSUMD=build/bin/tsumd scripts/gpu-deps.sh
 set -eu
@@ -21,6 +22,16 @@ add_library(doctest::doctest INTERFACE IMPORTED)
 get_filename_component(_doctest_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set_target_properties(doctest::doctest PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_doctest_prefix}/include")
 CFG
+# Boost: the headers of Beast and Asio that serve's and load's HTTP take (header-only), as the compiler lists them
+# for the files that include them (about 1,000 headers, 7 MB).
+for f in workload/serve.cpp workload/serve_limits.cpp workload/http_client.cpp workload/load_gen.cpp \
+         tests/workload/test_serve.cpp; do
+  g++ -std=c++20 -DBOOST_ASIO_NO_DEPRECATED -M -MT x -I. -Itests/workload "$f"
+done | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u | while read -r h; do
+  rel=${h#/usr/include/}
+  mkdir -p "$p/include/$(dirname "$rel")"
+  cp "$h" "$p/include/$rel"
+done
 # libjpeg-turbo and zlib: headers, and the libraries under their link and run-time names.
 multiarch=$(gcc -print-multiarch)
 for h in turbojpeg.h zlib.h zconf.h; do

@@ -28,13 +28,14 @@ std::unique_ptr<Engine> make_fixed_delay_engine(ModelIo io, std::chrono::microse
   return std::make_unique<FixedDelayEngine>(std::move(io), service);
 }
 
-Batcher::Batcher(Engine& engine, Config config) : engine_(engine), config_(config) {
-  thread_ = std::thread([this] { loop(); });
+Batcher::Batcher(std::vector<Engine*> engines, Config config)
+    : engines_(std::move(engines)), config_(config), tasks_(engines_.size()) {
+  for (std::size_t i = 0; i < engines_.size(); ++i) threads_.emplace_back([this, i] { loop(i); });
 }
 
 Batcher::~Batcher() { stop(); }
 
-bool Batcher::submit(std::vector<float> images, std::int64_t n, Done done) {
+bool Batcher::submit(Floats images, std::int64_t n, Done done) {
   {
     std::lock_guard lock(mu_);
     if (stopping_ || queued_images_ + n > config_.max_queue) return false;
@@ -45,7 +46,7 @@ bool Batcher::submit(std::vector<float> images, std::int64_t n, Done done) {
   return true;
 }
 
-std::optional<std::future<JobResult>> Batcher::submit(std::vector<float> images, std::int64_t n) {
+std::optional<std::future<JobResult>> Batcher::submit(Floats images, std::int64_t n) {
   auto promise = std::make_shared<std::promise<JobResult>>();
   auto future = promise->get_future();
   if (!submit(std::move(images), n, [promise](JobResult r) { promise->set_value(std::move(r)); }))
@@ -53,16 +54,19 @@ std::optional<std::future<JobResult>> Batcher::submit(std::vector<float> images,
   return future;
 }
 
-void Batcher::run_on_model_thread(const std::function<void()>& task) {
-  std::packaged_task<void()> packaged(task);
-  auto done = packaged.get_future();
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) throw std::runtime_error("the batcher is stopping");
-    tasks_.push_back(std::move(packaged));
+void Batcher::run_on_model_threads(const std::function<void(Engine&)>& task) {
+  for (std::size_t i = 0; i < engines_.size(); ++i) {
+    Engine& engine = *engines_[i];
+    std::packaged_task<void()> packaged([&task, &engine] { task(engine); });
+    auto done = packaged.get_future();
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) throw std::runtime_error("the batcher is stopping");
+      tasks_[i].push_back(std::move(packaged));
+    }
+    cv_.notify_all();
+    done.get();
   }
-  cv_.notify_one();
-  done.get();
 }
 
 void Batcher::stop() {
@@ -71,13 +75,14 @@ void Batcher::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
   std::deque<Job> left;
   {
     std::lock_guard lock(mu_);
     left.swap(queue_);
     queued_images_ = 0;
-    tasks_.clear();  // their callers get broken_promise
+    for (auto& t : tasks_) t.clear();  // their callers get broken_promise
   }
   for (auto& job : left) {
     JobResult r;
@@ -91,24 +96,26 @@ Batcher::Stats Batcher::stats() const {
   return stats_;
 }
 
-void Batcher::loop() {
+void Batcher::loop(std::size_t instance) {
+  auto& tasks = tasks_[instance];
   for (;;) {
     std::vector<Job> jobs;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty() || !tasks_.empty(); });
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !tasks.empty(); });
       if (stopping_) return;
-      if (!tasks_.empty()) {
-        auto task = std::move(tasks_.front());
-        tasks_.pop_front();
+      if (!tasks.empty()) {
+        auto task = std::move(tasks.front());
+        tasks.pop_front();
         lock.unlock();
         task();
         continue;
       }
       const auto deadline = queue_.front().arrived + config_.max_delay;
-      while (!stopping_ && queued_images_ < config_.max_batch && Clock::now() < deadline)
+      while (!stopping_ && !queue_.empty() && queued_images_ < config_.max_batch && Clock::now() < deadline)
         cv_.wait_until(lock, deadline);
       if (stopping_) return;
+      if (queue_.empty()) continue;  // another instance took what waited
       std::int64_t images = 0;
       while (!queue_.empty() && (jobs.empty() || images + queue_.front().n <= config_.max_batch)) {
         images += queue_.front().n;
@@ -119,15 +126,15 @@ void Batcher::loop() {
       ++stats_.batches;
       stats_.images += images;
     }
-    run_batch(jobs);
+    run_batch(*engines_[instance], jobs);
   }
 }
 
-void Batcher::run_batch(std::vector<Job>& jobs) {
+void Batcher::run_batch(Engine& engine, std::vector<Job>& jobs) {
   const auto start = Clock::now();
   std::int64_t total = 0;
   for (const auto& j : jobs) total += j.n;
-  const std::int64_t per_image = engine_.io().image_floats();
+  const std::int64_t per_image = engine.io().image_floats();
   std::vector<float> merged;
   const float* input = jobs.front().images.data();
   if (jobs.size() > 1) {
@@ -141,12 +148,12 @@ void Batcher::run_batch(std::vector<Job>& jobs) {
   }
   Result<std::vector<float>> logits = make_error(Code::internal, "not run");
   try {
-    logits = engine_.run(input, total);
+    logits = engine.run(input, total);
   } catch (const std::exception& e) {
     logits = make_error(Code::internal, std::string("inference failed: ") + e.what());
   }
   const auto end = Clock::now();
-  const std::int64_t classes = engine_.io().classes;
+  const std::int64_t classes = engine.io().classes;
   if (logits.ok() && logits->size() != static_cast<std::size_t>(total * classes))
     logits = make_error(Code::internal, "the model answered " + std::to_string(logits->size()) + " logits for " +
                                             std::to_string(total) + " images of " + std::to_string(classes) +

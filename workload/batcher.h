@@ -1,9 +1,10 @@
 // Server-side dynamic batching for `tsum-train serve` (serve.h), after Triton's dynamic batcher: requests wait in
-// one queue; the batcher thread takes the oldest, waits up to `max_delay` from its arrival for more to join it
+// one queue; a model thread takes the oldest, waits up to `max_delay` from its arrival for more to join it
 // (not at all once `max_batch` images wait), runs the model once on all of them and hands each request its
 // outputs with its own queue time (arrival to the batch's start) and the batch's compute time. With max_batch 1
 // and no delay it is one server answering in arrival order: the M/D/1 queue of a model with a fixed service
-// time. No libtorch here: the model is an Engine (serve_engines.cpp has the libtorch ones).
+// time. Several instances of the model (Triton's instance groups) each have a thread of their own, taking batches
+// from the one queue: M/D/c. No libtorch here: the model is an Engine (serve_engines.cpp has the libtorch ones).
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "workload/large_alloc.h"
 
 namespace tsum::workload {
 
@@ -66,7 +68,9 @@ class Batcher {
     std::int64_t max_queue = 1024;           // images waiting; past it submit refuses (the server's 503)
   };
 
-  Batcher(Engine& engine, Config config);
+  // One thread per engine, each engine run by its thread only. `engines` is not empty; they read the same io().
+  Batcher(std::vector<Engine*> engines, Config config);
+  Batcher(Engine& engine, Config config) : Batcher(std::vector<Engine*>{&engine}, config) {}
   ~Batcher();  // stop()
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -75,14 +79,15 @@ class Batcher {
   // once their batch ran (or with unavailable when the batcher stops first). False, and `done` never called, when
   // max_queue images wait already or the batcher is stopping. n must be 1..max_batch.
   using Done = std::function<void(JobResult)>;
-  bool submit(std::vector<float> images, std::int64_t n, Done done);
+  bool submit(Floats images, std::int64_t n, Done done);
   // The same with a future; nullopt where submit refuses.
-  std::optional<std::future<JobResult>> submit(std::vector<float> images, std::int64_t n);
+  std::optional<std::future<JobResult>> submit(Floats images, std::int64_t n);
 
-  // Runs `task` on the batcher's thread between batches and returns once it ran (rethrowing what it threw): a
-  // warm-up there makes the per-thread state the requests then use (OpenMP gives each calling thread a pool of its
-  // own), instead of a second pool on another thread.
-  void run_on_model_thread(const std::function<void()>& task);
+  // Runs `task` with each engine on that engine's thread, between batches, one thread after another, and returns
+  // once all ran (rethrowing the first throw): a warm-up there makes the per-thread state the requests then use
+  // (OpenMP gives each calling thread a pool of its own), instead of a second pool on another thread.
+  void run_on_model_threads(const std::function<void(Engine&)>& task);
+  std::size_t instances() const { return engines_.size(); }
 
   // Finishes the batch in progress; what still waits is answered unavailable.
   void stop();
@@ -96,25 +101,25 @@ class Batcher {
  private:
   using Clock = std::chrono::steady_clock;
   struct Job {
-    std::vector<float> images;
+    Floats images;
     std::int64_t n = 0;
     Clock::time_point arrived;
     Done done;
   };
 
-  void loop();
-  void run_batch(std::vector<Job>& jobs);
+  void loop(std::size_t instance);
+  void run_batch(Engine& engine, std::vector<Job>& jobs);
 
-  Engine& engine_;
+  std::vector<Engine*> engines_;
   Config config_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;
-  std::deque<std::packaged_task<void()>> tasks_;  // run_on_model_thread's, before the next batch
+  std::vector<std::deque<std::packaged_task<void()>>> tasks_;  // per instance: run_on_model_threads', first
   std::int64_t queued_images_ = 0;
   bool stopping_ = false;
   Stats stats_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace tsum::workload

@@ -31,7 +31,7 @@ Result<std::int64_t> element_count(const std::string& name, const std::vector<st
 // a document of numbers takes about 15x the text (a 50 MB body took 730 MiB), the elements at most half of it.
 struct CapturedData {
   bool present = false;
-  std::vector<float> fp32;         // number leaves
+  Floats fp32;                     // number leaves
   std::vector<std::string> bytes;  // string leaves
   std::string error;               // a leaf neither, or a number out of FP32's range
   int leaf_depth = -1;             // arrays around each leaf (0: "data" is a scalar); -1 none yet, -2 uneven

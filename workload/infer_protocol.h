@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "workload/large_alloc.h"
 
 namespace tsum::workload::v2 {
 
@@ -29,7 +30,7 @@ struct InputTensor {
   std::string name;
   std::string datatype;  // "FP32" or "BYTES"
   std::vector<std::int64_t> shape;
-  std::vector<float> fp32;          // FP32: the elements, row-major
+  Floats fp32;                      // FP32: the elements, row-major
   std::vector<std::string> bytes;   // BYTES: one string per element
 };
 

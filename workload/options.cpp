@@ -215,6 +215,7 @@ Status apply_serve(ServeOptions& o, std::string_view flag, const std::string& va
   }
   if (flag == "--max-connections") return assign(o.server.max_connections, parse_int(flag, value, 1, 65536));
   if (flag == "--io-threads") return assign(o.server.io_threads, parse_int(flag, value, 1, 256));
+  if (flag == "--instances") return assign(o.instances, parse_int(flag, value, 1, 64));
   if (flag == "--stop-token") return assign(o.server.stop_token, parse_nonempty(flag, value));
   if (flag == "--threads") return assign(o.threads, parse_int(flag, value, 1, kBig));
   if (flag == "--device") return assign(o.placement.device, parse_device(value));
@@ -399,6 +400,8 @@ std::string serving_usage() {
          "  --max-queue N       images waiting before requests get 503 (default 1024)\n"
          "  --max-body-mb N     largest request body (default 64); --max-connections N (1024)\n"
          "  --io-threads N      threads reading and decoding requests (default the CPUs, at least 2)\n"
+         "  --instances N       copies of the model, each on a thread of its own with --threads / N of the\n"
+         "                      threads, taking batches from one queue (default 1)\n"
          "  --warmup N          unmeasured runs of batch 1 and max-batch before ready (default 3)\n"
          "  --duration S        stop after S seconds (default 0: at SIGTERM or SIGINT)\n"
          "  --stop-token T      also stop at POST /v2/tsum/stop with X-Tsum-Stop-Token: T\n"

@@ -126,6 +126,7 @@ struct ServeOptions {
   double duration_s = 0.0;                // 0: until SIGTERM or SIGINT
   ServerConfig server;
   int threads = 0;
+  int instances = 1;  // copies of the model, each on a thread of its own with threads / instances
   Placement placement;
   std::uint64_t seed = 1;
 };

@@ -1,7 +1,5 @@
 #include "workload/serve.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -45,7 +43,7 @@ namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-using Request = bhttp::request<bhttp::string_body>;
+using Request = bhttp::request<RequestBody>;
 using Answer = bhttp::response<bhttp::string_body>;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
@@ -106,7 +104,7 @@ json model_metadata(const ModelIo& io, const Batcher::Config& batching) {
 
 // A request's images as n x height x width x channels floats; an error message (a 400) when they are not.
 struct Images {
-  std::vector<float> data;
+  Floats data;
   std::int64_t n = 0;
   std::string error;
 };
@@ -162,9 +160,9 @@ Images read_images(const v2::InputTensor& in, const ModelIo& io) {
 // Runs `images` through the batcher and resumes the awaiting coroutine on its own executor with the result: the
 // batcher's thread only posts it there. A full queue (or a stopping batcher) is an unavailable result at once.
 template <class Token>
-auto async_run_batch(Batcher& batcher, std::vector<float> images, std::int64_t n, Token&& token) {
+auto async_run_batch(Batcher& batcher, Floats images, std::int64_t n, Token&& token) {
   return asio::async_initiate<Token, void(JobResult)>(
-      [&batcher](auto handler, std::vector<float> images, std::int64_t n) {
+      [&batcher](auto handler, Floats images, std::int64_t n) {
         auto ex = asio::get_associated_executor(handler);
         auto shared = std::make_shared<decltype(handler)>(std::move(handler));
         auto done = [shared, ex](JobResult r) {
@@ -226,18 +224,13 @@ struct InferenceServer::Net {
     ++server.rejected_;
     return error_answer(status, why);
   }
-  // A request body this large is far beyond the model's own requests (the largest JSON batch is about 3x its
-  // binary one): once it is answered, the memory it took goes back to the system. Not after each request: the
-  // heap keeps what a model's batches take (main.cpp), and giving it back would make each batch fault it in.
-  bool worth_trimming(std::size_t body) const {
-    const auto& io = server.engine_.io();
-    const std::size_t binary = static_cast<std::size_t>(server.config_.batching.max_batch * io.image_floats()) * 4;
-    return body > std::max<std::size_t>(std::size_t{16} << 20, 3 * binary);
-  }
 };
 
-InferenceServer::InferenceServer(Engine& engine, ServerConfig config)
-    : engine_(engine), config_(std::move(config)), batcher_(engine, config_.batching), gpu_(std::make_unique<Gpu>()) {
+InferenceServer::InferenceServer(std::vector<Engine*> engines, ServerConfig config)
+    : engine_(*engines.front()),
+      config_(std::move(config)),
+      batcher_(std::move(engines), config_.batching),
+      gpu_(std::make_unique<Gpu>()) {
   if (auto nvml = Nvml::open(); nvml.ok()) gpu_->nvml = std::move(*nvml);
 }
 
@@ -395,17 +388,13 @@ asio::awaitable<void> InferenceServer::Net::serve(std::shared_ptr<Session> sessi
     }
     Request request = parser.release();
     const bool keep_alive = request.keep_alive();
-    const bool trim = worth_trimming(request.body().size());
     Answer a = co_await answer(request);
     request = {};  // the body's memory, before the answer is written
     a.keep_alive(keep_alive && !server.stopping_);
     a.prepare_payload();
     stream.expires_after(kWriteTimeout);
     auto [wec, wn] = co_await bhttp::async_write(stream, a, kTuple);
-    const bool again = !wec && a.keep_alive();
-    a = {};
-    if (trim) malloc_trim(0);
-    if (!again) break;
+    if (wec || !a.keep_alive()) break;
   }
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -484,7 +473,7 @@ asio::awaitable<Answer> InferenceServer::Net::infer(Request& request, const std:
     json_length = n;
   }
   auto parsed = v2::parse_infer_request(request.body(), json_length, kMaxElements);
-  request.body() = std::string();  // read into tensors: the body's bytes go now
+  { const auto gone = std::move(request.body()); }  // read into tensors: the body's bytes go now
   if (!parsed.ok()) co_return reject(400, parsed.error().detail);
   if (parsed->inputs.size() != 1) co_return reject(400, "give one input: 'input' (FP32) or 'image' (BYTES)");
   std::vector<v2::OutputRequest> outputs = parsed->outputs;

@@ -28,8 +28,8 @@
 // over HttpLimits::max_head (431), a body over max_body (413, before it is read), a head that does not end within
 // head_timeout (408), a version other than 1.0 and 1.1 (505); a connection silent for idle_timeout is closed.
 // Memory: a request holds its body and its tensors (a JSON body is read into floats as it parses, never into a
-// document: infer_protocol.h), and what a request far larger than the model's own takes is given back to the
-// system once it is answered.
+// document: infer_protocol.h), and its large buffers are mapped for themselves (large_alloc.h), so what a large
+// request took goes back to the system once it is answered.
 #pragma once
 
 #include <atomic>
@@ -55,7 +55,8 @@ struct HttpLimits {
 
 // The parser the server reads each request with, under `limits`: shared with the fuzz target
 // (tests/fuzz/fuzz_infer_request.cpp), which feeds it what a client could send.
-using RequestParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+using RequestBody = boost::beast::http::basic_string_body<char, std::char_traits<char>, LargeAllocator<char>>;
+using RequestParser = boost::beast::http::request_parser<RequestBody>;
 void apply_limits(RequestParser& parser, const HttpLimits& limits);
 // The status a request the parser refused is answered with: 431 (head too large), 413 (body too large), 505 (a
 // version other than HTTP/1.0 and 1.1), else 400.
@@ -75,7 +76,10 @@ struct ServerConfig {
 
 class InferenceServer {
  public:
-  InferenceServer(Engine& engine, ServerConfig config);
+  // One model instance per engine (Batcher): each runs on a thread of its own, taking batches from one queue.
+  InferenceServer(std::vector<Engine*> engines, ServerConfig config);
+  InferenceServer(Engine& engine, ServerConfig config)
+      : InferenceServer(std::vector<Engine*>{&engine}, std::move(config)) {}
   ~InferenceServer();  // stop()
   InferenceServer(const InferenceServer&) = delete;
   InferenceServer& operator=(const InferenceServer&) = delete;
@@ -83,8 +87,8 @@ class InferenceServer {
   // Binds and listens, then serves on threads of its own. unavailable naming the address when it cannot bind.
   Status start();
   int port() const { return port_; }
-  // Runs `task` on the thread that runs the model (Batcher::run_on_model_thread): the warm-up goes there.
-  void on_model_thread(const std::function<void()>& task) { batcher_.run_on_model_thread(task); }
+  // Runs `task` with each instance's engine on its thread (Batcher::run_on_model_threads): the warm-up goes there.
+  void on_model_threads(const std::function<void(Engine&)>& task) { batcher_.run_on_model_threads(task); }
   // A client with the stop token asked the server to stop (the caller stops it).
   bool stop_requested() const { return stop_requested_.load(); }
 

@@ -164,29 +164,33 @@ Status run_serve(const ServeOptions& o, EventWriter& events) {
   mallopt(M_ARENA_MAX, 1);
   // Only the batcher's thread computes with `threads`: main builds the model on one, so OpenMP makes no pool for
   // main (its workers would wait beside the batcher's; under OMP_WAIT_POLICY=active they spin for good).
+  // The threads are shared among the instances: each computes with threads / instances (at least 1).
   const int threads = o.threads > 0 ? o.threads : usable_cpu_count();
+  const int per_instance = std::max(1, threads / o.instances);
   torch::set_num_threads(1);
-  torch::manual_seed(o.seed);
-  auto engine = make_engine(o);
-  if (!engine.ok()) return engine.error();
-  const ModelIo& io = (*engine)->io();
-  InferenceServer server(**engine, o.server);
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<Engine*> instances;
+  for (int i = 0; i < o.instances; ++i) {
+    torch::manual_seed(o.seed);  // every instance the same weights: an answer does not depend on which ran it
+    auto engine = make_engine(o);
+    if (!engine.ok()) return engine.error();
+    engines.push_back(std::move(*engine));
+    instances.push_back(engines.back().get());
+  }
+  const ModelIo& io = engines.front()->io();
+  InferenceServer server(instances, o.server);
   // Warm-up: the first runs of a batch size allocate and pick kernels; the measured load should not pay for it.
-  // On the model's own thread, whose thread pools the requests then find made.
+  // On each instance's own thread, whose thread pools the requests then find made.
   Status warm;
   try {
-    server.on_model_thread([&] {
-      torch::set_num_threads(threads);
-      warm = [&]() -> Status {
-        const std::vector<float> zeros(static_cast<std::size_t>(io.image_floats() * o.server.batching.max_batch),
-                                       0.0f);
-        for (std::int64_t i = 0; i < o.warmup; ++i) {
-          for (const std::int64_t b : {std::int64_t{1}, o.server.batching.max_batch}) {
-            if (auto out = (*engine)->run(zeros.data(), b); !out.ok()) return out.error();
-          }
+    server.on_model_threads([&](Engine& engine) {
+      torch::set_num_threads(per_instance);
+      const std::vector<float> zeros(static_cast<std::size_t>(io.image_floats() * o.server.batching.max_batch), 0.0f);
+      for (std::int64_t i = 0; i < o.warmup && warm.ok(); ++i) {
+        for (const std::int64_t b : {std::int64_t{1}, o.server.batching.max_batch}) {
+          if (auto out = engine.run(zeros.data(), b); !out.ok()) warm = out.error();
         }
-        return {};
-      }();
+      }
     });
   } catch (const std::exception& e) {
     return make_error(Code::internal, std::string("warm-up failed: ") + e.what());
@@ -203,6 +207,8 @@ Status run_serve(const ServeOptions& o, EventWriter& events) {
                         {"platform", io.platform},
                         {"params", io.params},
                         {"threads", std::int64_t{threads}},
+                        {"instances", std::int64_t{o.instances}},
+                        {"threads_per_instance", std::int64_t{per_instance}},
                         {"device", io.device},
                         {"precision", std::string(precision_name(o.placement.precision))},
                         {"host", o.server.host},

@@ -13,7 +13,11 @@ namespace {
 
 ServingRun served(std::string config, double price, std::vector<std::tuple<double, double, std::optional<double>>> levels,
                const char* rule_name = "per_second_60s_min") {
-  ServingRun r{std::move(config), price, "USD", rule(rule_name), {}};
+  ServingRun r;
+  r.config = std::move(config);
+  r.hourly_price = price;
+  r.currency = "USD";
+  r.rule = rule(rule_name);
   for (auto [c, rps, p99] : levels) r.levels.push_back({"concurrency", c, rps, rps, p99});
   return r;
 }
@@ -99,4 +103,26 @@ TEST_CASE("serving: a load client's levels read from a run's metrics, rate level
   CHECK(levels[0].images_per_s == 39);
   CHECK(*levels[0].p99_ms == 12.5);
   CHECK_FALSE(levels[1].p99_ms.has_value());
+}
+
+TEST_CASE("serving: a configuration is a machine with the server's settings, and the reason names both") {
+  ServingRun one = served("local/local-2c max_batch=1", 0.10, {{1, 40, 20.0}});
+  one.machine = "local/local-2c";
+  one.settings = {{"max_batch", 1}, {"max_delay_ms", 0.0}, {"threads", 2}, {"instances", 1}};
+  ServingRun four = served("local/local-2c max_batch=4", 0.10, {{1, 40, 20.0}, {4, 120, 60.0}});
+  four.machine = "local/local-2c";
+  four.settings = {{"max_batch", 4}, {"max_delay_ms", 2.5}, {"threads", nullptr}, {"instances", 2}};
+  auto plan = plan_serving({one, four}, {.p99_ms = 100});
+  REQUIRE(plan.ok());
+  REQUIRE(plan->ranked.size() == 2);  // the same machine twice, apart
+  CHECK(plan->ranked[0].config == "local/local-2c max_batch=4");
+  CHECK(plan->ranked[0].machine == "local/local-2c");
+  CHECK(plan->ranked[0].reason.rfind("local/local-2c with max_batch=4 max_delay_ms=2.50 threads=all instances=2 at "
+                                     "concurrency 4 sustains 120.0 requests/s",
+                                     0) == 0);
+  CHECK(plan->ranked[1].reason.rfind("local/local-2c with max_batch=1 max_delay_ms=0 threads=2 instances=1 at ", 0) ==
+        0);
+  const auto j = serving_plan_to_json(*plan, {.p99_ms = 100});
+  CHECK(j["ranked"][0]["settings"]["instances"] == 2);
+  CHECK(j["ranked"][1]["machine"] == "local/local-2c");
 }

@@ -348,6 +348,15 @@ TEST_CASE("serving on a fake cloud: the server and its load client share only th
   CHECK(tight["ranked"].empty());
   CHECK(tight["infeasible"].size() == 1);
   CHECK(rig.daemon.call("GET", "/v1/plan?experiment=1&objective=serve", admin).status == 422);  // no bound
+  // The server's settings are part of a configuration, and the plan takes them as filters.
+  CHECK(p["ranked"][0]["settings"]["max_batch"] == 1);
+  CHECK(p["ranked"][0]["settings"]["instances"] == 1);
+  CHECK(rig.daemon.call("GET", "/v1/plan?experiment=1&objective=serve&p99_ms=10000&max_batch=1&instances=1", admin)
+            .json()["ranked"]
+            .size() == 1);
+  const auto other = rig.daemon.call("GET", "/v1/plan?experiment=1&objective=serve&p99_ms=10000&max_batch=4", admin);
+  CHECK(other.status == 422);
+  CHECK(other.body.find("max_batch") != std::string::npos);
   // The export carries each level's figures.
   const auto csv = rig.daemon.call("GET", "/v1/experiments/2/export?format=csv", admin);
   CHECK(csv.body.find("serve_c8_throughput_rps") != std::string::npos);

@@ -333,7 +333,7 @@ TEST_CASE("v2 requests: JSON and binary tensors, JPEG bytes, and what is refused
       std::nullopt, 1 << 20);
   REQUIRE_MESSAGE(j.ok(), (j.ok() ? "" : j.error().detail));
   CHECK(j->id == "7");
-  CHECK(j->inputs[0].fp32 == std::vector<float>{1, 2, 3, 4.5f});
+  CHECK(j->inputs[0].fp32 == tw::Floats{1, 2, 3, 4.5f});
   CHECK(j->outputs[0].binary);
 
   const std::string header = R"({"inputs":[{"name":"input","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":12}},)"
@@ -341,7 +341,7 @@ TEST_CASE("v2 requests: JSON and binary tensors, JPEG bytes, and what is refused
   const std::string body = header + le_floats({0.25f, -1.0f, 8.0f}) + tw::v2::encode_bytes_elements({"abc", "de"});
   auto b = tw::v2::parse_infer_request(body, header.size(), 1 << 20);
   REQUIRE_MESSAGE(b.ok(), (b.ok() ? "" : b.error().detail));
-  CHECK(b->inputs[0].fp32 == std::vector<float>{0.25f, -1.0f, 8.0f});
+  CHECK(b->inputs[0].fp32 == tw::Floats{0.25f, -1.0f, 8.0f});
   CHECK(b->inputs[1].bytes == std::vector<std::string>{"abc", "de"});
 
   auto refused = [](std::string_view text, std::optional<std::size_t> json_length = std::nullopt) {
@@ -417,7 +417,7 @@ TEST_CASE("load statistics: a percentile only from enough samples; stability is 
 TEST_CASE("batcher: requests that wait together run as one batch; a full queue refuses; stopping answers the rest") {
   GateEngine engine;
   tw::Batcher batcher(engine, {4, std::chrono::microseconds(0), 2});
-  auto image = [](float v) { return std::vector<float>(12, v); };
+  auto image = [](float v) { return tw::Floats(12, v); };
   auto a = batcher.submit(image(1), 1);
   REQUIRE(a);
   wait_until([&] { return engine.entered == 1; }, "the first batch starts");
@@ -441,24 +441,49 @@ TEST_CASE("batcher: requests that wait together run as one batch; a full queue r
   CHECK(batcher.stats().images == 3);
 }
 
-TEST_CASE("batcher: run_on_model_thread runs a task on the thread that runs the model, and rethrows") {
+TEST_CASE("batcher: run_on_model_threads runs a task on the thread that runs the model, and rethrows") {
   GateEngine engine;
   engine.open();
   tw::Batcher batcher(engine, {4, std::chrono::microseconds(0), 8});
   std::thread::id task_thread;
-  batcher.run_on_model_thread([&] { task_thread = std::this_thread::get_id(); });
+  batcher.run_on_model_threads([&](tw::Engine& e) {
+    CHECK(&e == &engine);
+    task_thread = std::this_thread::get_id();
+  });
   CHECK(task_thread != std::this_thread::get_id());
-  auto a = batcher.submit(std::vector<float>(12, 1.0f), 1);
+  auto a = batcher.submit(tw::Floats(12, 1.0f), 1);
   REQUIRE(a);
   CHECK(a->get().status.ok());
   CHECK(engine.ran_on == task_thread);  // serve's warm-up makes the thread pools the requests use
-  CHECK_THROWS_AS(batcher.run_on_model_thread([] { throw std::runtime_error("warm-up failed"); }), std::runtime_error);
-  auto b = batcher.submit(std::vector<float>(12, 2.0f), 1);  // a task that threw leaves the batcher serving
+  CHECK_THROWS_AS(batcher.run_on_model_threads([](tw::Engine&) { throw std::runtime_error("warm-up failed"); }),
+                  std::runtime_error);
+  auto b = batcher.submit(tw::Floats(12, 2.0f), 1);  // a task that threw leaves the batcher serving
   REQUIRE(b);
   CHECK(b->get().logits[1] == 2.0f);
   CHECK(batcher.stats().batches == 2);  // tasks are not batches
   batcher.stop();
-  CHECK_THROWS(batcher.run_on_model_thread([] {}));
+  CHECK_THROWS(batcher.run_on_model_threads([](tw::Engine&) {}));
+}
+
+TEST_CASE("batcher: two instances run two batches at once from the one queue, each on its own thread") {
+  GateEngine first, second;
+  tw::Batcher batcher({&first, &second}, {1, std::chrono::microseconds(0), 8});
+  CHECK(batcher.instances() == 2);
+  std::vector<std::thread::id> threads;
+  batcher.run_on_model_threads([&](tw::Engine&) { threads.push_back(std::this_thread::get_id()); });
+  REQUIRE(threads.size() == 2);
+  CHECK(threads[0] != threads[1]);
+  auto a = batcher.submit(tw::Floats(12, 1.0f), 1);
+  auto b = batcher.submit(tw::Floats(12, 2.0f), 1);
+  REQUIRE(a);
+  REQUIRE(b);
+  // Both models hold a batch at the same time: neither waits for the other.
+  wait_until([&] { return first.entered == 1 && second.entered == 1; }, "both instances run a batch");
+  first.open();
+  second.open();
+  const float got_a = a->get().logits[1], got_b = b->get().logits[1];
+  CHECK(got_a + got_b == 3.0f);  // each its own rows, whichever instance ran it
+  CHECK(batcher.stats().batches == 2);
 }
 
 TEST_CASE("batcher: max_delay holds the oldest request until others join it, up to max_batch") {
@@ -466,7 +491,7 @@ TEST_CASE("batcher: max_delay holds the oldest request until others join it, up 
   // A long delay: the batch runs as soon as the fourth image is in, so the test waits for arrivals, not a clock.
   tw::Batcher batcher(*engine, {4, std::chrono::seconds(600), 64});
   std::vector<std::future<tw::JobResult>> results;
-  for (int i = 0; i < 4; ++i) results.push_back(std::move(*batcher.submit(std::vector<float>(12, 0.0f), 1)));
+  for (int i = 0; i < 4; ++i) results.push_back(std::move(*batcher.submit(tw::Floats(12, 0.0f), 1)));
   for (auto& r : results) CHECK(r.get().batch == 4);
 }
 
