@@ -19,8 +19,8 @@
 # rounds (--latency-file): a p99 of one round of 400 samples has 4 above it and moved by +-15 ms between rounds at
 # batch 4 here, the pooled p99 of 5 rounds has 20. The p99 gap is served p99 minus in-process p99 minus the
 # loopback round trip; each round's own gap is printed too.
-# Goals: served/in-process images/s >= 0.9 at saturation; p99 gap <= 2 ms. Exit status 0 whether or not they are
-# met (a measurement); 1 when a run fails.
+# Goals (issue 53): served/in-process images/s >= 0.95 at saturation; p99 gap <= 2 ms in every round, and on the
+# pooled samples. Exit status 0 whether or not they are met (a measurement); 1 when a run fails.
 set -euo pipefail
 
 bin="${1:-build/bin/tsum-train}"
@@ -132,14 +132,15 @@ levels = [e for e in events(f"{tmp}/sweep") if e.get("event") == "load_level"]
 best = max(levels, key=lambda e: e.get("images_per_s") or 0)
 s_ips, s_c = best["images_per_s"], best["concurrency"]
 ratio = s_ips / in_ips
-goals = "throughput " + ("met" if ratio >= 0.9 else "NOT met")
+goals = "throughput " + ("met" if ratio >= 0.95 else "NOT met")
 if c1s:
     rtt = [last(f, "load_ready", "rtt_ms") for f in c1s]
     s_p99 = [last(f, "load_level", "p99_ms") for f in c1s]
     gaps = [s - i - t for s, i, t in zip(s_p99, in_p99, rtt)]
     (in_pooled, n_in), (s_pooled, n_s) = p99([f + ".csv" for f in infers]), p99([f + ".csv" for f in c1s])
     gap = s_pooled - in_pooled - median(rtt)
-    goals += ", p99 " + ("met" if gap <= 2.0 else "NOT met") + f" (pooled {n_in} and {n_s} samples; rounds " + \
+    every = gap <= 2.0 and all(g <= 2.0 for g in gaps)
+    goals += ", p99 " + ("met" if every else "NOT met") + f" (pooled {n_in} and {n_s} samples; rounds " + \
         ", ".join(f"{g:+.1f}" for g in gaps) + ")"
     cells = (f"{in_pooled:.1f}", f"{s_pooled:.1f}", f"{median(rtt):.3f}", f"{gap:+.1f}")
 else:

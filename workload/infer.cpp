@@ -223,6 +223,7 @@ Status run_infer(const InferOptions& options, EventWriter& events) {
   } catch (const std::exception& e) {
     return make_error(Code::unavailable, std::string("cannot move the model: ") + e.what());
   }
+  (*model)->fold_for_inference();
   const int loaders = options.loaders > 0 ? options.loaders : std::min(4, usable_cpu_count());
   const std::int64_t capacity = options.queue > 0 ? options.queue : 2 * loaders;
   Bench bench{options, **model, shape, std::move(*files), {}};

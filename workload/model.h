@@ -45,6 +45,11 @@ class Model : public torch::nn::Module {
   // The model's own dropout streams, whose state a checkpoint keeps (train_state.h).
   virtual std::vector<FastDropout*> dropout_streams() { return {}; }
 
+  // For inference only, after eval() and to(device): folds what need not be computed apart (an eval-mode batch
+  // norm into the convolution before it: the same function, one pass over the activations fewer). The model must
+  // not be trained after it; a later parameter change is not seen. infer and serve call it.
+  virtual void fold_for_inference() {}
+
   // Number of trainable scalars.
   std::int64_t parameter_count() const {
     std::int64_t n = 0;

@@ -11,7 +11,19 @@ torch::nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
 
 }  // namespace
 
-BottleneckImpl::BottleneckImpl(std::int64_t in, std::int64_t width, std::int64_t stride) {
+FoldedConv::FoldedConv(const torch::nn::Conv2d& conv, const torch::nn::BatchNorm2d& bn, std::int64_t s)
+    : stride(s), padding(conv->weight.size(2) / 2) {
+  torch::NoGradGuard no_grad;
+  const auto scale = bn->weight / torch::sqrt(bn->running_var + bn->options.eps());
+  weight = (conv->weight * scale.reshape({-1, 1, 1, 1})).contiguous(torch::MemoryFormat::ChannelsLast);
+  bias = bn->bias - bn->running_mean * scale;
+}
+
+torch::Tensor FoldedConv::operator()(const torch::Tensor& x) const {
+  return torch::conv2d(x, weight, bias, stride, padding);
+}
+
+BottleneckImpl::BottleneckImpl(std::int64_t in, std::int64_t width, std::int64_t stride) : stride_(stride) {
   const std::int64_t out = width * kExpansion;
   conv1_ = register_module("conv1", conv(in, width, 1));
   bn1_ = register_module("bn1", torch::nn::BatchNorm2d(width));
@@ -25,7 +37,24 @@ BottleneckImpl::BottleneckImpl(std::int64_t in, std::int64_t width, std::int64_t
   }
 }
 
+void BottleneckImpl::fold() {
+  std::optional<FoldedConv> down;
+  if (downsample_) {
+    const auto parts = downsample_->children();  // conv, batch norm
+    down.emplace(torch::nn::Conv2d(std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(parts.at(0))),
+                 torch::nn::BatchNorm2d(std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(parts.at(1))), stride_);
+  }
+  folded_ = Folded{{conv1_, bn1_, 1}, {conv2_, bn2_, stride_}, {conv3_, bn3_, 1}, std::move(down)};
+}
+
 torch::Tensor BottleneckImpl::forward(const torch::Tensor& x) {
+  if (folded_) {
+    const auto& f = *folded_;
+    auto h = f.c1(x).relu_();
+    h = f.c2(h).relu_();
+    h = f.c3(h);
+    return h.add_(f.down ? (*f.down)(x) : x).relu_();
+  }
   // In-place relu is safe: batch-norm and conv backward need their inputs, not their outputs.
   auto h = bn1_->forward(conv1_->forward(x)).relu_();
   h = bn2_->forward(conv2_->forward(h)).relu_();
@@ -66,8 +95,15 @@ torch::nn::Sequential ResNet50::make_stage(std::int64_t& in, std::int64_t width,
   return stage;
 }
 
+void ResNet50::fold_for_inference() {
+  stem_.emplace(conv1_, bn1_, 2);
+  for (auto* stage : {&layer1_, &layer2_, &layer3_, &layer4_})
+    for (const auto& block : (*stage)->children()) block->as<BottleneckImpl>()->fold();
+}
+
 torch::Tensor ResNet50::forward(const torch::Tensor& x) {
-  auto h = bn1_->forward(conv1_->forward(x.contiguous(torch::MemoryFormat::ChannelsLast))).relu_();
+  const auto in = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  auto h = (stem_ ? (*stem_)(in) : bn1_->forward(conv1_->forward(in))).relu_();
   h = torch::max_pool2d(h, 3, 2, 1);
   for (auto* stage : {&layer1_, &layer2_, &layer3_, &layer4_}) h = (*stage)->forward(h);
   h = torch::adaptive_avg_pool2d(h, {1, 1}).flatten(1);

@@ -8,9 +8,20 @@
 // pool).
 #pragma once
 
+#include <optional>
+
 #include "workload/model.h"
 
 namespace tsum::workload {
+
+// A convolution with the eval-mode batch norm after it folded in: weight x scale, bias shift - mean x scale, where
+// scale = gamma / sqrt(var + eps) (Model::fold_for_inference).
+struct FoldedConv {
+  torch::Tensor weight, bias;
+  std::int64_t stride = 1, padding = 0;
+  FoldedConv(const torch::nn::Conv2d& conv, const torch::nn::BatchNorm2d& bn, std::int64_t stride);
+  torch::Tensor operator()(const torch::Tensor& x) const;
+};
 
 class BottleneckImpl : public torch::nn::Module {
  public:
@@ -19,8 +30,15 @@ class BottleneckImpl : public torch::nn::Module {
   // A block reading `in` channels and writing width * kExpansion, downsampling by `stride`.
   BottleneckImpl(std::int64_t in, std::int64_t width, std::int64_t stride);
   torch::Tensor forward(const torch::Tensor& x);
+  void fold();
 
  private:
+  std::int64_t stride_;
+  struct Folded {
+    FoldedConv c1, c2, c3;
+    std::optional<FoldedConv> down;
+  };
+  std::optional<Folded> folded_;
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::BatchNorm2d bn1_{nullptr};
   torch::nn::Conv2d conv2_{nullptr};
@@ -41,6 +59,7 @@ class ResNet50 : public Model {
   explicit ResNet50(std::int64_t classes = kDefaultClasses,
                     std::int64_t image_size = kDefaultImageSize);
   torch::Tensor forward(const torch::Tensor& x) override;
+  void fold_for_inference() override;
   InputShape input_shape() const override {
     return {InputKind::image, 3, image_size_, image_size_, 0, 0, classes_};
   }
@@ -58,6 +77,7 @@ class ResNet50 : public Model {
   torch::nn::Sequential layer3_{nullptr};
   torch::nn::Sequential layer4_{nullptr};
   torch::nn::Linear fc_{nullptr};
+  std::optional<FoldedConv> stem_;  // conv1 with bn1, once folded
 };
 
 }  // namespace tsum::workload

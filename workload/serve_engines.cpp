@@ -149,6 +149,7 @@ Result<std::unique_ptr<Engine>> make_engine(const ServeOptions& o) {
   } catch (const std::exception& e) {
     return make_error(Code::unavailable, std::string("cannot move the model: ") + e.what());
   }
+  (*model)->fold_for_inference();
   ModelIo io{o.name.empty() ? o.model : o.name, "pytorch_libtorch", shape.channels, shape.height, shape.width,
              shape.classes, (*model)->parameter_count(), device_name(o.placement.device)};
   return std::unique_ptr<Engine>(std::make_unique<ModuleEngine>(std::move(*model), io, o.placement));

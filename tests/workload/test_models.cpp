@@ -143,3 +143,29 @@ TEST_CASE(
   const auto expected = torch::linear(h, params["fc2.weight"], params["fc2.bias"]);
   CHECK(torch::allclose((*model)->forward(x), expected, 1e-4, 1e-5));
 }
+
+TEST_CASE("resnet50: folding batch norm for inference computes the same logits, in one pass fewer") {
+  torch::manual_seed(4);
+  auto model = std::make_shared<tw::ResNet50>(10, 64);
+  {
+    // Batch norms that are not the identity: trained scales, shifts and running statistics.
+    torch::NoGradGuard no_grad;
+    for (auto& m : model->modules(false)) {
+      if (auto* bn = m->as<torch::nn::BatchNorm2d>()) {
+        bn->weight.uniform_(0.5, 1.5);
+        bn->bias.uniform_(-0.2, 0.2);
+        bn->running_mean.uniform_(-0.1, 0.1);
+        bn->running_var.uniform_(0.5, 2.0);
+      }
+    }
+  }
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::rand({3, 3, 64, 64});
+  const auto before = model->forward(x);
+  model->fold_for_inference();
+  const auto after = model->forward(x);
+  CHECK(torch::allclose(before, after, 1e-3, 1e-4));
+  CHECK((after.argmax(1) == before.argmax(1)).all().item<bool>());
+  CHECK(model->parameter_count() == tw::ResNet50(10, 64).parameter_count());  // the folded copies are no parameters
+}
