@@ -1,6 +1,7 @@
 // An allocator for a served request's large buffers (its body, its tensors: serve.h, infer_protocol.h,
 // batcher.h): a block of kMmapFrom bytes or more is mapped for it alone and unmapped when freed, so a large
 // request's memory goes back to the system the moment it is done with. Smaller blocks come from malloc as usual.
+// resize() does not zero what it adds: each of these buffers is written whole before it is read.
 //
 // Why not glibc's own M_MMAP_THRESHOLD: tsum-train keeps freed memory mapped for the model (main.cpp raises the
 // threshold to 1 GiB), since a batch's activations mapped and unmapped each time page-fault in again every batch
@@ -13,6 +14,8 @@
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tsum::workload {
@@ -46,6 +49,16 @@ struct LargeAllocator {
     } else {
       std::free(p);
     }
+  }
+  // resize() leaves new elements uninitialized (no pass over a buffer about to be written whole); an element given a
+  // value is constructed with it.
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
   template <class U>
   bool operator==(const LargeAllocator<U>&) const noexcept {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -54,13 +55,21 @@ std::vector<T> in_span(const std::vector<T>& all, Clock::time_point T::*when, Cl
 class Recorder {
  public:
   void add(const Sample& s) {
-    std::lock_guard lock(mu_);
-    samples_.push_back(s);
+    {
+      std::lock_guard lock(mu_);
+      samples_.push_back(s);
+    }
+    added_.notify_all();
   }
-  std::size_t count_after(Clock::time_point t) const {
-    std::lock_guard lock(mu_);
-    return static_cast<std::size_t>(std::count_if(samples_.begin(), samples_.end(),
-                                                  [&](const Sample& s) { return s.done > t; }));
+  // Waits until `n` answers came after `t`, or until `deadline`. Woken by each answer, never by a clock: a waiter
+  // that polled would wake beside the model on the machine it measures.
+  void wait_for(Clock::time_point t, std::size_t n, Clock::time_point deadline) const {
+    std::unique_lock lock(mu_);
+    added_.wait_until(lock, deadline, [&] {
+      return static_cast<std::size_t>(std::count_if(samples_.rbegin(), samples_.rend(), [&](const Sample& s) {
+               return s.done > t;
+             })) >= n;
+    });
   }
   // The samples done in (from, to].
   std::vector<Sample> between(Clock::time_point from, Clock::time_point to) const {
@@ -70,6 +79,7 @@ class Recorder {
 
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable added_;
   std::vector<Sample> samples_;
 };
 
@@ -210,15 +220,13 @@ Measured measure_windows(const LoadOptions& o, const Recorder& rec) {
   Measured m;
   std::vector<Window> all;
   const auto longest = std::chrono::duration<double>(10 * o.window_s);
-  const auto warm_until = Clock::now() + longest;
-  while (rec.count_after(Clock::time_point{}) < static_cast<std::size_t>(o.warmup) && Clock::now() < warm_until)
-    std::this_thread::sleep_for(Ms(20));
+  const auto longest_d = std::chrono::duration_cast<Clock::duration>(longest);
+  rec.wait_for(Clock::time_point{}, static_cast<std::size_t>(o.warmup), Clock::now() + longest_d);
   for (m.trials = 1; m.trials <= o.max_trials; ++m.trials) {
     Window w;
     w.from = Clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(o.window_s));
-    while (rec.count_after(w.from) < static_cast<std::size_t>(o.window_requests) && Clock::now() - w.from < longest)
-      std::this_thread::sleep_for(Ms(20));
+    rec.wait_for(w.from, static_cast<std::size_t>(o.window_requests), w.from + longest_d);
     w.to = Clock::now();
     w.samples = rec.between(w.from, w.to);
     all.push_back(std::move(w));

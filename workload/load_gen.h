@@ -29,7 +29,7 @@
 //   trials, over_bound (p99 over --bound-ms, or too few samples to know it), client_cpu_{min,avg,max}_pct,
 //   server_cpu_{min,avg,max}_pct, server_gpu_{min,avg,max}_pct (where the server has a GPU),
 //   server_rss_max_bytes, server_mem_max_bytes, rtt_ms (load_ready's, so each level stands alone) (the
-//   host figures are sampled every `sample_s` from /proc/stat here and GET /v2/tsum/host there).
+//   host figures are sampled every `sample_s`, default 1 s, from /proc/stat here and GET /v2/tsum/host there).
 // A sweep stops after the first level whose p99 is over --bound-ms (where the bound is crossed); "load_end"
 // then says which level that was (bound_crossed_at, 0 if none) and the highest level under it.
 #pragma once
@@ -61,7 +61,7 @@ struct LoadOptions {
   double bound_ms = 0.0;            // 0: no bound
   std::int64_t max_inflight = 256;  // rate mode: connections
   double timeout_s = 60.0;          // per request
-  double sample_s = 0.25;
+  double sample_s = 1.0;  // each sample wakes a thread on either side, beside the model: not too often
   std::uint64_t seed = 1;
   std::string latency_file;  // non-empty: every measured latency as CSV (latency_file.h)
   std::string stop_token;  // when done or failed: POST /v2/tsum/stop with it (a server run with --stop-token)

@@ -421,7 +421,8 @@ std::string serving_usage() {
          "  --bound-ms MS       p99 bound: the sweep stops at the first level over it\n"
          "  --max-inflight N    rate mode: connections (default 256); --timeout-s S (60)\n"
          "  --stop-token T      when done (or failed), stop the server (its --stop-token)\n"
-         "  --latency-file F    also write every measured latency to F (CSV: level,latency_ms)\n";
+         "  --latency-file F    also write every measured latency to F (CSV: level,latency_ms)\n"
+         "  --sample-s S        how often both hosts' CPU and memory are sampled (default 1)\n";
 }
 
 std::string usage() {

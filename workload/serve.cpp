@@ -202,11 +202,12 @@ struct HeadWatch {
 }  // namespace
 
 struct InferenceServer::Net {
-  explicit Net(InferenceServer& s) : server(s), guard(asio::make_work_guard(ioc)) {}
+  explicit Net(InferenceServer& s) : server(s), guard(asio::make_work_guard(ioc)), accept_strand(ioc.get_executor()) {}
 
   InferenceServer& server;
   asio::io_context ioc;
   asio::executor_work_guard<asio::io_context::executor_type> guard;
+  asio::strand<asio::io_context::executor_type> accept_strand;  // the acceptor's: accept_loop and stop()'s close
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
   std::mutex mu;  // sessions: the connections alive; stop() waits for none
@@ -251,7 +252,7 @@ Status InferenceServer::start() {
   if (ec) return make_error(Code::unavailable, "cannot listen on " + where + ": " + ec.message());
   port_ = acceptor.local_endpoint().port();
   net_ = std::move(net);
-  asio::co_spawn(net_->ioc, net_->accept_loop(), asio::detached);
+  asio::co_spawn(net_->accept_strand, net_->accept_loop(), asio::detached);
   const unsigned cpus = std::thread::hardware_concurrency();
   const int threads = config_.io_threads > 0 ? config_.io_threads : static_cast<int>(std::max(2u, cpus));
   for (int i = 0; i < threads; ++i) net_->threads.emplace_back([this] { net_->ioc.run(); });
@@ -262,7 +263,7 @@ void InferenceServer::stop() {
   if (stopping_.exchange(true)) return;
   if (net_) {
     Net& net = *net_;
-    asio::post(net.ioc, [&net] {
+    asio::post(net.accept_strand, [&net] {
       beast::error_code ignored;
       net.acceptor->close(ignored);
     });
