@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -381,7 +382,12 @@ int plan_serve(cli::Context& c, const json& plan) {
   auto settings = [](const json& s) {
     std::string out;
     for (const char* key : {"max_batch", "max_delay_ms", "threads", "instances"})
-      if (s.contains(key)) out += (out.empty() ? "" : " ") + std::string(key) + "=" + (s[key].is_null() ? "all" : s[key].dump());
+      if (s.contains(key)) {
+        const json& v = s[key];
+        const bool whole = v.is_number_float() && v.get<double>() == std::floor(v.get<double>());
+        out += (out.empty() ? "" : " ") + std::string(key) + "=" +
+               (v.is_null() ? "all" : whole ? std::to_string(static_cast<long long>(v.get<double>())) : v.dump());
+      }
     return out;
   };
   std::vector<std::vector<std::string>> rows;

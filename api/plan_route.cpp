@@ -228,7 +228,7 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
   if (auto hours = number_param(req, "hours", 87600, false, &bad)) q.period_s = *hours * 3600.0;
   json want = json::object();  // the settings asked for
   for (const char* key : {"max_batch", "threads", "instances"})
-    if (auto v = number_param(req, key, 4096, true, &bad)) want[key] = *v;
+    if (auto v = number_param(req, key, 4096, true, &bad)) want[key] = static_cast<std::int64_t>(*v);
   if (auto it = req.query.find("max_delay_ms"); it != req.query.end()) {
     if (it->second == "0") {
       want["max_delay_ms"] = 0.0;

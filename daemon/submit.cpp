@@ -1,5 +1,7 @@
 #include "daemon/submit.h"
 
+#include "daemon/admission.h"
+
 #include <algorithm>
 
 namespace tsum::daemon {
@@ -49,6 +51,23 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
                                                        cfg.instance_type + "' (offers: " + names + ")");
     }
     const auto& offer = offers->front();
+    // Local machines share this one's CPUs: a run whose machines need more cores than it has would wait for good.
+    if (const int per_node = local_cores_of(cfg.provider, cfg.instance_type); per_node > 0 && cfg.nodes > 1) {
+      const providers::Requirements any;
+      auto all = co_await p->offers(any);
+      int usable = 0;
+      if (all)
+        for (const auto& o : *all) usable = std::max(usable, local_cores_of(cfg.provider, o.instance_type));
+      if (usable > 0 && per_node * cfg.nodes > usable)
+        co_return make_error(Code::invalid_argument,
+                             "configs: " + std::to_string(cfg.nodes) + " machines of " + cfg.instance_type +
+                                 " need " + std::to_string(per_node * cfg.nodes) + " cores, and this machine has " +
+                                 std::to_string(usable) + " usable CPUs" +
+                                 (spec.workloads.front().kind == "serve" ? " (a serving run is two machines, the "
+                                                                           "server and its load client)"
+                                                                         : "") +
+                                 ": use local-" + std::to_string(std::max(1, usable / cfg.nodes)) + "c");
+    }
     for (const auto& w : spec.workloads) {
       const std::string on = "'" + cfg.provider + "' " + cfg.instance_type;
       if (w.device_on(offer.gpus) == "cuda" && offer.gpus == 0)

@@ -105,6 +105,11 @@ TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error an
   CHECK(post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-1c","market":"auction"}]})")
             .json()["detail"] == "'configs[0].market' must be \"on-demand\" or \"spot\", got 'auction'");
   CHECK(post(std::string(3 << 20, ' ')).status == 413);
+  // Local machines that need more cores than this one has would wait in the queue for good: refused, saying so.
+  auto crowd = post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-1c","nodes":64,"dist":"ring"}]})");
+  CHECK(crowd.status == 422);
+  CHECK(crowd.json()["detail"].get<std::string>().find("configs: 64 machines of local-1c need 64 cores, and this "
+                                                       "machine has ") == 0);
 
   CHECK(d.call("GET", "/v1/experiments/999", admin).status == 404);
   CHECK(d.call("GET", "/v1/experiments/abc", admin).status == 404);
