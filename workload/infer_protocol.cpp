@@ -146,6 +146,10 @@ class RequestSax {
         return nullptr;
       }
       data_->present = true;
+      if (v.is_object()) {
+        fail(name() + "\"data\" is an object");
+        return nullptr;
+      }
       if (v.is_array()) {  // the array just begun: what start_array does inside "data"
         data_->open.push_back(0);
         data_->lengths.push_back(-2);

@@ -219,14 +219,13 @@ struct Measured {
 Measured measure_windows(const LoadOptions& o, const Recorder& rec) {
   Measured m;
   std::vector<Window> all;
-  const auto longest = std::chrono::duration<double>(10 * o.window_s);
-  const auto longest_d = std::chrono::duration_cast<Clock::duration>(longest);
-  rec.wait_for(Clock::time_point{}, static_cast<std::size_t>(o.warmup), Clock::now() + longest_d);
+  const auto longest = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10 * o.window_s));
+  rec.wait_for(Clock::time_point{}, static_cast<std::size_t>(o.warmup), Clock::now() + longest);
   for (m.trials = 1; m.trials <= o.max_trials; ++m.trials) {
     Window w;
     w.from = Clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(o.window_s));
-    rec.wait_for(w.from, static_cast<std::size_t>(o.window_requests), w.from + longest_d);
+    rec.wait_for(w.from, static_cast<std::size_t>(o.window_requests), w.from + longest);
     w.to = Clock::now();
     w.samples = rec.between(w.from, w.to);
     all.push_back(std::move(w));

@@ -59,6 +59,19 @@ http::Request infer_json(const std::string& model, const json& body) {
   return http::make_request("POST", "/v2/models/" + model + "/infer", "localhost", "application/json", body.dump());
 }
 
+// A `delay` model of 3 x side x side images and 10 classes, taking `service` a batch.
+std::unique_ptr<tw::Engine> delay_engine(std::int64_t side, std::chrono::microseconds service) {
+  return tw::make_fixed_delay_engine({"delay", "fixed_delay", 3, side, side, 10, 0, "cpu"}, service);
+}
+
+// A server's config on a free loopback port.
+tw::ServerConfig loopback() {
+  tw::ServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  return config;
+}
+
 // A plain TCP connection to 127.0.0.1:port, for bytes no well-behaved client sends.
 struct RawSocket {
   int fd = -1;
@@ -260,11 +273,8 @@ std::vector<json> levels_of(const std::vector<json>& events) {
 }  // namespace
 
 TEST_CASE("server HTTP: a request in pieces, pipelining, chunked bodies, keep-alive, and each limit with its status") {
-  auto engine = tw::make_fixed_delay_engine({"delay", "fixed_delay", 3, 4, 4, 10, 0, "cpu"},
-                                            std::chrono::microseconds(100));
-  tw::ServerConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
+  auto engine = delay_engine(4, std::chrono::microseconds(100));
+  tw::ServerConfig config = loopback();
   config.limits = {1024, 4096};
   config.idle_timeout = std::chrono::seconds(1);
   tw::InferenceServer server(*engine, config);
@@ -372,6 +382,8 @@ TEST_CASE("v2 requests: JSON and binary tensors, JPEG bytes, and what is refused
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":5}]})"), "must be an array"));
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[{"x":1}]}]})"),
                  "holds an object"));
+  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":{"name":"b"}}]})"),
+                 "\"data\" is an object"));
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[true]}]})"),
                  "neither a number"));
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1e39]}]})"), "out of range"));
@@ -496,11 +508,8 @@ TEST_CASE("batcher: max_delay holds the oldest request until others join it, up 
 }
 
 TEST_CASE("server: health, metadata, JSON and binary infer, and bad requests answered 4xx beside a steady client") {
-  auto engine = tw::make_fixed_delay_engine({"delay", "fixed_delay", 3, 32, 32, 10, 0, "cpu"},
-                                            std::chrono::microseconds(1000));
-  tw::ServerConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
+  auto engine = delay_engine(32, std::chrono::microseconds(1000));
+  tw::ServerConfig config = loopback();
   config.batching.max_batch = 4;
   config.limits.max_body = 1 << 20;
   tw::InferenceServer server(*engine, config);
@@ -845,11 +854,8 @@ TEST_CASE("tsum-train: --help after any subcommand prints the flags and exits 0;
 
 
 TEST_CASE("server: Expect: 100-continue is answered before the body; a head that never ends gets 408") {
-  auto engine = tw::make_fixed_delay_engine({"delay", "fixed_delay", 3, 4, 4, 10, 0, "cpu"},
-                                            std::chrono::microseconds(100));
-  tw::ServerConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
+  auto engine = delay_engine(4, std::chrono::microseconds(100));
+  tw::ServerConfig config = loopback();
   config.head_timeout = std::chrono::seconds(1);
   tw::InferenceServer server(*engine, config);
   REQUIRE(server.start().ok());
