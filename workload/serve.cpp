@@ -364,7 +364,8 @@ asio::awaitable<void> InferenceServer::Net::serve(std::shared_ptr<Session> sessi
     if (hec) {
       if (hec != bhttp::error::end_of_stream && hec != asio::error::eof && hec != asio::error::connection_reset) {
         std::string why = hec.message();
-        co_await refuse(*session, refusal_status(hec), std::move(why));
+        const std::string_view head(static_cast<const char*>(buffer.data().data()), buffer.size());
+        co_await refuse(*session, refusal_status(hec, head), std::move(why));
       }
       break;
     }

@@ -38,6 +38,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/beast/http/parser.hpp>
@@ -59,8 +60,9 @@ using RequestBody = boost::beast::http::basic_string_body<char, std::char_traits
 using RequestParser = boost::beast::http::request_parser<RequestBody>;
 void apply_limits(RequestParser& parser, const HttpLimits& limits);
 // The status a request the parser refused is answered with: 431 (head too large), 413 (body too large), 505 (a
-// version other than HTTP/1.0 and 1.1), else 400.
-int refusal_status(const boost::system::error_code& ec);
+// version other than HTTP/1.0 and 1.1, told from a malformed request line by `head`, the bytes it began with),
+// else 400.
+int refusal_status(const boost::system::error_code& ec, std::string_view head = {});
 
 struct ServerConfig {
   std::string host = "0.0.0.0";  // the address to listen on

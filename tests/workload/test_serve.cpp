@@ -328,6 +328,7 @@ TEST_CASE("server HTTP: a request in pieces, pipelining, chunked bodies, keep-al
   CHECK(refused(post + "Transfer-Encoding: chunked\r\n\r\n2000\r\n" + std::string(8192, ' ') + "\r\n") == 413);
   CHECK(refused("GET / HTTP/1.1\r\nX: " + std::string(2000, 'a') + "\r\n\r\n") == 431);
   CHECK(refused("GET / HTTP/2.0\r\nHost: x\r\n\r\n") == 505);
+  CHECK(refused("GET / HTTP/1.1\nHost: x\n\n") == 400);  // bare LF line ends: malformed, not another version
   CHECK(refused("GET /\r\n\r\n") == 400);
   CHECK(refused("GET / HTTP/1.1\r\nBad Header: x\r\n\r\n") == 400);
   CHECK(refused("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n") == 400);
