@@ -25,6 +25,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "temp_dir.h"
 #include "workload/batcher.h"
@@ -371,25 +372,25 @@ TEST_CASE("v2 requests: JSON and binary tensors, JPEG bytes, and what is refused
                  "more than 1000 elements"));
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":["x"]}]})"), "non-number"));
   // Data nests as the shape says, or comes flat; anything else is named.
-  CHECK(refused(R"({"inputs":[{"name":"a","shape":[2,3],"datatype":"FP32","data":[1,2,3,4,5,6]}]})") == "accepted");
-  CHECK(refused(R"({"inputs":[{"name":"a","shape":[2,3],"datatype":"FP32","data":[[1,2,3],[4,5,6]]}]})") ==
-        "accepted");
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[2,3],"datatype":"FP32","data":[[1,2],[3,4],[5,6]]}]})"),
-                 "nests as [3, 2], the shape is [2, 3]"));
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[3],"datatype":"FP32","data":[[1,2],3]}]})"),
-                 "nests unevenly"));
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[2,2],"datatype":"FP32","data":[[1,2,3],[4]]}]})"),
-                 "nests as [2, uneven]"));
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":5}]})"), "must be an array"));
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[{"x":1}]}]})"),
-                 "holds an object"));
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":{"name":"b"}}]})"),
-                 "\"data\" is an object"));
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[true]}]})"),
-                 "neither a number"));
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1e39]}]})"), "out of range"));
-  CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1],"data":[2]}]})"),
-                 "given twice"));
+  const std::vector<std::tuple<const char*, const char*, const char*>> data_cases = {
+      {"[2,3]", "[1,2,3,4,5,6]", "accepted"},
+      {"[2,3]", "[[1,2,3],[4,5,6]]", "accepted"},
+      {"[2,3]", "[[1,2],[3,4],[5,6]]", "nests as [3, 2], the shape is [2, 3]"},
+      {"[3]", "[[1,2],3]", "nests unevenly"},
+      {"[2,2]", "[[1,2,3],[4]]", "nests as [2, uneven]"},
+      {"[1]", "5", "must be an array"},
+      {"[1]", R"([{"x":1}])", "holds an object"},
+      {"[1]", R"({"name":"b"})", "\"data\" is an object"},
+      {"[1]", "[true]", "neither a number"},
+      {"[1]", "[1e39]", "out of range"},
+      {"[1]", R"([1],"data":[2])", "given twice"},
+  };
+  for (const auto& [shape, data, want] : data_cases) {
+    CAPTURE(data);
+    CHECK(contains(refused(std::string(R"({"inputs":[{"name":"a","datatype":"FP32","shape":)") + shape +
+                           R"(,"data":)" + data + "}]}"),
+                   want));
+  }
   CHECK(contains(refused(R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1]}]} x)"), "not JSON"));
   const std::string h1 = R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","parameters":{"binary_data_size":4}}]})";
   CHECK(contains(refused(h1 + "abcdEXTRA", h1.size()), "5 bytes after"));
