@@ -1,8 +1,8 @@
 // `tsum-train serve`'s request parsing (issues 41, 53): the bytes a client sends on one connection, taken off as the
 // server takes them (Boost.Beast's request parser under the server's limits, workload/serve.h, small here), each
 // message's body read as an Open Inference Protocol infer request (workload/infer_protocol.h) with its
-// Inference-Header-Content-Length. A crash, a hang, a refusal answered with a status outside 4xx, or a request
-// that parses into a tensor whose data does not match its shape is a finding.
+// Inference-Header-Content-Length. A crash, a hang, a refusal answered with a status other than 400-431 or 505,
+// or a request that parses into a tensor whose data does not match its shape is a finding.
 #include <charconv>
 #include <optional>
 #include <string>
@@ -25,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     w::apply_limits(parser, limits);
     parser.eager(true);
     boost::system::error_code ec;
+    const std::string_view message_start = rest;
     const std::size_t before = rest.size();
     while (!rest.empty() && !parser.is_done()) {
       const std::size_t used = parser.put(boost::asio::buffer(rest.data(), rest.size()), ec);
@@ -36,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (ec || used == 0) break;
     }
     if (ec) {
-      const int status = w::refusal_status(ec);
-      if (status < 400 || status > 499) __builtin_trap();
+      const int status = w::refusal_status(ec, message_start);
+      if (status < 400 || status > 505 || (status > 431 && status != 505)) __builtin_trap();
       break;
     }
     if (!parser.is_done()) break;
