@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +18,7 @@
 #include "api/cli_context.h"
 #include "api/spec_file.h"
 #include "api/workdir_pack.h"
+#include "billing/serving.h"
 #include "common/json_util.h"
 
 namespace tsum::api {
@@ -378,23 +378,11 @@ int plan_serve(cli::Context& c, const json& plan) {
   c.out << "objective serve, p99 under " << cli::fixed(plan.value("p99_ms", json()), 1) << " ms\n";
   if (const json want = plan.value("settings", json::object()); !want.empty())
     c.out << "only the runs whose server had " << want.dump() << "\n";
-  // "max_batch=8 max_delay_ms=2 threads=2 instances=1"
-  auto settings = [](const json& s) {
-    std::string out;
-    for (const char* key : {"max_batch", "max_delay_ms", "threads", "instances"})
-      if (s.contains(key)) {
-        const json& v = s[key];
-        const bool whole = v.is_number_float() && v.get<double>() == std::floor(v.get<double>());
-        out += (out.empty() ? "" : " ") + std::string(key) + "=" +
-               (v.is_null() ? "all" : whole ? std::to_string(static_cast<long long>(v.get<double>())) : v.dump());
-      }
-    return out;
-  };
   std::vector<std::vector<std::string>> rows;
   int rank = 0;
   for (const auto& e : plan.value("ranked", json::array()))
     rows.push_back({std::to_string(++rank), e.value("machine", e.value("config", "")),
-                    settings(e.value("settings", json::object())), cli::fixed(e.value("sustained_rps", json()), 1),
+                    billing::describe_settings(e.value("settings", json::object())), cli::fixed(e.value("sustained_rps", json()), 1),
                     cli::fixed(e.value("p99_ms", json()), 1),
                     cli::fixed(e.value("cost_per_million", json()), 4) + " " + e.value("currency", ""),
                     e.contains("replicas") ? e["replicas"].dump() : "-", e.value("reason", "")});

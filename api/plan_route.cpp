@@ -21,18 +21,21 @@ using nlohmann::json;
 
 namespace {
 
-// A numeric query parameter in (0, hi], a whole number when `integer`; a bad one sets *bad to the field and its range.
-std::optional<double> number_param(const Request& req, const char* key, double hi, bool integer, std::string* bad) {
+// A numeric query parameter in (0, hi] ([0, hi] when `zero_ok`), a whole number when `integer`; a bad one sets *bad
+// to the field and its range.
+std::optional<double> number_param(const Request& req, const char* key, double hi, bool integer, std::string* bad,
+                                   bool zero_ok = false) {
   auto it = req.query.find(key);
   if (it == req.query.end()) return std::nullopt;
   double v = 0;
   auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  const bool ok = ec == std::errc() && p == it->second.data() + it->second.size() && v > 0 && v <= hi &&
-                  (!integer || v == std::floor(v));
+  const bool ok = ec == std::errc() && p == it->second.data() + it->second.size() && (v > 0 || (zero_ok && v == 0)) &&
+                  v <= hi && (!integer || v == std::floor(v));
   if (!ok && bad->empty()) {
     std::ostringstream range;
-    range << "'" << key << "' must be " << (integer ? "a whole number from 1 to " : "a number above 0 and at most ") << hi
-          << ", got '" << it->second << "'";
+    range << "'" << key << "' must be "
+          << (integer ? "a whole number from 1 to " : zero_ok ? "a number from 0 to " : "a number above 0 and at most ")
+          << hi << ", got '" << it->second << "'";
     *bad = range.str();
   }
   return ok ? std::optional<double>(v) : std::nullopt;
@@ -229,13 +232,7 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
   json want = json::object();  // the settings asked for
   for (const char* key : {"max_batch", "threads", "instances"})
     if (auto v = number_param(req, key, 4096, true, &bad)) want[key] = static_cast<std::int64_t>(*v);
-  if (auto it = req.query.find("max_delay_ms"); it != req.query.end()) {
-    if (it->second == "0") {
-      want["max_delay_ms"] = 0.0;
-    } else if (auto v = number_param(req, "max_delay_ms", 10000, false, &bad)) {
-      want["max_delay_ms"] = *v;
-    }
-  }
+  if (auto v = number_param(req, "max_delay_ms", 10000, false, &bad, true)) want["max_delay_ms"] = *v;
   if (!bad.empty()) return make_error(Code::invalid_argument, bad);
   if (!bound)
     return make_error(Code::invalid_argument, "objective=serve needs 'p99_ms', the latency bound in ms; 'rate' "

@@ -70,11 +70,7 @@ std::vector<ServingLevel> serving_levels(const json& levels) {
   return out;
 }
 
-namespace {
-
-// " with max_batch=8 max_delay_ms=2 threads=2 instances=1", or nothing without settings (threads null: all the
-// machine's CPUs).
-std::string settings_text(const json& settings) {
+std::string describe_settings(const json& settings) {
   std::string out;
   for (const char* key : {"max_batch", "max_delay_ms", "threads", "instances"}) {
     if (!settings.contains(key)) continue;
@@ -82,12 +78,10 @@ std::string settings_text(const json& settings) {
     std::string value = v.dump();
     if (v.is_null()) value = "all";
     if (v.is_number_float()) value = fixed(v.get<double>(), v.get<double>() == std::floor(v.get<double>()) ? 0 : 2);
-    out += std::string(out.empty() ? " with " : " ") + key + "=" + value;
+    out += std::string(out.empty() ? "" : " ") + key + "=" + value;
   }
   return out;
 }
-
-}  // namespace
 
 Result<ServingPlan> plan_serving(const std::vector<ServingRun>& runs, const ServingRequest& q) {
   if (!(q.p99_ms > 0)) return make_error(Code::invalid_argument, "'p99_ms' must be a positive number of milliseconds");
@@ -127,9 +121,10 @@ Result<ServingPlan> plan_serving(const std::vector<ServingRun>& runs, const Serv
     c.replicas = q.rate ? static_cast<int>(std::ceil(*q.rate / c.sustained_rps - 1e-9)) : 1;
     c.fleet_hourly = c.replicas * c.billed_hourly;
     c.cost_per_million = c.fleet_hourly * 1e6 / (3600.0 * served);
+    const std::string settings = describe_settings(c.settings);
     std::ostringstream why;
     why << (c.replicas > 1 || q.rate ? std::to_string(c.replicas) + " x " : std::string()) << c.machine
-        << settings_text(c.settings) << " at "
+        << (settings.empty() ? settings : " with " + settings) << " at "
         << level_name(p) << " sustains " << fixed(c.sustained_rps, 1) << " requests/s each with p99 "
         << fixed(*p.p99_ms, 1) << " ms <= " << fixed(q.p99_ms, 1) << " ms; " << fixed(c.billed_hourly, 4) << " "
         << c.currency << "/h billed " << c.rule << " -> " << fixed(c.cost_per_million, 4) << " " << c.currency

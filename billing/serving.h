@@ -89,4 +89,8 @@ std::vector<ServingLevel> serving_levels(const nlohmann::json& levels);
 
 nlohmann::json serving_plan_to_json(const ServingPlan& plan, const ServingRequest& request);
 
+// A server's settings in words: "max_batch=8 max_delay_ms=2 threads=2 instances=1" (threads null: "all", the
+// machine's CPUs); empty without settings.
+std::string describe_settings(const nlohmann::json& settings);
+
 }  // namespace tsum::billing

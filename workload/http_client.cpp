@@ -117,8 +117,7 @@ Request make_request(std::string_view method, std::string_view target, std::stri
 }
 
 struct Connection::Impl {
-  Url url;
-  bool have_url = false;
+  Url url;  // host empty: never opened
   std::unique_ptr<beast::tcp_stream> stream;  // touched on the loop's thread only
   beast::flat_buffer buffer;
   std::optional<bhttp::response_parser<bhttp::string_body>> parser;
@@ -144,7 +143,6 @@ void Connection::close() {
 Status Connection::open(const Url& url, std::chrono::milliseconds timeout) {
   close();
   impl_->url = url;
-  impl_->have_url = true;
   const std::string where = url.host + ":" + std::to_string(url.port);
   beast::error_code ec;
   tcp::resolver resolver(loop().ioc());
@@ -165,7 +163,7 @@ Status Connection::open(const Url& url, std::chrono::milliseconds timeout) {
 
 Result<Response> Connection::round_trip(const Request& request, std::chrono::milliseconds timeout) {
   if (!is_open()) {
-    if (!impl_->have_url) return make_error(Code::unavailable, "the connection was never opened");
+    if (impl_->url.host.empty()) return make_error(Code::unavailable, "the connection was never opened");
     if (auto st = open(impl_->url, timeout); !st.ok()) return st.error();
   }
   const beast::error_code ec = loop().run<beast::error_code>([&](auto done) {

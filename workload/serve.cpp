@@ -1,7 +1,6 @@
 #include "workload/serve.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <condition_variable>
 #include <map>
@@ -19,7 +18,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
