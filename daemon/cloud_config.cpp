@@ -57,7 +57,9 @@ Status poll_ms(Fields& f, milliseconds* out) {
 
 Status parse_aws(Fields& f, const std::string& dir, AwsSection* a) {
   auto& o = a->options;
-  for (auto s : {f.text("region", &o.region), f.text("image_id", &o.image_id, true),
+  if (f.has("region") && f.has("regions"))
+    return Fields::bad(f.at("regions"), "give region (one) or regions (several, the first the default), not both");
+  for (auto s : {f.text("region", &o.region), f.strings("regions", &o.regions), f.text("image_id", &o.image_id, true),
                  f.text("access_key_id", &o.credentials.access_key_id, true),
                  secret(f, "secret_access_key", dir, true, &a->secret_access_key),
                  secret(f, "session_token", dir, false, &a->session_token), f.text("key_name", &o.key_name),

@@ -135,7 +135,8 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
     if (!r.is_object()) return bad("'" + at + "' must be an object");
     if (std::find(markets->begin(), markets->end(), "spot") == markets->end())
       return bad("'" + at + "' is for spot runs: set '" + where + ".market' to \"spot\"");
-    if (auto e = reject_unknown(r, at + ".", {"max_interruptions", "on_demand_after", "checkpoint_every_s", "zones"}))
+    if (auto e = reject_unknown(r, at + ".", {"max_interruptions", "on_demand_after", "checkpoint_every_s", "zones",
+                                             "policy", "max_price"}))
       return *e;
     if (r.contains("zones")) {
       const json& z = r["zones"];
@@ -149,6 +150,24 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
         return bad("'" + at + ".zones' must be a list of 1 to 16 zone names (letters, digits, -), e.g. "
                    "[\"us-central1-a\", \"us-central1-b\"]");
       recovery.zones = z.get<std::vector<std::string>>();
+    }
+    if (r.contains("policy")) {
+      const json& p = r["policy"];
+      if (!p.is_string() || (p != "zone" && p != "region" && p != "cloud"))
+        return bad("'" + at + ".policy' must be \"zone\" (the same offer, in the next of zones), \"region\" (the "
+                   "provider's offer in any configured region) or \"cloud\" (any configured spot provider's offer that "
+                   "fits the run)");
+      recovery.policy = p.get<std::string>();
+    }
+    if (!recovery.zones.empty() && recovery.policy != "zone")
+      return bad("'" + at + ".zones' goes with policy \"zone\"; policy \"" + recovery.policy +
+                 "\" picks each attempt's region and lets the cloud pick its zone");
+    if (r.contains("max_price")) {
+      const json& m = r["max_price"];
+      if (!m.is_number() || !std::isfinite(m.get<double>()) || m.get<double>() <= 0 || m.get<double>() > 1e6)
+        return bad("'" + at + ".max_price' must be a price per machine-hour above 0 and at most 1e6, in the run's "
+                   "currency");
+      recovery.max_price = m.get<double>();
     }
     for (auto [key, field, lo, hi] : {std::tuple{"max_interruptions", &recovery.max_interruptions, 0, 100},
                                       std::tuple{"on_demand_after", &recovery.on_demand_after, 0, 100},
@@ -188,6 +207,8 @@ json ExperimentSpec::to_json() const {
                               {"on_demand_after", c.spot_recovery.on_demand_after},
                               {"checkpoint_every_s", c.spot_recovery.checkpoint_every_s}};
     if (c.market == "spot" && !c.spot_recovery.zones.empty()) cfg["spot_recovery"]["zones"] = c.spot_recovery.zones;
+    if (c.market == "spot" && c.spot_recovery.policy != "zone") cfg["spot_recovery"]["policy"] = c.spot_recovery.policy;
+    if (c.market == "spot" && c.spot_recovery.max_price) cfg["spot_recovery"]["max_price"] = *c.spot_recovery.max_price;
     cfgs.push_back(std::move(cfg));
   }
   json rules = json::array();

@@ -58,6 +58,13 @@ struct RunConfig {
     // Zones of the provider's region the attempts go to in turn (attempt k in zones[(k - 1) % n]), so a recovery
     // does not land where the capacity just ran out; empty: the provider's own zone every time.
     std::vector<std::string> zones = {};
+    // Where a next attempt may go (docs/spot.md): "zone" (the same offer, in the next of `zones`), "region" (the
+    // provider's offer of the type in any of its configured regions), "cloud" (any configured spot provider's offer
+    // with at least the machine's vCPUs, memory and GPUs, priced in the run's currency). Among those allowed, the
+    // cheapest by expected cost (price, interruption risk, restart) that has not just failed for capacity.
+    std::string policy = "zone";
+    // The most a next attempt's machine may cost an hour (the run's currency); nullopt: no cap.
+    std::optional<double> max_price = std::nullopt;
     bool operator==(const SpotRecovery&) const = default;
   };
   SpotRecovery spot_recovery = {};

@@ -382,11 +382,12 @@ Result<int> Ledger::attempt_of(int64_t run_id) {
 
 Status Ledger::begin_attempt(int64_t run_id, const AttemptSpec& spec) {
   auto st = db_.prepare(
-      "INSERT INTO run_attempts (run_id, attempt, provider, instance_type, market, hourly_price, started_at, zone) "
-      "SELECT id, attempt, ?2, ?3, ?4, ?5, ?6, ?7 FROM runs WHERE id = ?1 ON CONFLICT DO NOTHING");
+      "INSERT INTO run_attempts (run_id, attempt, provider, instance_type, market, hourly_price, started_at, zone, "
+      "region, currency) SELECT id, attempt, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM runs WHERE id = ?1 "
+      "ON CONFLICT DO NOTHING");
   if (!st) return st.error();
   if (auto s = st->bind(run_id, spec.provider, spec.instance_type, spec.market, spec.hourly_price, clock_.now_s(),
-                        spec.zone).run();
+                        spec.zone, spec.region, spec.currency).run();
       !s)
     return s;
   if (db_.changes() == 1) changed(run_id);
@@ -410,15 +411,49 @@ Status Ledger::next_attempt(int64_t run_id, const AttemptSpec& next, std::string
   if (auto s = end->bind(now, reason, run_id, outcome).run(); !s) return s;
   auto up = db_.prepare(
       "UPDATE runs SET status = 'queued', reason = ?1, updated_at = ?2, attempt = attempt + 1, instance = NULL, "
-      "provider = ?3, instance_type = ?4, market = ?5, hourly_price = ?6 WHERE id = ?7");
+      "provider = ?3, instance_type = ?4, market = ?5, hourly_price = ?6, region = ?8, zone = ?9, currency = ?10, "
+      "machine = COALESCE(?11, machine) WHERE id = ?7");
   if (!up) return up.error();
-  if (auto s = up->bind(reason, now, next.provider, next.instance_type, next.market, next.hourly_price, run_id).run(); !s)
+  const std::optional<std::string> machine =
+      next.machine.is_object() ? std::optional<std::string>(next.machine.dump()) : std::nullopt;
+  if (auto s = up->bind(reason, now, next.provider, next.instance_type, next.market, next.hourly_price, run_id,
+                        next.region, next.zone, next.currency, machine).run();
+      !s)
     return s;
   auto log = db_.prepare(
       "INSERT INTO run_transitions (run_id, seq, from_status, to_status, reason, at) "
       "VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_transitions WHERE run_id = ?1), ?2, 'queued', ?3, ?4)");
   if (!log) return log.error();
   if (auto s = log->bind(run_id, status_name(*from), reason, now).run(); !s) return s;
+  if (auto s = tx.commit(); !s) return s;
+  changed(run_id);
+  return {};
+}
+
+Status Ledger::move_attempt(int64_t run_id, const AttemptSpec& to, const nlohmann::json& skipped) {
+  Transaction tx(db_);
+  if (!tx.begun()) return tx.begun().error();
+  auto at = db_.prepare(
+      "UPDATE run_attempts SET provider = ?2, instance_type = ?3, market = ?4, hourly_price = ?5, zone = ?6, "
+      "region = ?7, currency = ?8, skipped = json_insert(skipped, '$[#]', json(?9)) WHERE run_id = ?1 AND "
+      "instance IS NULL AND ended_at IS NULL AND attempt = (SELECT attempt FROM runs WHERE id = ?1)");
+  if (!at) return at.error();
+  if (auto s = at->bind(run_id, to.provider, to.instance_type, to.market, to.hourly_price, to.zone, to.region,
+                        to.currency, skipped.dump()).run();
+      !s)
+    return s;
+  if (db_.changes() != 1)
+    return make_error(Code::already_exists, "run " + std::to_string(run_id) + "'s attempt has a machine or has ended");
+  auto up = db_.prepare(
+      "UPDATE runs SET provider = ?2, instance_type = ?3, market = ?4, hourly_price = ?5, zone = ?6, region = ?7, "
+      "currency = ?8, machine = COALESCE(?9, machine), updated_at = ?10 WHERE id = ?1 AND instance IS NULL");
+  if (!up) return up.error();
+  const std::optional<std::string> machine =
+      to.machine.is_object() ? std::optional<std::string>(to.machine.dump()) : std::nullopt;
+  if (auto s = up->bind(run_id, to.provider, to.instance_type, to.market, to.hourly_price, to.zone, to.region,
+                        to.currency, machine, clock_.now_s()).run();
+      !s)
+    return s;
   if (auto s = tx.commit(); !s) return s;
   changed(run_id);
   return {};
@@ -486,7 +521,7 @@ Result<std::optional<CheckpointRecord>> Ledger::last_checkpoint(int64_t run_id) 
 Result<std::vector<AttemptRecord>> Ledger::attempts(int64_t run_id) {
   auto st = db_.prepare(
       "SELECT attempt, provider, instance_type, market, hourly_price, instance, started_at, ended_at, outcome, reason, "
-      "notice, zone FROM run_attempts WHERE run_id = ? ORDER BY attempt");
+      "notice, zone, region, currency, skipped FROM run_attempts WHERE run_id = ? ORDER BY attempt");
   if (!st) return st.error();
   st->bind(run_id);
   std::vector<AttemptRecord> out;
@@ -496,7 +531,9 @@ Result<std::vector<AttemptRecord>> Ledger::attempts(int64_t run_id) {
     if (!*row) break;
     AttemptRecord a;
     a.attempt = static_cast<int>(st->int64(0));
-    a.spec = {st->text(1), st->text(2), st->text(3), st->real(4), st->text(11)};
+    a.spec = {st->text(1), st->text(2), st->text(3), st->real(4), st->text(11), st->text(12), st->text(13)};
+    a.skipped = parse_attrs(st->text(14));
+    if (!a.skipped.is_array()) a.skipped = nlohmann::json::array();
     if (!st->is_null(5)) a.instance = parse_attrs(st->text(5));
     a.started_at = st->real(6);
     a.ended_at = st->opt_real(7);

@@ -51,7 +51,10 @@ struct PhaseRecord {
 struct AttemptSpec {
   std::string provider, instance_type, market = "on-demand";
   double hourly_price = 0;
-  std::string zone = {};  // where it was placed (spot_recovery.zones); empty: the provider's own
+  std::string zone = {};    // where it was placed (spot_recovery.zones, or a recovery's pick); empty: the provider's own
+  std::string region = {};  // its region; empty: the provider's default
+  std::string currency = "USD";
+  nlohmann::json machine = nullptr;  // providers::machine_of its offer, where it changed (another cloud's type)
 };
 struct AttemptRecord {
   int attempt = 1;
@@ -62,6 +65,7 @@ struct AttemptRecord {
   std::string outcome;  // "" while it runs; interrupted, done, failed, cancelled
   std::string reason;
   std::optional<nlohmann::json> notice;  // {"source": "agent"|"cloud", "cloud", "text", "at"}
+  nlohmann::json skipped = nlohmann::json::array();  // offers passed over for capacity: [{"offer", "error"}]
   std::map<Phase, PhaseRecord> phases;
 };
 // A checkpoint an agent delivered: the run's artifact and what the trainer said of it.
@@ -130,6 +134,10 @@ class Ledger {
   // gone already (the caller terminated it): the run's instance is cleared. A finished run: already_exists.
   Status next_attempt(int64_t run_id, const AttemptSpec& next, std::string_view reason,
                       std::string_view outcome = "interrupted");
+  // The current attempt's machine could not be had where it was to go (the cloud's capacity ran out before any
+  // machine of it was recorded): it goes to `to` instead, and `skipped` ({"offer", "error"}) is added to the
+  // attempt's list. The run's provider, type, market, price, region and zone become `to`'s.
+  Status move_attempt(int64_t run_id, const AttemptSpec& to, const nlohmann::json& skipped);
   // The interruption's notice on the current attempt, kept once (the first one wins). True if written.
   Result<bool> note_interruption(int64_t run_id, const nlohmann::json& notice);
   Result<int> attempt_of(int64_t run_id);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/embedded.h"
+#include "daemon/recovery.h"
 #include "daemon/startup_deadline.h"
 #include "providers/node_group.h"
 
@@ -49,6 +50,9 @@ struct RunManager::LiveRun {
 
 namespace {
 void log_line(const std::string& s) { std::cerr << "tsumd: " << s << std::endl; }
+
+// How long an offer whose capacity ran out is passed over by the recoveries of every run.
+constexpr std::chrono::minutes kCapacityHold{10};
 }  // namespace
 
 RunManager::RunManager(asio::io_context& io, Services services, RunManagerOptions opts)
@@ -217,14 +221,31 @@ struct RunManager::Launch {
   providers::LaunchSpec spec;
   std::chrono::steady_clock::time_point t0;  // the first create call: the startup deadline counts from here
   InstanceHandle instance;                   // the machine, or the group of a run's nodes
+  bool spot_config = false;                  // its config is a spot one: capacity failures move it (recovery.h)
+  std::optional<Error> no_capacity;          // the create failed for capacity, before any machine was recorded
 };
 
 asio::awaitable<RunManager::Outcome> RunManager::provision_and_watch(LiveRun& live) {
-  Launch launch;
-  if (auto failed = co_await prepare_launch(live, launch)) co_return *failed;
-  if (auto failed = co_await warm_machine_cache(live, launch)) co_return *failed;
-  if (auto failed = co_await create_machines(live, launch)) co_return *failed;
-  co_return co_await watch(live, launch);
+  for (int moves = 0;; ++moves) {
+    Launch launch;
+    if (auto failed = co_await prepare_launch(live, launch)) co_return *failed;
+    if (auto failed = co_await warm_machine_cache(live, launch)) co_return *failed;
+    auto failed = co_await create_machines(live, launch);
+    if (!failed) co_return co_await watch(live, launch);
+    if (!launch.no_capacity || moves >= 16) co_return *failed;
+    // The offer's capacity ran out before any machine was had: the attempt goes to the next offer its policy
+    // allows (the one that failed is passed over now), in place.
+    auto to = co_await next_attempt_of(live.id, /*same_attempt=*/true);
+    if (!to) co_return Outcome{RunStatus::failed, failed->second + "; " + to.error().detail};
+    const nlohmann::json skipped = {{"offer", offer_key(launch.offer, launch.row.market)},
+                                    {"error", launch.no_capacity->detail}};
+    if (auto st = s_.ledger.move_attempt(live.id, *to, skipped); !st)
+      co_return Outcome{RunStatus::failed, failed->second + "; " + st.error().detail};
+    (void)s_.tokens.revoke_run(live.id);  // prepare_launch makes the attempt's token again
+    log_line("run " + std::to_string(live.id) + ": " + offer_key(launch.offer, launch.row.market) +
+             " has no capacity; trying " + to->provider + " " + (to->region.empty() ? "" : to->region + " ") +
+             to->instance_type + " " + to->market);
+  }
 }
 
 asio::awaitable<std::optional<RunManager::Outcome>> RunManager::prepare_launch(LiveRun& live, Launch& l) {
@@ -248,17 +269,26 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::prepare_launch(L
   if (!offers || offers->empty())
     co_return Outcome{RunStatus::failed, "no offer for " + row->instance_type +
                                              (offers ? "" : ": " + offers.error().detail)};
-  l.offer = offers->front();
+  // The run's region (a recovery's pick), else the provider's default: its first offer's.
+  auto in_region = std::find_if(offers->begin(), offers->end(),
+                                [&](const providers::Offer& o) { return row->region.empty() || o.region == row->region; });
+  if (in_region == offers->end())
+    co_return Outcome{RunStatus::failed, "no offer for " + row->instance_type + " in region " + row->region};
+  l.offer = *in_region;
   const auto variant = static_cast<size_t>(row->config_index);
   if (variant >= exp->spec.variants())
     co_return Outcome{RunStatus::failed, "run names configuration " + std::to_string(variant) + " of " +
                                              std::to_string(exp->spec.variants())};
   const Workload& workload = exp->spec.workload_of(variant);
   const RunConfig& config = exp->spec.config_of(variant);
+  l.spot_config = config.market == "spot";
   // Attempt k of a spot run in spot_recovery.zones[(k - 1) % n]: a recovery moves on from where it was taken back.
   const auto& zones = config.spot_recovery.zones;
-  const std::string zone = zones.empty() ? "" : zones[static_cast<size_t>(row->attempt - 1) % zones.size()];
-  if (auto st = s_.ledger.begin_attempt(live.id, {row->provider, row->instance_type, row->market, row->hourly_price, zone});
+  const std::string zone = !row->zone.empty() ? row->zone
+                           : zones.empty()    ? ""
+                                              : zones[static_cast<size_t>(row->attempt - 1) % zones.size()];
+  if (auto st = s_.ledger.begin_attempt(live.id, {row->provider, row->instance_type, row->market, row->hourly_price, zone,
+                                                  l.offer.region, l.offer.currency});
       !st)
     co_return Outcome{RunStatus::failed, st.error().detail};
   auto env = agent_env(*l.provider, workload, l.offer.gpus);
@@ -358,9 +388,21 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::create_machines(
     for (int n = gang ? 0 : node; n < (gang ? nodes : node + 1) && nodes > 1; ++n)
       (void)s_.ledger.record_node_mark(live.id, n, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
     auto handle = co_await l.provider->create(l.offer, node_spec);
-    if (!handle)
-      co_return Outcome{RunStatus::failed, "create failed" + (nodes > 1 ? " for node " + std::to_string(node) : "") +
-                                               ": " + handle.error().detail};
+    if (!handle) {
+      const std::string why = "create failed" + (nodes > 1 ? " for node " + std::to_string(node) : "") + ": " +
+                              handle.error().detail;
+      if (l.spot_config && no_capacity(handle.error())) {
+        // Passed over by every run's recoveries for a while. With no machine had yet, the attempt moves in place
+        // (provision_and_watch); with some nodes up, they go and the run goes on as after an interruption.
+        no_capacity_[offer_key(l.offer, l.row.market)] = std::chrono::steady_clock::now();
+        if (created.empty()) {
+          l.no_capacity = handle.error();
+          co_return Outcome{RunStatus::failed, why};
+        }
+        co_return interrupted(live, why);
+      }
+      co_return Outcome{RunStatus::failed, why};
+    }
     // Fault injection for the leak-guard tests: die as kill -9 would, after the create and before its commit.
     if (const char* f = std::getenv("TSUM_FAULT_EXIT_AFTER_CREATE"); f && std::string_view(f) == "1") _exit(137);
     created.push_back(*handle);
@@ -490,7 +532,7 @@ std::optional<RunManager::Outcome> RunManager::judge_polled(LiveRun& live, const
   return std::nullopt;
 }
 
-asio::awaitable<Result<AttemptSpec>> RunManager::next_attempt_of(int64_t run_id) {
+asio::awaitable<Result<AttemptSpec>> RunManager::next_attempt_of(int64_t run_id, bool same_attempt) {
   auto row = s_.store.run(run_id);
   if (!row) co_return row.error();
   auto exp = s_.store.experiment(row->experiment_id);
@@ -498,23 +540,93 @@ asio::awaitable<Result<AttemptSpec>> RunManager::next_attempt_of(int64_t run_id)
   const auto variant = static_cast<size_t>(row->config_index);
   if (variant >= exp->spec.variants()) co_return make_error(Code::internal, "the run's configuration is gone");
   const RunConfig& config = exp->spec.config_of(variant);
-  const int interruptions = row->attempt;  // every attempt before the next one was interrupted
-  if (interruptions > config.spot_recovery.max_interruptions)
+  const auto& policy = config.spot_recovery;
+  // Every attempt before the next one was interrupted; a replacement for capacity is no interruption.
+  const int interruptions = same_attempt ? row->attempt - 1 : row->attempt;
+  if (interruptions > policy.max_interruptions)
     co_return make_error(Code::unavailable, "interrupted " + std::to_string(interruptions) + " times, more than "
                                             "spot_recovery.max_interruptions (" +
-                                            std::to_string(config.spot_recovery.max_interruptions) + ")");
-  const bool on_demand = config.market != "spot" || (config.spot_recovery.on_demand_after > 0 &&
-                                                      interruptions >= config.spot_recovery.on_demand_after);
-  AttemptSpec next{row->provider, row->instance_type, on_demand ? "on-demand" : "spot", row->hourly_price};
-  auto* p = s_.providers.get(row->provider);
-  if (!p) co_return make_error(Code::unavailable, "provider '" + row->provider + "' is not configured");
-  const providers::Requirements wanted{.instance_type = row->instance_type};
-  auto offers = co_await p->offers(wanted);
-  if (offers && !offers->empty()) {  // the price in effect now (else the last one known)
-    const auto& o = offers->front();
-    next.hourly_price = !on_demand && o.spot_hourly_price > 0 ? o.spot_hourly_price : o.hourly_price;
+                                            std::to_string(policy.max_interruptions) + ")");
+  const bool on_demand = config.market != "spot" ||
+                         (policy.on_demand_after > 0 && interruptions >= policy.on_demand_after);
+  const std::string market = on_demand ? "on-demand" : "spot";
+  auto* current = s_.providers.get(row->provider);
+  if (!current) co_return make_error(Code::unavailable, "provider '" + row->provider + "' is not configured");
+
+  // The offers the policy allows: the run's type on its provider (in its region under "zone", in any configured
+  // region under "region" and "cloud"), and under "cloud" every other spot provider's offers that fit its machine.
+  std::vector<providers::Provider*> where{current};
+  if (policy.policy == "cloud")
+    for (auto* p : s_.providers.all())
+      if (p != current && p->capabilities().spot) where.push_back(p);
+  auto ck = s_.ledger.last_checkpoint(run_id);
+  RecoveryTerms terms{.checkpoint_every_s = static_cast<double>(policy.checkpoint_every_s)};
+  if (ck && *ck) terms.checkpoint_bytes = static_cast<double>((*ck)->bytes);
+  std::vector<RecoveryOffer> allowed;
+  std::vector<std::string> passed;  // why offers were left out, for the error when none is left
+  const auto now = std::chrono::steady_clock::now();
+  for (auto* p : where) {
+    const bool same = p == current;
+    const providers::Requirements wanted{.instance_type = same ? row->instance_type : "",
+                                         .min_vcpus = same ? 0 : row->machine.value("vcpus", 0),
+                                         .gpus = same ? 0 : row->machine.value("gpus", 0)};
+    auto offers = co_await p->offers(wanted);
+    if (!offers) {
+      passed.push_back(std::string(p->name()) + ": " + offers.error().detail);
+      continue;
+    }
+    const std::string home = row->region.empty() && !offers->empty() ? offers->front().region : row->region;
+    for (const auto& o : *offers) {
+      if (same && policy.policy == "zone" && o.region != home) continue;
+      if (!same && !fits(row->machine, o)) continue;
+      const std::string key = offer_key(o, market);
+      if (o.currency != row->currency) {
+        passed.push_back(key + ": priced in " + o.currency + ", the run in " + row->currency);
+        continue;
+      }
+      // A spot offer without a spot quote is priced at on-demand, which bounds it (as at submission).
+      const double price = !on_demand && o.spot_hourly_price > 0 ? o.spot_hourly_price : o.hourly_price;
+      if (policy.max_price && price > *policy.max_price) {
+        passed.push_back(key + ": " + std::to_string(price) + "/h is above max_price");
+        continue;
+      }
+      if (auto held = no_capacity_.find(key); held != no_capacity_.end()) {
+        if (now - held->second < kCapacityHold) {
+          passed.push_back(key + ": no capacity " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - held->second).count()) +
+                           " s ago");
+          continue;
+        }
+        no_capacity_.erase(held);
+      }
+      RecoveryOffer r{.offer = o, .market = market, .price = price};
+      if (!on_demand) {
+        auto seen = s_.store.spot_exposure(o.provider, o.instance_type, o.region);  // that region's own record
+        auto rate = billing::estimate_spot_rate(seen ? seen->interruptions : 0, seen ? seen->machine_hours : 0,
+                                                billing::kSpotPriorRate);
+        r.rate_per_hour = rate.rate_per_hour;
+        r.rate_basis = rate.basis;
+      }
+      allowed.push_back(std::move(r));
+    }
   }
-  co_return next;
+  if (allowed.empty()) {
+    std::string why;
+    for (const auto& w : passed) why += (why.empty() ? "" : "; ") + w;
+    co_return make_error(Code::unavailable, "no " + market + " offer that spot_recovery.policy \"" + policy.policy +
+                                            "\" allows is left" + (why.empty() ? "" : " (" + why + ")"));
+  }
+  auto ranked = rank_offers(std::move(allowed), terms);
+  const auto& best = ranked.front();
+  log_line("run " + std::to_string(run_id) + ": next machine " + offer_key(best.o.offer, market) + ", " + best.why);
+  co_return AttemptSpec{.provider = best.o.offer.provider,
+                        .instance_type = best.o.offer.instance_type,
+                        .market = market,
+                        .hourly_price = best.o.price,
+                        .zone = "",
+                        .region = best.o.offer.region,
+                        .currency = best.o.offer.currency,
+                        .machine = providers::machine_of(best.o.offer)};
 }
 
 Result<std::map<std::string, std::string>> RunManager::agent_env(providers::Provider& p, const Workload& w, int gpus) {

@@ -133,9 +133,13 @@ class RunManager {
   boost::asio::awaitable<Status> terminate_and_time(int64_t run_id, providers::Provider& p,
                                                     const providers::InstanceHandle& h);
   boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d);
-  // The machine a spot run's next attempt runs on (its spot_recovery), at the price in effect; unavailable once
-  // the run has been interrupted more often than it allows.
-  boost::asio::awaitable<Result<AttemptSpec>> next_attempt_of(int64_t run_id);
+  // The machine a spot run's next attempt runs on: the offer its spot_recovery.policy allows that is cheapest by
+  // expected cost (daemon/recovery.h), at the price in effect, passing over offers whose capacity just ran out;
+  // unavailable once the run has been interrupted more often than it allows, or when no offer is left.
+  // same_attempt: the current attempt's machine could not be had (capacity): its replacement, not a next one.
+  boost::asio::awaitable<Result<AttemptSpec>> next_attempt_of(int64_t run_id, bool same_attempt = false);
+  // Offers whose capacity ran out (recovery.h offer_key), and when: passed over for kCapacityHold.
+  std::map<std::string, std::chrono::steady_clock::time_point> no_capacity_;
   // The agent's environment for a run of `w` on `p` (docs/artifacts.md), without its run id and token.
   Result<std::map<std::string, std::string>> agent_env(providers::Provider& p, const Workload& w, int gpus);
   // The poller of provider `p` (made on first use).

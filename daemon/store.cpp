@@ -9,7 +9,8 @@ using nlohmann::json;
 namespace {
 constexpr std::string_view kRunColumns =
     "SELECT id, experiment_id, config_index, repetition, provider, instance_type, hourly_price, currency, "
-    "status, reason, instance, created_at, updated_at, nodes, queue_wait_s, machine, attempt, market FROM runs ";
+    "status, reason, instance, created_at, updated_at, nodes, queue_wait_s, machine, attempt, market, region, zone "
+    "FROM runs ";
 
 RunRow read_run(const Stmt& st) {
   RunRow r;
@@ -35,6 +36,8 @@ RunRow read_run(const Stmt& st) {
   if (!r.machine.is_object()) r.machine = nlohmann::json::object();
   r.attempt = static_cast<int>(st.int64(16));
   r.market = st.text(17);
+  r.region = st.text(18);
+  r.zone = st.text(19);
   return r;
 }
 }  // namespace
@@ -182,12 +185,14 @@ Result<std::vector<json>> Store::epochs_of(int64_t run_id) {
   return out;
 }
 
-Result<SpotExposure> Store::spot_exposure(const std::string& provider, const std::string& instance_type) {
+Result<SpotExposure> Store::spot_exposure(const std::string& provider, const std::string& instance_type,
+                                          const std::optional<std::string>& region) {
   auto st = db_.prepare(
       "SELECT COUNT(*), COALESCE(SUM(outcome = 'interrupted'), 0), COALESCE(SUM(ended_at - started_at), 0) "
-      "FROM run_attempts WHERE provider = ? AND instance_type = ? AND market = 'spot' AND ended_at IS NOT NULL");
+      "FROM run_attempts WHERE provider = ?1 AND instance_type = ?2 AND market = 'spot' AND ended_at IS NOT NULL "
+      "AND (?3 = 0 OR region = ?4)");
   if (!st) return st.error();
-  st->bind(provider, instance_type);
+  st->bind(provider, instance_type, int64_t{region.has_value()}, region.value_or(""));
   auto row = st->step();
   if (!row) return row.error();
   SpotExposure out;

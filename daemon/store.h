@@ -34,6 +34,8 @@ struct RunRow {
   nlohmann::json machine = nlohmann::json::object();  // providers::machine_of its offer (runs.machine)
   int attempt = 1;                  // which machine of the run this is (a spot run's interruptions add more)
   std::string market = "on-demand";  // the current attempt's market
+  std::string region;                // the current attempt's region ("": the provider's default)
+  std::string zone;                  // its zone, where a recovery chose one ("": the provider's own)
 };
 
 struct ExperimentRow {
@@ -88,7 +90,10 @@ class Store {
   // The trainer's per-epoch samples of a run, in epoch order.
   Result<std::vector<nlohmann::json>> epochs_of(int64_t run_id);
   // The ended spot attempts of `provider`'s `instance_type`, every run's.
-  Result<SpotExposure> spot_exposure(const std::string& provider, const std::string& instance_type);
+  // region: that region's alone ("" the provider's default region's and those recorded without one); nullopt:
+  // every region's.
+  Result<SpotExposure> spot_exposure(const std::string& provider, const std::string& instance_type,
+                                     const std::optional<std::string>& region = std::nullopt);
 
  private:
   Result<std::vector<RunRow>> query_runs(std::string_view where, const std::vector<SqlValue>& args);

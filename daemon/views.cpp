@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "billing/rule_book.h"
 #include "common/etag.h"
 
 namespace tsum::daemon {
@@ -138,6 +139,7 @@ json join_view(const RunRow& r) {
 json config_view(const RunRow& r, const ExperimentSpec& spec) {
   const auto variant = static_cast<size_t>(r.config_index);
   json config = {{"provider", r.provider}, {"instance_type", r.instance_type}};
+  if (!r.region.empty()) config["region"] = r.region;  // where a recovery moved it
   if (variant >= spec.variants()) return config;
   const auto& c = spec.config_of(variant);
   if (c.runtime != "native") config["runtime"] = c.runtime;
@@ -262,8 +264,17 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
       const double amount = up && !free ? billing::cost(rule, a.spec.hourly_price, *up) : 0;
       out.billed_s[rule.name] += billed;
       out.amount[rule.name] += amount;
-      bill[rule.name] = {{"billed_s", billed}, {"amount", amount}, {"currency", r.currency}};
+      bill[rule.name] = {{"billed_s", billed}, {"amount", amount}, {"currency", a.spec.currency}};
       if (free) bill[rule.name]["note"] = "AWS charges nothing for a spot instance it interrupts within its first hour";
+    }
+    // The attempt's own bill: its provider's rule (billing/rules.json), in its provider's currency.
+    json own = nullptr;
+    if (auto rule = billing::rule_for_provider(a.spec.provider); rule && up) {
+      const bool free = taken_back && a.spec.provider == "aws" && a.spec.market == "spot" && *up < 3600;
+      own = {{"rule", rule->name},
+             {"billed_s", free ? 0.0 : billing::billed_seconds(*rule, *up)},
+             {"amount", free ? 0.0 : billing::cost(*rule, a.spec.hourly_price, *up)},
+             {"currency", a.spec.currency}};
     }
     // The checkpoints this attempt delivered; the last one is what the next attempt resumed from.
     json last_checkpoint = nullptr;
@@ -294,7 +305,11 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
                             {"provider", a.spec.provider},
                             {"instance_type", a.spec.instance_type},
                             {"market", a.spec.market},
+                            {"region", a.spec.region.empty() ? json(nullptr) : json(a.spec.region)},
                             {"zone", a.spec.zone.empty() ? json(nullptr) : json(a.spec.zone)},
+                            {"currency", a.spec.currency},
+                            {"skipped", a.skipped},
+                            {"bill", own},
                             {"hourly_price", a.spec.hourly_price},
                             {"instance", a.instance ? json(a.instance->value("id", "")) : json(nullptr)},
                             {"started_at", a.started_at},

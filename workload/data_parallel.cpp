@@ -43,6 +43,14 @@ class Loop {
   torch::Tensor permutation() {
     return torch::randperm(data.size(), order_gen_, torch::TensorOptions().dtype(torch::kInt64));
   }
+  torch::Tensor order_state() {
+    std::lock_guard<std::mutex> lock(order_gen_.mutex());
+    return order_gen_.get_state();
+  }
+  void set_order_state(const torch::Tensor& state) {
+    std::lock_guard<std::mutex> lock(order_gen_.mutex());
+    order_gen_.set_state(state);
+  }
 
   Batch gather(const torch::Tensor& index) {
     const auto start = Clock::now();
@@ -177,11 +185,35 @@ Status train_sync(Loop& loop) {
   } else {
     step = std::make_unique<PsSyncStep>(loop);
   }
-  for (std::int64_t epoch = 1; epoch <= loop.plan.epochs; ++epoch) {
+  const DataParallelPlan& plan = loop.plan;
+  const std::optional<DistProgress>& from = plan.resume;
+  if (from && from->order_rng.defined()) loop.set_order_state(from->order_rng);
+  auto last_checkpoint = Clock::now();
+  double learned_before = from ? from->learn_seconds : 0.0;  // epochs done, every process
+  for (std::int64_t epoch = from ? from->epoch : 1; epoch <= plan.epochs; ++epoch) {
+    const bool resumed = from && epoch == from->epoch && from->order.defined();
     const auto start = Clock::now();
-    const torch::Tensor order = loop.permutation();
+    const double seconds_before = resumed ? from->epoch_seconds : 0.0;
+    const torch::Tensor order = resumed ? from->order : loop.permutation();
+    const torch::Tensor order_rng = plan.save ? loop.order_state() : torch::Tensor();
     double sums[3] = {0.0, 0.0, 0.0};  // loss, correct, examples
-    for (std::int64_t begin = 0; begin < n; begin += batch) {
+    if (resumed) sums[0] = from->loss_sum, sums[1] = from->correct, sums[2] = from->examples;
+    for (std::int64_t begin = resumed ? from->begin : 0; begin < n; begin += batch) {
+      if (plan.save) {
+        // Do the ranks checkpoint here? Any rank's stop, or rank 0's interval: one answer for all.
+        const bool due = rank == 0 && plan.checkpoint_every_s > 0 &&
+                         seconds_since(last_checkpoint) >= plan.checkpoint_every_s;
+        torch::Tensor flags = torch::tensor({plan.stop && plan.stop() ? 1.0 : 0.0, due ? 1.0 : 0.0}, torch::kFloat64);
+        if (auto st = loop.group.allreduce_sum(flags); !st.ok()) return st;
+        const bool stopping = flags[0].item<double>() > 0;
+        if (stopping || flags[1].item<double>() > 0) {
+          DistProgress at{epoch, begin, sums[0], sums[1], sums[2], seconds_before + seconds_since(start),
+                          learned_before, order, order_rng};
+          if (auto st = plan.save(at, stopping); !st.ok()) return st;
+          last_checkpoint = Clock::now();
+          if (stopping) return make_error(Code::cancelled, "stopped at a checkpoint with every rank");
+        }
+      }
       const std::int64_t len = std::min(batch, n - begin);
       const std::int64_t lo = len * rank / ranks;
       const std::int64_t hi = len * (rank + 1) / ranks;
@@ -195,10 +227,11 @@ Status train_sync(Loop& loop) {
     }
     torch::Tensor total = torch::tensor({sums[0], sums[1], sums[2]}, torch::kFloat64);
     if (auto st = loop.group.allreduce_sum(total); !st.ok()) return st;
-    const double seconds = seconds_since(start);
-    loop.stats.learn_seconds += seconds;
+    const double here = seconds_since(start);
+    loop.stats.learn_seconds += here;
+    learned_before += seconds_before + here;
     loop.emit_epoch(epoch, total[0].item<double>(), total[1].item<double>(),
-                    total[2].item<double>(), static_cast<double>(n), seconds);
+                    total[2].item<double>(), static_cast<double>(n), seconds_before + here);
   }
   return {};
 }
@@ -311,6 +344,8 @@ Result<DataParallelStats> train_data_parallel(DistGroup& group, Trainer& trainer
                                               const Dataset& train, const DataParallelPlan& plan,
                                               EventWriter& events) {
   if (train.size() == 0) return make_error(Code::invalid_argument, "training set is empty");
+  if (plan.save && plan.async)
+    return make_error(Code::invalid_argument, "ps async keeps no step all ranks share: it cannot checkpoint");
   Loop loop(group, trainer, train, plan, events);
   try {
     if (auto st = group.broadcast(loop.params); !st.ok()) return st.error();

@@ -22,6 +22,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 
 #include "common/result.h"
 #include "workload/dataset.h"
@@ -32,12 +34,32 @@
 
 namespace tsum::workload {
 
+// Where a data-parallel rank stands between two global steps (ring and ps sync): what its checkpoint keeps and a
+// resumed rank goes on from. Every rank stands at the same step; the shares' sums are this rank's.
+struct DistProgress {
+  std::int64_t epoch = 1;
+  std::int64_t begin = 0;           // examples of the epoch's permutation done
+  double loss_sum = 0.0, correct = 0.0, examples = 0.0;  // this rank's shares of the epoch so far
+  double epoch_seconds = 0.0;       // learning in the epoch so far (every process of the run)
+  double learn_seconds = 0.0;       // learning in the epochs before it (every process of the run)
+  torch::Tensor order;              // the epoch's permutation
+  torch::Tensor order_rng;          // the shared order's generator, after drawing it
+};
+
 struct DataParallelPlan {
   DistMode mode = DistMode::ring;
   bool async = false;
   std::int64_t epochs = 1;
   std::int64_t batch = 1;  // the global batch
   std::uint64_t seed = 1;
+  // Checkpoints (ring and ps sync; set save to have them): before each global step the ranks agree, with one
+  // all-reduce of two numbers, whether any was told to stop (stop()) or rank 0's checkpoint_every_s has passed
+  // since the last checkpoint. Then every rank calls save at that same step; after a stop they all return
+  // cancelled. So a notice to any one machine checkpoints every rank at one step.
+  std::function<bool()> stop = {};
+  double checkpoint_every_s = 0.0;
+  std::function<Status(const DistProgress&, bool stopping)> save = {};
+  std::optional<DistProgress> resume = {};  // go on from here (each rank from its own checkpoint)
 };
 
 struct DataParallelStats {

@@ -179,14 +179,64 @@ Status verify_and_save(Trainer& trainer, const std::shared_ptr<Model>& model, co
 Status train_distributed(Trainer& trainer, const std::shared_ptr<Model>& model, const Splits& data,
                          const Options& options, std::int64_t batch, double load_seconds,
                          EventWriter& events) {
+  DataParallelPlan plan{options.dist.mode, options.dist.ps_async, options.epochs, batch, options.seed};
+  // Spot: each rank resumes from its own checkpoint, and checkpoints where the ranks agree (data_parallel.h).
+  double learned_before = 0.0;
+  if (options.resume) {
+    auto resumed = load_training_state(*options.resume, trainer, options.model);
+    if (!resumed.ok()) return resumed.error();
+    const TrainProgress& at = *resumed;
+    if (at.epoch > options.epochs)
+      return make_error(Code::invalid_argument, *options.resume + ": it is at epoch " + std::to_string(at.epoch) +
+                                                    ", past --epochs " + std::to_string(options.epochs));
+    plan.resume = DistProgress{at.epoch,        at.cursor.begin, at.cursor.loss_sum, static_cast<double>(at.cursor.correct),
+                               at.share_examples, at.cursor.seconds, at.learn_seconds, at.cursor.order, at.order_rng};
+    learned_before = at.learn_seconds + at.cursor.seconds;
+    events.emit("resumed", {{"epoch", at.epoch},
+                            {"examples", at.cursor.begin},
+                            {"step", trainer.steps()},
+                            {"learn_seconds", learned_before},
+                            {"path", absolute_path(*options.resume)}});
+  }
+  // The ranks' agreement costs an all-reduce a step: only where checkpoints are asked for (tsum's spot runs).
+  if (options.checkpoint_every > 0 || options.resume) {
+    const std::string state_path = absolute_path(options.state);
+    plan.stop = [] { return g_stop.load(); };
+    plan.checkpoint_every_s = options.checkpoint_every;
+    plan.save = [&trainer, &events, &options, state_path](const DistProgress& d, bool stopping) -> Status {
+      TrainProgress at;
+      at.model = options.model;
+      at.epoch = d.epoch;
+      at.cursor.order = d.order;
+      at.cursor.begin = d.begin;
+      at.cursor.loss_sum = d.loss_sum;
+      at.cursor.correct = static_cast<std::int64_t>(d.correct);
+      at.cursor.seconds = d.epoch_seconds;
+      at.learn_seconds = d.learn_seconds;
+      at.order_rng = d.order_rng;
+      at.share_examples = d.examples;
+      auto bytes = save_training_state(state_path, trainer, at);
+      if (!bytes.ok()) return bytes.error();
+      events.emit("checkpoint", {{"epoch", d.epoch},
+                                 {"examples", d.begin},
+                                 {"step", trainer.steps()},
+                                 {"learn_seconds", d.learn_seconds + d.epoch_seconds},
+                                 {"path", state_path},
+                                 {"bytes", *bytes},
+                                 {"reason", std::string(stopping ? "signal" : "periodic")}});
+      return {};
+    };
+  }
   auto group = DistGroup::join(options.dist);
   if (!group.ok()) return group.error();
   DistGroup& g = **group;
-  const DataParallelPlan plan{options.dist.mode, options.dist.ps_async, options.epochs, batch,
-                              options.seed};
   auto stats = train_data_parallel(g, trainer, data.train, plan, events);
+  if (!stats.ok() && stats.code() == Code::cancelled) {  // every rank stopped at one checkpoint
+    g.finish();
+    return stats.error();
+  }
   if (!stats.ok()) g.abort(stats.error());
-  const double learn = stats->learn_seconds;
+  const double learn = stats->learn_seconds + learned_before;
   const double data_seconds = load_seconds + stats->gather_seconds;
   std::vector<EventField> fields = {
       {"epochs", options.epochs},
@@ -275,9 +325,9 @@ Status run_training(const Options& options, EventWriter& events) {
   if (!plan.ok()) return plan.error();
   if (auto st = check_dist_options(options, plan->batch); !st.ok()) return st;
   const bool distributed = options.dist.world_size > 1;
-  if (distributed && (options.resume || options.checkpoint_every > 0)) {
+  if (distributed && options.dist.ps_async && (options.resume || options.checkpoint_every > 0)) {
     return make_error(Code::invalid_argument,
-                      "--resume and --checkpoint-every are for one process; a data-parallel run starts over");
+                      "--resume and --checkpoint-every need a step every rank shares: --dist ring or ps, not ps async");
   }
 
   ModelConfig config{options.classes, options.image_size, 0};

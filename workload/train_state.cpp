@@ -172,6 +172,8 @@ Result<std::int64_t> save_training_state(const std::string& path, Trainer& train
     archive.write("loss_sum", c10::IValue(at.cursor.loss_sum));
     archive.write("correct", c10::IValue(at.cursor.correct));
     archive.write("epoch_seconds", c10::IValue(at.cursor.seconds));
+    archive.write("share_examples", c10::IValue(at.share_examples));
+    if (at.order_rng.defined()) archive.write("order_rng", at.order_rng, true);
     {
       auto gen = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(gen.mutex());
@@ -220,8 +222,11 @@ Result<TrainProgress> load_training_state(const std::string& path, Trainer& trai
     at.cursor.loss_sum = loss_sum.toDouble();
     at.cursor.correct = correct.toInt();
     at.cursor.seconds = seconds.toDouble();
-    torch::Tensor order;
+    torch::Tensor order, order_rng;
     if (archive.try_read("order", order, true)) at.cursor.order = order;
+    if (archive.try_read("order_rng", order_rng, true)) at.order_rng = order_rng;
+    c10::IValue share;
+    if (archive.try_read("share_examples", share)) at.share_examples = share.toDouble();
     if (auto s = trainer.load_state(archive); !s.ok()) return bad(s.error().detail);
     torch::Tensor rng;
     if (!archive.try_read("rng", rng, true)) return bad("it lacks the random generator's state");

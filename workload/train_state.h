@@ -26,6 +26,10 @@ struct TrainProgress {
   Trainer::EpochCursor cursor;   // where it stands
   double learn_seconds = 0.0;    // learning done in the epochs before it, over every process of the run
   std::string model;             // the model's name, checked on resume
+  // A data-parallel rank's (data_parallel.h): the shared order's generator after drawing this epoch's
+  // permutation, and the examples of its shares so far in the epoch. Undefined / 0 for one process.
+  torch::Tensor order_rng;
+  double share_examples = 0.0;
 };
 
 // Writes the checkpoint to `path`; returns its size in bytes. unavailable when it cannot be written.

@@ -45,24 +45,44 @@ Result<Credentials> credentials_from_env() {
 }
 
 Result<std::unique_ptr<AwsProvider>> AwsProvider::make(AwsOptions opts) {
-  if (opts.region.empty()) return make_error(Code::invalid_argument, "aws: no region");
+  if (opts.regions.empty()) opts.regions = {opts.region};
+  opts.region = opts.regions.front();
   if (opts.tag_key.empty()) return make_error(Code::invalid_argument, "aws: empty tag key");
   opts.cloud_init.spot_notice = "aws";  // IMDSv2 spot/instance-action
-  AwsApiOptions api{.region = opts.region,
-                    .credentials = opts.credentials,
-                    .ec2_endpoint = opts.ec2_endpoint.empty() ? "https://ec2." + opts.region + ".amazonaws.com"
-                                                              : opts.ec2_endpoint,
-                    .pricing_endpoint = opts.pricing_endpoint.empty() ? "https://api.pricing.us-east-1.amazonaws.com"
-                                                                      : opts.pricing_endpoint,
-                    .http = opts.http,
-                    .attempt_timeout = opts.attempt_timeout,
-                    .clock = opts.clock};
-  auto made = AwsApi::make(std::move(api));
-  if (!made) return made.error();
-  return std::unique_ptr<AwsProvider>(new AwsProvider(std::move(opts), std::move(*made)));
+  std::map<std::string, std::unique_ptr<AwsApi>> apis;
+  for (const auto& region : opts.regions) {
+    if (region.empty()) return make_error(Code::invalid_argument, "aws: no region");
+    if (apis.count(region)) return make_error(Code::invalid_argument, "aws: region " + region + " is named twice");
+    AwsApiOptions api{.region = region,
+                      .credentials = opts.credentials,
+                      .ec2_endpoint = opts.ec2_endpoint.empty() ? "https://ec2." + region + ".amazonaws.com"
+                                                                : opts.ec2_endpoint,
+                      .pricing_endpoint = opts.pricing_endpoint.empty() ? "https://api.pricing.us-east-1.amazonaws.com"
+                                                                        : opts.pricing_endpoint,
+                      .http = opts.http,
+                      .attempt_timeout = opts.attempt_timeout,
+                      .clock = opts.clock};
+    auto made = AwsApi::make(std::move(api));
+    if (!made) return made.error();
+    apis[region] = std::move(*made);
+  }
+  return std::unique_ptr<AwsProvider>(new AwsProvider(std::move(opts), std::move(apis)));
 }
 
-AwsProvider::AwsProvider(AwsOptions opts, std::unique_ptr<AwsApi> api) : opts_(std::move(opts)), api_(std::move(api)) {}
+AwsProvider::AwsProvider(AwsOptions opts, std::map<std::string, std::unique_ptr<AwsApi>> apis)
+    : opts_(std::move(opts)), apis_(std::move(apis)) {}
+
+AwsApi* AwsProvider::api(const std::string& region) {
+  auto it = apis_.find(region.empty() ? opts_.region : region);
+  return it == apis_.end() ? nullptr : it->second.get();
+}
+
+namespace {
+std::string region_of(const InstanceHandle& h) {
+  return h.data.is_object() && h.data.contains("region") && h.data["region"].is_string() ? h.data["region"].get<std::string>()
+                                                                                        : "";
+}
+}  // namespace
 
 double AwsProvider::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
 
@@ -72,15 +92,18 @@ std::string AwsProvider::client_token(std::string_view token) {
 }
 
 Task<Result<std::vector<Offer>>> AwsProvider::offers(const Requirements& req) {
-  if (!catalog_ || now_s() - catalog_at_s_ > static_cast<double>(opts_.catalog_ttl.count())) {
-    auto fetched = co_await fetch_catalog(*api_);
-    if (!fetched) co_return fetched.error();
-    catalog_ = std::move(*fetched);
-    catalog_at_s_ = now_s();
-  }
   std::vector<Offer> out;
-  for (const auto& o : *catalog_)
-    if (satisfies(o, req)) out.push_back(o);
+  for (const auto& region : opts_.regions) {  // the default region's offers first
+    auto& api = *apis_.at(region);
+    if (!catalog_.count(region) || now_s() - catalog_at_s_[region] > static_cast<double>(opts_.catalog_ttl.count())) {
+      auto fetched = co_await fetch_catalog(api);
+      if (!fetched) co_return make_error(fetched.code(), region + ": " + fetched.error().detail);
+      catalog_[region] = std::move(*fetched);
+      catalog_at_s_[region] = now_s();
+    }
+    for (const auto& o : catalog_[region])
+      if (satisfies(o, req)) out.push_back(o);
+  }
   co_return out;
 }
 
@@ -121,21 +144,25 @@ Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const Launc
 Task<Result<InstanceHandle>> AwsProvider::create(const Offer& offer, const LaunchSpec& spec) {
   auto params = run_instances_params(offer, spec);
   if (!params) co_return params.error();
+  AwsApi* regional = api(offer.region);
+  if (!regional) co_return make_error(Code::invalid_argument, "aws: region " + offer.region + " is not configured");
   const double created_at = now_s();
-  auto xml = co_await api_->ec2("RunInstances", *params);
+  auto xml = co_await regional->ec2("RunInstances", *params);
   if (!xml) co_return xml.error();
   auto instances = parse_run_instances(*xml);
   if (!instances) co_return instances.error();
   if (instances->size() != 1 || instances->front().id.empty())
     co_return make_error(Code::internal, "EC2 RunInstances: expected one instance, got " +
                                              std::to_string(instances->size()));
-  co_return handle_of(instances->front(), opts_.region, created_at);
+  co_return handle_of(instances->front(), regional->options().region, created_at);
 }
 
 Task<Result<InstanceStatus>> AwsProvider::describe(const InstanceHandle& h) {
   if (h.id.empty()) co_return make_error(Code::invalid_argument, "aws: handle without an instance id");
+  AwsApi* regional = api(region_of(h));
+  if (!regional) co_return make_error(Code::invalid_argument, "aws: region " + region_of(h) + " is not configured");
   const Fields params{{"InstanceId.1", h.id}};
-  auto xml = co_await api_->ec2("DescribeInstances", params);
+  auto xml = co_await regional->ec2("DescribeInstances", params);
   if (!xml && xml.code() != Code::not_found) co_return xml.error();
   std::optional<Ec2Instance> found;
   if (xml) {
@@ -164,38 +191,48 @@ InstanceStatus AwsProvider::status_of(const InstanceHandle& h, const Ec2Instance
 
 Task<std::vector<Result<InstanceStatus>>> AwsProvider::describe_many(const std::vector<InstanceHandle>& handles) {
   // The instance-id filter (unlike InstanceId.N) lists what exists and skips what does not, so one unknown
-  // id does not fail the call for the others.
-  std::vector<std::string> ids;
-  for (const auto& h : handles)
-    if (!h.id.empty() && std::find(ids.begin(), ids.end(), h.id) == ids.end()) ids.push_back(h.id);
+  // id does not fail the call for the others. One listing per region the handles are in.
+  std::map<std::string, std::vector<std::string>> ids;  // by region
+  for (const auto& h : handles) {
+    auto& in = ids[region_of(h).empty() ? opts_.region : region_of(h)];
+    if (!h.id.empty() && std::find(in.begin(), in.end(), h.id) == in.end()) in.push_back(h.id);
+  }
   std::map<std::string, Ec2Instance> listed;
-  std::optional<Error> failed;
-  for (std::size_t from = 0; from < ids.size() && !failed; from += kMaxFilterValues) {
-    std::string token;
-    for (int page = 0; page < 1000; ++page) {
-      Fields params{{"Filter.1.Name", "instance-id"}, {"MaxResults", "1000"}};
-      for (std::size_t i = from; i < std::min(ids.size(), from + kMaxFilterValues); ++i)
-        params.emplace_back("Filter.1.Value." + std::to_string(i - from + 1), ids[i]);
-      if (!token.empty()) params.emplace_back("NextToken", token);
-      auto xml = co_await api_->ec2("DescribeInstances", params);
-      if (!xml) {
-        failed = xml.error();
-        break;
+  std::map<std::string, Error> failed;  // by region
+  for (const auto& [region, in] : ids) {
+    AwsApi* regional = api(region);
+    if (!regional) {
+      failed[region] = {Code::invalid_argument, "aws: region " + region + " is not configured"};
+      continue;
+    }
+    for (std::size_t from = 0; from < in.size() && !failed.count(region); from += kMaxFilterValues) {
+      std::string token;
+      for (int page = 0; page < 1000; ++page) {
+        Fields params{{"Filter.1.Name", "instance-id"}, {"MaxResults", "1000"}};
+        for (std::size_t i = from; i < std::min(in.size(), from + kMaxFilterValues); ++i)
+          params.emplace_back("Filter.1.Value." + std::to_string(i - from + 1), in[i]);
+        if (!token.empty()) params.emplace_back("NextToken", token);
+        auto xml = co_await regional->ec2("DescribeInstances", params);
+        if (!xml) {
+          failed[region] = xml.error();
+          break;
+        }
+        auto parsed = parse_describe_instances(*xml);
+        if (!parsed) {
+          failed[region] = parsed.error();
+          break;
+        }
+        for (auto& i : parsed->items) listed[i.id] = std::move(i);
+        if (parsed->next_token.empty()) break;
+        token = parsed->next_token;
       }
-      auto parsed = parse_describe_instances(*xml);
-      if (!parsed) {
-        failed = parsed.error();
-        break;
-      }
-      for (auto& i : parsed->items) listed[i.id] = std::move(i);
-      if (parsed->next_token.empty()) break;
-      token = parsed->next_token;
     }
   }
   std::vector<Result<InstanceStatus>> out;
   for (const auto& h : handles) {
+    auto f = failed.find(region_of(h).empty() ? opts_.region : region_of(h));
     if (h.id.empty()) out.push_back(make_error(Code::invalid_argument, "aws: handle without an instance id"));
-    else if (failed) out.push_back(*failed);
+    else if (f != failed.end()) out.push_back(f->second);
     else {
       auto it = listed.find(h.id);
       out.push_back(status_of(h, it == listed.end() ? nullptr : &it->second));
@@ -206,8 +243,10 @@ Task<std::vector<Result<InstanceStatus>>> AwsProvider::describe_many(const std::
 
 Task<Status> AwsProvider::terminate(const InstanceHandle& h) {
   if (h.id.empty()) co_return make_error(Code::invalid_argument, "aws: handle without an instance id");
+  AwsApi* regional = api(region_of(h));
+  if (!regional) co_return make_error(Code::invalid_argument, "aws: region " + region_of(h) + " is not configured");
   const Fields params{{"InstanceId.1", h.id}};
-  auto xml = co_await api_->ec2("TerminateInstances", params);
+  auto xml = co_await regional->ec2("TerminateInstances", params);
   if (!xml && xml.code() == Code::not_found) co_return Status{};  // gone already
   if (!xml) co_return xml.error();
   auto states = parse_terminate_instances(*xml);
@@ -218,22 +257,26 @@ Task<Status> AwsProvider::terminate(const InstanceHandle& h) {
 
 Task<Result<std::vector<InstanceHandle>>> AwsProvider::list_tagged(std::string_view tag) {
   std::vector<InstanceHandle> out;
-  std::string token;
-  for (int page = 0; page < 1000; ++page) {
-    Fields params{{"Filter.1.Name", "tag:" + opts_.tag_key}, {"Filter.1.Value.1", std::string(tag)},
-                  {"Filter.2.Name", "instance-state-name"}, {"MaxResults", "1000"}};
-    const char* live[] = {"pending", "running", "shutting-down", "stopping", "stopped"};
-    for (int i = 0; i < 5; ++i) params.emplace_back("Filter.2.Value." + std::to_string(i + 1), live[i]);
-    if (!token.empty()) params.emplace_back("NextToken", token);
-    auto xml = co_await api_->ec2("DescribeInstances", params);
-    if (!xml) co_return xml.error();
-    auto parsed = parse_describe_instances(*xml);
-    if (!parsed) co_return parsed.error();
-    for (const auto& i : parsed->items) out.push_back(handle_of(i, opts_.region, 0));
-    if (parsed->next_token.empty()) co_return out;
-    token = parsed->next_token;
+  for (const auto& region : opts_.regions) {
+    AwsApi& regional = *apis_.at(region);
+    std::string token;
+    for (int page = 0;; ++page) {
+      if (page == 1000) co_return make_error(Code::internal, "EC2 DescribeInstances: more than 1000 pages");
+      Fields params{{"Filter.1.Name", "tag:" + opts_.tag_key}, {"Filter.1.Value.1", std::string(tag)},
+                    {"Filter.2.Name", "instance-state-name"}, {"MaxResults", "1000"}};
+      const char* live[] = {"pending", "running", "shutting-down", "stopping", "stopped"};
+      for (int i = 0; i < 5; ++i) params.emplace_back("Filter.2.Value." + std::to_string(i + 1), live[i]);
+      if (!token.empty()) params.emplace_back("NextToken", token);
+      auto xml = co_await regional.ec2("DescribeInstances", params);
+      if (!xml) co_return make_error(xml.code(), region + ": " + xml.error().detail);
+      auto parsed = parse_describe_instances(*xml);
+      if (!parsed) co_return parsed.error();
+      for (const auto& i : parsed->items) out.push_back(handle_of(i, region, 0));
+      if (parsed->next_token.empty()) break;
+      token = parsed->next_token;
+    }
   }
-  co_return make_error(Code::internal, "EC2 DescribeInstances: more than 1000 pages");
+  co_return out;
 }
 
 }  // namespace tsum::providers::aws

@@ -10,12 +10,17 @@
 //              for all the daemon's live runs; an instance it does not list reads as describe's unknown one.
 //   terminate  TerminateInstances; an instance EC2 no longer knows counts as terminated.
 //   list_tagged DescribeInstances filtered by tag <tag_key>=<tag>, every page, terminated ones left out.
-//   offers     from a catalog (aws_catalog.h) fetched on first use and kept for catalog_ttl.
+//   offers     from a catalog per region (aws_catalog.h) fetched on first use and kept for catalog_ttl; each
+//              offer names its region, and create() launches it there.
+// Regions: `regions` (else `region` alone). Each has its own EC2 endpoint (ec2.<region>.amazonaws.com, or the
+// one ec2_endpoint override for all, as a regional stand-in routes by the signature's scope) and its own SigV4
+// scope; a handle carries its region, so describe, terminate and list_tagged reach each instance where it is.
 // Every call goes through AwsApi: SigV4-signed, retried by HttpClient on throttling and 5xx.
 // Not thread-safe: call from one thread (the daemon's io_context).
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +37,7 @@ struct Ec2Instance;  // ec2_xml.h
 
 struct AwsOptions {
   std::string region = "us-east-1";
+  std::vector<std::string> regions = {};   // several regions, the first the default; empty: {region}
   Credentials credentials = {};            // see credentials_from_env()
   std::string ec2_endpoint = {};           // base URL override; empty: https://ec2.<region>.amazonaws.com
   std::string pricing_endpoint = {};       // empty: https://api.pricing.us-east-1.amazonaws.com
@@ -69,17 +75,19 @@ class AwsProvider final : public Provider {
   static std::string client_token(std::string_view idempotency_token);
 
  private:
-  AwsProvider(AwsOptions opts, std::unique_ptr<AwsApi> api);
+  AwsProvider(AwsOptions opts, std::map<std::string, std::unique_ptr<AwsApi>> apis);
+  // The API of `region` ("": the first); null for a region not configured.
+  AwsApi* api(const std::string& region);
   double now_s() const;
   Result<Fields> run_instances_params(const Offer& offer, const LaunchSpec& spec) const;
   // What describe says of h, given what DescribeInstances listed for it (null: not listed).
   InstanceStatus status_of(const InstanceHandle& h, const Ec2Instance* found) const;
 
   AwsOptions opts_;
-  std::unique_ptr<AwsApi> api_;
+  std::map<std::string, std::unique_ptr<AwsApi>> apis_;  // by region
   SystemClock system_clock_;
-  std::optional<std::vector<Offer>> catalog_;
-  double catalog_at_s_ = 0;
+  std::map<std::string, std::vector<Offer>> catalog_;   // by region
+  std::map<std::string, double> catalog_at_s_;
 };
 
 }  // namespace tsum::providers::aws

@@ -43,8 +43,10 @@ class FakeCloud {
   // user data in guest machines (--guest-root, --guest-image, --guest-network), no root for records only.
   // metadata_host: serve the instances' metadata service (spot notices) there, an address the guests reach; the
   // section's metadata_url points the agents at it.
+  // extra: more flags for the fake (e.g. --region A,B for the fake AWS's regions).
   FakeCloud(const std::string& cloud, const TempDir& dir, const TestTls& tls, const std::string& faults = "",
-            const providers::fake_guest::FakeGuestOptions& guest = {}, const std::string& metadata_host = "")
+            const providers::fake_guest::FakeGuestOptions& guest = {}, const std::string& metadata_host = "",
+            const std::vector<std::string>& extra = {})
       : cloud_(cloud), log_(dir.file("fake-" + cloud + ".log")) {
     const std::string secret = "s3cret-" + cloud + "-Zq9Xw";  // distinctive, so a leak in any output is found
     std::vector<std::string> args;
@@ -71,6 +73,7 @@ class FakeCloud {
     if (!guest.insecure_registry.empty()) args.insert(args.end(), {"--guest-registry", guest.insecure_registry});
     if (!guest.boot_hook.empty()) args.insert(args.end(), {"--guest-boot-hook", guest.boot_hook});
     if (!metadata_host.empty()) args.insert(args.end(), {"--metadata-listen", metadata_host + ":0"});
+    args.insert(args.end(), extra.begin(), extra.end());
     start(args);
     if (!metadata_host.empty()) {
       const std::string text = log();
@@ -133,6 +136,13 @@ class FakeCloud {
   std::string interrupt(const std::string& id, const std::string& ca_file, double notice_s = -1) const {
     std::string url = base_url_ + "/_fake/interrupt/" + id;
     if (notice_s >= 0) url += "?notice_s=" + std::to_string(notice_s);
+    return post(url, ca_file);
+  }
+  // The spot machines `region` still starts (POST /_fake/capacity; -1: no limit). The fake's answer.
+  std::string spot_capacity(const std::string& region, int left, const std::string& ca_file) const {
+    return post(base_url_ + "/_fake/capacity/" + region + "?spot=" + std::to_string(left), ca_file);
+  }
+  std::string post(const std::string& url, const std::string& ca_file) const {
     std::string cmd = "curl -sS -X POST --cacert '" + ca_file + "' '" + url + "' 2>&1";
     std::string out;
     if (FILE* p = popen(cmd.c_str(), "r")) {

@@ -1,14 +1,20 @@
 // tsum-train stopped by SIGTERM in the middle of an epoch writes a checkpoint and exits 75; resumed from it in
-// a new process, it finishes with the same numbers as a run that never stopped (CPU, one thread).
+// a new process, it finishes with the same numbers as a run that never stopped (CPU, one thread). So do the two
+// ranks of a ring run when one of them is told to stop.
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -193,4 +199,110 @@ TEST_CASE("tsum-train --resume: a missing, truncated or foreign checkpoint is a 
   run_all(args, dir.file("e4"), rc);
   CHECK(rc == 2);
   CHECK(slurp(dir.file("e4")).find("not a readable checkpoint") != std::string::npos);
+}
+
+namespace {
+
+// A free TCP port on 127.0.0.1 (bound, read and released: the ranks' master takes it next).
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Two ring ranks on this host, each its own process; `extra(rank)` adds its flags. Their events, by rank.
+struct TwoRanks {
+  std::vector<json> events[2];
+  int rc[2] = {-1, -1};
+};
+
+}  // namespace
+
+TEST_CASE("tsum-train --dist ring: SIGTERM to one rank checkpoints every rank at the same step; resumed, the two "
+          "ranks finish with the numbers of a ring run that never stopped") {
+  TempDir dir;
+  auto common = [&](int rank, int port) {
+    return std::vector<std::string>{"--limit", "1536", "--epochs", "2", "--threads", "1", "--test-limit", "300",
+                                    "--batch", "64", "--data", TSUM_FASHION_MNIST_DIR, "--checkpoint",
+                                    dir.file("model" + std::to_string(rank) + ".pt"), "--world-size", "2", "--rank",
+                                    std::to_string(rank), "--dist", "ring", "--master", "127.0.0.1:" + std::to_string(port)};
+  };
+  auto state = [&](int rank) { return dir.file("state" + std::to_string(rank) + ".pt"); };
+  // `run` starts both ranks with `more(rank)` added, reads them to the end, and calls on_event(rank, event, ranks).
+  auto run = [&](const std::string& name, auto more, auto on_event) {
+    TwoRanks out;
+    const int port = free_port();
+    std::vector<std::unique_ptr<Trainer>> t;
+    for (int r = 0; r < 2; ++r) {
+      auto args = common(r, port);
+      auto m = more(r);
+      args.insert(args.end(), m.begin(), m.end());
+      t.push_back(std::make_unique<Trainer>(args, dir.file(name + std::to_string(r) + ".err")));
+    }
+    // Rank 1 is read on a thread of its own: the ranks step together, so neither may wait on the other's pipe.
+    std::thread other([&] {
+      for (json e = t[1]->next(); !e.is_null(); e = t[1]->next()) out.events[1].push_back(e);
+    });
+    for (json e = t[0]->next(); !e.is_null(); e = t[0]->next()) {
+      out.events[0].push_back(e);
+      on_event(e, t);
+    }
+    other.join();
+    for (int r = 0; r < 2; ++r) out.rc[r] = t[r]->wait();
+    return out;
+  };
+  auto none = [](int) { return std::vector<std::string>{}; };
+  auto ignore = [](const json&, auto&) {};
+
+  TwoRanks straight = run("straight", none, ignore);
+  INFO(slurp(dir.file("straight0.err")) << slurp(dir.file("straight1.err")));
+  REQUIRE(straight.rc[0] == 0);
+  REQUIRE(straight.rc[1] == 0);
+  const json* straight_verify = find_event(straight.events[0], "verify");
+  REQUIRE(straight_verify != nullptr);
+
+  // Periodic checkpoints every 0.2 s (rank 0's clock); after the first, SIGTERM to rank 1 alone.
+  bool signalled = false;
+  TwoRanks stopped = run(
+      "stopped", [&](int r) { return std::vector<std::string>{"--state", state(r), "--checkpoint-every", "0.2"}; },
+      [&](const json& e, auto& t) {
+        if (!signalled && e["event"] == "checkpoint" && e["reason"] == "periodic" && e["epoch"] == 1) {
+          signalled = true;
+          t[1]->signal(SIGTERM);
+        }
+      });
+  INFO(slurp(dir.file("stopped0.err")) << slurp(dir.file("stopped1.err")));
+  CHECK(stopped.rc[0] == 75);
+  CHECK(stopped.rc[1] == 75);
+  json last[2];
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(!stopped.events[r].empty());
+    last[r] = stopped.events[r].back();
+    REQUIRE(last[r]["event"] == "checkpoint");
+    CHECK(last[r]["reason"] == "signal");
+    CHECK(std::filesystem::exists(state(r)));
+  }
+  CHECK(last[0]["step"] == last[1]["step"]);  // both ranks stopped at one step
+  CHECK(last[0]["examples"] == last[1]["examples"]);
+  CHECK(last[0]["step"].get<int>() > 0);
+  CHECK(last[0]["examples"].get<int>() < 1536);
+
+  // New processes (as on new machines) go on, each from its own checkpoint.
+  TwoRanks resumed = run("resumed", [&](int r) { return std::vector<std::string>{"--resume", state(r)}; }, ignore);
+  INFO(slurp(dir.file("resumed0.err")) << slurp(dir.file("resumed1.err")));
+  REQUIRE(resumed.rc[0] == 0);
+  REQUIRE(resumed.rc[1] == 0);
+  const json* r = find_event(resumed.events[0], "resumed");
+  REQUIRE(r != nullptr);
+  CHECK((*r)["step"] == last[0]["step"]);
+  const json* verify = find_event(resumed.events[0], "verify");
+  REQUIRE(verify != nullptr);
+  CHECK((*verify)["test_loss"].get<double>() == doctest::Approx((*straight_verify)["test_loss"].get<double>()).epsilon(1e-6));
+  CHECK((*verify)["test_accuracy"] == (*straight_verify)["test_accuracy"]);
 }

@@ -1,6 +1,7 @@
 // FakeAwsCloud: a stateful fake of the AWS endpoints tsum's EC2 provider talks to, on the shared fake server
 // (fake_cloud/fake_server.h: loopback HTTP(S), call book, faults, guests). One server answers both APIs:
-//   - EC2 Query API (POST form or GET query; service "ec2", the configured region): RunInstances,
+//   - EC2 Query API (POST form or GET query; service "ec2", one of the configured regions, which the signature's
+//     scope picks, as moto does on one endpoint; each region its own instances and spot capacity): RunInstances,
 //     DescribeInstances, TerminateInstances (fake_ec2.h), DescribeInstanceTypes and
 //     DescribeSpotPriceHistory (fake_catalog.h);
 //   - the Price List API (X-Amz-Target AWSPriceListService.*; service "pricing", us-east-1): GetProducts.
@@ -11,6 +12,8 @@
 // Guests (a guest root set): an instance's guest id is its instance id; it is up while pending or running.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,7 +27,10 @@ namespace tsum::providers::aws::fake {
 struct FakeAwsCloudOptions {
   fake_cloud::FakeServerOptions server = {};
   Credentials credentials{"AKIDTSUMFAKE", "tsum-fake-secret-key", ""};
-  FakeEc2Options ec2 = {};
+  FakeEc2Options ec2 = {};  // ec2.region: the first region
+  // Further regions, each with its own instances (ids apart) and spot prices (each region's 15 % above the one
+  // before it), served on the same endpoint.
+  std::vector<std::string> more_regions = {};
 };
 
 class FakeAwsCloud final : public fake_cloud::FakeCloudApi {
@@ -35,21 +41,25 @@ class FakeAwsCloud final : public fake_cloud::FakeCloudApi {
   fake_cloud::FakeServer& server() { return server_; }
   const fake_cloud::FakeServer& server() const { return server_; }
 
-  std::vector<FakeInstance> instances() const { return ec2_.instances(); }
-  int created() const { return ec2_.created(); }
+  std::vector<FakeInstance> instances() const;  // every region's
+  int created() const;
   Status guest_shutdown(std::string_view id);
   // A spot interruption (FakeEc2::interrupt) and the instances' IMDSv2 (FakeEc2::metadata).
   Status interrupt(const std::string& id, std::optional<double> notice_s) override;
   http::LoopbackReply metadata(const http::LoopbackRequest& req, const std::string& id) override;
+  Status set_spot_capacity(const std::string& region, std::optional<int> left) override;
 
  private:
   fake_cloud::Route route(const http::LoopbackRequest& req) override;
   http::LoopbackReply fault_answer(int status, const std::string& action) const override;
   std::vector<fake_guest::LiveInstance> live_guests() const override;
-  FakeAnswer dispatch(const std::string& action, const Fields& params, const std::string& body, bool pricing);
+  FakeAnswer dispatch(const std::string& region, const std::string& action, const Fields& params,
+                      const std::string& body, bool pricing);
+  FakeEc2* holding(const std::string& id) const;  // the region's EC2 that knows instance `id`; null: none
 
   FakeAwsCloudOptions opts_;
-  FakeEc2 ec2_;
+  std::vector<std::string> regions_;
+  std::map<std::string, std::unique_ptr<FakeEc2>> ec2_;  // by region
   fake_cloud::FakeServer server_;  // last: its thread stops before the state above goes
 };
 

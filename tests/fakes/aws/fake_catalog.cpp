@@ -63,18 +63,26 @@ json product(const FakeInstanceType& t, std::string_view region, std::string_vie
           {"publicationDate", "2024-06-01T00:00:00Z"}};
 }
 
-std::vector<json> all_products(std::string_view region) {
+std::vector<json> all_products(const std::vector<std::string>& regions) {
   std::vector<json> out;
-  const std::string other = region == "eu-west-1" ? "us-east-1" : "eu-west-1";
+  std::string other = "eu-west-1";  // a region nobody asked for, priced apart
+  for (const char* r : {"eu-west-1", "ap-south-1", "sa-east-1"})
+    if (std::find(regions.begin(), regions.end(), r) == regions.end()) {
+      other = r;
+      break;
+    }
   for (const auto& t : kTypes) {
-    out.push_back(product(t, region, "Linux", "Shared", t.on_demand));
-    out.push_back(product(t, region, "Windows", "Shared", t.on_demand + 0.046 * t.vcpus));
-    out.push_back(product(t, region, "Linux", "Dedicated", t.on_demand * 1.1));
+    for (const auto& region : regions) {
+      out.push_back(product(t, region, "Linux", "Shared", t.on_demand));
+      out.push_back(product(t, region, "Windows", "Shared", t.on_demand + 0.046 * t.vcpus));
+      out.push_back(product(t, region, "Linux", "Dedicated", t.on_demand * 1.1));
+    }
     out.push_back(product(t, other, "Linux", "Shared", t.on_demand * 1.08));
   }
-  out.push_back({{"product", {{"productFamily", "Data Transfer"}, {"attributes", {{"regionCode", region}}}}},
-                 {"serviceCode", "AmazonEC2"},
-                 {"terms", json::object()}});
+  for (const auto& region : regions)
+    out.push_back({{"product", {{"productFamily", "Data Transfer"}, {"attributes", {{"regionCode", region}}}}},
+                   {"serviceCode", "AmazonEC2"},
+                   {"terms", json::object()}});
   return out;
 }
 
@@ -87,7 +95,7 @@ bool product_matches(const json& prod, const json& filters) {
   return true;
 }
 
-FakeAnswer get_products_checked(std::string_view json_body, std::string_view region, int page_size) {
+FakeAnswer get_products_checked(std::string_view json_body, const std::vector<std::string>& regions, int page_size) {
   auto body = parse_json_safely(json_body);
   if (!body || !body->is_object()) return json_error(400, "SerializationException", "the body is not a JSON object");
   std::string service = body->value("ServiceCode", "");
@@ -102,7 +110,7 @@ FakeAnswer get_products_checked(std::string_view json_body, std::string_view reg
     return json_error(400, "InvalidParameterException", "MaxResults must be between 1 and 100");
   std::vector<json> picked;
   if (service == "AmazonEC2")
-    for (auto& p : all_products(region))
+    for (auto& p : all_products(regions))
       if (product_matches(p, filters)) picked.push_back(std::move(p));
   std::optional<std::string> token;
   if (body->contains("NextToken") && (*body)["NextToken"].is_string()) token = (*body)["NextToken"].get<std::string>();
@@ -147,7 +155,8 @@ FakeAnswer describe_instance_types(const Fields& params, int page_size) {
   return ec2_ok("DescribeInstanceTypes", inner);
 }
 
-FakeAnswer describe_spot_price_history(const Fields& params, std::string_view region, double now_s, int page_size) {
+FakeAnswer describe_spot_price_history(const Fields& params, std::string_view region, double spot_factor, double now_s,
+                                       int page_size) {
   if (auto u = unknown_param(params, {"MaxResults", "NextToken", "StartTime", "EndTime", "AvailabilityZone"},
                              {"InstanceType", "ProductDescription", "Filter"}))
     return ec2_error(400, "UnknownParameter", "The parameter " + *u + " is not recognized");
@@ -160,8 +169,8 @@ FakeAnswer describe_spot_price_history(const Fields& params, std::string_view re
   std::vector<Row> rows;
   for (const auto& t : kTypes) {
     if (!linux_wanted || (!types.empty() && std::find(types.begin(), types.end(), t.type) == types.end())) continue;
-    rows.push_back({&t, std::string(region) + "a", t.spot});
-    rows.push_back({&t, std::string(region) + "b", t.spot * 1.07});
+    rows.push_back({&t, std::string(region) + "a", t.spot * spot_factor});
+    rows.push_back({&t, std::string(region) + "b", t.spot * spot_factor * 1.07});
   }
   auto w = fake_cloud::page_at_token(rows.size(), param(params, "NextToken"), kNextTokenPrefix, max.value_or(1000), page_size);
   if (!w) return ec2_error(400, "InvalidNextToken", "The specified NextToken is not valid");
@@ -177,9 +186,9 @@ FakeAnswer describe_spot_price_history(const Fields& params, std::string_view re
   return ec2_ok("DescribeSpotPriceHistory", inner);
 }
 
-FakeAnswer get_products(std::string_view json_body, std::string_view region, int page_size) {
+FakeAnswer get_products(std::string_view json_body, const std::vector<std::string>& regions, int page_size) {
   try {
-    return get_products_checked(json_body, region, page_size);
+    return get_products_checked(json_body, regions, page_size);
   } catch (const json::exception& e) {  // a field of the wrong type
     return json_error(400, "SerializationException", e.what());
   }

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "providers/aws/codec.h"
 #include "tests/fakes/aws/fake_common.h"
@@ -31,7 +32,10 @@ const FakeInstanceType* find_fake_type(std::string_view type);
 
 // page_size caps every page whatever MaxResults asks, so tests can force pagination.
 FakeAnswer describe_instance_types(const Fields& params, int page_size);
-FakeAnswer describe_spot_price_history(const Fields& params, std::string_view region, double now_s, int page_size);
-FakeAnswer get_products(std::string_view json_body, std::string_view region, int page_size);
+// spot_factor scales every spot price: regions of one fake differ in price as real ones do.
+FakeAnswer describe_spot_price_history(const Fields& params, std::string_view region, double spot_factor, double now_s,
+                                       int page_size);
+// The Price List of every region in `regions` (and a decoy region's, priced apart, that none asked for).
+FakeAnswer get_products(std::string_view json_body, const std::vector<std::string>& regions, int page_size);
 
 }  // namespace tsum::providers::aws::fake

@@ -86,7 +86,13 @@ FakeEc2::FakeEc2(FakeEc2Options opts, const Clock& clock)
       life_{.boot = {{"pending", opts_.pending_s}, {"running"}},
             .teardown = {{"shutting-down", opts_.shutting_down_s}, {"terminated", opts_.terminated_visible_s}},
             .halt = {{"stopping", opts_.shutting_down_s}, {"stopped"}}},
-      clock_(clock) {}
+      clock_(clock),
+      next_id_(opts_.first_id) {}
+
+void FakeEc2::set_spot_capacity(std::optional<int> left) {
+  std::lock_guard lock(mu_);
+  spot_left_ = left;
+}
 
 FakeAnswer FakeEc2::handle(std::string_view action, const Fields& params) {
   std::lock_guard lock(mu_);
@@ -182,6 +188,11 @@ FakeAnswer FakeEc2::run_instances(const Fields& params) {
   if (zone.size() != opts_.region.size() + 1 || !zone.starts_with(opts_.region) || zone.back() < 'a' || zone.back() > 'c')
     return ec2_error(400, "InvalidParameterValue", "Invalid availability zone: [" + zone + "]");
 
+  if (lifecycle == "spot" && spot_left_ && *spot_left_ < *max && !by_token_.count(token))
+    return ec2_error(500, "InsufficientInstanceCapacity",
+                     "We currently do not have sufficient " + *type + " capacity in the Availability Zone you "
+                     "requested (" + zone + "). Our system will be working on provisioning additional capacity.");
+  if (lifecycle == "spot" && spot_left_ && !by_token_.count(token)) *spot_left_ -= static_cast<int>(*max);
   const double now = clock_.now_s();
   Fields significant;
   for (const auto& kv : params)

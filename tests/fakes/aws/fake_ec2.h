@@ -34,6 +34,7 @@ struct FakeEc2Options {
   double terminated_visible_s = 3600;
   double visibility_delay_s = 0;
   int page_size = 1000;  // caps every page whatever MaxResults asks, so tests can force pagination
+  unsigned long first_id = 1;  // instance and reservation numbers start here (regions of one fake differ)
 };
 
 struct FakeInstance {
@@ -72,6 +73,9 @@ class FakeEc2 {
   // EC2 terminates it notice_s later (default 120: EC2's two-minute warning), with the state reason
   // Server.SpotInstanceTermination. not_found: no such instance up; invalid_argument: an on-demand one.
   Status interrupt(const std::string& id, std::optional<double> notice_s);
+  // The spot instances the region can still launch (nullopt: as many as asked). At 0, a spot RunInstances gets
+  // EC2's InsufficientInstanceCapacity.
+  void set_spot_capacity(std::optional<int> left);
   // IMDSv2 inside instance `id`: PUT /latest/api/token (X-aws-ec2-metadata-token-ttl-seconds 1..21600) gives a
   // token every GET must carry (X-aws-ec2-metadata-token; else 401); GET /latest/meta-data/instance-id and
   // /latest/meta-data/spot/instance-action ({"action": "terminate", "time": ...} once noticed, else 404).
@@ -106,6 +110,7 @@ class FakeEc2 {
   std::vector<Record> records_;              // launch order
   std::map<std::string, Launch> by_token_;   // ClientToken -> the launch it made
   unsigned long next_id_ = 1;
+  std::optional<int> spot_left_;
   std::map<std::string, double> imds_tokens_;  // IMDSv2 token -> expiry
 };
 

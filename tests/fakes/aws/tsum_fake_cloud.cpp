@@ -14,13 +14,22 @@ int main(int argc, char** argv) {
   flags.text("--access-key", "ID", &o.credentials.access_key_id, "credentials requests must be signed with");
   flags.text("--secret-key", "SECRET", &o.credentials.secret_access_key, "  (default AKIDTSUMFAKE / tsum-fake-secret-key)");
   flags.text("--session-token", "TOKEN", &o.credentials.session_token, "require this session token as well");
-  flags.text("--region", "REGION", &o.ec2.region, "the EC2 region requests are scoped to (default us-east-1)");
+  std::string regions;
+  flags.text("--region", "REGION[,REGION...]", &regions, "the EC2 regions requests are scoped to (default us-east-1)");
   flags.seconds("--pending-s", &o.ec2.pending_s, "pending -> running");
   flags.seconds("--shutting-down-s", &o.ec2.shutting_down_s, "shutting-down -> terminated");
   flags.seconds("--terminated-visible-s", &o.ec2.terminated_visible_s, "how long terminated instances stay listed");
   flags.seconds("--visibility-delay-s", &o.ec2.visibility_delay_s, "how long a new instance is unknown to Describe");
   flags.count("--page-size", &o.ec2.page_size, "most items per page of any listing");
   if (auto exit = flags.parse(argc, argv)) return *exit;
+  for (std::size_t at = 0; !regions.empty() && at <= regions.size();) {
+    const auto comma = std::min(regions.find(',', at), regions.size());
+    const std::string r = regions.substr(at, comma - at);
+    if (r.empty()) return flags.fail("--region: an empty region in " + regions);
+    if (at == 0) o.ec2.region = r;
+    else o.more_regions.push_back(r);
+    at = comma + 1;
+  }
 
   fake_cloud::StopSignals stop;  // before the server's thread starts
   FakeAwsCloud cloud(o);

@@ -50,6 +50,13 @@ class FakeCloudApi {
     (void)id, (void)notice_s;
     return make_error(Code::invalid_argument, "this cloud sells no spot capacity");
   }
+  // Spot capacity per region (POST /_fake/capacity/<region>?spot=N): the spot machines `region` can still start
+  // (nullopt: as many as asked); at 0 a spot create gets the cloud's own capacity error. not_found: a region the
+  // fake does not serve; invalid_argument: a cloud that sells no spot.
+  virtual Status set_spot_capacity(const std::string& region, std::optional<int> left) {
+    (void)region, (void)left;
+    return make_error(Code::invalid_argument, "this cloud sells no spot capacity");
+  }
   // The metadata service's answer to a request from inside instance `id` ("" when the caller is no instance's
   // guest). Called on the metadata server's thread: the state it reads must be locked.
   virtual http::LoopbackReply metadata(const http::LoopbackRequest& req, const std::string& id) {

@@ -45,6 +45,7 @@ void FakeServer::sync_guests() {
 
 http::LoopbackReply FakeServer::handle(const http::LoopbackRequest& req) {
   if (req.target.starts_with("/_fake/interrupt/")) return interrupt(req);
+  if (req.target.starts_with("/_fake/capacity/")) return capacity(req);
   Route route = api_.route(req);
   if (route.refused) book_.reject();
   if (route.answer || !route.call) return std::move(route.answer).value_or(http::LoopbackReply{.status = 500});
@@ -77,6 +78,27 @@ http::LoopbackReply FakeServer::interrupt(const http::LoopbackRequest& req) {
     return answer(st.error().code == Code::not_found ? 404 : 400, st.error().detail);
   sync_guests();
   return answer(200, "interrupting " + rest);
+}
+
+http::LoopbackReply FakeServer::capacity(const http::LoopbackRequest& req) {
+  auto answer = [](int status, const std::string& text) {
+    return http::LoopbackReply{.status = status, .headers = {{"Content-Type", "text/plain"}}, .body = text + "\n"};
+  };
+  const std::string usage = "POST /_fake/capacity/<region>?spot=N (N machines left; -1: no limit)";
+  if (req.method != "POST") return answer(405, usage);
+  std::string rest = req.target.substr(std::string_view("/_fake/capacity/").size());
+  const auto q = rest.find('?');
+  if (q == std::string::npos || rest.substr(q + 1, 5) != "spot=") return answer(400, usage);
+  const std::string v = rest.substr(q + 6);
+  rest.resize(q);
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < -1 || n > 1000000) return answer(400, usage);
+  std::optional<int> left;
+  if (n >= 0) left = static_cast<int>(n);
+  if (auto st = api_.set_spot_capacity(rest, left); !st)
+    return answer(st.error().code == Code::not_found ? 404 : 400, st.error().detail);
+  return answer(200, "spot capacity in " + rest + ": " + (left ? std::to_string(*left) : std::string("unlimited")));
 }
 
 http::LoopbackReply FakeServer::fault_reply(FaultKind kind, const std::string& method) const {

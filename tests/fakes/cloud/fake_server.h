@@ -4,7 +4,8 @@
 // connection for `hang` and closes it, or a lost answer: carried out, then the connection closes), carries
 // it out, and lets the guests follow the instances (guest_hook.h).
 // Besides the cloud's API: POST /_fake/interrupt/<instance id>[?notice_s=S] takes a spot instance back as its
-// cloud does (FakeCloudApi::interrupt; S 0: at once, without notice), and with FakeServerOptions::metadata set,
+// cloud does (FakeCloudApi::interrupt; S 0: at once, without notice), POST /_fake/capacity/<region>?spot=N
+// limits the spot machines a region still starts (FakeCloudApi::set_spot_capacity), and with FakeServerOptions::metadata set,
 // a second, plain-HTTP server answers the guests' metadata requests (FakeCloudApi::metadata), knowing each
 // caller's instance by its address.
 // Lifetime: the cloud that implements the API owns its FakeServer as its last member, so the server's
@@ -73,6 +74,7 @@ class FakeServer {
  private:
   http::LoopbackReply handle(const http::LoopbackRequest& req);
   http::LoopbackReply interrupt(const http::LoopbackRequest& req);
+  http::LoopbackReply capacity(const http::LoopbackRequest& req);
   http::LoopbackReply fault_reply(FaultKind kind, const std::string& method) const;
 
   FakeServerOptions opts_;

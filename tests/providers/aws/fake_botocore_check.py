@@ -2,7 +2,9 @@
 """The fake cloud against a real AWS SDK: botocore's EC2 and pricing clients (Debian's python3-botocore, with
 its own service models and signer) drive tsum-fake-cloud. This checks that the fake verifies real SigV4
 signatures, that its XML and JSON answers have the shapes AWS's models describe, and that its errors,
-idempotency and pagination behave as EC2's do.
+idempotency and pagination behave as EC2's do; then a fake of two regions: each region's own instances and spot
+prices, and a region whose spot capacity ran out answering InsufficientInstanceCapacity as EC2 does.
+(moto, the usual independent EC2, is not packaged in Debian 12: `apt-cache search python3-moto` finds nothing.)
 Usage: fake_botocore_check.py <path to tsum-fake-cloud>
 """
 import json
@@ -88,7 +90,49 @@ def main():
         stranger = session.create_client("ec2", region_name="us-east-1", endpoint_url=url, aws_access_key_id=KEY,
                                          aws_secret_access_key="wrong", config=config)
         expect_error("SignatureDoesNotMatch", stranger.describe_instances)
-        print(f"botocore {botocore.__version__} against tsum-fake-cloud: all checks passed")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    two_regions(sys.argv[1])
+    print(f"botocore {botocore.__version__} against tsum-fake-cloud: all checks passed")
+
+
+def two_regions(fake):
+    import urllib.request
+    proc = subprocess.Popen([fake, "--listen", "127.0.0.1:0", "--pending-s", "0.3", "--shutting-down-s", "0.3",
+                             "--region", "us-east-1,us-west-2"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "listening on " in line, f"unexpected first line: {line!r}"
+        url = line.split("listening on ")[1].split()[0]
+        session = botocore.session.get_session()
+        ec2 = {r: session.create_client("ec2", region_name=r, endpoint_url=url, aws_access_key_id=KEY,
+                                        aws_secret_access_key=SECRET) for r in ("us-east-1", "us-west-2")}
+        price = {}
+        for region, client in ec2.items():
+            history = client.describe_spot_price_history(InstanceTypes=["m5.large"])["SpotPriceHistory"]
+            assert {p["AvailabilityZone"] for p in history} == {region + "a", region + "b"}, history
+            price[region] = min(float(p["SpotPrice"]) for p in history)
+        assert price["us-west-2"] > price["us-east-1"], price
+        spot = dict(ImageId="ami-0123", InstanceType="m5.large", MinCount=1, MaxCount=1,
+                    InstanceMarketOptions={"MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time"}})
+        west = ec2["us-west-2"].run_instances(**spot)["Instances"][0]
+        assert west["Placement"]["AvailabilityZone"] == "us-west-2a", west["Placement"]
+        east_ids = [i["InstanceId"] for r in ec2["us-east-1"].describe_instances()["Reservations"] for i in r["Instances"]]
+        assert west["InstanceId"] not in east_ids, "an instance of us-west-2 must not show in us-east-1"
+        expect_error("InvalidInstanceID.NotFound", ec2["us-east-1"].describe_instances, InstanceIds=[west["InstanceId"]])
+        # us-west-2's spot capacity runs out: its spot launches fail as EC2's do, on-demand and us-east-1 go on.
+        req = urllib.request.Request(url + "/_fake/capacity/us-west-2?spot=0", method="POST")
+        assert urllib.request.urlopen(req).status == 200
+        no_retry = Config(retries={"max_attempts": 1})
+        west_once = session.create_client("ec2", region_name="us-west-2", endpoint_url=url, aws_access_key_id=KEY,
+                                          aws_secret_access_key=SECRET, config=no_retry)
+        expect_error("InsufficientInstanceCapacity", west_once.run_instances, **spot)
+        ec2["us-west-2"].run_instances(**dict(spot, InstanceMarketOptions={}))
+        ec2["us-east-1"].run_instances(**spot)
+        elsewhere = session.create_client("ec2", region_name="eu-west-1", endpoint_url=url, aws_access_key_id=KEY,
+                                          aws_secret_access_key=SECRET, config=no_retry)
+        expect_error("AuthFailure", elsewhere.describe_instances)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
