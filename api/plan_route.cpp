@@ -13,6 +13,7 @@
 #include "daemon/admission.h"
 #include "daemon/experiment_spec.h"
 #include "daemon/past_runs.h"
+#include "daemon/recovery.h"
 #include "daemon/spot_risk.h"
 
 namespace tsum::api {
@@ -160,38 +161,86 @@ Result<std::set<int>> node_counts(const Request& req, const std::vector<billing:
 }
 
 // Every offer of every provider at each node count, and its spot twin where the cloud sells spare capacity and
-// quotes its price (one machine: a multi-node run cannot resume yet), predicted from the same machine's runs and
-// priced with its interruptions under `recovery`.
+// quotes its price, predicted from the same machine's runs and priced with its interruptions under `recovery`.
+// An offer in a region other than its provider's first is its own candidate ("aws/c5.large@us-west-2"),
+// predicted from the type's runs. A spot twin is risk-rated by its own region's interruptions (n nodes: n times
+// the rate, as any node's interruption stops the run), and names the spot_recovery.policy whose next machines
+// cost least (spot_recovery_choice).
 boost::asio::awaitable<Result<std::vector<billing::PlanCandidate>>> plan_candidates(
     daemon::ProviderRegistry& providers, daemon::Store& store, const PlanQuery& q, const std::set<int>& counts,
     const daemon::RunConfig::SpotRecovery& recovery, const std::vector<double>& restarts) {
   std::vector<billing::PlanCandidate> candidates;
+  std::vector<std::pair<providers::Provider*, std::vector<providers::Offer>>> listed;
   for (auto* p : providers.all()) {
     const providers::Requirements any;
     auto offers = co_await p->offers(any);
-    if (!offers) continue;  // a dead provider offers nothing; the others are still planned
+    if (offers) listed.emplace_back(p, std::move(*offers));  // a dead provider offers nothing; the others are planned
+  }
+  // Each spot offer's interruption rate, from its own region's attempts.
+  auto rate_of = [&](const providers::Offer& o) -> Result<billing::SpotRate> {
+    auto seen = store.spot_exposure(o.provider, o.instance_type, o.region);
+    if (!seen) return seen.error();
+    return billing::estimate_spot_rate(seen->interruptions, seen->machine_hours, q.prior_rate);
+  };
+  for (const auto& [p, offers] : listed) {
     auto rule = q.rule_override ? q.rule_override : billing::rule_for_provider(p->name());
     if (!rule) rule = billing::parse_rule("per_second_60s_min").value();
-    for (const auto& o : *offers) {
+    const std::string home = offers.empty() ? "" : offers.front().region;
+    for (const auto& o : offers) {
       if (o.vcpus <= 0 && o.gpus <= 0) continue;  // unknown hardware (a byo "any" machine): nothing to predict
       for (int n : counts) {
         // Named machines (ssh, byo) and replayed ones (trace) are one of a kind: one node only.
         if (n > 1 && (o.provider == "ssh" || o.provider == "byo" || o.provider == "trace")) continue;
         billing::ConfigSpec cfg = providers::config_spec_of(o);
-        cfg.config = o.provider + "/" + o.instance_type + (n > 1 ? "/x" + std::to_string(n) : "");
+        const std::string base = o.provider + "/" + o.instance_type + (n > 1 ? "/x" + std::to_string(n) : "");
+        cfg.config = base + (o.region != home ? "@" + o.region : "");
         cfg.nodes = n;
         candidates.push_back({.cfg = cfg, .hourly_price = n * o.hourly_price, .currency = o.currency, .rule = *rule,
-                              .spot = std::nullopt, .predict_as = ""});
-        if (n == 1 && p->capabilities().spot && o.spot_hourly_price > 0) {
-          auto seen = store.spot_exposure(o.provider, o.instance_type);
-          if (!seen) co_return seen.error();
-          billing::PlanCandidate spot{
-              .cfg = cfg, .hourly_price = o.spot_hourly_price, .currency = o.currency, .rule = *rule,
-              .spot = daemon::spot_model(*seen, recovery, o.provider, o.hourly_price, q.prior_rate, restarts),
-              .predict_as = cfg.config};
-          spot.cfg.config += "/spot";
-          candidates.push_back(std::move(spot));
+                              .spot = std::nullopt, .predict_as = cfg.config == base ? "" : base});
+        if (!p->capabilities().spot || o.spot_hourly_price <= 0) continue;
+        auto seen = store.spot_exposure(o.provider, o.instance_type, o.region);
+        if (!seen) co_return seen.error();
+        auto model = daemon::spot_model(*seen, recovery, o.provider, n * o.hourly_price, q.prior_rate, restarts);
+        if (n > 1) {
+          model.rate_per_hour *= n;
+          model.rate_basis += "; x" + std::to_string(n) + " nodes: any node's interruption stops the run";
         }
+        // The policy whose next machines are expected to cost least: zone (this offer again), region (the
+        // type in any of its provider's regions), cloud (any spot offer that fits, in the same currency).
+        const double c = model.checkpoint_every_s / 3600, s = model.restart_s.value_or(daemon::kRestartS) / 3600;
+        auto hourly = [&](double price, double rate) { return price * (1 + rate * (c / 2 + s)); };
+        struct Pick {
+          const providers::Offer* offer;
+          double price, rate, expected;
+        };
+        std::optional<Pick> best;
+        for (const std::string policy : {"zone", "region", "cloud"}) {
+          for (const auto& [q2, others] : listed) {
+            const bool same = q2 == p;
+            if (!same && (policy != "cloud" || !q2->capabilities().spot)) continue;
+            for (const auto& r : others) {
+              const bool allowed = same ? r.instance_type == o.instance_type && (policy != "zone" || r.region == o.region)
+                                        : daemon::fits(providers::machine_of(o), r) && r.currency == o.currency;
+              if (!allowed || r.spot_hourly_price <= 0) continue;
+              auto rr = rate_of(r);
+              if (!rr) co_return rr.error();
+              const double e = hourly(n * r.spot_hourly_price, n * rr->rate_per_hour);
+              if (!best || e < best->expected * (1 - 1e-9)) {  // a broader policy only where strictly cheaper
+                best = Pick{&r, n * r.spot_hourly_price, n * rr->rate_per_hour, e};
+                model.policy = policy;
+              }
+            }
+          }
+        }
+        if (best) {
+          model.recovery_offer = daemon::offer_key(*best->offer, "spot");
+          model.recovery_price = best->price;
+          model.recovery_rate = best->rate;
+        }
+        billing::PlanCandidate spot{.cfg = cfg, .hourly_price = n * o.spot_hourly_price, .currency = o.currency,
+                                    .rule = *rule, .spot = model, .predict_as = base};
+        spot.cfg.config += "/spot";
+        candidates.push_back(std::move(spot));
       }
     }
   }

@@ -39,10 +39,13 @@ SpotDraw simulate_spot(const SpotModel& m, const PlanCandidate& c, double pre, d
   double remaining = work;
   for (;;) {
     const bool on_demand = m.on_demand_after > 0 && d.interruptions >= m.on_demand_after;
-    const double price = on_demand ? m.on_demand_price : c.hourly_price;
+    const bool moved = d.interruptions > 0;  // on the offer the recovery policy picks
+    const double spot_price = moved && m.recovery_price > 0 ? m.recovery_price : c.hourly_price;
+    const double rate = moved && m.recovery_rate >= 0 ? m.recovery_rate : m.rate_per_hour;
+    const double price = on_demand ? m.on_demand_price : spot_price;
     const double boot = d.interruptions == 0 ? pre : m.restart_s.value_or(pre);
     const double need = boot + remaining + post;
-    const double per_s = on_demand ? 0 : m.rate_per_hour / 3600;
+    const double per_s = on_demand ? 0 : rate / 3600;
     const double up = per_s > 0 ? -std::log1p(-unit(rng)) / per_s : kInf;  // until the cloud takes it back
     if (d.interruptions > 0) d.restart += std::min(up, boot);
     if (up >= need) {
@@ -241,7 +244,9 @@ Status check_request(const PlanRequest& req, std::span<const PlanCandidate> cand
     if (c.spot && !(c.spot->rate_per_hour >= 0 && std::isfinite(c.spot->rate_per_hour) &&
                     c.spot->checkpoint_every_s > 0 && std::isfinite(c.spot->checkpoint_every_s) &&
                     c.spot->max_interruptions >= 0 && c.spot->max_interruptions <= 1000 &&
-                    c.spot->on_demand_price >= 0 && (!c.spot->restart_s || *c.spot->restart_s >= 0)))
+                    c.spot->on_demand_price >= 0 && (!c.spot->restart_s || *c.spot->restart_s >= 0) &&
+                    std::isfinite(c.spot->recovery_price) && c.spot->recovery_price >= 0 &&
+                    std::isfinite(c.spot->recovery_rate)))
       return make_error(Code::invalid_argument, "plan: " + c.cfg.config + "'s interruption model is invalid "
                                                 "(rate >= 0, checkpoint interval > 0, 0..1000 interruptions)");
     if (c.currency != candidates.front().currency)
@@ -416,6 +421,12 @@ json plan_to_json(const Plan& plan) {
                             {"on_demand_after", m->on_demand_after},
                             {"max_interruptions", m->max_interruptions},
                             {"free_first_hour", m->free_first_hour},
+                            {"policy", m->policy},
+                            {"recovery", m->recovery_offer.empty()
+                                             ? json(nullptr)
+                                             : json{{"offer", m->recovery_offer},
+                                                    {"hourly_price", m->recovery_price},
+                                                    {"rate_per_hour", m->recovery_rate}}},
                             {"expected", e.interruptions},
                             {"lost_s", e.lost_s},
                             {"restarts_s", e.restart_s},

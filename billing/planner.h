@@ -63,6 +63,13 @@ struct SpotModel {
   int on_demand_after = 0;
   double on_demand_price = 0;
   bool free_first_hour = false;
+  // Where the recovery policy sends the attempts after the first interruption (daemon/recovery.h): the offer
+  // it would pick, at recovery_price (0: this offer's) and recovery_rate interruptions per hour (< 0: this
+  // offer's). policy names the spot_recovery.policy this plan assumes, recovery_offer that offer.
+  std::string policy = "zone";
+  std::string recovery_offer;
+  double recovery_price = 0;
+  double recovery_rate = -1;
 };
 
 // The interruption rate of a type's spot machines from what tsum saw of them: a Gamma-Poisson estimate,

@@ -141,20 +141,24 @@ Result<EventOutcome> Ledger::apply_run_event(int64_t run_id, const AgentEvent& e
     int64_t epoch = ev.attrs.value("epoch", int64_t{0});
     if (auto s = st->bind(run_id, epoch, ev.attrs.dump()).run(); !s) return s.error();
     out.recorded = db_.changes() == 1;
-  } else if (ev.kind == Kind::interrupted) {
-    nlohmann::json notice = {{"source", "agent"}, {"cloud", ev.attrs.value("cloud", "")},
-                             {"text", ev.attrs.value("notice", "")}, {"at", clock_.now_s()}, {"mono_s", ev.mono_s}};
-    auto noted = note_interruption(run_id, notice);
-    if (!noted) return noted.error();
-    out.recorded = *noted;
-  } else if (ev.kind == Kind::checkpoint) {
-    auto kept = record_checkpoint(run_id, ev);
+  } else if (ev.kind == Kind::interrupted || ev.kind == Kind::checkpoint) {
+    auto kept = record_spot_event(run_id, ev);
     if (!kept) return kept.error();
     out.recorded = *kept;
   } else {
     out.recorded = true;  // errors are acted on by the run's owner; the ledger keeps its reason at failure
   }
   return out;
+}
+
+// Inside apply_agent_event's transaction: an interruption's notice (the attempt's first, whichever node had it)
+// or a delivered checkpoint (each rank's its own).
+Result<bool> Ledger::record_spot_event(int64_t run_id, const AgentEvent& ev) {
+  if (ev.kind == AgentEvent::Kind::checkpoint) return record_checkpoint(run_id, ev);
+  nlohmann::json notice = {{"source", "agent"}, {"cloud", ev.attrs.value("cloud", "")},
+                           {"text", ev.attrs.value("notice", "")}, {"at", clock_.now_s()}, {"mono_s", ev.mono_s}};
+  if (auto n = nodes_of(run_id); n && *n > 1) notice["node"] = ev.node;
+  return note_interruption(run_id, notice);
 }
 
 Result<int> Ledger::nodes_of(int64_t run_id) {
@@ -212,6 +216,10 @@ Result<EventOutcome> Ledger::apply_node_event(int64_t run_id, int nodes, const A
       if (auto s = st->bind(run_id, ev.attrs.value("epoch", int64_t{0}), ev.attrs.dump()).run(); !s) return s.error();
       out.recorded = db_.changes() == 1;
     }
+  } else if (ev.kind == Kind::interrupted || ev.kind == Kind::checkpoint) {
+    auto kept = record_spot_event(run_id, ev);
+    if (!kept) return kept.error();
+    out.recorded = *kept;
   } else {
     out.recorded = true;
   }
@@ -486,6 +494,8 @@ Result<bool> Ledger::record_checkpoint(int64_t run_id, const AgentEvent& ev) {
                                                                                         : nlohmann::json::object();
   attrs.erase("event");
   attrs.erase("path");
+  attrs.erase("rank");
+  if (auto n = nodes_of(run_id); n && *n > 1) attrs["node"] = ev.node;  // one rank's
   auto st = db_.prepare(
       "INSERT INTO run_checkpoints (run_id, attempt, artifact, sha256, bytes, attrs, received_at) "
       "VALUES (?1, (SELECT attempt FROM runs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING");
@@ -516,6 +526,29 @@ Result<std::optional<CheckpointRecord>> Ledger::last_checkpoint(int64_t run_id) 
   if (!all) return all.error();
   if (all->empty()) return std::optional<CheckpointRecord>{};
   return std::optional<CheckpointRecord>(all->back());
+}
+
+Result<std::vector<CheckpointRecord>> Ledger::resume_checkpoints(int64_t run_id, int nodes) {
+  auto all = checkpoints(run_id);
+  if (!all) return all.error();
+  if (nodes <= 1) {
+    if (all->empty()) return std::vector<CheckpointRecord>{};
+    return std::vector<CheckpointRecord>{all->back()};
+  }
+  // The ranks' checkpoints by step (each rank's newest at that step), then the newest step all of them reached.
+  std::map<int64_t, std::map<int, CheckpointRecord>> by_step;
+  for (const auto& c : *all) {
+    if (!c.attrs.contains("node") || !c.attrs.contains("step")) continue;
+    const int node = c.attrs.value("node", -1);
+    if (node >= 0 && node < nodes) by_step[c.attrs.value("step", int64_t{-1})][node] = c;
+  }
+  for (auto it = by_step.rbegin(); it != by_step.rend(); ++it)
+    if (static_cast<int>(it->second.size()) == nodes) {
+      std::vector<CheckpointRecord> out;
+      for (auto& [_, c] : it->second) out.push_back(c);
+      return out;
+    }
+  return std::vector<CheckpointRecord>{};
 }
 
 Result<std::vector<AttemptRecord>> Ledger::attempts(int64_t run_id) {

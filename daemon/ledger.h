@@ -145,6 +145,9 @@ class Ledger {
   Result<std::vector<AttemptRecord>> attempts(int64_t run_id);
   // The checkpoints the run's agents delivered, oldest first; and the newest, if any.
   Result<std::vector<CheckpointRecord>> checkpoints(int64_t run_id);
+  // What a next attempt of `nodes` machines resumes from: the newest checkpoint (one machine), or each rank's at
+  // the newest step every rank checkpointed (index = node); empty when there is none.
+  Result<std::vector<CheckpointRecord>> resume_checkpoints(int64_t run_id, int nodes);
   Result<std::optional<CheckpointRecord>> last_checkpoint(int64_t run_id);
 
  private:
@@ -152,6 +155,7 @@ class Ledger {
   Status record_stats(int64_t run_id, Phase phase, const PhaseStats& stats);
   Result<int> nodes_of(int64_t run_id);
   Result<EventOutcome> apply_run_event(int64_t run_id, const AgentEvent& ev);
+  Result<bool> record_spot_event(int64_t run_id, const AgentEvent& ev);
   Result<bool> record_checkpoint(int64_t run_id, const AgentEvent& ev);
   Result<std::map<Phase, PhaseRecord>> phases_of(int64_t run_id, std::optional<int> attempt);
   Result<EventOutcome> apply_node_event(int64_t run_id, int nodes, const AgentEvent& ev);

@@ -42,7 +42,8 @@ struct RunManager::LiveRun {
   // on a next machine (run_one).
   bool noticed = false;
   std::optional<std::chrono::steady_clock::time_point> noticed_at;
-  bool checkpointed_after_notice = false;
+  bool checkpointed_after_notice = false;  // by every node
+  std::set<int> checkpointed_nodes;        // the nodes whose checkpoint at the notice is in
   std::optional<std::string> interrupted;
   asio::steady_timer wake;
   void poke() { wake.cancel(); }
@@ -223,6 +224,7 @@ struct RunManager::Launch {
   InstanceHandle instance;                   // the machine, or the group of a run's nodes
   bool spot_config = false;                  // its config is a spot one: capacity failures move it (recovery.h)
   std::optional<Error> no_capacity;          // the create failed for capacity, before any machine was recorded
+  std::vector<std::pair<std::string, std::string>> resume;  // the checkpoint (URL, sha256) each node goes on from
 };
 
 asio::awaitable<RunManager::Outcome> RunManager::provision_and_watch(LiveRun& live) {
@@ -297,11 +299,14 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::prepare_launch(L
     // A spot run checkpoints on the notice and every checkpoint_every_s; a later attempt resumes the last one.
     (*env)["TSUM_ATTEMPT"] = std::to_string(row->attempt);
     (*env)["TSUM_CHECKPOINT_EVERY"] = std::to_string(config.spot_recovery.checkpoint_every_s);
-    auto ck = s_.ledger.last_checkpoint(live.id);
+    // Each node its own rank's checkpoint, all at one step (create_machines); one machine the newest.
+    auto ck = s_.ledger.resume_checkpoints(live.id, row->nodes);
     if (!ck) co_return Outcome{RunStatus::failed, ck.error().detail};
-    if (*ck) {
-      (*env)["TSUM_RESUME_URL"] = "/v1/runs/" + std::to_string(live.id) + "/artifacts/" + (*ck)->artifact;
-      (*env)["TSUM_RESUME_SHA256"] = (*ck)->sha256;
+    for (const auto& c : *ck)
+      l.resume.push_back({"/v1/runs/" + std::to_string(live.id) + "/artifacts/" + c.artifact, c.sha256});
+    if (l.resume.size() == 1) {
+      (*env)["TSUM_RESUME_URL"] = l.resume.front().first;
+      (*env)["TSUM_RESUME_SHA256"] = l.resume.front().second;
     }
   }
   auto token = s_.tokens.create_for_run(live.id);
@@ -384,6 +389,10 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::create_machines(
     } else if (nodes > 1) {
       node_spec.env["TSUM_NODE"] = std::to_string(node);
       node_spec.idempotency_token += "-n" + std::to_string(node);
+      if (l.resume.size() == static_cast<size_t>(nodes)) {  // its rank's checkpoint
+        node_spec.env["TSUM_RESUME_URL"] = l.resume[static_cast<size_t>(node)].first;
+        node_spec.env["TSUM_RESUME_SHA256"] = l.resume[static_cast<size_t>(node)].second;
+      }
     }
     for (int n = gang ? 0 : node; n < (gang ? nodes : node + 1) && nodes > 1; ++n)
       (void)s_.ledger.record_node_mark(live.id, n, Phase::startup, Mark::begin, s_.clock.now_s(), ClockDomain::daemon);
@@ -486,9 +495,20 @@ std::optional<RunManager::Outcome> RunManager::after_notice(LiveRun& live, const
   // before the machine goes (its going is an interruption, judge_polled). The daemon waits notice_wait for the
   // checkpoint before it moves on anyway.
   const auto notice_wait = std::chrono::seconds(150);
-  auto phases = s_.ledger.phases(live.id);
-  const bool begun = phases && phases->count(Phase::learn) && (*phases)[Phase::learn].begin;
-  const bool learned = begun && (*phases)[Phase::learn].end;
+  bool begun = false, learned = false;
+  if (live.entry.nodes > 1) {  // the run's own marks wait for every node: each node's says (any began, all ended)
+    auto nodes = s_.ledger.node_phases(live.id);
+    learned = nodes && static_cast<int>(nodes->size()) == live.entry.nodes;
+    for (auto& [_, ph] : nodes ? *nodes : std::map<int, std::map<Phase, PhaseRecord>>{}) {
+      const bool b = ph.count(Phase::learn) && ph[Phase::learn].begin;
+      begun = begun || b;
+      learned = learned && b && ph[Phase::learn].end;
+    }
+  } else {
+    auto phases = s_.ledger.phases(live.id);
+    begun = phases && phases->count(Phase::learn) && (*phases)[Phase::learn].begin;
+    learned = begun && (*phases)[Phase::learn].end;
+  }
   if (live.checkpointed_after_notice || !begun)
     return interrupted(live, "interrupted by " + l.row.provider + " (notice)" +
                                  (live.checkpointed_after_notice ? "; checkpoint held" : "; nothing to save yet"));
@@ -757,7 +777,8 @@ void RunManager::on_agent_event(int64_t run_id, const AgentEvent& ev) {
     // The one written at the notice (a periodic one may still have been on its way).
     const auto& trainer = ev.attrs.contains("trainer") ? ev.attrs["trainer"] : nlohmann::json::object();
     if (live.noticed && trainer.is_object() && trainer.value("reason", "") == "signal") {
-      live.checkpointed_after_notice = true;
+      live.checkpointed_nodes.insert(ev.node);  // every rank checkpoints at the step they agreed on
+      live.checkpointed_after_notice = static_cast<int>(live.checkpointed_nodes.size()) >= live.entry.nodes;
       live.poke();
     }
     return;

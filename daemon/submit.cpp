@@ -34,10 +34,10 @@ boost::asio::awaitable<Result<std::vector<PricedConfig>>> price_configs(const Ex
       co_return make_error(Code::invalid_argument,
                            "configs: market spot on '" + cfg.provider + "': it sells no spare capacity (spot runs on "
                            "aws, gce, azure and yandex); use on-demand");
-    if (cfg.market == "spot" && cfg.nodes > 1)
+    if (cfg.market == "spot" && cfg.nodes > 1 && cfg.dist == "ps-async")
       co_return make_error(Code::invalid_argument,
-                           "configs: market spot with nodes " + std::to_string(cfg.nodes) + ": a multi-node run "
-                           "cannot resume after an interruption yet; spot runs train on one machine");
+                           "configs: market spot with dist ps-async: its ranks share no step to checkpoint at, so it "
+                           "cannot resume after an interruption; use dist ring or ps");
     const providers::Requirements wanted{.instance_type = cfg.instance_type};
     auto offers = co_await p->offers(wanted);
     if (!offers) co_return offers.error();

@@ -71,7 +71,9 @@
 # checkpoint directory ($WORK/ckpt; a job sees it as TSUM_CHECKPOINT_DIR=/tsum/checkpoint); each one, periodic or
 # at the notice, goes to the daemon as the artifact checkpoint-a<attempt>-<n>.tar.gz, then a "checkpoint" mark
 # names it. After a notice the agent sends what is spooled and leaves the machine to the cloud. A resumed attempt
-# downloads its checkpoint in load_data and unpacks it into the checkpoint directory.
+# downloads its checkpoint in load_data and unpacks it into the checkpoint directory. On a run of several nodes
+# each rank checkpoints (checkpoint-a<attempt>-n<node>-<n>.tar.gz) at the step the ranks agree on, so a notice to
+# one machine stops them all there (their tsum-train exits 75 too) and each resumes from its own.
 #
 # Multi-node (TSUM_NODES > 1): after load_data, node 0 posts {"address", "port"} to
 # $TSUM_URL/v1/runs/$TSUM_RUN_ID/rendezvous and the others poll it (GET) until it is there; then each runs
@@ -465,6 +467,7 @@ CKPT_N=0
 checkpoint_upload() {
   CKPT_N=$((CKPT_N + 1))
   name="checkpoint-a${TSUM_ATTEMPT:-1}-$CKPT_N.tar.gz"
+  [ "$NODES" -gt 1 ] && name="checkpoint-a${TSUM_ATTEMPT:-1}-n$NODE-$CKPT_N.tar.gz"  # each rank its own
   tar -czf "$WORK/$name" --exclude='*.tmp' -C "$CKPT" . 2>"$WORK/ckpt.err" || { log "checkpoint: $(tail -n 1 "$WORK/ckpt.err")"; return 1; }
   sha=$(sha256_of "$WORK/$name"); bytes=$(wc -c < "$WORK/$name" | tr -d ' ')
   err=$(upload "$WORK/$name" "$name") || { log "checkpoint: $err"; rm -f "$WORK/$name"; return 1; }
@@ -845,7 +848,7 @@ else
     set -- infer --images "$WORK/data"
   else
     set -- --data "$WORK/data" --checkpoint "$WORK/out/model.pt"
-    if [ -n "${TSUM_SPOT_NOTICE:-}${TSUM_CHECKPOINT_EVERY:-}" ] && [ "$NODES" -eq 1 ]; then
+    if [ -n "${TSUM_SPOT_NOTICE:-}${TSUM_CHECKPOINT_EVERY:-}" ]; then
       set -- "$@" --state "$CKPT/state.pt" --checkpoint-every "${TSUM_CHECKPOINT_EVERY:-0}"
       [ -e "$CKPT/state.pt" ] && set -- "$@" --resume "$CKPT/state.pt"
     fi
@@ -891,6 +894,8 @@ else
   wait "$errstamp"
   # Stopped by the notice; one that came during verify or save let the trainer finish, and save goes on.
   [ -e "$WORK/notice" ] && [ "$rc" -ne 0 ] && interrupted_exit "tsum-train exited with status $rc"
+  # A rank of a multi-node run stopped with the others at a checkpoint (another machine had the notice).
+  [ "$NODES" -gt 1 ] && [ "$rc" -eq 75 ] && interrupted_exit "tsum-train stopped with every rank at a checkpoint"
   [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
   if [ "$NODE" -gt 0 ]; then  # rank > 0 neither verifies nor saves: its part ends with the training
     t=$(now)
