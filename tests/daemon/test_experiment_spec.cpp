@@ -378,3 +378,25 @@ TEST_CASE("a serving workload: two machines a run, one sweep, the server's and t
   CHECK(err(R"({"kind":"serve"})", R"({"provider":"aws","instance_type":"x","dist":"ps"})")
             .find("there is no 'dist'") != std::string::npos);
 }
+
+TEST_CASE("spot_recovery.policy and max_price: checked at the door, kept through to_json") {
+  auto r = parse_experiment_spec(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "t3.micro",
+      "market": "spot", "spot_recovery": {"policy": "cloud", "max_price": 0.05}}]})");
+  REQUIRE(r.ok());
+  CHECK(r->configs[0].spot_recovery.policy == "cloud");
+  CHECK(*r->configs[0].spot_recovery.max_price == 0.05);
+  auto again = parse_experiment_spec(r->to_json().dump());
+  REQUIRE(again.ok());
+  CHECK(again->configs[0].spot_recovery == r->configs[0].spot_recovery);
+  CHECK(parse_experiment_spec(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x",
+      "market": "spot"}]})")->configs[0].spot_recovery.policy == "zone");  // the default
+  auto bad = [](const std::string& recovery) {
+    return error_of(R"({"workload": {}, "configs": [{"provider": "aws", "instance_type": "x", "market": "spot",
+        "spot_recovery": )" + recovery + "}]}");
+  };
+  CHECK(bad(R"({"policy": "anywhere"})").find("'configs[0].spot_recovery.policy' must be \"zone\"") == 0);
+  CHECK(bad(R"({"policy": 1})").find("'configs[0].spot_recovery.policy' must be") == 0);
+  CHECK(bad(R"({"policy": "region", "zones": ["us-east-1a"]})").find("goes with policy \"zone\"") != std::string::npos);
+  for (const char* price : {"0", "-1", "1e9", "\"cheap\"", "null"})
+    CHECK(bad(std::string(R"({"max_price": )") + price + "}").find("'configs[0].spot_recovery.max_price' must be") == 0);
+}

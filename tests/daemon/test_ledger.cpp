@@ -337,3 +337,75 @@ TEST_CASE("attempts: an interruption's notice and checkpoint are kept with the a
   while (*st->step()) seen.push_back(st->text(0));
   CHECK(seen == std::vector<std::string>{"provisioning", "learning", "terminating", "queued", "provisioning", "failed"});
 }
+
+TEST_CASE("resume_checkpoints: each rank of a two-node run from its own checkpoint at the newest step both reached") {
+  DaemonFixture f;
+  const int64_t run = 1;
+  REQUIRE(f.db->exec("UPDATE runs SET nodes = 2 WHERE id = 1").ok());
+  REQUIRE(f.ledger.advance(run, RunStatus::provisioning, "dispatched").ok());
+  REQUIRE(f.ledger.begin_attempt(run, {"aws", "c5.large", "spot", 0.03}).ok());
+  REQUIRE(f.ledger.set_instance(run, {{"provider", "aws"}, {"id", "i-1+1"}}).ok());
+  // Node 0 and node 1 at step 10, then node 0 alone at step 20 (node 1 went without notice before its own).
+  int n = 0;
+  for (auto [node, step] : {std::pair{0, 10}, {1, 10}, {0, 20}}) {
+    const std::string name = "checkpoint-a1-n" + std::to_string(node) + "-" + std::to_string(++n) + ".tar.gz";
+    const std::string sha(64, static_cast<char>('a' + n));
+    REQUIRE(f.db->exec("INSERT INTO run_artifacts (run_id, name, sha256, bytes, created_at) VALUES (1, '" + name +
+                       "', '" + sha + "', 100, 0)").ok());
+    AgentEvent e;
+    e.phase = Phase::learn;
+    e.kind = AgentEvent::Kind::checkpoint;
+    e.node = node;
+    e.mono_s = n;
+    e.attrs = {{"artifact", name}, {"sha256", sha}, {"trainer", {{"step", step}, {"reason", "periodic"}, {"rank", node}}}};
+    f.clock.advance(1);  // received in this order
+    auto kept = f.ledger.apply_agent_event(run, e);
+    REQUIRE(kept.ok());
+    CHECK(kept->recorded);
+  }
+  auto both = f.ledger.resume_checkpoints(run, 2);
+  REQUIRE(both.ok());
+  REQUIRE(both->size() == 2);
+  CHECK((*both)[0].artifact == "checkpoint-a1-n0-1.tar.gz");
+  CHECK((*both)[1].artifact == "checkpoint-a1-n1-2.tar.gz");
+  CHECK((*both)[1].attrs["node"] == 1);
+  CHECK_FALSE((*both)[1].attrs.contains("rank"));
+  // One machine would take the newest alone.
+  auto one = f.ledger.resume_checkpoints(run, 1);
+  REQUIRE(one.ok());
+  REQUIRE(one->size() == 1);
+  CHECK(one->front().artifact == "checkpoint-a1-n0-3.tar.gz");
+  // Three ranks never all checkpointed: nothing to resume.
+  CHECK(f.ledger.resume_checkpoints(run, 3)->empty());
+}
+
+TEST_CASE("move_attempt: a create refused for capacity moves the attempt to another offer, keeping what it skipped; "
+          "never once a machine is recorded") {
+  DaemonFixture f;
+  const int64_t run = 1;
+  REQUIRE(f.ledger.advance(run, RunStatus::provisioning, "dispatched").ok());
+  REQUIRE(f.ledger.begin_attempt(run, {"aws", "t3.micro", "spot", 0.0031, "", "us-east-1", "USD"}).ok());
+  const nlohmann::json skipped = {{"offer", "aws us-east-1 t3.micro spot"}, {"error", "InsufficientInstanceCapacity"}};
+  AttemptSpec west{"aws", "t3.micro", "spot", 0.0036, "", "us-west-2", "USD"};
+  REQUIRE(f.ledger.move_attempt(run, west, skipped).ok());
+  AttemptSpec gce{"gce", "e2-standard-2", "spot", 0.067, "", "us-central1-a", "USD",
+                  {{"vcpus", 2}, {"memory_gib", 8.0}}};
+  REQUIRE(f.ledger.move_attempt(run, gce, {{"offer", "aws us-west-2 t3.micro spot"}, {"error", "x"}}).ok());
+  auto row = f.store.run(run);
+  REQUIRE(row.ok());
+  CHECK(row->provider == "gce");
+  CHECK(row->instance_type == "e2-standard-2");
+  CHECK(row->region == "us-central1-a");
+  CHECK(row->machine["vcpus"] == 2);
+  CHECK(row->attempt == 1);  // the same attempt
+  auto all = f.ledger.attempts(run);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 1);
+  CHECK(all->front().spec.provider == "gce");
+  CHECK(all->front().spec.region == "us-central1-a");
+  REQUIRE(all->front().skipped.size() == 2);
+  CHECK(all->front().skipped[0] == skipped);
+  // A machine recorded: the attempt is where it is.
+  REQUIRE(f.ledger.set_instance(run, {{"provider", "gce"}, {"id", "vm-1"}}).ok());
+  CHECK(f.ledger.move_attempt(run, west, skipped).code() == Code::already_exists);
+}

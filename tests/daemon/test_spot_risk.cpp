@@ -83,3 +83,55 @@ TEST_CASE("a run's measured config names its machine and the workload fields its
   CHECK(tsum::daemon::measured_config(served) == "aws/c5.large input=jpeg max_batch=4 max_delay_ms=2.5");
   CHECK(tsum::daemon::measured_config(json::object()) == "/");
 }
+
+// Where a recovery goes (daemon/recovery.h).
+#include "daemon/recovery.h"
+
+namespace {
+tsum::providers::Offer offer(const std::string& provider, const std::string& region, const std::string& type,
+                             int vcpus, double memory, double price) {
+  tsum::providers::Offer o;
+  o.provider = provider, o.region = region, o.instance_type = type, o.vcpus = vcpus, o.memory_gib = memory;
+  o.hourly_price = price;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("rank_offers: by expected cost per hour of learning, where a risky region can lose to a dearer calm one") {
+  const RecoveryTerms terms{.checkpoint_every_s = 3600, .restart_s = 600, .checkpoint_bytes = 0};
+  std::vector<RecoveryOffer> offers = {
+      {offer("aws", "us-east-1", "c5.large", 2, 4, 0.085), "spot", 0.030, 4.0, "measured"},   // cheap, often taken back
+      {offer("aws", "us-west-2", "c5.large", 2, 4, 0.085), "spot", 0.034, 0.05, "prior"},
+      {offer("gce", "us-central1-a", "e2-standard-2", 2, 8, 0.067), "on-demand", 0.067, 0, ""}};
+  auto ranked = rank_offers(offers, terms);
+  REQUIRE(ranked.size() == 3);
+  // us-east-1: 0.030 × (1 + 4 × (0.5 + 1/6)) + 0.030 × 1/6 = 0.115; us-west-2: 0.034 × (1 + 0.05 × 0.667) + 0.0057.
+  CHECK(ranked[0].o.offer.region == "us-west-2");
+  CHECK(ranked[0].expected == doctest::Approx(0.034 * (1 + 0.05 * (0.5 + 1.0 / 6)) + 0.034 / 6));
+  CHECK(ranked[1].o.offer.provider == "gce");
+  CHECK(ranked[2].o.offer.region == "us-east-1");
+  CHECK(ranked[0].why.find("0.034") != std::string::npos);
+  // Moving a 1 GB checkpoint costs where the machine is dearer: 1e9 / 12.5e6 = 80 s of its price.
+  auto moved = rank_offers({offers[1]}, {.checkpoint_every_s = 3600, .restart_s = 600, .checkpoint_bytes = 1e9});
+  CHECK(moved[0].expected == doctest::Approx(ranked[0].expected + 0.034 * 80 / 3600));
+}
+
+TEST_CASE("fits and no_capacity: another cloud's machine must hold the run's; each cloud's capacity error is known") {
+  const nlohmann::json machine = {{"vcpus", 2}, {"memory_gib", 4.0}};
+  CHECK(fits(machine, offer("gce", "r", "e2-standard-2", 2, 8, 0.067)));
+  CHECK_FALSE(fits(machine, offer("gce", "r", "e2-micro", 2, 1, 0.008)));   // less memory
+  CHECK_FALSE(fits(machine, offer("gce", "r", "e2-small", 1, 4, 0.017)));   // fewer vCPUs
+  CHECK_FALSE(fits(nlohmann::json::object(), offer("gce", "r", "e2-standard-2", 2, 8, 0.067)));  // nothing known
+  auto gpu = offer("gce", "r", "g2-standard-4", 4, 16, 0.7);
+  gpu.gpus = 1, gpu.gpu_type = "nvidia-l4";
+  CHECK_FALSE(fits({{"vcpus", 4}, {"gpus", 1}, {"gpu_type", "NVIDIA T4"}}, gpu));  // another GPU
+  CHECK(fits({{"vcpus", 4}, {"gpus", 1}, {"gpu_type", "nvidia-l4"}}, gpu));
+  for (const char* detail : {"EC2 RunInstances (HTTP 500): InsufficientInstanceCapacity: We currently do not have",
+                             "GCE instances.insert: operation error ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: ...",
+                             "Azure virtualMachines.createOrUpdate (HTTP 409): SkuNotAvailable: The requested size",
+                             "Hetzner servers.create (HTTP 412): resource_unavailable: the server type is not available"})
+    CHECK(no_capacity({tsum::Code::unavailable, detail}));
+  CHECK_FALSE(no_capacity({tsum::Code::unavailable, "EC2 RunInstances (HTTP 503): RequestLimitExceeded"}));
+  CHECK_FALSE(no_capacity({tsum::Code::invalid_argument, "aws: no image_id (AMI) configured"}));
+  CHECK(offer_key(offer("aws", "us-east-1", "t3.micro", 2, 1, 0.01), "spot") == "aws us-east-1 t3.micro spot");
+}
