@@ -87,6 +87,60 @@ Result<std::vector<std::string>> one_of(const json& c, const char* field, const 
   return values;
 }
 
+// A spot config's "spot_recovery" (`c` has it; `markets` are the config's).
+Result<RunConfig::SpotRecovery> parse_spot_recovery(const json& c, const std::string& where,
+                                                   const std::vector<std::string>& markets) {
+  RunConfig::SpotRecovery recovery;
+  const json& r = c["spot_recovery"];
+  const std::string at = where + ".spot_recovery";
+  if (!r.is_object()) return bad("'" + at + "' must be an object");
+  if (std::find(markets.begin(), markets.end(), "spot") == markets.end())
+    return bad("'" + at + "' is for spot runs: set '" + where + ".market' to \"spot\"");
+  if (auto e = reject_unknown(r, at + ".", {"max_interruptions", "on_demand_after", "checkpoint_every_s", "zones",
+                                           "policy", "max_price"}))
+    return *e;
+  if (r.contains("zones")) {
+    const json& z = r["zones"];
+    const auto zone_ok = [](const json& v) {
+      if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 63) return false;
+      for (char ch : v.get<std::string>())
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-') return false;
+      return true;
+    };
+    if (!z.is_array() || z.empty() || z.size() > 16 || !std::all_of(z.begin(), z.end(), zone_ok))
+      return bad("'" + at + ".zones' must be a list of 1 to 16 zone names (letters, digits, -), e.g. "
+                 "[\"us-central1-a\", \"us-central1-b\"]");
+    recovery.zones = z.get<std::vector<std::string>>();
+  }
+  if (r.contains("policy")) {
+    const json& p = r["policy"];
+    if (!p.is_string() || (p != "zone" && p != "region" && p != "cloud"))
+      return bad("'" + at + ".policy' must be \"zone\" (the same offer, in the next of zones), \"region\" (the "
+                 "provider's offer in any configured region) or \"cloud\" (any configured spot provider's offer that "
+                 "fits the run)");
+    recovery.policy = p.get<std::string>();
+  }
+  if (!recovery.zones.empty() && recovery.policy != "zone")
+    return bad("'" + at + ".zones' goes with policy \"zone\"; policy \"" + recovery.policy +
+               "\" picks each attempt's region and lets the cloud pick its zone");
+  if (r.contains("max_price")) {
+    const json& m = r["max_price"];
+    if (!m.is_number() || !std::isfinite(m.get<double>()) || m.get<double>() <= 0 || m.get<double>() > 1e6)
+      return bad("'" + at + ".max_price' must be a price per machine-hour above 0 and at most 1e6, in the run's "
+                 "currency");
+    recovery.max_price = m.get<double>();
+  }
+  for (auto [key, field, lo, hi] : {std::tuple{"max_interruptions", &recovery.max_interruptions, 0, 100},
+                                    std::tuple{"on_demand_after", &recovery.on_demand_after, 0, 100},
+                                    std::tuple{"checkpoint_every_s", &recovery.checkpoint_every_s, 1, 86400}}) {
+    if (!r.contains(key)) continue;
+    if (!r[key].is_number_integer() || r[key].get<int64_t>() < lo || r[key].get<int64_t>() > hi)
+      return bad("'" + at + "." + key + "' must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+    *field = r[key].get<int>();
+  }
+  return recovery;
+}
+
 // One entry of "configs", expanded as a product over its list-valued fields.
 // A serving workload's runs are two machines each, the server and its load client: nodes 2 (given or not).
 Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& where, bool serve) {
@@ -130,53 +184,9 @@ Result<std::vector<RunConfig>> expand_config(const json& c, const std::string& w
   if (!markets) return markets.error();
   RunConfig::SpotRecovery recovery;
   if (c.contains("spot_recovery")) {
-    const json& r = c["spot_recovery"];
-    const std::string at = where + ".spot_recovery";
-    if (!r.is_object()) return bad("'" + at + "' must be an object");
-    if (std::find(markets->begin(), markets->end(), "spot") == markets->end())
-      return bad("'" + at + "' is for spot runs: set '" + where + ".market' to \"spot\"");
-    if (auto e = reject_unknown(r, at + ".", {"max_interruptions", "on_demand_after", "checkpoint_every_s", "zones",
-                                             "policy", "max_price"}))
-      return *e;
-    if (r.contains("zones")) {
-      const json& z = r["zones"];
-      const auto zone_ok = [](const json& v) {
-        if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 63) return false;
-        for (char ch : v.get<std::string>())
-          if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-') return false;
-        return true;
-      };
-      if (!z.is_array() || z.empty() || z.size() > 16 || !std::all_of(z.begin(), z.end(), zone_ok))
-        return bad("'" + at + ".zones' must be a list of 1 to 16 zone names (letters, digits, -), e.g. "
-                   "[\"us-central1-a\", \"us-central1-b\"]");
-      recovery.zones = z.get<std::vector<std::string>>();
-    }
-    if (r.contains("policy")) {
-      const json& p = r["policy"];
-      if (!p.is_string() || (p != "zone" && p != "region" && p != "cloud"))
-        return bad("'" + at + ".policy' must be \"zone\" (the same offer, in the next of zones), \"region\" (the "
-                   "provider's offer in any configured region) or \"cloud\" (any configured spot provider's offer that "
-                   "fits the run)");
-      recovery.policy = p.get<std::string>();
-    }
-    if (!recovery.zones.empty() && recovery.policy != "zone")
-      return bad("'" + at + ".zones' goes with policy \"zone\"; policy \"" + recovery.policy +
-                 "\" picks each attempt's region and lets the cloud pick its zone");
-    if (r.contains("max_price")) {
-      const json& m = r["max_price"];
-      if (!m.is_number() || !std::isfinite(m.get<double>()) || m.get<double>() <= 0 || m.get<double>() > 1e6)
-        return bad("'" + at + ".max_price' must be a price per machine-hour above 0 and at most 1e6, in the run's "
-                   "currency");
-      recovery.max_price = m.get<double>();
-    }
-    for (auto [key, field, lo, hi] : {std::tuple{"max_interruptions", &recovery.max_interruptions, 0, 100},
-                                      std::tuple{"on_demand_after", &recovery.on_demand_after, 0, 100},
-                                      std::tuple{"checkpoint_every_s", &recovery.checkpoint_every_s, 1, 86400}}) {
-      if (!r.contains(key)) continue;
-      if (!r[key].is_number_integer() || r[key].get<int64_t>() < lo || r[key].get<int64_t>() > hi)
-        return bad("'" + at + "." + key + "' must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-      *field = r[key].get<int>();
-    }
+    auto parsed = parse_spot_recovery(c, where, *markets);
+    if (!parsed) return parsed.error();
+    recovery = std::move(*parsed);
   }
   std::vector<RunConfig> out;
   for (const auto& t : types)

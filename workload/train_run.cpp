@@ -399,6 +399,9 @@ void install_stop_handler() {
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
+  // A peer rank that died closes its sockets: a write to one must fail (and be reported, naming the rank), not
+  // kill this process silently with SIGPIPE (seen under load in test_distributed's killed-rank case).
+  signal(SIGPIPE, SIG_IGN);
 }
 
 int exit_code_for(const Status& status) {

@@ -39,7 +39,8 @@ Status run_training(const Options& options, EventWriter& events);
 inline constexpr int kExitStopped = 75;
 
 // From now on SIGTERM asks run_training to write a checkpoint after the step in progress and stop
-// (Code::cancelled). Without it SIGTERM ends the process as usual.
+// (Code::cancelled), and SIGPIPE is ignored (a dead peer's socket fails the write). Without it SIGTERM ends the
+// process as usual.
 void install_stop_handler();
 
 // Exit status for a run's outcome: 0 ok, 75 stopped by SIGTERM after a checkpoint, 2 bad usage or

@@ -243,13 +243,16 @@ JsonAnswer FakeCompute::insert(const std::string& zone, const ComputeCall& c) {
   if (find(zone, inst.name, now))
     return google_error(409, "alreadyExists", "The resource 'projects/" + opts_.project + "/zones/" + zone + "/instances/" +
                                                   inst.name + "' already exists");
-  if (stockout_) {
+  auto spot_left = spot_left_.find(zone);
+  const bool spot = inst.provisioning_model == "SPOT" && spot_left != spot_left_.end();
+  if (stockout_ || (spot && spot_left->second <= 0)) {
     Operation& op = start_operation(zone, "insert", nullptr, now, c);
     op.target = inst.name;
     op.error_code = "ZONE_RESOURCE_POOL_EXHAUSTED";
     op.error_message = "The zone '" + zone_url(zone) + "' does not have enough resources available to fulfill the request.";
     return {200, operation_json(op, now, true)};
   }
+  if (spot) --spot_left->second;
   const unsigned long n = next_id_;
   inst.id = std::to_string(4000000000000000000UL + n);
   inst.zone = zone;
@@ -400,6 +403,12 @@ JsonAnswer FakeCompute::list_operations(const std::string& zone, const ComputeCa
 void FakeCompute::set_stockout(bool on) {
   std::lock_guard lock(mu_);
   stockout_ = on;
+}
+
+void FakeCompute::set_spot_capacity(const std::string& zone, std::optional<int> left) {
+  std::lock_guard lock(mu_);
+  if (left) spot_left_[zone] = *left;
+  else spot_left_.erase(zone);
 }
 
 }  // namespace tsum::providers::gce::fake

@@ -8,8 +8,8 @@
 // Operations stay RUNNING for operation_s after they start (an insert's own answer always says RUNNING).
 // requestId: a repeated insert or delete with the same requestId within request_id_ttl_s returns the first
 // call's operation and does nothing more. An insert whose name is taken by a live instance is 409
-// alreadyExists. With a stockout set, insert operations end in ZONE_RESOURCE_POOL_EXHAUSTED and create
-// nothing. Bodies with unknown fields, bad names, labels or scheduling get Compute's 400s.
+// alreadyExists. With a stockout set (or a zone's Spot capacity used up: set_spot_capacity), insert operations
+// end in ZONE_RESOURCE_POOL_EXHAUSTED and create nothing. Bodies with unknown fields, bad names, labels or scheduling get Compute's 400s.
 // Time comes from the given Clock, so a FakeClock drives the lifecycle in tests. Thread-safe.
 #pragma once
 
@@ -80,6 +80,8 @@ class FakeCompute {
   // The guest powered itself off. not_found for an unknown or gone instance.
   Status guest_shutdown(const std::string& zone, const std::string& name);
   void set_stockout(bool on);
+  // The Spot VMs `zone` can still start (nullopt: as many as asked); at 0 a Spot insert there is a stockout.
+  void set_spot_capacity(const std::string& zone, std::optional<int> left);
   // A preemption (FakeCloudApi::interrupt) of the Spot VM named `name` (or with that id): its metadata's
   // instance/preempted turns TRUE now, and notice_s later (default 30, GCE's) its instanceTerminationAction
   // applies (DELETE: STOPPING, then gone), recorded as a compute.instances.preempted operation of its zone.
@@ -126,6 +128,7 @@ class FakeCompute {
   std::map<std::string, std::pair<std::string, double>> by_request_id_;  // requestId -> operation, when
   unsigned long next_id_ = 1;
   bool stockout_ = false;
+  std::map<std::string, int> spot_left_;  // by zone; absent: no limit
 };
 
 }  // namespace tsum::providers::gce::fake

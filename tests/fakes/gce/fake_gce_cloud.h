@@ -47,6 +47,11 @@ class FakeGceCloud final : public fake_cloud::FakeCloudApi {
   int created() const { return compute_.created(); }
   Status guest_shutdown(const std::string& zone, const std::string& name);
   void set_stockout(bool on) { compute_.set_stockout(on); }
+  // POST /_fake/capacity/<zone>?spot=N: GCE's Spot capacity is per zone.
+  Status set_spot_capacity(const std::string& zone, std::optional<int> left) override {
+    compute_.set_spot_capacity(zone, left);
+    return {};
+  }
   // A Spot VM's preemption (FakeCompute::interrupt) and the instances' metadata server (FakeCompute::metadata).
   Status interrupt(const std::string& name, std::optional<double> notice_s) override {
     return compute_.interrupt(name, notice_s);

@@ -145,6 +145,25 @@ TEST_CASE("a stockout fails the insert operation: unavailable, naming GCE's code
   CHECK(c.fake.created() == 1);
 }
 
+TEST_CASE("a zone out of Spot capacity fails a Spot insert there with GCE's stockout; on-demand there and Spot in "
+          "another zone go on") {
+  Cloud c;
+  c.fake.set_spot_capacity("us-central1-a", 0);
+  auto spot = launch_spec("21");
+  spot.market = "spot";
+  spot.zone = "us-central1-a";
+  auto h = run_sync(c.provider->create(offer(), spot));
+  REQUIRE_FALSE(h.ok());
+  CHECK(h.error().detail.find("ZONE_RESOURCE_POOL_EXHAUSTED") != std::string::npos);  // what a recovery skips
+  auto standard = launch_spec("22");
+  standard.zone = "us-central1-a";
+  CHECK(run_sync(c.provider->create(offer(), standard)).ok());
+  spot.idempotency_token += "-b";
+  spot.zone = "us-central1-b";
+  CHECK(run_sync(c.provider->create(offer(), spot)).ok());
+  CHECK(c.fake.created() == 2);
+}
+
 TEST_CASE("a guest power-off reads exited (TERMINATED); maxRunDuration deletes the instance") {
   Cloud c;
   auto h = run_sync(c.provider->create(offer(), launch_spec("11")));
