@@ -1,6 +1,7 @@
 #include "api/plan_route.h"
 
 #include <charconv>
+#include <map>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -165,7 +166,7 @@ Result<std::set<int>> node_counts(const Request& req, const std::vector<billing:
 // An offer in a region other than its provider's first is its own candidate ("aws/c5.large@us-west-2"),
 // predicted from the type's runs. A spot twin is risk-rated by its own region's interruptions (n nodes: n times
 // the rate, as any node's interruption stops the run), and names the spot_recovery.policy whose next machines
-// cost least (spot_recovery_choice).
+// cost least, with the offer that policy would take.
 boost::asio::awaitable<Result<std::vector<billing::PlanCandidate>>> plan_candidates(
     daemon::ProviderRegistry& providers, daemon::Store& store, const PlanQuery& q, const std::set<int>& counts,
     const daemon::RunConfig::SpotRecovery& recovery, const std::vector<double>& restarts) {
@@ -176,11 +177,14 @@ boost::asio::awaitable<Result<std::vector<billing::PlanCandidate>>> plan_candida
     auto offers = co_await p->offers(any);
     if (offers) listed.emplace_back(p, std::move(*offers));  // a dead provider offers nothing; the others are planned
   }
-  // Each spot offer's interruption rate, from its own region's attempts.
+  // Each spot offer's interruption rate, from its own region's attempts (asked once per offer).
+  std::map<std::string, billing::SpotRate> rates;
   auto rate_of = [&](const providers::Offer& o) -> Result<billing::SpotRate> {
+    const std::string key = daemon::offer_key(o, "spot");
+    if (auto it = rates.find(key); it != rates.end()) return it->second;
     auto seen = store.spot_exposure(o.provider, o.instance_type, o.region);
     if (!seen) return seen.error();
-    return billing::estimate_spot_rate(seen->interruptions, seen->machine_hours, q.prior_rate);
+    return rates[key] = billing::estimate_spot_rate(seen->interruptions, seen->machine_hours, q.prior_rate);
   };
   for (const auto& [p, offers] : listed) {
     auto rule = q.rule_override ? q.rule_override : billing::rule_for_provider(p->name());

@@ -462,6 +462,8 @@ std::string usage() {
          "                      on SIGTERM (after the step in progress; then exit status 75)\n"
          "  --checkpoint-every S  and every S seconds of training (default 0: only on SIGTERM)\n"
          "  --resume PATH       go on from such a checkpoint: same model, optimizer and data\n"
+         "                      (data-parallel ring or ps: each rank its own, written at a step\n"
+         "                      the ranks agree on; a SIGTERM to any rank stops them all there)\n"
          "  --seed N            seed for initialization, shuffling, dropout, synthetic data\n"
          "                      (default 1)\n"
          "  --help              print this text\n"
