@@ -142,7 +142,7 @@ Result<EventOutcome> Ledger::apply_run_event(int64_t run_id, const AgentEvent& e
     if (auto s = st->bind(run_id, epoch, ev.attrs.dump()).run(); !s) return s.error();
     out.recorded = db_.changes() == 1;
   } else if (ev.kind == Kind::interrupted || ev.kind == Kind::checkpoint) {
-    auto kept = record_spot_event(run_id, ev);
+    auto kept = record_spot_event(run_id, 1, ev);
     if (!kept) return kept.error();
     out.recorded = *kept;
   } else {
@@ -153,11 +153,11 @@ Result<EventOutcome> Ledger::apply_run_event(int64_t run_id, const AgentEvent& e
 
 // Inside apply_agent_event's transaction: an interruption's notice (the attempt's first, whichever node had it)
 // or a delivered checkpoint (each rank's its own).
-Result<bool> Ledger::record_spot_event(int64_t run_id, const AgentEvent& ev) {
-  if (ev.kind == AgentEvent::Kind::checkpoint) return record_checkpoint(run_id, ev);
+Result<bool> Ledger::record_spot_event(int64_t run_id, int nodes, const AgentEvent& ev) {
+  if (ev.kind == AgentEvent::Kind::checkpoint) return record_checkpoint(run_id, nodes, ev);
   nlohmann::json notice = {{"source", "agent"}, {"cloud", ev.attrs.value("cloud", "")},
                            {"text", ev.attrs.value("notice", "")}, {"at", clock_.now_s()}, {"mono_s", ev.mono_s}};
-  if (auto n = nodes_of(run_id); n && *n > 1) notice["node"] = ev.node;
+  if (nodes > 1) notice["node"] = ev.node;
   return note_interruption(run_id, notice);
 }
 
@@ -217,7 +217,7 @@ Result<EventOutcome> Ledger::apply_node_event(int64_t run_id, int nodes, const A
       out.recorded = db_.changes() == 1;
     }
   } else if (ev.kind == Kind::interrupted || ev.kind == Kind::checkpoint) {
-    auto kept = record_spot_event(run_id, ev);
+    auto kept = record_spot_event(run_id, nodes, ev);
     if (!kept) return kept.error();
     out.recorded = *kept;
   } else {
@@ -479,7 +479,7 @@ Result<bool> Ledger::note_interruption(int64_t run_id, const nlohmann::json& not
 }
 
 // Inside apply_agent_event's transaction: the checkpoint names an artifact of the run the daemon holds whole.
-Result<bool> Ledger::record_checkpoint(int64_t run_id, const AgentEvent& ev) {
+Result<bool> Ledger::record_checkpoint(int64_t run_id, int nodes, const AgentEvent& ev) {
   const std::string artifact = ev.attrs.value("artifact", ""), sha = ev.attrs.value("sha256", "");
   auto held = db_.prepare("SELECT sha256, bytes FROM run_artifacts WHERE run_id = ? AND name = ?");
   if (!held) return held.error();
@@ -495,7 +495,7 @@ Result<bool> Ledger::record_checkpoint(int64_t run_id, const AgentEvent& ev) {
   attrs.erase("event");
   attrs.erase("path");
   attrs.erase("rank");
-  if (auto n = nodes_of(run_id); n && *n > 1) attrs["node"] = ev.node;  // one rank's
+  if (nodes > 1) attrs["node"] = ev.node;  // one rank's
   auto st = db_.prepare(
       "INSERT INTO run_checkpoints (run_id, attempt, artifact, sha256, bytes, attrs, received_at) "
       "VALUES (?1, (SELECT attempt FROM runs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING");

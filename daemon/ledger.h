@@ -155,8 +155,9 @@ class Ledger {
   Status record_stats(int64_t run_id, Phase phase, const PhaseStats& stats);
   Result<int> nodes_of(int64_t run_id);
   Result<EventOutcome> apply_run_event(int64_t run_id, const AgentEvent& ev);
-  Result<bool> record_spot_event(int64_t run_id, const AgentEvent& ev);
-  Result<bool> record_checkpoint(int64_t run_id, const AgentEvent& ev);
+  // `nodes`: the run's (a multi-node run's notice and checkpoints name their node).
+  Result<bool> record_spot_event(int64_t run_id, int nodes, const AgentEvent& ev);
+  Result<bool> record_checkpoint(int64_t run_id, int nodes, const AgentEvent& ev);
   Result<std::map<Phase, PhaseRecord>> phases_of(int64_t run_id, std::optional<int> attempt);
   Result<EventOutcome> apply_node_event(int64_t run_id, int nodes, const AgentEvent& ev);
   // Writes the run's mark of `phase` from its nodes' once all `nodes` have ended it. True if written.

@@ -497,12 +497,13 @@ std::optional<RunManager::Outcome> RunManager::after_notice(LiveRun& live, const
   const auto notice_wait = std::chrono::seconds(150);
   bool begun = false, learned = false;
   if (live.entry.nodes > 1) {  // the run's own marks wait for every node: each node's says (any began, all ended)
-    auto nodes = s_.ledger.node_phases(live.id);
-    learned = nodes && static_cast<int>(nodes->size()) == live.entry.nodes;
-    for (auto& [_, ph] : nodes ? *nodes : std::map<int, std::map<Phase, PhaseRecord>>{}) {
-      const bool b = ph.count(Phase::learn) && ph[Phase::learn].begin;
-      begun = begun || b;
-      learned = learned && b && ph[Phase::learn].end;
+    if (auto nodes = s_.ledger.node_phases(live.id)) {
+      learned = static_cast<int>(nodes->size()) == live.entry.nodes;
+      for (auto& [_, ph] : *nodes) {
+        const bool b = ph.count(Phase::learn) && ph[Phase::learn].begin;
+        begun = begun || b;
+        learned = learned && b && ph[Phase::learn].end;
+      }
     }
   } else {
     auto phases = s_.ledger.phases(live.id);

@@ -257,9 +257,9 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
     if (auto p = a.phases.find(Phase::poweroff); p != a.phases.end() && p->second.end) last_poweroff = p->second.end->t;
     const auto up = up_time(a.phases);
     const bool taken_back = a.outcome == "interrupted" && a.notice.has_value();
+    const bool free = taken_back && a.spec.provider == "aws" && a.spec.market == "spot" && up && *up < 3600;
     json bill = json::object();
     for (const auto& rule : rules) {
-      const bool free = taken_back && a.spec.provider == "aws" && a.spec.market == "spot" && up && *up < 3600;
       const double billed = up && !free ? billing::billed_seconds(rule, *up) : 0;
       const double amount = up && !free ? billing::cost(rule, a.spec.hourly_price, *up) : 0;
       out.billed_s[rule.name] += billed;
@@ -270,7 +270,6 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
     // The attempt's own bill: its provider's rule (billing/rules.json), in its provider's currency.
     json own = nullptr;
     if (auto rule = billing::rule_for_provider(a.spec.provider); rule && up) {
-      const bool free = taken_back && a.spec.provider == "aws" && a.spec.market == "spot" && *up < 3600;
       own = {{"rule", rule->name},
              {"billed_s", free ? 0.0 : billing::billed_seconds(*rule, *up)},
              {"amount", free ? 0.0 : billing::cost(*rule, a.spec.hourly_price, *up)},

@@ -16,6 +16,8 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "integration/cloud_rig.h"
 
@@ -75,6 +77,22 @@ json learning(TwoCloudRig& rig, const std::string& admin, int id, int attempt) {
   return run;
 }
 
+// Runs 1 (on spot) and 2 (its on-demand reference) once both have finished; both must be done.
+std::pair<json, json> both_done(const DaemonProcess& daemon, const std::string& admin, std::chrono::seconds within) {
+  json run, reference;
+  bool finished = eventually([&] {
+    run = daemon.call("GET", "/v1/runs/1", admin).json();
+    reference = daemon.call("GET", "/v1/runs/2", admin).json();
+    return is_terminal(run) && is_terminal(reference);
+  }, within);
+  INFO(run.dump(2));
+  INFO(daemon.log());
+  REQUIRE(finished);
+  REQUIRE(run["status"] == "done");
+  REQUIRE(reference["status"] == "done");
+  return {run, reference};
+}
+
 }  // namespace
 
 TEST_CASE("a spot run with policy cloud moves to a second region, then to a second cloud, as each runs out of spot "
@@ -113,16 +131,7 @@ TEST_CASE("a spot run with policy cloud moves to a second region, then to a seco
   REQUIRE(rig.aws.interrupt(run["instance"]["id"], rig.tls.ca_file(), 0).find("interrupting") != std::string::npos);
 
   json reference;
-  bool finished = eventually([&] {
-    run = rig.run(admin, 1);
-    reference = rig.run(admin, 2);
-    return is_terminal(run) && is_terminal(reference);
-  }, std::chrono::seconds(400));
-  INFO(run.dump(2));
-  INFO(rig.daemon.log());
-  REQUIRE(finished);
-  REQUIRE(run["status"] == "done");
-  REQUIRE(reference["status"] == "done");
+  std::tie(run, reference) = both_done(rig.daemon, admin, std::chrono::seconds(400));
 
   const json& a = run["attempts"];
   REQUIRE(a.size() == 3);
@@ -236,16 +245,7 @@ TEST_CASE("a two-node ring run on spot: one node gets EC2's notice, every rank c
   REQUIRE(rig.fake.interrupt(nodes[1]["id"], rig.tls.ca_file(), 30).find("interrupting") != std::string::npos);
 
   json reference;
-  bool finished = eventually([&] {
-    run = rig.daemon.call("GET", "/v1/runs/1", admin).json();
-    reference = rig.daemon.call("GET", "/v1/runs/2", admin).json();
-    return is_terminal(run) && is_terminal(reference);
-  }, std::chrono::seconds(480));
-  INFO(run.dump(2));
-  INFO(rig.daemon.log());
-  REQUIRE(finished);
-  REQUIRE(run["status"] == "done");
-  REQUIRE(reference["status"] == "done");
+  std::tie(run, reference) = both_done(rig.daemon, admin, std::chrono::seconds(480));
   const json& a = run["attempts"];
   REQUIRE(a.size() == 2);
   CHECK(a[0]["outcome"] == "interrupted");
