@@ -2,7 +2,10 @@
 
 #include <openssl/rand.h>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -193,6 +196,8 @@ Result<std::unique_ptr<App>> App::create(boost::asio::io_context& io, AppOptions
   app->budget_ = std::make_unique<daemon::Budget>(
       *app->db_, app->clock_, daemon::BudgetOptions{.monthly = o.monthly_budget,
                                                    .run_deadline = daemon::RunManagerOptions{}.run_deadline});
+  app->listing_ = std::make_unique<daemon::Listing>(*app->db_, *app->store_);
+  app->totals_ = std::make_unique<daemon::Totals>(*app->db_, *app->views_, *app->budget_);
   app->blobs_ = std::make_unique<daemon::BlobStore>(o.state_dir + "/blobs");
   app->datasets_ = std::make_unique<daemon::Datasets>(*app->db_, *app->blobs_, app->clock_);
   app->logs_ = std::make_unique<daemon::RunLogs>(*app->db_, app->clock_);
@@ -303,7 +308,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, *datasets_, clock_,
                                                    [this] { runs_->notify(); });
   add_rest_routes(router_, {*store_, *views_, *ledger_, *tokens_, *runs_, providers_, *datasets_, *artifacts_, *watch_,
-                            catalogs_, *db_, *commits_});
+                            catalogs_, *db_, *commits_, *listing_, *totals_});
   add_artifact_routes(router_, {*datasets_, *artifacts_, *blobs_, *tokens_, *store_, bundle_.sha256, agent_.sha256, 0});
   add_log_routes(router_, {*logs_, *ledger_, *tokens_, *watch_, *commits_});
   add_join_routes(router_, *byo_);
@@ -314,16 +319,35 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   add_plan_route(router_, *store_, *views_, *tokens_, providers_);
   add_token_routes(router_, *tokens_);
   add_openapi_route(router_);
-  add_metrics_route(router_, {*db_, *views_, *tokens_, provider_calls_, *budget_, checkpointer_.get()});
+  add_metrics_route(router_, {*db_, *totals_, *tokens_, provider_calls_, *budget_, checkpointer_.get()});
   add_web_routes(router_, {web::assets(), opts_.web_dir});
   server_->accept();  // every route is in place
   co_await runs_->reconcile();
   runs_->start();
   boost::asio::co_spawn(io_, schedules_->run(), boost::asio::detached);
+  boost::asio::co_spawn(io_, settle_loop(), boost::asio::detached);
   co_return port_;
 }
 
+boost::asio::awaitable<void> App::settle_loop() {
+  settle_timer_.emplace(io_);
+  while (!stopping_) {
+    // A batch at a time, so requests and agents' events are served between batches.
+    auto n = totals_->settle();
+    if (!n) std::cerr << "tsumd: settling finished runs' costs: " << n.error().detail << "\n";
+    if (n && *n > 0) {
+      co_await boost::asio::post(io_, boost::asio::use_awaitable);
+      continue;
+    }
+    settle_timer_->expires_after(std::chrono::seconds(1));
+    auto [ec] = co_await settle_timer_->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    if (ec) break;
+  }
+}
+
 boost::asio::awaitable<void> App::shutdown() {
+  stopping_ = true;
+  if (settle_timer_) settle_timer_->cancel();
   if (schedules_) schedules_->stop();
   if (searches_) searches_->stop();
   if (runs_) co_await runs_->shutdown(opts_.shutdown_grace);

@@ -5,6 +5,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -24,6 +25,7 @@
 #include "daemon/db_lock.h"
 #include "daemon/group_commit.h"
 #include "daemon/ledger.h"
+#include "daemon/listing.h"
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
 #include "billing/catalog.h"
@@ -35,6 +37,7 @@
 #include "daemon/run_watch.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
+#include "daemon/totals.h"
 #include "daemon/views.h"
 #include "daemon/wal_checkpointer.h"
 #include "providers/byo/byo_provider.h"
@@ -102,6 +105,8 @@ class App {
   // Stores the trainer bundle and registers the built-in data set (fashion-mnist from data_dir).
   Status add_artifacts();
   Result<std::vector<billing::CsvRun>> trace_runs() const;
+  // Settles finished runs' costs into the sums (daemon/totals.h) every second until shutdown.
+  boost::asio::awaitable<void> settle_loop();
 
   boost::asio::io_context& io_;
   AppOptions opts_;
@@ -115,6 +120,10 @@ class App {
   std::unique_ptr<daemon::TokenStore> tokens_;
   std::unique_ptr<daemon::Views> views_;
   std::unique_ptr<daemon::Budget> budget_;
+  std::unique_ptr<daemon::Listing> listing_;  // the paged lists
+  std::unique_ptr<daemon::Totals> totals_;    // the sums /metrics and the lists read
+  std::optional<boost::asio::steady_timer> settle_timer_;
+  bool stopping_ = false;
   std::unique_ptr<daemon::BlobStore> blobs_;
   std::unique_ptr<daemon::Datasets> datasets_;
   std::unique_ptr<daemon::RunArtifacts> artifacts_;

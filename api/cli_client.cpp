@@ -31,8 +31,10 @@ constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd
   tsumd experiment create -f SPEC.json | --preset NAME [--wait [--timeout S]] [--workdir-limit MB]
                                      a folder job's workdir is packed and uploaded first (docs/workload.md)
   tsumd preset list                  the seeds' experiments for the providers configured, runs and worst case
-  tsumd experiment list | show ID | cancel ID | export ID [--format csv|json]
-  tsumd runs list [--experiment ID] [--status S]
+  tsumd experiment list [--limit N] [--all] [--order asc|desc]   a page of experiments (100 unless --limit)
+  tsumd experiment show ID | cancel ID | export ID [--format csv|json]
+  tsumd runs list [--experiment ID] [--status S[,S]] [--provider P] [--config TYPE] [--limit N] [--all]
+                                     a page of runs; --all follows every page
   tsumd runs join ID                 the command that joins a machine to a waiting byo run
   tsumd runs logs ID [-f]            what the run printed; -f follows it until the run ends
   tsumd plan --experiment ID [--objective cost|time|cost_under_deadline|budget] [--deadline S] [--budget B]
@@ -53,6 +55,7 @@ struct Args {
   std::map<std::string, std::string> flags;
   bool json = false;
   bool wait = false;
+  bool all = false;     // a list: every page, following next_cursor
   bool follow = false;  // runs logs -f
 };
 
@@ -67,12 +70,13 @@ Result<Args> parse_args(const std::vector<std::string>& in) {
                                                    "objective", "deadline", "budget", "repetitions", "billing",
                                                    "scope", "timeout", "preset", "p99-ms", "rate", "hours",
                                                    "nodes", "interruptions-per-hour", "provider", "workdir-limit",
-                                                   "max-batch", "max-delay-ms", "threads", "instances"};
+                                                   "max-batch", "max-delay-ms", "threads", "instances", "limit",
+                                                   "cursor", "config", "order"};
   Args a;
   for (size_t i = 0; i < in.size(); ++i) {
     std::string arg = in[i];
-    if (arg == "--json" || arg == "--wait") {
-      (arg == "--json" ? a.json : a.wait) = true;
+    if (arg == "--json" || arg == "--wait" || arg == "--all") {
+      (arg == "--json" ? a.json : arg == "--wait" ? a.wait : a.all) = true;
       continue;
     }
     const bool logs = a.words.size() >= 2 && a.words[0] == "runs" && a.words[1] == "logs";
@@ -273,20 +277,60 @@ int experiment_create(cli::Context& c, const Args& a) {
   return cli::follow_experiment(c, id, *timeout_s);
 }
 
-int experiment_list(cli::Context& c) {
+// A paged list (GET /v1/runs, /v1/experiments): `base` with the page flags (--limit, --cursor, --order) and
+// `filters` from the flags; one page, or with --all every page, following next_cursor. The rows under `key`, and
+// what the last page said of the rest.
+struct Listed {
+  json rows = json::array();
+  int64_t total = 0;
+  std::string next_cursor;
+};
+std::optional<Listed> list_pages(cli::Context& c, const Args& a, const std::string& base, const char* key,
+                                 std::initializer_list<const char*> filters, int* code) {
+  std::string query;
+  for (const char* f : filters)
+    if (auto it = a.flags.find(f); it != a.flags.end()) query += std::string("&") + f + "=" + encode(it->second);
+  for (const char* f : {"limit", "order"})
+    if (auto it = a.flags.find(f); it != a.flags.end()) query += std::string("&") + f + "=" + encode(it->second);
+  Listed out;
+  std::string cursor = a.flags.count("cursor") ? a.flags.at("cursor") : "";
+  for (;;) {
+    std::string target = base + "?" + query.substr(query.empty() ? 0 : 1);
+    if (!cursor.empty()) target += (query.empty() ? "" : "&") + std::string("cursor=") + encode(cursor);
+    if (target.back() == '?') target.pop_back();
+    auto r = c.call("GET", target, code);
+    if (!r) return std::nullopt;
+    for (auto& row : r->json[key]) out.rows.push_back(std::move(row));
+    out.total = r->json.value("total", int64_t{0});
+    cursor = r->json.value("next_cursor", json()).is_string() ? r->json["next_cursor"].get<std::string>() : "";
+    if (cursor.empty() || !a.all) break;
+  }
+  out.next_cursor = cursor;
+  return out;
+}
+
+// After a page that is not the last: how many more there are and how to get them.
+void more_hint(cli::Context& c, const Listed& l, const char* what) {
+  if (l.next_cursor.empty()) return;
+  c.out << l.rows.size() << " of " << l.total << " " << what << " shown; --all for every page, or --cursor "
+        << l.next_cursor << " for the next\n";
+}
+
+int experiment_list(cli::Context& c, const Args& a) {
   int code = 0;
-  auto r = c.call("GET", "/v1/experiments", &code);
+  auto r = list_pages(c, a, "/v1/experiments", "experiments", {"schedule", "search"}, &code);
   if (!r) return code;
-  if (c.json) return print_json(c, r->json), kExitOk;
+  if (c.json) return print_json(c, {{"experiments", r->rows}, {"total", r->total}}), kExitOk;
   std::vector<std::vector<std::string>> rows;
-  for (const auto& e : r->json["experiments"]) {
+  for (const auto& e : r->rows) {
     const auto& p = e["progress"];
     rows.push_back({std::to_string(e["id"].get<int64_t>()), e["name"], e["status"],
-                    std::to_string(p["finished"].get<int>()) + "/" + std::to_string(p["runs"].get<int>()),
-                    std::to_string(p["done"].get<int>()), std::to_string(p["failed"].get<int>()),
-                    std::to_string(p["cancelled"].get<int>()), local_time(e["created_at"])});
+                    std::to_string(p["finished"].get<int64_t>()) + "/" + std::to_string(p["runs"].get<int64_t>()),
+                    std::to_string(p["done"].get<int64_t>()), std::to_string(p["failed"].get<int64_t>()),
+                    std::to_string(p["cancelled"].get<int64_t>()), local_time(e["created_at"])});
   }
   cli::print_table(c.out, {"ID", "NAME", "STATUS", "FINISHED", "DONE", "FAILED", "CANCELLED", "CREATED"}, rows);
+  more_hint(c, *r, "experiments");
   return kExitOk;
 }
 
@@ -335,16 +379,12 @@ int experiment_export(cli::Context& c, const Args& a, const std::string& id) {
 }
 
 int runs_list(cli::Context& c, const Args& a) {
-  std::string target = "/v1/runs";
-  std::string sep = "?";
-  for (const char* key : {"experiment", "status"})
-    if (auto it = a.flags.find(key); it != a.flags.end()) target += sep + key + "=" + encode(it->second), sep = "&";
   int code = 0;
-  auto r = c.call("GET", target, &code);
+  auto r = list_pages(c, a, "/v1/runs", "runs", {"experiment", "status", "provider", "config"}, &code);
   if (!r) return code;
-  if (c.json) return print_json(c, r->json), kExitOk;
+  if (c.json) return print_json(c, {{"runs", r->rows}, {"total", r->total}}), kExitOk;
   std::vector<std::vector<std::string>> rows;
-  for (const auto& run : r->json["runs"]) {
+  for (const auto& run : r->rows) {
     // Runs of different experiments may be priced under different rules: name the one shown.
     std::string rule = run["cost"].contains("per_second_60s_min") || run["cost"].empty() ? "per_second_60s_min"
                                                                                           : run["cost"].begin().key();
@@ -355,6 +395,7 @@ int runs_list(cli::Context& c, const Args& a) {
   auto header = cli::run_header();
   header.insert(header.begin() + 1, "EXP");
   cli::print_table(c.out, header, rows);
+  more_hint(c, *r, "runs");
   return kExitOk;
 }
 
@@ -608,7 +649,7 @@ int search(cli::Context& c, const Args& a) {
 int experiment(cli::Context& c, const Args& a) {
   const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
   if (verb == "create") return experiment_create(c, a);
-  if (verb == "list") return experiment_list(c);
+  if (verb == "list") return experiment_list(c, a);
   if (verb != "show" && verb != "cancel" && verb != "export")
     return usage(c.err, "experiment needs create, list, show, cancel or export");
   if (a.words.size() != 3 || !positive_id(a.words[2]))

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <optional>
 
+#include "api/paging.h"
 #include "api/route_helpers.h"
 #include "api/run_stream.h"
 #include "common/etag.h"
@@ -22,39 +23,67 @@ namespace {
 
 using Awaitable = boost::asio::awaitable<Response>;
 
-// GET /v1/runs: every run, or one experiment's (?experiment=ID), optionally of one status (?status=S), without
-// their epochs and resource statistics.
-Result<json> list_runs(const RestContext& c, const std::map<std::string, std::string>& query) {
-  std::vector<int64_t> experiments;
-  if (auto it = query.find("experiment"); it != query.end()) {
-    int64_t id = 0;
-    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), id);
-    if (ec != std::errc() || p != it->second.data() + it->second.size() || id <= 0)
-      return make_error(Code::invalid_argument, "'experiment' must be an experiment id");
-    experiments.push_back(id);
-  } else {
-    auto all = c.store.experiments();
-    if (!all) return all.error();
-    for (const auto& e : *all) experiments.push_back(e.id);
+// GET /v1/runs: a page of runs, filtered (api/paging.h), without their epochs and resource statistics.
+Result<json> list_runs(const RestContext& c, const Request& req) {
+  auto filter = run_filter(req);
+  if (!filter) return filter.error();
+  auto page = page_request(req, "runs");
+  if (!page) return page.error();
+  auto listed = c.listing.runs(*filter, *page);
+  if (!listed) return listed.error();
+  json runs = json::array();
+  for (const auto& r : listed->rows) {
+    auto row = c.views.list_row(r);
+    if (!row) return row.error();
+    runs.push_back(std::move(*row));
   }
-  std::optional<std::string> status;
-  if (auto it = query.find("status"); it != query.end()) {
-    if (!daemon::parse_status(it->second))
-      return make_error(Code::invalid_argument, "unknown status '" + it->second + "' (" + daemon::status_names() + ")");
-    status = it->second;
+  return json{{"runs", std::move(runs)},
+              {"total", listed->total},
+              {"limit", page->limit},
+              {"next_cursor", listed->next_after ? json(next_cursor("runs", *page, *listed->next_after)) : json()}};
+}
+
+// GET /v1/experiments: a page of compact rows: name, status, progress and counts by status (from the counters the
+// database keeps), machines, spend per rule of its finished runs (daemon/totals.h). The detail is
+// GET /v1/experiments/{id}.
+Result<json> list_experiments(const RestContext& c, const Request& req) {
+  auto filter = experiment_filter(req);
+  if (!filter) return filter.error();
+  auto page = page_request(req, "experiments");
+  if (!page) return page.error();
+  if (auto s = c.totals.settle_all(); !s) return s.error();
+  auto listed = c.listing.experiments(*filter, *page);
+  if (!listed) return listed.error();
+  json rows = json::array();
+  for (const auto& e : listed->rows) {
+    auto counts = c.listing.status_counts(e.id);
+    if (!counts) return counts.error();
+    auto spend = c.totals.experiment_spend(e.id);
+    if (!spend) return spend.error();
+    json by_rule = json::object();
+    for (const auto& s : *spend)
+      by_rule[s.rule] = {{"amount", s.amount}, {"currency", s.currency}, {"runs", s.runs}};
+    json configs = json::array();
+    for (const auto& config : e.spec.configs) configs.push_back(config.provider + "/" + config.instance_type);
+    json progress = daemon::progress_of(*counts);
+    progress["by_status"] = *counts;
+    json row{{"id", e.id},
+             {"name", e.name},
+             {"status", daemon::experiment_status(*counts)},
+             {"progress", std::move(progress)},
+             {"configs", e.unreadable.empty() ? std::move(configs) : json()},
+             {"schedule_id", e.schedule_id ? json(*e.schedule_id) : json()},
+             {"search_id", e.search_id ? json(*e.search_id) : json()},
+             {"created_at", e.created_at},
+             {"spend", std::move(by_rule)}};
+    if (!e.unreadable.empty()) row["error"] = e.unreadable;
+    rows.push_back(std::move(row));
   }
-  json out = json::array();
-  for (int64_t id : experiments) {
-    auto e = c.views.experiment(id);
-    if (!e) return e.error();
-    for (auto& run : (*e)["runs"]) {
-      if (status && run["status"] != *status) continue;
-      run.erase("epochs");
-      run.erase("stats");
-      out.push_back(std::move(run));
-    }
-  }
-  return out;
+  return json{{"experiments", std::move(rows)},
+              {"total", listed->total},
+              {"limit", page->limit},
+              {"next_cursor",
+               listed->next_after ? json(next_cursor("experiments", *page, *listed->next_after)) : json()}};
 }
 
 // A JSON body with its ETag: 304 when If-None-Match names it.
@@ -131,9 +160,9 @@ void add_experiment_routes(Router& router, const RestContext& c) {
 
   router.add("GET", "/v1/experiments", [c](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
-    auto all = c.views.experiments();
-    if (!all) co_return error_response(all.error());
-    co_return json_response(200, {{"experiments", *all}});
+    auto listed = list_experiments(c, req);
+    if (!listed) co_return from_error(listed.error());
+    co_return json_response(200, *listed);
   });
 
   router.add("GET", "/v1/experiments/{id}", [c](Request& req) -> Awaitable {
@@ -236,9 +265,9 @@ void add_preset_routes(Router& router, const RestContext& c) {
 void add_run_routes(Router& router, const RestContext& c) {
   router.add("GET", "/v1/runs", [c](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
-    auto listed = list_runs(c, req.query);
+    auto listed = list_runs(c, req);
     if (!listed) co_return from_error(listed.error());
-    co_return json_response(200, {{"runs", *listed}});
+    co_return json_response(200, *listed);
   });
 
   // The agent's resource samples of a run, dstat-like CSV (what save copied into the results directory).
@@ -354,7 +383,7 @@ void add_metrics_route(Router& router, MetricsContext m) {
     auto info = bearer(req, m.tokens);
     if (!info || !(info->admin || info->metrics))
       co_return error_response(401, "unauthenticated", "GET /metrics needs an admin or a metrics token");
-    auto body = daemon::render_metrics(m.db, m.views, m.calls, m.budget, m.wal);
+    auto body = daemon::render_metrics(m.db, m.totals, m.calls, m.budget, m.wal);
     if (!body) co_return error_response(body.error());
     Response r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -7,11 +7,14 @@
 //                                     "errors": [{"provider", "detail"}] for each provider whose price API
 //                                     failed (empty when none), its offers left out
 //   POST   /v1/experiments            experiment body → 201 {"id": ...}
-//   GET    /v1/experiments            all experiments, without their runs
+//   GET    /v1/experiments?limit=N&cursor=C&order=asc|desc&schedule=ID&search=ID&created_after=T&created_before=T
+//                                     a page of compact rows (status, counts by status, machines, spend)
 //   GET    /v1/experiments/{id}       status, progress, runs, summary
 //   DELETE /v1/experiments/{id}       cancel every unfinished run → 202, the experiment (no runs) + cancelled_runs
 //   GET    /v1/experiments/{id}/export?format=csv|json   one row per run (phases, t_sum, cost, resources)
-//   GET    /v1/runs?experiment=ID&status=S   runs (all, or one experiment's), without epochs and stats
+//   GET    /v1/runs?limit=N&cursor=C&order=asc|desc&experiment=ID&status=S[,S]&provider=P&config=TYPE&schedule=ID
+//          &created_after=T&created_before=T   a page of runs, without epochs and stats; {"runs", "total",
+//                                     "limit", "next_cursor"} (api/paging.h)
 //   GET    /v1/runs/{id}              one run
 //   GET    /v1/runs/{id}/samples.csv  the run's resource samples over time, dstat-like
 //   GET    /v1/runs/{id}/stream       Server-Sent Events: the run now and after each change (see run_stream.h)
@@ -30,12 +33,14 @@
 #include "daemon/budget.h"
 #include "daemon/group_commit.h"
 #include "daemon/ledger.h"
+#include "daemon/listing.h"
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
 #include "daemon/run_manager.h"
 #include "daemon/run_watch.h"
 #include "daemon/store.h"
 #include "daemon/token_store.h"
+#include "daemon/totals.h"
 #include "daemon/views.h"
 
 namespace tsum::api {
@@ -53,6 +58,8 @@ struct RestContext {
   const std::vector<billing::Catalog>& catalogs;  // the providers' price catalogs, for their metadata
   const daemon::Db& db;                            // /healthz reports a database that cannot be written
   daemon::GroupCommit& commits;                    // agents' events, many to a transaction
+  daemon::Listing& listing;                        // the paged lists
+  daemon::Totals& totals;                          // the sums kept as runs finish
 };
 
 void add_rest_routes(Router& router, RestContext ctx);
@@ -60,7 +67,7 @@ void add_rest_routes(Router& router, RestContext ctx);
 // GET /metrics, Prometheus text format (daemon/metrics.h). An admin or a metrics-scope token may read it.
 struct MetricsContext {
   daemon::Db& db;
-  daemon::Views& views;
+  daemon::Totals& totals;
   daemon::TokenStore& tokens;
   const daemon::ProviderCallMetrics& calls;
   daemon::Budget& budget;

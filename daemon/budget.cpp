@@ -34,6 +34,13 @@ constexpr std::string_view kCostQuery =
     "r.config_index "
     "FROM runs r JOIN experiments e ON e.id = r.experiment_id WHERE ";
 
+// Runs whose instance may be up (every status between queued and the end), and finished runs not settled yet
+// (daemon/totals.h): the runs whose charge is not in the sums the database keeps.
+constexpr std::string_view kLive =
+    "'provisioning', 'booting', 'installing', 'loading', 'starting', 'learning', 'verifying', 'saving', 'terminating'";
+constexpr std::string_view kUnsettled =
+    "r.id IN (SELECT run_id FROM run_settle WHERE run_id NOT IN (SELECT run_id FROM run_charges))";
+
 }  // namespace
 
 double charge(const billing::BillingRule& rule, double hourly_price, double up_s) {
@@ -50,7 +57,7 @@ double month_start(double t) {
 }
 
 Result<Budget::ExperimentInfo> Budget::experiment_info(int64_t experiment_id) {
-  if (auto it = experiments_.find(experiment_id); it != experiments_.end()) return it->second;
+  if (auto* held = experiments_.find(experiment_id)) return *held;
   auto st = db_.prepare("SELECT spec, schedule_id FROM experiments WHERE id = ?");
   if (!st) return st.error();
   st->bind(experiment_id);
@@ -66,7 +73,8 @@ Result<Budget::ExperimentInfo> Budget::experiment_info(int64_t experiment_id) {
   for (size_t v = 0; v < spec->variants(); ++v)
     if (spec->config_of(v).market == "spot") info.retries[static_cast<int>(v)] = spec->config_of(v).spot_recovery.max_interruptions;
   if (!st->is_null(1)) info.schedule_id = st->int64(1);
-  return experiments_[experiment_id] = std::move(info);
+  experiments_.put(experiment_id, info);
+  return info;
 }
 
 Result<std::vector<Budget::RunCost>> Budget::costs(const std::string& where, const std::vector<SqlValue>& args) {
@@ -107,6 +115,7 @@ Result<std::vector<Budget::RunCost>> Budget::costs(const std::string& where, con
       r.cost.worst += it->second * charge(used, r.hourly_price, 1e-9);
     r.cost.started = r.begin.has_value();
     if (r.begin) {
+      r.cost.begin = *r.begin;
       double until = r.end ? *r.end : r.finished ? r.updated_at : now;
       r.cost.accrued = billing::cost(used, r.hourly_price, std::max(0.0, until - *r.begin),
                                      billing::start_offset_of(used, *r.begin));
@@ -141,11 +150,16 @@ Result<std::vector<Budget::Scope>> Budget::scopes_of(int64_t run_id) {
                      {*info->schedule_id}});
   }
   if (opts_.monthly) {
-    // Runs whose instance started this month, and every unfinished run (a queued one just started has no mark).
+    // The month's settled runs from the sums; every run not settled yet whose instance started this month, and
+    // every unfinished one (a queued one just started has no mark), from its marks.
+    const double month = month_start(clock_.now_s());
+    auto settled = settled_in_month(month);
+    if (!settled) return settled.error();
     out.push_back({"the monthly budget", *opts_.monthly,
-                   "(r.status NOT IN ('done', 'failed', 'cancelled') OR r.id IN (SELECT run_id FROM phase_marks "
-                   "WHERE phase = 'startup' AND mark = 'begin' AND clock = 'daemon' AND t >= ?))",
-                   {month_start(clock_.now_s())}});
+                   "(r.status NOT IN ('done', 'failed', 'cancelled') OR (" + std::string(kUnsettled) +
+                       " AND r.id IN (SELECT run_id FROM phase_marks WHERE phase = 'startup' AND mark = 'begin' AND "
+                       "clock = 'daemon' AND t >= ?)))",
+                   {month}, *settled});
   }
   return out;
 }
@@ -156,7 +170,7 @@ Result<Budget::Admission> Budget::admit(int64_t run_id, const std::set<int64_t>&
   for (const auto& scope : *scopes) {
     auto runs = costs(scope.where, scope.args);
     if (!runs) return runs.error();
-    double used = 0, worst = 0;
+    double used = scope.settled, worst = 0;
     bool any_live = false;
     for (const auto& r : *runs) {
       if (r.id == run_id) {
@@ -182,7 +196,7 @@ Result<std::optional<std::string>> Budget::over_cap(int64_t run_id) {
   for (const auto& scope : *scopes) {
     auto runs = costs(scope.where, scope.args);
     if (!runs) return runs.error();
-    double total = 0;
+    double total = scope.settled;
     for (const auto& r : *runs) total += r.accrued;
     if (total >= scope.cap - kEpsilon)
       return std::optional<std::string>("budget: " + scope.name + " reached its cap of " + money(scope.cap) +
@@ -191,23 +205,49 @@ Result<std::optional<std::string>> Budget::over_cap(int64_t run_id) {
   return std::optional<std::string>{};
 }
 
+Result<double> Budget::settled_in_month(double month) {
+  auto st = db_.prepare("SELECT COALESCE(SUM(amount), 0) FROM charge_totals WHERE month = ?");
+  if (!st) return st.error();
+  st->bind(month);
+  auto row = st->step();
+  if (!row) return row.error();
+  return *row ? st->real(0) : 0.0;
+}
+
 Result<double> Budget::month_charge() {
-  auto runs = costs("r.id IN (SELECT run_id FROM phase_marks WHERE phase = 'startup' AND mark = 'begin' AND "
-                    "clock = 'daemon' AND t >= ?)",
-                    {month_start(clock_.now_s())});
+  const double month = month_start(clock_.now_s());
+  auto total = settled_in_month(month);
+  if (!total) return total.error();
+  auto runs = costs("(r.status IN (" + std::string(kLive) + ") OR " + std::string(kUnsettled) + ")", {});
   if (!runs) return runs.error();
-  double total = 0;
-  for (const auto& r : *runs) total += r.accrued;
-  return total;
+  for (const auto& r : *runs)
+    if (r.started && r.begin >= month) *total += r.accrued;
+  return *total;
 }
 
 Result<std::map<std::pair<std::string, std::string>, double>> Budget::charge_by_provider() {
-  auto runs = costs("1", {});
-  if (!runs) return runs.error();
   std::map<std::pair<std::string, std::string>, double> out;
+  auto st = db_.prepare("SELECT provider, currency, SUM(amount) FROM charge_totals GROUP BY provider, currency");
+  if (!st) return st.error();
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out[{st->text(0), st->text(1)}] += st->real(2);
+  }
+  auto runs = costs("(r.status IN (" + std::string(kLive) + ") OR " + std::string(kUnsettled) + ")", {});
+  if (!runs) return runs.error();
   for (const auto& r : *runs)
     if (r.started) out[{r.provider, r.currency}] += r.accrued;
   return out;
+}
+
+Result<std::optional<Budget::Settled>> Budget::settled_charge(int64_t run_id) {
+  auto runs = costs("r.id = ?", {run_id});
+  if (!runs) return runs.error();
+  if (runs->empty() || !runs->front().started) return std::optional<Settled>{};
+  const auto& r = runs->front();
+  return std::optional<Settled>(Settled{r.provider, r.currency, month_start(r.begin), r.accrued});
 }
 
 }  // namespace tsum::daemon

@@ -32,6 +32,7 @@
 
 #include "billing/billing_rule.h"
 #include "common/clock.h"
+#include "common/lru.h"
 #include "daemon/db.h"
 
 namespace tsum::daemon {
@@ -68,6 +69,16 @@ class Budget {
   Result<double> month_charge();
   // The charge of every run ever, by (provider, currency).
   Result<std::map<std::pair<std::string, std::string>, double>> charge_by_provider();
+  // Both read a finished run's charge from the sums the database keeps (run_charges, daemon/totals.h) once it is
+  // settled, and compute the others' (live runs, runs finished since the last settling) from their marks.
+
+  // A finished run's charge, for the sums: nullopt when its instance never started.
+  struct Settled {
+    std::string provider, currency;
+    double month = 0;  // month_start() of its instance's start
+    double amount = 0;
+  };
+  Result<std::optional<Settled>> settled_charge(int64_t run_id);
 
   const BudgetOptions& options() const { return opts_; }
 
@@ -77,6 +88,7 @@ class Budget {
     int64_t id = 0;
     std::string provider, currency;
     bool started = false;
+    double begin = 0;    // its instance's create (daemon clock), when started
     double accrued = 0;  // charge so far
     double worst = 0;    // charge at its deadline
   };
@@ -86,6 +98,7 @@ class Budget {
     double cap = 0;
     std::string where;  // SQL condition over runs r and experiments e
     std::vector<SqlValue> args;
+    double settled = 0;  // what settled runs outside `where` already charged the scope (the monthly budget's)
   };
   struct ExperimentInfo {
     std::vector<billing::BillingRule> rules;
@@ -98,11 +111,13 @@ class Budget {
   Result<std::vector<Scope>> scopes_of(int64_t run_id);
   Result<std::vector<RunCost>> costs(const std::string& where, const std::vector<SqlValue>& args);
   Result<ExperimentInfo> experiment_info(int64_t experiment_id);
+  // What the month's settled runs charged (charge_totals).
+  Result<double> settled_in_month(double month);
 
   Db& db_;
   const Clock& clock_;
   BudgetOptions opts_;
-  std::map<int64_t, ExperimentInfo> experiments_;  // specs never change once written
+  Lru<int64_t, ExperimentInfo> experiments_{4096};  // specs never change once written
 };
 
 }  // namespace tsum::daemon

@@ -113,6 +113,17 @@ Result<std::unique_ptr<Db>> Db::open_read_only(const std::string& path) {
   return db;
 }
 
+void Db::count_work(bool on) {
+  if (!on) {
+    sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+    return;
+  }
+  sqlite3_progress_handler(db_, kWorkUnit, [](void* work) {
+    ++*static_cast<uint64_t*>(work);
+    return 0;
+  }, &work_);
+}
+
 Db::~Db() {
   pool_->closed = true;
   for (auto& [sql, idle] : pool_->idle)

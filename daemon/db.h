@@ -169,9 +169,16 @@ class Db {
   // write succeeds again. /healthz reports it; reads go on meanwhile. Safe to call from any thread.
   std::string storage_problem() const { return pool_->problem(); }
 
+  // Counts the work SQLite does on this connection while on: one unit per kWorkUnit virtual-machine instructions
+  // (a progress handler). Tests check with it that a request's reads do not grow with the database.
+  static constexpr int kWorkUnit = 64;
+  void count_work(bool on);
+  uint64_t work() const { return work_; }
+
  private:
   explicit Db(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  uint64_t work_ = 0;
   std::shared_ptr<StmtPool> pool_ = std::make_shared<StmtPool>();
 };
 

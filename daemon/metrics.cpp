@@ -50,6 +50,12 @@ void Histogram::observe(double v) {
   sum_ += v;
 }
 
+void Histogram::add(size_t bucket, uint64_t n, double sum) {
+  if (bucket < bounds_.size()) counts_[bucket] += n;
+  count_ += n;
+  sum_ += sum;
+}
+
 void Histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
   std::string sep = labels.empty() ? "" : ",";
   uint64_t cumulative = 0;
@@ -148,12 +154,15 @@ Status render_billed(std::string& out, Budget& budget) {
 
 }  // namespace
 
-Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls, Budget& budget,
+Result<std::string> render_metrics(Db& db, Totals& totals, const ProviderCallMetrics& calls, Budget& budget,
                                    const WalCheckpointer* wal) {
+  // Each figure reads the sums the database keeps (daemon/totals.h), a row per status, phase bucket, rule or
+  // provider: a scrape costs the same after a million runs as after ten.
+  if (auto s = totals.settle_all(); !s) return s.error();
   std::string out;
   std::map<std::string, int64_t> by_status;
   for (auto s : kStatusNames) by_status[std::string(s)] = 0;
-  auto st = db.prepare("SELECT status, COUNT(*) FROM runs GROUP BY status");
+  auto st = db.prepare("SELECT status, n FROM status_counts");
   if (!st) return st.error();
   for (;;) {
     auto row = st->step();
@@ -168,34 +177,21 @@ Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetri
 
   std::map<std::string, Histogram> phases;
   for (auto p : kPhaseNames) phases.try_emplace(std::string(p), kPhaseBounds);
-  auto ph = db.prepare(
-      "SELECT b.phase, e.t - b.t FROM phase_marks b JOIN phase_marks e ON e.run_id = b.run_id AND e.attempt = b.attempt AND "
-      "e.phase = b.phase AND e.mark = 'end' AND e.clock = b.clock WHERE b.mark = 'begin'");
-  if (!ph) return ph.error();
-  for (;;) {
-    auto row = ph->step();
-    if (!row) return row.error();
-    if (!*row) break;
-    if (auto it = phases.find(ph->text(0)); it != phases.end()) it->second.observe(ph->real(1));
-  }
+  auto buckets = totals.phase_histogram();
+  if (!buckets) return buckets.error();
+  for (const auto& b : *buckets)
+    if (auto it = phases.find(b.phase); it != phases.end() && b.bucket >= 0 && b.n > 0)
+      it->second.add(static_cast<size_t>(b.bucket), static_cast<uint64_t>(b.n), b.sum);
   help(out, "tsum_phase_seconds", "histogram", "Measured durations of the phases of t_sum.");
   for (auto p : kPhaseNames)
     phases.at(std::string(p)).render(out, "tsum_phase_seconds", "phase=\"" + std::string(p) + "\"");
 
   calls.render(out);
 
-  auto exps = views.experiments();
-  if (!exps) return exps.error();
-  std::map<std::pair<std::string, std::string>, double> spend;
-  for (const auto& e : *exps) {
-    auto full = views.experiment(e["id"].get<int64_t>());
-    if (!full) return full.error();
-    for (const auto& run : (*full)["runs"])
-      for (const auto& [rule, c] : run["cost"].items())
-        spend[{rule, c["currency"].get<std::string>()}] += c["amount"].get<double>();
-  }
+  auto spend = totals.spend();
+  if (!spend) return spend.error();
   help(out, "tsum_spend_total", "counter", "Billed cost of finished runs under each experiment's billing rules.");
-  for (const auto& [key, v] : spend)
+  for (const auto& [key, v] : *spend)
     out += "tsum_spend_total{rule=\"" + esc(key.first) + "\",currency=\"" + esc(key.second) + "\"} " + num(v) + "\n";
   if (auto s = render_billed(out, budget); !s) return s.error();
   if (wal) {

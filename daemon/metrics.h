@@ -11,7 +11,8 @@
 //   tsum_monthly_budget                       the --monthly-budget cap, when set
 //   tsum_wal_checkpoints_total, tsum_wal_checkpoint_failures_total
 //                                             the WAL checkpointer thread's (daemon/wal_checkpointer.h), when given
-// Run, phase and spend figures come from SQLite, so they survive restarts; provider call figures are
+// Run, phase and spend figures come from the sums SQLite keeps as runs change (daemon/totals.h), so a scrape reads
+// a row per series, not per run, and they survive restarts; provider call figures are
 // counted in memory by MeteredProvider and start from zero with the daemon.
 #pragma once
 
@@ -22,7 +23,7 @@
 
 #include "daemon/budget.h"
 #include "daemon/db.h"
-#include "daemon/views.h"
+#include "daemon/totals.h"
 #include "daemon/wal_checkpointer.h"
 #include "providers/provider.h"
 
@@ -32,6 +33,8 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size(), 0) {}
   void observe(double v);
+  // Adds n observations to bucket `bucket` (0 .. bounds; bounds.size() is +Inf) whose values sum to `sum`.
+  void add(size_t bucket, uint64_t n, double sum);
   // Appends the _bucket, _sum and _count lines of `name` with `labels` (e.g. `phase="learn"`, may be empty).
   void render(std::string& out, const std::string& name, const std::string& labels) const;
 
@@ -74,7 +77,7 @@ class MeteredProvider final : public providers::Provider {
 };
 
 // The whole /metrics body.
-Result<std::string> render_metrics(Db& db, Views& views, const ProviderCallMetrics& calls, Budget& budget,
+Result<std::string> render_metrics(Db& db, Totals& totals, const ProviderCallMetrics& calls, Budget& budget,
                                    const WalCheckpointer* wal = nullptr);
 
 }  // namespace tsum::daemon

@@ -86,8 +86,7 @@ Result<ExperimentRow> Store::experiment(int64_t id) {
 }
 
 Result<ExperimentRow> Store::experiment_as_stored(int64_t id) {
-  constexpr size_t kMaxCachedExperiments = 4096;
-  if (auto it = experiments_.find(id); it != experiments_.end()) return it->second;
+  if (auto* held = experiments_.find(id)) return *held;
   auto st = db_.prepare("SELECT id, name, spec, created_at, schedule_id, search_id FROM experiments WHERE id = ?");
   if (!st) return st.error();
   st->bind(id);
@@ -101,10 +100,7 @@ Result<ExperimentRow> Store::experiment_as_stored(int64_t id) {
     e.unreadable = "experiment " + std::to_string(id) + ": its stored spec does not parse: " + spec.error().detail;
     return e;
   }
-  if (!db_.in_transaction()) {
-    if (experiments_.size() >= kMaxCachedExperiments) experiments_.clear();
-    experiments_.emplace(id, e);
-  }
+  if (!db_.in_transaction()) experiments_.put(id, e);
   return e;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/lru.h"
 #include "daemon/db.h"
 #include "daemon/experiment_spec.h"
 #include "daemon/run_status.h"
@@ -94,15 +95,16 @@ class Store {
   // every region's.
   Result<SpotExposure> spot_exposure(const std::string& provider, const std::string& instance_type,
                                      const std::optional<std::string>& region = std::nullopt);
+  // The runs `where` selects ("WHERE ... ORDER BY ... LIMIT ?"), binding args in order (daemon/listing.h).
+  Result<std::vector<RunRow>> query_runs(std::string_view where, const std::vector<SqlValue>& args);
 
  private:
-  Result<std::vector<RunRow>> query_runs(std::string_view where, const std::vector<SqlValue>& args);
 
   Db& db_;
   const Clock& clock_;
   // Experiments never change once written, so each is parsed once (every run view needs its spec). Filled only
-  // outside transactions (a rolled-back id may be used again); emptied when it reaches kMaxCachedExperiments.
-  std::unordered_map<int64_t, ExperimentRow> experiments_;
+  // outside transactions (a rolled-back id may be used again); the least recently used go first past 4,096.
+  Lru<int64_t, ExperimentRow> experiments_{4096};
 };
 
 }  // namespace tsum::daemon

@@ -345,43 +345,48 @@ std::shared_ptr<const Views::Body> body_of(const json& j) {
 }
 }  // namespace
 
+Views::Views(Store& store, Ledger& ledger)
+    : store_(store),
+      ledger_(ledger),
+      finished_experiments_(kExperimentBodyBytes, [this](const int64_t&, ExperimentBody& e) {
+        for (int64_t run : e.runs) experiment_of_.erase(run);
+      }) {}
+
 Result<std::shared_ptr<const Views::Body>> Views::run_body(int64_t run_id) {
-  constexpr size_t kMaxFinishedBodies = 4096;
-  if (auto it = finished_.find(run_id); it != finished_.end()) return it->second;
+  if (auto* held = finished_.find(run_id)) return *held;
   auto j = run(run_id);
   if (!j) return j.error();
   auto body = body_of(*j);
   // Not inside a transaction: what it read may yet be rolled back.
   const auto status = parse_status((*j)["status"].get<std::string>());
-  if (status && is_terminal(*status) && !store_.in_transaction()) {
-    if (finished_.size() >= kMaxFinishedBodies) finished_.clear();
-    finished_.emplace(run_id, body);
-  }
+  if (status && is_terminal(*status) && !store_.in_transaction()) finished_.put(run_id, body, body->text.size());
   return body;
 }
 
 void Views::forget(int64_t run_id) {
   finished_.erase(run_id);
   if (auto it = experiment_of_.find(run_id); it != experiment_of_.end()) {
-    finished_experiments_.erase(it->second);
-    experiment_of_.erase(it);
+    const int64_t experiment = it->second;
+    if (auto* held = finished_experiments_.find(experiment))
+      for (int64_t run : held->runs) experiment_of_.erase(run);
+    finished_experiments_.erase(experiment);
   }
 }
 
 Result<std::shared_ptr<const Views::Body>> Views::experiment_body(int64_t experiment_id) {
-  constexpr size_t kMaxFinishedExperiments = 256;  // a body of 100 runs is some 110 kB
-  if (auto it = finished_experiments_.find(experiment_id); it != finished_experiments_.end()) return it->second;
+  if (auto* held = finished_experiments_.find(experiment_id)) return held->body;
   auto j = experiment(experiment_id);
   if (!j) return j.error();
   auto body = body_of(*j);
   const auto& progress = (*j)["progress"];
   if (progress["finished"] == progress["runs"] && !store_.in_transaction()) {
-    if (finished_experiments_.size() >= kMaxFinishedExperiments) {
-      finished_experiments_.clear();
-      experiment_of_.clear();
-    }
-    finished_experiments_.emplace(experiment_id, body);
-    for (const auto& r : (*j)["runs"]) experiment_of_[r["id"].get<int64_t>()] = experiment_id;
+    ExperimentBody held{body, {}};
+    for (const auto& r : (*j)["runs"]) held.runs.push_back(r["id"].get<int64_t>());
+    finished_experiments_.erase(experiment_id);
+    for (int64_t run : held.runs) experiment_of_[run] = experiment_id;
+    finished_experiments_.put(experiment_id, std::move(held), body->text.size());
+    if (!finished_experiments_.find(experiment_id))  // larger than the whole budget: not held
+      for (const auto& r : (*j)["runs"]) experiment_of_.erase(r["id"].get<int64_t>());
   }
   return body;
 }
@@ -392,30 +397,20 @@ Result<json> Views::experiment(int64_t experiment_id) {
   auto rows = store_.runs_of(experiment_id);
   if (!rows) return rows.error();
   json runs = json::array();
-  int terminal = 0, done = 0, failed = 0, cancelled = 0, queued = 0;
+  std::map<std::string, int64_t> by_status;
   for (const auto& r : *rows) {
     auto j = run_json(r, *e);
     if (!j) return j.error();
     runs.push_back(std::move(*j));
-    terminal += is_terminal(r.status);
-    done += r.status == RunStatus::done;
-    failed += r.status == RunStatus::failed;
-    cancelled += r.status == RunStatus::cancelled;
-    queued += r.status == RunStatus::queued;
+    ++by_status[std::string(status_name(r.status))];
   }
-  int total = static_cast<int>(rows->size());
-  std::string status = terminal < total ? (queued == total ? "queued" : "running")
-                       : done == total  ? "done"
-                       : failed > 0     ? "failed"
-                                        : "cancelled";
   json rules = json::array();
   for (const auto& rule : e->spec.billing)
     rules.push_back({{"name", rule.name}, {"step_s", rule.step_s}, {"min_s", rule.min_s}, {"note", rule.note}});
   json out{{"id", e->id},
               {"name", e->name},
-              {"status", status},
-              {"progress", {{"runs", total}, {"finished", terminal}, {"done", done}, {"failed", failed},
-                            {"cancelled", cancelled}}},
+              {"status", experiment_status(by_status)},
+              {"progress", progress_of(by_status)},
               {"spec", e->unreadable.empty() ? e->spec.to_json() : json(nullptr)},
               {"schedule_id", id_or_null(e->schedule_id)},
               {"search_id", id_or_null(e->search_id)},
@@ -427,17 +422,38 @@ Result<json> Views::experiment(int64_t experiment_id) {
   return out;
 }
 
-Result<json> Views::experiments() {
-  auto all = store_.experiments();
-  if (!all) return all.error();
-  json out = json::array();
-  for (const auto& e : *all) {
-    auto j = experiment(e.id);
-    if (!j) return j.error();
-    j->erase("runs");
-    out.push_back(std::move(*j));
+Result<json> Views::list_row(const RunRow& r) {
+  auto e = store_.experiment_as_stored(r.experiment_id);
+  if (!e) return e.error();
+  auto j = run_json(r, *e);
+  if (!j) return j.error();
+  j->erase("epochs");
+  j->erase("stats");
+  return j;
+}
+
+json progress_of(const std::map<std::string, int64_t>& by_status) {
+  int64_t total = 0, terminal = 0;
+  for (const auto& [s, n] : by_status) {
+    total += n;
+    if (auto st = parse_status(s); st && is_terminal(*st)) terminal += n;
   }
-  return out;
+  auto count = [&](const char* s) {
+    auto it = by_status.find(s);
+    return it == by_status.end() ? int64_t{0} : it->second;
+  };
+  return {{"runs", total}, {"finished", terminal}, {"done", count("done")}, {"failed", count("failed")},
+          {"cancelled", count("cancelled")}};
+}
+
+std::string experiment_status(const std::map<std::string, int64_t>& by_status) {
+  const json p = progress_of(by_status);
+  const auto total = p["runs"].get<int64_t>(), terminal = p["finished"].get<int64_t>();
+  const auto queued = by_status.count("queued") ? by_status.at("queued") : 0;
+  return terminal < total                       ? (queued == total ? "queued" : "running")
+         : p["done"].get<int64_t>() == total    ? "done"
+         : p["failed"].get<int64_t>() > 0       ? "failed"
+                                                : "cancelled";
 }
 
 json describe(const std::vector<double>& xs) {

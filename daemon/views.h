@@ -11,7 +11,9 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
+#include "common/lru.h"
 #include "daemon/ledger.h"
 #include "daemon/store.h"
 
@@ -19,7 +21,7 @@ namespace tsum::daemon {
 
 class Views {
  public:
-  Views(Store& store, Ledger& ledger) : store_(store), ledger_(ledger) {}
+  Views(Store& store, Ledger& ledger);
 
   Result<nlohmann::json> run(int64_t run_id);
   // run() as JSON text, with a strong ETag of it. A finished run's text is kept until forget(run_id): the
@@ -35,7 +37,8 @@ class Views {
   // experiment() as JSON text with its ETag, kept like a run's once every run of it has finished (an
   // experiment's runs are all made with it; forget() of any of them drops it).
   Result<std::shared_ptr<const Body>> experiment_body(int64_t experiment_id);
-  Result<nlohmann::json> experiments();
+  // A run of a list (GET /v1/runs): run() without its epochs and resource statistics.
+  Result<nlohmann::json> list_row(const RunRow& r);
 
  private:
   Result<nlohmann::json> run_json(const RunRow& r, const ExperimentRow& e);
@@ -51,9 +54,15 @@ class Views {
 
   Store& store_;
   Ledger& ledger_;
-  std::unordered_map<int64_t, std::shared_ptr<const Body>> finished_;  // at most kMaxFinishedBodies
-  std::unordered_map<int64_t, std::shared_ptr<const Body>> finished_experiments_;  // by experiment id
-  std::unordered_map<int64_t, int64_t> experiment_of_;  // run id -> experiment id, for finished_experiments_
+  // Finished runs' and experiments' bodies, least recently used first out past their byte budgets.
+  static constexpr size_t kRunBodyBytes = 32 << 20, kExperimentBodyBytes = 64 << 20;
+  struct ExperimentBody {
+    std::shared_ptr<const Body> body;
+    std::vector<int64_t> runs;
+  };
+  Lru<int64_t, std::shared_ptr<const Body>> finished_{kRunBodyBytes};
+  Lru<int64_t, ExperimentBody> finished_experiments_;   // by experiment id
+  std::unordered_map<int64_t, int64_t> experiment_of_;  // run id -> experiment id, of the bodies held
 };
 
 // Summary over run JSONs (as produced by Views) of one experiment: per config over its done runs, every
@@ -63,6 +72,12 @@ class Views {
 nlohmann::json describe(const std::vector<double>& xs);
 
 nlohmann::json summarize(const nlohmann::json& runs, const std::vector<billing::BillingRule>& rules);
+
+// An experiment's progress from its runs counted by status ({"runs", "finished", "done", "failed", "cancelled"}),
+// and its status: queued while every run is, running until every run has finished, then done when all are done,
+// failed when any failed, else cancelled.
+nlohmann::json progress_of(const std::map<std::string, int64_t>& by_status);
+std::string experiment_status(const std::map<std::string, int64_t>& by_status);
 
 // What the agent saw of a run's memory while it learned (billing::MeasuredRun::memory_used): the learn phase's
 // peak resident bytes over its machine's memory, from a run view's stats and machine; nullopt where either is

@@ -10,6 +10,7 @@
 #include "daemon/budget.h"
 #include "daemon/fixture.h"
 #include "daemon/metrics.h"
+#include "daemon/totals.h"
 #include "daemon/views.h"
 
 using namespace tsum;
@@ -68,6 +69,7 @@ TEST_CASE("/metrics is valid Prometheus text with runs, queue, phases, provider 
   f.clock.set(1'700'000'000);
   Views views(f.store, f.ledger);
   Budget budget(*f.db, f.clock, {.monthly = 10.0});
+  Totals totals(*f.db, views, budget);
   ProviderCallMetrics calls;
   calls.record("local", "create", 0.02, true);
   calls.record("local", "describe", 0.3, false);
@@ -84,7 +86,7 @@ TEST_CASE("/metrics is valid Prometheus text with runs, queue, phases, provider 
   REQUIRE(f.ledger.advance(1, RunStatus::terminating, "").ok());
   REQUIRE(f.ledger.advance(1, RunStatus::done, "").ok());
 
-  auto body = render_metrics(*f.db, views, calls, budget);
+  auto body = render_metrics(*f.db, totals, calls, budget);
   REQUIRE_MESSAGE(body.ok(), body.error().detail);
   Parsed p = parse_exposition(*body);
   CHECK(p.type["tsum_runs"] == "gauge");
@@ -107,4 +109,21 @@ TEST_CASE("/metrics is valid Prometheus text with runs, queue, phases, provider 
   CHECK(p.samples["tsum_billed_total{provider=\"local\",currency=\"USD\"}"] == doctest::Approx(80 * 0.085 / 3600));
   CHECK(p.samples["tsum_month_billed"] == doctest::Approx(80 * 0.085 / 3600));
   CHECK(p.samples["tsum_monthly_budget"] == 10);
+
+  // The figures are the database's sums, so a daemon started again on it reads the same ones.
+  auto again = testing::open_migrated(f.dir.file("t.db"));
+  Store store2(*again, f.clock);
+  Ledger ledger2(*again, f.clock);
+  Views views2(store2, ledger2);
+  Budget budget2(*again, f.clock, {.monthly = 10.0});
+  Totals totals2(*again, views2, budget2);
+  auto body2 = render_metrics(*again, totals2, ProviderCallMetrics{}, budget2);
+  REQUIRE(body2.ok());
+  Parsed p2 = parse_exposition(*body2);
+  for (const char* series : {"tsum_runs{status=\"done\"}", "tsum_phase_seconds_count{phase=\"learn\"}",
+                             "tsum_spend_total{rule=\"per_hour\",currency=\"USD\"}",
+                             "tsum_billed_total{provider=\"local\",currency=\"USD\"}", "tsum_month_billed"}) {
+    CAPTURE(series);
+    CHECK(p2.samples[series] == doctest::Approx(p.samples[series]));
+  }
 }

@@ -97,6 +97,22 @@ TEST_CASE("malformed, unknown, oversized and invalid input gets a clear error an
   CHECK(d.call("GET", "/v1/runs?status=running", admin).json()["detail"] ==
         "unknown status 'running' (queued, provisioning, booting, installing, loading, starting, learning, verifying, "
         "saving, terminating, done, failed, cancelled)");
+  // A page's parameters are checked at the door, each named in its refusal.
+  for (auto [query, says] : {std::pair{"limit=0", "'limit' must be an integer from 1 to 1000"},
+                             {"limit=1e9", "'limit' must be an integer from 1 to 1000"},
+                             {"order=sideways", "'order' must be asc or desc"},
+                             {"cursor=bm90IGEgY3Vyc29y", "'cursor' is not a cursor of this list"},
+                             {"experiment=-1", "'experiment' must be a positive integer id"},
+                             {"created_after=NaN", "'created_after' must be unix seconds"},
+                             {"colour=red", "unknown query parameter 'colour'"}}) {
+    CAPTURE(query);
+    auto r = d.call("GET", std::string("/v1/runs?") + query, admin);
+    CHECK(r.status == 422);
+    CHECK(r.json()["detail"].get<std::string>().find(says) != std::string::npos);
+  }
+  // A runs cursor is no experiments cursor.
+  CHECK(d.call("GET", "/v1/experiments?cursor=cnVuczphc2M6MQ", admin).status == 422);
+  CHECK(d.call("GET", "/v1/experiments?status=done", admin).status == 422);
   // Spot where the provider sells no spare capacity: refused before anything is queued, saying so.
   auto spot = post(R"({"workload":{},"configs":[{"provider":"local","instance_type":"local-1c","market":"spot"}]})");
   CHECK(spot.status == 422);

@@ -158,6 +158,26 @@ TEST_CASE("a tiny experiment runs end to end: 8 phases, t_sum, accuracy, cost pe
   CHECK(metrics.body.find("\ntsum_wal_checkpoint_failures_total 0\n") != std::string::npos);
   CHECK(d.call("GET", "/metrics", "").status == 401);
 
+  // The lists page: a page of one run, then the next by its cursor; the experiment's row counts and spends what
+  // its runs did.
+  auto first = d.call("GET", "/v1/runs?limit=1", admin).json();
+  REQUIRE(first["runs"].size() == 1);
+  CHECK(first["total"] == 2);
+  REQUIRE(first["next_cursor"].is_string());
+  auto second = d.call("GET", "/v1/runs?limit=1&cursor=" + first["next_cursor"].get<std::string>(), admin).json();
+  REQUIRE(second["runs"].size() == 1);
+  CHECK(second["runs"][0]["id"].get<int64_t>() > first["runs"][0]["id"].get<int64_t>());
+  CHECK(second["next_cursor"].is_null());
+  auto listed = d.call("GET", "/v1/experiments?order=desc", admin).json();
+  REQUIRE(listed["experiments"].size() == 1);
+  const auto& row = listed["experiments"][0];
+  CHECK(row["progress"]["done"] == 2);
+  CHECK(row["progress"]["by_status"]["done"] == 2);
+  CHECK(row["spend"]["per_hour"]["runs"] == 2);
+  CHECK(row["spend"]["per_hour"]["amount"].get<double>() ==
+        doctest::Approx(exp["runs"][0]["cost"]["per_hour"]["amount"].get<double>() +
+                        exp["runs"][1]["cost"]["per_hour"]["amount"].get<double>()));
+
   // Export: the same runs as CSV and JSON, and each run's resource samples over time.
   auto csv = d.call("GET", "/v1/experiments/" + std::to_string(id) + "/export?format=csv", admin);
   CHECK(csv.status == 200);

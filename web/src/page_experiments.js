@@ -23,15 +23,42 @@ function progress(p) {
     h('span', {}, `${p.finished}/${p.runs} finished${failed}${cancelled}`));
 }
 
-function experimentsTable(list) {
-  if (!list.length) return empty('No experiments yet. Create one with the form below: pick configurations, a workload and billing rules.');
-  const rows = list.map((e) => h('tr', { dataset: { experiment: e.id } },
+function experimentRow(e) {
+  return h('tr', { dataset: { experiment: e.id } },
     h('td', {}, h('a', { href: `#/experiments/${e.id}` }, `#${e.id} ${e.name}`)),
     h('td', {}, badge(e.status)),
     h('td', {}, progress(e.progress)),
-    h('td', {}, e.spec ? e.spec.configs.map((c) => c.instance_type).join(', ') : h('span', { class: 'error', title: e.error }, 'unreadable')),
-    h('td', {}, dateTime(e.created_at))));
-  return table(['Experiment', 'Status', 'Progress', 'Configurations', 'Created'], rows, { id: 'experiments' });
+    h('td', {}, e.configs ? e.configs.join(', ') : h('span', { class: 'error', title: e.error }, 'unreadable')),
+    h('td', {}, dateTime(e.created_at)));
+}
+
+// The experiments newest first, a page at a time (GET /v1/experiments pages; the count is the server's).
+function experimentsTable(first, more) {
+  if (!first.experiments.length) return empty('No experiments yet. Create one with the form below: pick configurations, a workload and billing rules.');
+  const t = table(['Experiment', 'Status', 'Progress', 'Configurations', 'Created'], first.experiments.map(experimentRow), { id: 'experiments' });
+  const body = t.querySelector('tbody');
+  const count = h('p', { class: 'hint', id: 'experiments-count' });
+  const next = h('button', { type: 'button', class: 'secondary', id: 'experiments-more' }, 'Show more');
+  let cursor = first.next_cursor;
+  const shown = () => {
+    count.textContent = `${body.rows.length} of ${first.total} experiments`;
+    next.hidden = !cursor;
+  };
+  next.onclick = async () => {
+    next.disabled = true;
+    try {
+      const page = await more(cursor);
+      page.experiments.forEach((e) => body.append(experimentRow(e)));
+      cursor = page.next_cursor;
+      shown();
+    } catch (err) {
+      count.textContent = `Could not load more experiments: ${err.message}`;
+    } finally {
+      next.disabled = false;
+    }
+  };
+  shown();
+  return h('div', {}, t, h('div', { class: 'page-more' }, count, next));
 }
 
 function numberField(id, label, attrs, hint) {
@@ -173,12 +200,15 @@ function presetsBlock(signal, onCreated) {
   return box;
 }
 
+const PAGE = 50;
+
 export function experimentsPage(root, params, { signal }) {
   const list = h('div', { id: 'experiment-list' }, loading('Loading experiments…'));
   const load = () => {
     replace(list, loading('Loading experiments…'));
-    api('/v1/experiments', { signal })
-      .then((data) => replace(list, experimentsTable(data.experiments.slice().reverse())))
+    const page = (cursor) => api(`/v1/experiments?order=desc&limit=${PAGE}${cursor ? `&cursor=${cursor}` : ''}`, { signal });
+    page()
+      .then((data) => replace(list, experimentsTable(data, page)))
       .catch((err) => !signal.aborted && replace(list, failure(`Could not load the experiments: ${err.message}`, load)));
   };
   replace(root,

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""A daemon that runs for years (issue 61): RUNS runs (100,000) in experiments of 500 through the trace provider,
+and at 1,000 / 10,000 / 100,000 finished runs each endpoint's latency (median of 5) and body, the daemon's RSS, the
+database's size and the runs per second since the last mark; then the ratios of the last mark to the first.
+
+usage: bench/scale.py BUILD_DIR [--runs N] [--marks 1000,10000,100000] [--work DIR]
+
+Experiments are created as the queue drains (at most AHEAD runs queued), so the database grows as a daemon's
+would. At each mark no new experiment is created until the queue is empty; then the endpoints are read on a quiet
+daemon. Runs per second count only the time runs flowed. The deep page's cursor is made as the daemon makes it
+(api/paging.cpp): "runs:asc:<id>" in base64url.
+"""
+import argparse
+import base64
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from tsumd_proc import Daemon, cpu_model  # noqa: E402
+
+CONFIGS = 20
+REPS = 25  # 20 configs x 25 repetitions: 500 runs an experiment
+AHEAD = 2000
+
+
+def trace_csv(path):
+    with open(path, "w") as f:
+        f.write("config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,"
+                "verify,save,poweroff\n")
+        for i in range(CONFIGS):
+            cores = 2 + 2 * (i % 8)
+            f.write(f"t{i},trace,t{i},{cores},0,{0.05 * cores:.2f},40,60,30,10,{4000 // cores},20,10,20\n")
+
+
+def experiment_body(n):
+    return {"name": f"scale-{n}", "workload": {"model": "mnist_cnn", "epochs": 1},
+            "configs": [{"provider": "trace", "instance_type": f"t{i}"} for i in range(CONFIGS)],
+            "repetitions": REPS, "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour"]}
+
+
+def timed(d, path, n=5):
+    """Median seconds and body bytes of GET path."""
+    times, size = [], 0
+    for _ in range(n):
+        req = urllib.request.Request(f"http://127.0.0.1:{d.port}{path}", headers={"Authorization": f"Bearer {d.token}"})
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(req, timeout=120) as r:
+            body = r.read()
+            status = r.status
+        times.append(time.perf_counter() - t0)
+        size = len(body)
+        if status != 200:
+            raise SystemExit(f"GET {path}: {status}")
+    return statistics.median(times), size
+
+
+def total(d, query):
+    status, body = d.call("GET", f"/v1/runs?limit=1&{query}", timeout=60)
+    if status != 200:
+        raise SystemExit(f"GET /v1/runs?{query}: {status} {body}")
+    return body["total"]
+
+
+def rss_mb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0
+
+
+def db_mb(db):
+    return sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s)) / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--runs", type=int, default=100_000)
+    ap.add_argument("--marks", default="1000,10000,100000")
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    marks = [int(m) for m in a.marks.split(",") if int(m) <= a.runs]
+    work = a.work or tempfile.mkdtemp(prefix="tsum-scale.")
+    os.makedirs(work, exist_ok=True)
+    tsumd = os.path.join(a.build, "bin", "tsumd")
+    csv = os.path.join(work, "trace.csv")
+    trace_csv(csv)
+    db = os.path.join(work, "t.db")
+    d = Daemon(tsumd, work, db, ["--trace", csv, "--trace-speed", "20000", "--max-concurrent", "64"])
+    d.start()
+    print(f"bench/scale.py: {a.runs} runs in experiments of {CONFIGS * REPS}, trace provider, on {cpu_model()} "
+          f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}; work in {work}", flush=True)
+    created, flowing_s, at_last, results = 0, 0.0, 0, []
+    experiments = []
+    for mark in marks:
+        t0 = time.monotonic()
+        while True:
+            done = total(d, "status=done,failed,cancelled")
+            if done >= mark:
+                break
+            queued = created * CONFIGS * REPS - done
+            while queued < AHEAD and created * CONFIGS * REPS < mark:
+                status, body = d.call("POST", "/v1/experiments", experiment_body(created + 1), timeout=60)
+                if status != 201:
+                    raise SystemExit(f"POST /v1/experiments: {status} {body}")
+                experiments.append(body["id"])
+                created += 1
+                queued += CONFIGS * REPS
+            time.sleep(0.5)
+        flowed = time.monotonic() - t0
+        rate = (done - at_last) / flowed if flowed > 0 else 0
+        at_last = done
+        time.sleep(1.5)  # the settling loop's second
+        deep = base64.urlsafe_b64encode(f"runs:asc:{done // 2}".encode()).decode().rstrip("=")
+        first = experiments[0]
+        rows = {
+            "GET /metrics": timed(d, "/metrics"),
+            "GET /v1/runs?limit=100": timed(d, "/v1/runs?limit=100"),
+            "GET /v1/runs?limit=100 (deep page)": timed(d, f"/v1/runs?limit=100&cursor={deep}"),
+            "GET /v1/runs?status=learning&limit=100": timed(d, "/v1/runs?status=learning&limit=100"),
+            "GET /v1/runs?experiment=ID&limit=100": timed(d, f"/v1/runs?experiment={experiments[-1]}&limit=100"),
+            "GET /v1/experiments (first page)": timed(d, "/v1/experiments?order=desc&limit=50"),
+            "GET /v1/experiments/{id} (500 runs)": timed(d, f"/v1/experiments/{first}", 3),
+            "GET /v1/plan?experiment=ID": timed(d, f"/v1/plan?experiment={first}&objective=cost", 3),
+        }
+        results.append({"runs": done, "experiments": created, "endpoints": rows, "rss_mb": rss_mb(d.proc.pid),
+                        "db_mb": db_mb(db), "runs_per_s": rate})
+        r = results[-1]
+        print(f"\nat {done} finished runs ({created} experiments): RSS {r['rss_mb']:.0f} MB, database "
+              f"{r['db_mb']:.1f} MB ({1e6 * r['db_mb'] / max(done, 1) / 1024:.2f} KB a run), "
+              f"{rate:.0f} runs/s since the last mark", flush=True)
+        for name, (s, size) in rows.items():
+            print(f"  {name:45s} {1000 * s:9.1f} ms {size / 1024:9.1f} KB", flush=True)
+    if len(results) > 1:
+        a0, z = results[0], results[-1]
+        print(f"\nratios at {z['runs']} / at {a0['runs']} runs:")
+        for name in z["endpoints"]:
+            print(f"  {name:45s} {z['endpoints'][name][0] / a0['endpoints'][name][0]:6.2f}")
+        mid = results[-2]
+        print(f"  RSS at {z['runs']} / at {mid['runs']}: {z['rss_mb'] / mid['rss_mb']:.2f}")
+        flow = [r["runs_per_s"] for r in results]
+        print(f"  runs/s between marks: {', '.join(f'{x:.0f}' for x in flow)}")
+    with open(os.path.join(work, "scale.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    d.kill(15)
+
+
+if __name__ == "__main__":
+    main()

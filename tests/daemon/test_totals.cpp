@@ -1,0 +1,309 @@
+// The sums the database keeps as runs change (sql/0013_totals.sql, daemon/totals.h) and the paged lists
+// (daemon/listing.h): the counters always equal a recount, a finished run's cost is settled once and again after a
+// late mark, pages walk every row once, and the work of a page or a scrape does not grow with the history.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "common/lru.h"
+#include "daemon/budget.h"
+#include "daemon/fixture.h"
+#include "daemon/listing.h"
+#include "daemon/metrics.h"
+#include "daemon/totals.h"
+#include "daemon/views.h"
+
+using namespace tsum;
+using namespace tsum::daemon;
+
+namespace {
+
+int64_t scalar(Db& db, const std::string& sql) {
+  auto st = db.prepare(sql);
+  REQUIRE(st.ok());
+  auto row = st->step();
+  REQUIRE(row.ok());
+  REQUIRE(*row);
+  return st->int64(0);
+}
+
+std::map<std::string, int64_t> pairs(Db& db, const std::string& sql) {
+  auto st = db.prepare(sql);
+  REQUIRE(st.ok());
+  std::map<std::string, int64_t> out;
+  for (;;) {
+    auto row = st->step();
+    REQUIRE(row.ok());
+    if (!*row) break;
+    out[st->text(0)] = st->int64(1);
+  }
+  return out;
+}
+
+constexpr const char* kExperiment = R"({"name":"x","workload":{"epochs":1,"limit":100},"configs":[
+    {"provider":"local","instance_type":"local-1c"},{"provider":"local","instance_type":"local-2c"}],
+    "repetitions":3,"billing":["per_second_60s_min","per_hour"]})";
+
+// Takes run `id` through all eight phases (10 s each, daemon clock) to done.
+void finish(testing::DaemonFixture& f, int64_t id) {
+  REQUIRE(f.ledger.advance(id, RunStatus::provisioning, "").ok());
+  double t = f.clock.now_s();
+  for (auto name : kPhaseNames) {
+    Phase ph = *parse_phase(name);
+    REQUIRE(f.ledger.record_mark(id, ph, Mark::begin, t, ClockDomain::daemon).ok());
+    REQUIRE(f.ledger.record_mark(id, ph, Mark::end, t + 10, ClockDomain::daemon).ok());
+    t += 10;
+  }
+  f.clock.set(t);
+  REQUIRE(f.ledger.advance(id, RunStatus::terminating, "").ok());
+  REQUIRE(f.ledger.advance(id, RunStatus::done, "").ok());
+}
+
+}  // namespace
+
+TEST_CASE("the counters by status always equal a recount of the runs") {
+  testing::DaemonFixture f;
+  for (int i = 0; i < 3; ++i) testing::create_experiment(f.store, kExperiment);
+  const int64_t runs = scalar(*f.db, "SELECT COUNT(*) FROM runs");
+  std::mt19937 rng(7);
+  const RunStatus path[] = {RunStatus::provisioning, RunStatus::booting, RunStatus::learning, RunStatus::terminating};
+  for (int step = 0; step < 200; ++step) {
+    const int64_t id = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(runs));
+    const int pick = static_cast<int>(rng() % 6);
+    if (pick < 4) (void)f.ledger.advance(id, path[pick], "");  // refused when backwards or finished: no change
+    else (void)f.ledger.advance(id, pick == 4 ? RunStatus::failed : RunStatus::cancelled, "");
+  }
+  CHECK(pairs(*f.db, "SELECT status, n FROM status_counts WHERE n > 0") ==
+        pairs(*f.db, "SELECT status, COUNT(*) FROM runs GROUP BY status"));
+  for (int64_t e = 1; e <= 4; ++e) {
+    CAPTURE(e);
+    const std::string id = std::to_string(e);
+    CHECK(pairs(*f.db, "SELECT status, n FROM run_counts WHERE n > 0 AND experiment_id = " + id) ==
+          pairs(*f.db, "SELECT status, COUNT(*) FROM runs WHERE experiment_id = " + id + " GROUP BY status"));
+  }
+  Listing listing(*f.db, f.store);
+  auto counts = listing.status_counts();
+  REQUIRE(counts.ok());
+  int64_t total = 0;
+  for (const auto& [_, n] : *counts) total += n;
+  CHECK(total == runs);
+}
+
+TEST_CASE("the phase histogram counts each phase once, whichever of its marks comes last") {
+  testing::DaemonFixture f;
+  REQUIRE(f.ledger.advance(1, RunStatus::provisioning, "").ok());
+  // learn's end before its begin (an agent's spool replayed out of order); a mark sent twice.
+  REQUIRE(f.ledger.record_mark(1, Phase::learn, Mark::end, 107, ClockDomain::agent).ok());
+  CHECK(scalar(*f.db, "SELECT COALESCE(SUM(n), 0) FROM phase_hist") == 0);
+  REQUIRE(f.ledger.record_mark(1, Phase::learn, Mark::begin, 100, ClockDomain::agent).ok());
+  REQUIRE(f.ledger.record_mark(1, Phase::learn, Mark::begin, 90, ClockDomain::agent).ok());
+  REQUIRE(f.ledger.record_mark(1, Phase::startup, Mark::begin, 5, ClockDomain::daemon).ok());
+  REQUIRE(f.ledger.record_mark(1, Phase::startup, Mark::end, 5.05, ClockDomain::daemon).ok());
+  auto learn = pairs(*f.db, "SELECT phase || ':' || bucket, n FROM phase_hist");
+  CHECK(learn == std::map<std::string, int64_t>{{"learn:5", 1}, {"startup:0", 1}});  // 7 s: le=10; 0.05 s: le=0.1
+  CHECK(scalar(*f.db, "SELECT CAST(ROUND(sum) AS INTEGER) FROM phase_hist WHERE phase = 'learn'") == 7);
+}
+
+TEST_CASE("a finished run's cost is settled once into the sums, and again after a late mark") {
+  testing::DaemonFixture f;
+  f.clock.set(1'700'000'000);
+  Views views(f.store, f.ledger);
+  Budget budget(*f.db, f.clock, {});
+  Totals totals(*f.db, views, budget);
+  finish(f, 1);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_settle") == 1);
+  auto settled = totals.settle();
+  REQUIRE(settled.ok());
+  CHECK(*settled == 1);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_settle") == 0);
+  auto spend = totals.spend();
+  REQUIRE(spend.ok());
+  // The fixture's experiment: 80 s at 0.085 USD/h under its rules; per_hour bills one hour.
+  CHECK((*spend)[{"per_hour", "USD"}] == doctest::Approx(0.085));
+  auto by_experiment = totals.experiment_spend(f.experiment_id);
+  REQUIRE(by_experiment.ok());
+  REQUIRE(!by_experiment->empty());
+  CHECK(by_experiment->front().runs == 1);
+  auto charged = budget.charge_by_provider();
+  REQUIRE(charged.ok());
+  CHECK((*charged)[{"local", "USD"}] == doctest::Approx(80 * 0.085 / 3600));
+  // Settling again changes nothing; a second finished run adds to the sums.
+  REQUIRE(totals.settle_all().ok());
+  finish(f, 2);
+  REQUIRE(totals.settle_all().ok());
+  spend = totals.spend();
+  CHECK((*spend)[{"per_hour", "USD"}] == doctest::Approx(2 * 0.085));
+  charged = budget.charge_by_provider();
+  CHECK((*charged)[{"local", "USD"}] == doctest::Approx(2 * 80 * 0.085 / 3600));
+  // A late mark on a finished run queues it again; its figures are replaced, not added twice.
+  auto late = f.db->prepare("INSERT INTO phase_marks (run_id, attempt, phase, mark, t, clock, received_at) "
+                            "VALUES (2, 2, 'learn', 'begin', 1, 'agent', 1)");
+  REQUIRE(late.ok());
+  REQUIRE(late->run().ok());
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_settle") == 1);
+  REQUIRE(totals.settle_all().ok());
+  spend = totals.spend();
+  CHECK((*spend)[{"per_hour", "USD"}] == doctest::Approx(2 * 0.085));
+  CHECK(scalar(*f.db, "SELECT SUM(runs) FROM experiment_spend WHERE rule = 'per_hour'") == 2);
+  charged = budget.charge_by_provider();
+  CHECK((*charged)[{"local", "USD"}] == doctest::Approx(2 * 80 * 0.085 / 3600));
+}
+
+TEST_CASE("pages walk every run once, in order, each filter with its total") {
+  testing::DaemonFixture f;
+  for (int i = 0; i < 4; ++i) testing::create_experiment(f.store, kExperiment);  // 2 + 4 x 6 = 26 runs
+  for (int64_t id : {3, 5, 9, 20}) REQUIRE(f.ledger.advance(id, RunStatus::failed, "").ok());
+  Listing listing(*f.db, f.store);
+  for (bool descending : {false, true}) {
+    CAPTURE(descending);
+    std::vector<int64_t> seen;
+    PageRequest page{.limit = 7, .descending = descending};
+    for (int pages = 0; pages < 10; ++pages) {
+      auto p = listing.runs({}, page);
+      REQUIRE(p.ok());
+      CHECK(p->total == 26);
+      for (const auto& r : p->rows) seen.push_back(r.id);
+      if (!p->next_after) break;
+      page.after = p->next_after;
+    }
+    REQUIRE(seen.size() == 26);
+    for (size_t i = 1; i < seen.size(); ++i) CHECK((descending ? seen[i] < seen[i - 1] : seen[i] > seen[i - 1]));
+  }
+  auto failed = listing.runs({.statuses = {RunStatus::failed}}, {.limit = 3});
+  REQUIRE(failed.ok());
+  CHECK(failed->total == 4);
+  CHECK(failed->rows.size() == 3);
+  CHECK(failed->next_after == 9);
+  auto of_two = listing.runs({.statuses = {RunStatus::failed}, .experiment_id = 2}, {});
+  REQUIRE(of_two.ok());
+  CHECK(of_two->total == 2);  // runs 3 .. 8 are experiment 2's: 3 and 5
+  CHECK(of_two->rows.size() == 2);
+  auto typed = listing.runs({.instance_type = "local-2c"}, {.limit = 100});
+  REQUIRE(typed.ok());
+  CHECK(typed->total == 13);
+  for (const auto& r : typed->rows) CHECK(r.instance_type == "local-2c");
+  auto none = listing.runs({.created_after = 2e9}, {});
+  REQUIRE(none.ok());
+  CHECK(none->total == 0);
+  CHECK(none->rows.empty());
+  auto exps = listing.experiments({}, {.limit = 2, .descending = true});
+  REQUIRE(exps.ok());
+  CHECK(exps->total == 5);
+  REQUIRE(exps->rows.size() == 2);
+  CHECK(exps->rows[0].id == 5);
+  CHECK(exps->next_after == 4);
+}
+
+namespace {
+
+// Adds `n` finished runs of 8 phases to experiment `experiment`, straight into the tables (as many years of a
+// daemon would leave them), numbering their repetitions from `first`.
+void add_history(Db& db, int64_t experiment, int first, int n) {
+  auto runs = db.prepare(
+      "WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?2) "
+      "INSERT INTO runs (experiment_id, config_index, repetition, provider, instance_type, hourly_price, currency, "
+      "status, created_at, updated_at) "
+      "SELECT ?1, i % 2, ?3 + i, 'local', 'local-' || (1 + i % 2) || 'c', 0.085, 'USD', "
+      "CASE WHEN i % 50 = 7 THEN 'failed' ELSE 'done' END, 1.7e9 + i, 1.7e9 + i FROM k");
+  REQUIRE(runs.ok());
+  REQUIRE(runs->bind(experiment, int64_t{n}, int64_t{first}).run().ok());
+  auto marks = db.prepare(
+      "INSERT INTO phase_marks (run_id, attempt, phase, mark, t, clock, received_at) "
+      "SELECT r.id, 1, p.phase, m.mark, r.created_at + p.k * 10 + (m.mark = 'end') * 10, 'daemon', r.created_at "
+      "FROM runs r, (SELECT 'startup' AS phase, 0 AS k UNION ALL SELECT 'learn', 1 UNION ALL SELECT 'poweroff', 2) p, "
+      "(SELECT 'begin' AS mark UNION ALL SELECT 'end') m WHERE r.experiment_id = ?1 AND r.repetition >= ?2");
+  REQUIRE(marks.ok());
+  REQUIRE(marks->bind(experiment, int64_t{first}).run().ok());
+}
+
+struct Work {
+  uint64_t first_page = 0, deep_page = 0, by_status = 0, by_experiment = 0, experiments = 0, metrics = 0;
+};
+
+// The work (daemon/db.h count_work) of each read a list endpoint or a scrape makes.
+Work measure(testing::DaemonFixture& f, int64_t big_experiment) {
+  Views views(f.store, f.ledger);
+  Budget budget(*f.db, f.clock, {});
+  Totals totals(*f.db, views, budget);
+  Listing listing(*f.db, f.store);
+  auto work_of = [&](auto&& read) {
+    f.db->count_work(true);
+    const uint64_t before = f.db->work();
+    read();
+    const uint64_t used = f.db->work() - before;
+    f.db->count_work(false);
+    return used;
+  };
+  auto rows_of = [&](const PageOf<RunRow>& page) {
+    for (const auto& r : page.rows) REQUIRE(views.list_row(r).ok());
+  };
+  const int64_t runs = scalar(*f.db, "SELECT MAX(id) FROM runs");
+  // The history's runs are settled already, as a running daemon settles each within a second of its end.
+  REQUIRE(totals.settle_all().ok());
+  REQUIRE(scalar(*f.db, "SELECT COUNT(*) FROM run_settle") == 0);
+  Work w;
+  w.first_page = work_of([&] { rows_of(listing.runs({}, {.limit = 100}).value()); });
+  w.deep_page = work_of([&] { rows_of(listing.runs({}, {.limit = 100, .after = runs * 3 / 4}).value()); });
+  w.by_status = work_of([&] { rows_of(listing.runs({.statuses = {RunStatus::learning}}, {.limit = 100}).value()); });
+  w.by_experiment = work_of([&] {
+    rows_of(listing.runs({.experiment_id = big_experiment}, {.limit = 100, .after = runs / 2}).value());
+  });
+  w.experiments = work_of([&] {
+    auto page = listing.experiments({}, {.limit = 50, .descending = true}).value();
+    for (const auto& e : page.rows) {
+      REQUIRE(listing.status_counts(e.id).ok());
+      REQUIRE(totals.experiment_spend(e.id).ok());
+    }
+  });
+  w.metrics = work_of([&] { REQUIRE(render_metrics(*f.db, totals, ProviderCallMetrics{}, budget).ok()); });
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("a page of runs or experiments and a scrape of /metrics do as much work at 20,000 runs as at 2,000") {
+  testing::DaemonFixture f;
+  f.clock.set(1.8e9);
+  for (int i = 0; i < 60; ++i) testing::create_experiment(f.store, kExperiment);
+  add_history(*f.db, 2, 100, 2000);
+  const Work small = measure(f, 2);
+  add_history(*f.db, 2, 100'000, 18'000);
+  const Work big = measure(f, 2);
+  REQUIRE(scalar(*f.db, "SELECT COUNT(*) FROM runs") > 20'000);
+  // A full scan of the runs would be some 20 units a 1,000 rows (of kWorkUnit instructions): 10 times the history
+  // would show as hundreds more. The same rows read cost the same, give or take the B-trees' one more level.
+  for (auto [name, s, b] : {std::tuple{std::string("first page"), small.first_page, big.first_page},
+                            {"deep page", small.deep_page, big.deep_page},
+                            {"by status", small.by_status, big.by_status},
+                            {"by experiment", small.by_experiment, big.by_experiment},
+                            {"experiments", small.experiments, big.experiments},
+                            {"metrics", small.metrics, big.metrics}}) {
+    MESSAGE(name << ": " << s << " units at 2,000 runs, " << b << " at 20,000");
+    CAPTURE(name);
+    CHECK(s > 0);
+    CHECK(b <= s * 5 / 4 + 20);
+  }
+}
+
+TEST_CASE("a cache keeps within its budget, dropping the least recently used first") {
+  std::vector<int> evicted;
+  Lru<int, std::string> lru(10, [&](const int& k, std::string&) { evicted.push_back(k); });
+  lru.put(1, "aaaa", 4);
+  lru.put(2, "bbbb", 4);
+  CHECK(lru.find(1) != nullptr);  // 1 is now the most recently used
+  lru.put(3, "cccc", 4);          // 12 > 10: 2 goes
+  CHECK(evicted == std::vector<int>{2});
+  CHECK(lru.find(2) == nullptr);
+  CHECK(lru.used() == 8);
+  lru.put(1, "a", 1);  // replaced, not added
+  CHECK(lru.used() == 5);
+  CHECK(*lru.find(1) == "a");
+  lru.put(4, "too big", 11);  // costlier than the budget: not kept, nothing dropped for it
+  CHECK(lru.find(4) == nullptr);
+  CHECK(lru.size() == 2);
+  lru.erase(3);
+  CHECK(lru.used() == 1);
+  CHECK(evicted.size() == 1);  // erase() is no eviction
+}
