@@ -29,6 +29,8 @@ Result<json> list_runs(const RestContext& c, const Request& req) {
   if (!filter) return filter.error();
   auto page = page_request(req, "runs");
   if (!page) return page.error();
+  if (filter->experiment_id)  // an experiment that is not there is a 404, not an empty page
+    if (auto e = c.store.experiment_as_stored(*filter->experiment_id); !e) return e.error();
   auto listed = c.listing.runs(*filter, *page);
   if (!listed) return listed.error();
   json runs = json::array();

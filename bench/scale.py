@@ -75,7 +75,8 @@ def rss_mb(pid):
 
 
 def db_mb(db):
-    return sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s)) / 1e6
+    """The database file and its write-ahead log, MB."""
+    return tuple(os.path.getsize(db + s) / 1e6 if os.path.exists(db + s) else 0.0 for s in ("", "-wal"))
 
 
 def main():
@@ -92,7 +93,11 @@ def main():
     csv = os.path.join(work, "trace.csv")
     trace_csv(csv)
     db = os.path.join(work, "t.db")
-    d = Daemon(tsumd, work, db, ["--trace", csv, "--trace-speed", "20000", "--max-concurrent", "64"])
+    # The trace provider's stand-in agents download nothing: an empty file stands in for the trainer bundle.
+    bundle = os.path.join(work, "bundle.tar.gz")
+    open(bundle, "wb").close()
+    d = Daemon(tsumd, work, db, ["--trace", csv, "--trace-speed", "20000", "--max-concurrent", "64",
+                                 "--bundle", bundle])
     d.start()
     print(f"bench/scale.py: {a.runs} runs in experiments of {CONFIGS * REPS}, trace provider, on {cpu_model()} "
           f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}; work in {work}", flush=True)
@@ -133,7 +138,8 @@ def main():
                         "db_mb": db_mb(db), "runs_per_s": rate})
         r = results[-1]
         print(f"\nat {done} finished runs ({created} experiments): RSS {r['rss_mb']:.0f} MB, database "
-              f"{r['db_mb']:.1f} MB ({1e6 * r['db_mb'] / max(done, 1) / 1024:.2f} KB a run), "
+              f"{r['db_mb'][0]:.1f} MB ({1e6 * r['db_mb'][0] / max(done, 1) / 1024:.2f} KB a run; its log "
+              f"{r['db_mb'][1]:.1f} MB), "
               f"{rate:.0f} runs/s since the last mark", flush=True)
         for name, (s, size) in rows.items():
             print(f"  {name:45s} {1000 * s:9.1f} ms {size / 1024:9.1f} KB", flush=True)

@@ -52,8 +52,20 @@ Result<int> Totals::settle(int limit) {
   if (ids.empty()) return 0;
   Transaction tx(db_);
   if (!tx.begun()) return tx.begun().error();
-  for (int64_t id : ids)
-    if (auto s = settle_run(id); !s) return s.error();
+  for (int64_t id : ids) {
+    // Each run in a savepoint of its own: one that cannot be priced (its stored spec no longer parses) is left out
+    // of the sums, and out of the queue, rather than stopping every run after it.
+    Transaction one(db_);
+    if (!one.begun()) return one.begun().error();
+    if (settle_run(id))
+      if (auto c = one.commit(); !c) return c.error();
+  }
+  // What could not be settled leaves the queue too (its savepoint rolled its figures back).
+  for (int64_t id : ids) {
+    auto done = db_.prepare("DELETE FROM run_settle WHERE run_id = ?");
+    if (!done) return done.error();
+    if (auto s = done->bind(id).run(); !s) return s.error();
+  }
   if (auto s = tx.commit(); !s) return s.error();
   return static_cast<int>(ids.size());
 }

@@ -151,6 +151,32 @@ TEST_CASE("a finished run's cost is settled once into the sums, and again after 
   CHECK((*charged)[{"local", "USD"}] == doctest::Approx(2 * 80 * 0.085 / 3600));
 }
 
+TEST_CASE("a run that cannot be priced leaves the queue without holding up the others") {
+  testing::DaemonFixture f;
+  f.clock.set(1'700'000'000);
+  Views views(f.store, f.ledger);
+  Budget budget(*f.db, f.clock, {});
+  Totals totals(*f.db, views, budget);
+  // An experiment whose stored spec no longer parses (a bug, an older version), with a finished run.
+  for (const char* sql : {"INSERT INTO experiments (id, name, spec, created_at) VALUES (9, 'old', '{', 1)",
+                          "INSERT INTO runs (id, experiment_id, config_index, repetition, provider, instance_type, "
+                          "hourly_price, currency, status, created_at, updated_at) "
+                          "VALUES (90, 9, 0, 1, 'local', 'local-1c', 0.085, 'USD', 'learning', 1, 1)",
+                          "INSERT INTO phase_marks (run_id, attempt, phase, mark, t, clock, received_at) "
+                          "VALUES (90, 1, 'startup', 'begin', 1, 'daemon', 1)",
+                          "UPDATE runs SET status = 'failed' WHERE id = 90"}) {
+    auto st = f.db->prepare(sql);
+    REQUIRE(st.ok());
+    REQUIRE(st->run().ok());
+  }
+  finish(f, 1);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_settle") == 2);
+  REQUIRE(totals.settle_all().ok());
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_settle") == 0);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_costs WHERE run_id = 1") > 0);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_charges WHERE run_id = 90") == 0);
+}
+
 TEST_CASE("pages walk every run once, in order, each filter with its total") {
   testing::DaemonFixture f;
   for (int i = 0; i < 4; ++i) testing::create_experiment(f.store, kExperiment);  // 2 + 4 x 6 = 26 runs
