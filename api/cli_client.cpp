@@ -287,18 +287,19 @@ struct Listed {
 };
 std::optional<Listed> list_pages(cli::Context& c, const Args& a, const std::string& base, const char* key,
                                  std::initializer_list<const char*> filters, int* code) {
-  std::string query;
+  std::string query;  // "?k=v&k=v" of the filters and page flags, without the cursor
+  auto add = [&](const std::string& name, const std::string& value) {
+    query += (query.empty() ? "?" : "&") + name + "=" + encode(value);
+  };
   for (const char* f : filters)
-    if (auto it = a.flags.find(f); it != a.flags.end()) query += std::string("&") + f + "=" + encode(it->second);
+    if (auto it = a.flags.find(f); it != a.flags.end()) add(f, it->second);
   for (const char* f : {"limit", "order"})
-    if (auto it = a.flags.find(f); it != a.flags.end()) query += std::string("&") + f + "=" + encode(it->second);
+    if (auto it = a.flags.find(f); it != a.flags.end()) add(f, it->second);
   Listed out;
   std::string cursor = a.flags.count("cursor") ? a.flags.at("cursor") : "";
   for (;;) {
-    std::string target = base + "?" + query.substr(query.empty() ? 0 : 1);
-    if (!cursor.empty()) target += (query.empty() ? "" : "&") + std::string("cursor=") + encode(cursor);
-    if (target.back() == '?') target.pop_back();
-    auto r = c.call("GET", target, code);
+    const std::string page = cursor.empty() ? "" : (query.empty() ? "?cursor=" : "&cursor=") + encode(cursor);
+    auto r = c.call("GET", base + query + page, code);
     if (!r) return std::nullopt;
     for (auto& row : r->json[key]) out.rows.push_back(std::move(row));
     out.total = r->json.value("total", int64_t{0});

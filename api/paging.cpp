@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include "daemon/run_status.h"
 #include "providers/http/codec.h"
@@ -13,28 +15,27 @@ namespace {
 
 constexpr std::string_view kPageParams[] = {"limit", "cursor", "order"};
 
-// The positive integer id in query parameter `key`, if given.
-Result<std::optional<int64_t>> id_query(const Request& req, const std::string& key) {
+// The number in query parameter `key` within [lo, hi], if given; `range` says what it must be when it is not.
+template <class T>
+Result<std::optional<T>> number_query(const Request& req, const std::string& key, T lo, T hi,
+                                      const std::string& range) {
   auto it = req.query.find(key);
-  if (it == req.query.end()) return std::optional<int64_t>{};
-  int64_t id = 0;
-  const std::string& s = it->second;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
-  if (ec != std::errc() || p != s.data() + s.size() || id <= 0)
-    return make_error(Code::invalid_argument, "query parameter '" + key + "' must be a positive integer id");
-  return std::optional<int64_t>(id);
-}
-
-// A time in unix seconds (0 .. 1e11) in query parameter `key`, if given.
-Result<std::optional<double>> time_query(const Request& req, const std::string& key) {
-  auto it = req.query.find(key);
-  if (it == req.query.end()) return std::optional<double>{};
-  double v = 0;
+  if (it == req.query.end()) return std::optional<T>{};
+  T v{};
   const std::string& s = it->second;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v) || v < 0 || v > 1e11)
-    return make_error(Code::invalid_argument, "query parameter '" + key + "' must be unix seconds (0 to 1e11)");
-  return std::optional<double>(v);
+  bool ok = ec == std::errc() && p == s.data() + s.size() && v >= lo && v <= hi;
+  if constexpr (std::is_floating_point_v<T>) ok = ok && std::isfinite(v);
+  if (!ok) return make_error(Code::invalid_argument, "query parameter '" + key + "' must be " + range);
+  return std::optional<T>(v);
+}
+
+Result<std::optional<int64_t>> id_query(const Request& req, const std::string& key) {
+  return number_query<int64_t>(req, key, 1, std::numeric_limits<int64_t>::max(), "a positive integer id");
+}
+
+Result<std::optional<double>> time_query(const Request& req, const std::string& key) {
+  return number_query<double>(req, key, 0, 1e11, "unix seconds (0 to 1e11)");
 }
 
 std::optional<std::string> text_query(const Request& req, const std::string& key) {
@@ -71,15 +72,10 @@ Status known_query(const Request& req, std::initializer_list<std::string_view> f
 
 Result<daemon::PageRequest> page_request(const Request& req, std::string_view list) {
   daemon::PageRequest page;
-  if (auto it = req.query.find("limit"); it != req.query.end()) {
-    int v = 0;
-    const std::string& s = it->second;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size() || v < 1 || v > daemon::PageRequest::kMaxLimit)
-      return make_error(Code::invalid_argument, "query parameter 'limit' must be an integer from 1 to " +
-                                                    std::to_string(daemon::PageRequest::kMaxLimit));
-    page.limit = v;
-  }
+  auto limit = number_query<int>(req, "limit", 1, daemon::PageRequest::kMaxLimit,
+                                 "an integer from 1 to " + std::to_string(daemon::PageRequest::kMaxLimit));
+  if (!limit) return limit.error();
+  if (*limit) page.limit = **limit;
   if (auto it = req.query.find("order"); it != req.query.end()) {
     if (it->second != "asc" && it->second != "desc")
       return make_error(Code::invalid_argument, "query parameter 'order' must be asc or desc");

@@ -25,10 +25,10 @@ class Lru {
     order_.splice(order_.begin(), order_, it->second);
     return &it->second->value;
   }
-  // Puts `key` (replacing what it had) at a cost of `cost`; an entry costlier than the whole budget is not kept.
-  void put(const K& key, V value, size_t cost = 1) {
+  // Puts `key` (replacing what it had) at a cost of `cost`. False: costlier than the whole budget, not kept.
+  bool put(const K& key, V value, size_t cost = 1) {
     erase(key);
-    if (cost > budget_) return;
+    if (cost > budget_) return false;
     while (used_ + cost > budget_ && !order_.empty()) {
       if (on_evict_) on_evict_(order_.back().key, order_.back().value);
       erase(order_.back().key);
@@ -36,6 +36,7 @@ class Lru {
     order_.push_front({key, std::move(value), cost});
     index_[key] = order_.begin();
     used_ += cost;
+    return true;
   }
   void erase(const K& key) {
     auto it = index_.find(key);

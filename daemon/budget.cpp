@@ -80,8 +80,7 @@ Result<Budget::ExperimentInfo> Budget::experiment_info(int64_t experiment_id) {
 Result<std::vector<Budget::RunCost>> Budget::costs(const std::string& where, const std::vector<SqlValue>& args) {
   auto st = db_.prepare(std::string(kCostQuery) + where);
   if (!st) return st.error();
-  int i = 0;
-  for (const auto& a : args) std::visit([&](const auto& v) { st->bind_at(++i, v); }, a);
+  st->bind_all(args);
   struct Row {
     RunCost cost;
     int64_t experiment_id;
@@ -205,6 +204,10 @@ Result<std::optional<std::string>> Budget::over_cap(int64_t run_id) {
   return std::optional<std::string>{};
 }
 
+Result<std::vector<Budget::RunCost>> Budget::unsettled() {
+  return costs("(r.status IN (" + std::string(kLive) + ") OR " + std::string(kUnsettled) + ")", {});
+}
+
 Result<double> Budget::settled_in_month(double month) {
   auto st = db_.prepare("SELECT COALESCE(SUM(amount), 0) FROM charge_totals WHERE month = ?");
   if (!st) return st.error();
@@ -218,7 +221,7 @@ Result<double> Budget::month_charge() {
   const double month = month_start(clock_.now_s());
   auto total = settled_in_month(month);
   if (!total) return total.error();
-  auto runs = costs("(r.status IN (" + std::string(kLive) + ") OR " + std::string(kUnsettled) + ")", {});
+  auto runs = unsettled();
   if (!runs) return runs.error();
   for (const auto& r : *runs)
     if (r.started && r.begin >= month) *total += r.accrued;
@@ -235,7 +238,7 @@ Result<std::map<std::pair<std::string, std::string>, double>> Budget::charge_by_
     if (!*row) break;
     out[{st->text(0), st->text(1)}] += st->real(2);
   }
-  auto runs = costs("(r.status IN (" + std::string(kLive) + ") OR " + std::string(kUnsettled) + ")", {});
+  auto runs = unsettled();
   if (!runs) return runs.error();
   for (const auto& r : *runs)
     if (r.started) out[{r.provider, r.currency}] += r.accrued;

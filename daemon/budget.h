@@ -111,6 +111,8 @@ class Budget {
   Result<std::vector<Scope>> scopes_of(int64_t run_id);
   Result<std::vector<RunCost>> costs(const std::string& where, const std::vector<SqlValue>& args);
   Result<ExperimentInfo> experiment_info(int64_t experiment_id);
+  // The runs whose charge is not in the sums yet: live ones, and finished ones not settled.
+  Result<std::vector<RunCost>> unsettled();
   // What the month's settled runs charged (charge_totals).
   Result<double> settled_in_month(double month);
 

@@ -93,6 +93,12 @@ class Stmt {
     (bind_one(++i, args), ...);
     return *this;
   }
+  // Binds parameters 1..N from a list built at run time (a WHERE clause's arguments).
+  Stmt& bind_all(const std::vector<SqlValue>& args) {
+    int i = 0;
+    for (const auto& a : args) std::visit([&](const auto& v) { bind_one(++i, v); }, a);
+    return *this;
+  }
   // Binds one parameter at a 1-based index.
   template <class T>
   Stmt& bind_at(int i, const T& v) {

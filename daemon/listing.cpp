@@ -68,8 +68,7 @@ void trim(PageOf<Row>& out, const PageRequest& page) {
 Result<int64_t> Listing::count(const std::string& sql, const std::vector<SqlValue>& args) {
   auto st = db_.prepare(sql);
   if (!st) return st.error();
-  int i = 0;
-  for (const auto& a : args) std::visit([&](const auto& v) { st->bind_at(++i, v); }, a);
+  st->bind_all(args);
   auto row = st->step();
   if (!row) return row.error();
   return *row ? st->int64(0) : 0;
@@ -123,8 +122,7 @@ Result<PageOf<ExperimentRow>> Listing::experiments(const ExperimentFilter& f, co
   page_clause(w, page);
   auto st = db_.prepare("SELECT id FROM experiments " + w.sql);
   if (!st) return st.error();
-  int i = 0;
-  for (const auto& a : w.args) std::visit([&](const auto& v) { st->bind_at(++i, v); }, a);
+  st->bind_all(w.args);
   std::vector<int64_t> ids;
   for (;;) {
     auto row = st->step();

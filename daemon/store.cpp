@@ -132,9 +132,7 @@ Result<std::vector<ExperimentRow>> Store::experiments() {
 Result<std::vector<RunRow>> Store::query_runs(std::string_view where, const std::vector<SqlValue>& args) {
   auto st = db_.prepare(std::string(kRunColumns) + std::string(where));
   if (!st) return st.error();
-  int i = 0;
-  for (const auto& a : args)
-    std::visit([&](const auto& v) { st->bind_at(++i, v); }, a);
+  st->bind_all(args);
   std::vector<RunRow> out;
   for (;;) {
     auto row = st->step();

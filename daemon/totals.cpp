@@ -31,9 +31,7 @@ Status Totals::settle_run(int64_t run_id) {
         !s)
       return s;
   }
-  auto done = db_.prepare("DELETE FROM run_settle WHERE run_id = ?");
-  if (!done) return done.error();
-  return done->bind(run_id).run();
+  return {};
 }
 
 Result<int> Totals::settle(int limit) {
@@ -60,7 +58,7 @@ Result<int> Totals::settle(int limit) {
     if (settle_run(id))
       if (auto c = one.commit(); !c) return c.error();
   }
-  // What could not be settled leaves the queue too (its savepoint rolled its figures back).
+  // Each leaves the queue, settled or not (what could not be settled had its figures rolled back).
   for (int64_t id : ids) {
     auto done = db_.prepare("DELETE FROM run_settle WHERE run_id = ?");
     if (!done) return done.error();

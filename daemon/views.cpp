@@ -382,11 +382,9 @@ Result<std::shared_ptr<const Views::Body>> Views::experiment_body(int64_t experi
   if (progress["finished"] == progress["runs"] && !store_.in_transaction()) {
     ExperimentBody held{body, {}};
     for (const auto& r : (*j)["runs"]) held.runs.push_back(r["id"].get<int64_t>());
-    finished_experiments_.erase(experiment_id);
-    for (int64_t run : held.runs) experiment_of_[run] = experiment_id;
-    finished_experiments_.put(experiment_id, std::move(held), body->text.size());
-    if (!finished_experiments_.find(experiment_id))  // larger than the whole budget: not held
-      for (const auto& r : (*j)["runs"]) experiment_of_.erase(r["id"].get<int64_t>());
+    const auto runs = held.runs;
+    if (finished_experiments_.put(experiment_id, std::move(held), body->text.size()))
+      for (int64_t run : runs) experiment_of_[run] = experiment_id;
   }
   return body;
 }
@@ -432,28 +430,41 @@ Result<json> Views::list_row(const RunRow& r) {
   return j;
 }
 
-json progress_of(const std::map<std::string, int64_t>& by_status) {
-  int64_t total = 0, terminal = 0;
-  for (const auto& [s, n] : by_status) {
-    total += n;
-    if (auto st = parse_status(s); st && is_terminal(*st)) terminal += n;
+namespace {
+
+// Runs counted by status, as an experiment's progress and status read them.
+struct Progress {
+  int64_t total = 0, finished = 0, done = 0, failed = 0, cancelled = 0, queued = 0;
+};
+
+Progress tally(const std::map<std::string, int64_t>& by_status) {
+  Progress p;
+  for (const auto& [name, n] : by_status) {
+    const auto s = parse_status(name);
+    p.total += n;
+    if (s && is_terminal(*s)) p.finished += n;
+    if (s == RunStatus::done) p.done += n;
+    if (s == RunStatus::failed) p.failed += n;
+    if (s == RunStatus::cancelled) p.cancelled += n;
+    if (s == RunStatus::queued) p.queued += n;
   }
-  auto count = [&](const char* s) {
-    auto it = by_status.find(s);
-    return it == by_status.end() ? int64_t{0} : it->second;
-  };
-  return {{"runs", total}, {"finished", terminal}, {"done", count("done")}, {"failed", count("failed")},
-          {"cancelled", count("cancelled")}};
+  return p;
+}
+
+}  // namespace
+
+json progress_of(const std::map<std::string, int64_t>& by_status) {
+  const Progress p = tally(by_status);
+  return {{"runs", p.total}, {"finished", p.finished}, {"done", p.done}, {"failed", p.failed},
+          {"cancelled", p.cancelled}};
 }
 
 std::string experiment_status(const std::map<std::string, int64_t>& by_status) {
-  const json p = progress_of(by_status);
-  const auto total = p["runs"].get<int64_t>(), terminal = p["finished"].get<int64_t>();
-  const auto queued = by_status.count("queued") ? by_status.at("queued") : 0;
-  return terminal < total                       ? (queued == total ? "queued" : "running")
-         : p["done"].get<int64_t>() == total    ? "done"
-         : p["failed"].get<int64_t>() > 0       ? "failed"
-                                                : "cancelled";
+  const Progress p = tally(by_status);
+  return p.finished < p.total ? (p.queued == p.total ? "queued" : "running")
+         : p.done == p.total  ? "done"
+         : p.failed > 0       ? "failed"
+                              : "cancelled";
 }
 
 json describe(const std::vector<double>& xs) {
