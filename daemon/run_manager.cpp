@@ -89,14 +89,14 @@ void RunManager::notify() { dispatch_wake_.cancel(); }
 asio::awaitable<void> RunManager::dispatch_loop() {
   while (!stopping_) {
     if (static_cast<int>(live_.size()) < opts_.limits.global) {
-      auto queued = s_.store.runs_in({RunStatus::queued});
+      // Each experiment's oldest queued runs, twice as many as could start: enough for a later run that fits to
+      // pass an earlier one that waits for cores, without reading a queue of 100,000 on every dispatch.
+      auto queued = s_.store.queue_heads(std::max<int64_t>(64, 2 * int64_t{opts_.limits.global}));
       if (!queued) log_line("dispatcher: " + queued.error().detail);
-      std::vector<QueueEntry> waiting, running;
+      std::vector<QueueEntry> waiting = queued ? std::move(*queued) : std::vector<QueueEntry>{};
+      std::vector<QueueEntry> running;
       std::map<int64_t, QueueEntry> by_id;
-      for (const auto& r : queued ? *queued : std::vector<RunRow>{}) {
-        waiting.push_back({r.id, r.experiment_id, r.provider, r.instance_type, r.nodes});
-        by_id[r.id] = waiting.back();
-      }
+      for (const auto& e : waiting) by_id[e.run_id] = e;
       for (const auto& [_, l] : live_) running.push_back(l->entry);
       start_within_budget(admit(waiting, running, opts_.limits), by_id);
     }

@@ -164,6 +164,34 @@ Result<std::vector<RunRow>> Store::runs_in(std::initializer_list<RunStatus> stat
   return query_runs(where + ") ORDER BY id", args);
 }
 
+Result<std::vector<QueueEntry>> Store::queue_heads(int64_t per_experiment) {
+  auto experiments = db_.prepare("SELECT experiment_id FROM run_counts WHERE status = 'queued' AND n > 0");
+  if (!experiments) return experiments.error();
+  std::vector<int64_t> ids;
+  for (;;) {
+    auto row = experiments->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    ids.push_back(experiments->int64(0));
+  }
+  std::vector<QueueEntry> out;
+  for (int64_t experiment : ids) {
+    auto st = db_.prepare(
+        "SELECT id, provider, instance_type, nodes FROM runs WHERE experiment_id = ? AND status = 'queued' "
+        "ORDER BY id LIMIT ?");
+    if (!st) return st.error();
+    st->bind(experiment, per_experiment);
+    for (;;) {
+      auto row = st->step();
+      if (!row) return row.error();
+      if (!*row) break;
+      out.push_back({st->int64(0), experiment, st->text(1), st->text(2), static_cast<int>(st->int64(3))});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const QueueEntry& a, const QueueEntry& b) { return a.run_id < b.run_id; });
+  return out;
+}
+
 Result<std::vector<json>> Store::epochs_of(int64_t run_id) {
   auto st = db_.prepare("SELECT attrs FROM run_epochs WHERE run_id = ? ORDER BY epoch");
   if (!st) return st.error();

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/lru.h"
+#include "daemon/admission.h"
 #include "daemon/db.h"
 #include "daemon/experiment_spec.h"
 #include "daemon/run_status.h"
@@ -88,6 +89,10 @@ class Store {
   Result<std::vector<RunRow>> runs_of(int64_t experiment_id);
   // Runs in any of the given statuses, oldest first.
   Result<std::vector<RunRow>> runs_in(std::initializer_list<RunStatus> statuses);
+  // The dispatcher's view of the queue: the `per_experiment` oldest queued runs of each experiment that has
+  // any, oldest first. It reads the kept counters and an index, so its cost is what it returns, however many
+  // runs wait behind those heads.
+  Result<std::vector<QueueEntry>> queue_heads(int64_t per_experiment);
   // The trainer's per-epoch samples of a run, in epoch order.
   Result<std::vector<nlohmann::json>> epochs_of(int64_t run_id);
   // The ended spot attempts of `provider`'s `instance_type`, every run's.

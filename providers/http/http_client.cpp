@@ -125,8 +125,22 @@ Result<HttpResponse> HttpClient::stream(const HttpRequest& req, const std::funct
 Result<HttpResponse> HttpClient::perform(const HttpRequest& req, const std::function<bool(std::string_view)>* sink,
                                          const std::atomic<bool>* cancel) const {
   if (stopping_) return make_error(Code::cancelled, req.method + " " + req.url + ": client is shutting down");
-  std::unique_ptr<CURL, CurlDeleter> h(curl_easy_init());
-  if (!h) return make_error(Code::internal, "curl_easy_init failed");
+  // A worker thread keeps one easy handle, and with it its open connections, as an SDK keeps its pool: the next
+  // request to the same host skips the connect (and the TLS handshake). curl_easy_reset clears the options, not
+  // the connections; curl reuses one only for a matching host and TLS setup, and reconnects if it was closed. A
+  // stream (sink) runs on its caller's thread and takes a handle of its own.
+  thread_local std::unique_ptr<CURL, CurlDeleter> kept;
+  std::unique_ptr<CURL, CurlDeleter> own;
+  if (!sink && !kept) kept.reset(curl_easy_init());
+  if (sink) own.reset(curl_easy_init());
+  CURL* const handle = sink ? own.get() : kept.get();
+  if (!handle) return make_error(Code::internal, "curl_easy_init failed");
+  curl_easy_reset(handle);
+  // The options point into this frame (the error buffer, the header list, the transfer): cleared on the way out.
+  struct Reset {
+    CURL* h;
+    ~Reset() { curl_easy_reset(h); }
+  } reset_after{handle};
   Transfer t{.max_bytes = opts_.max_response_bytes, .stopping = &stopping_, .sink = sink, .cancel = cancel};
   std::unique_ptr<curl_slist, CurlDeleter> headers;
   auto add_header = [&](const std::string& line) {
@@ -137,7 +151,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, const std::func
   add_header("Expect:");  // no 100-continue round trip
   char error[CURL_ERROR_SIZE] = "";
   const long timeout_ms = std::max<long>(1, static_cast<long>(req.timeout.count()));
-  CURL* c = h.get();
+  CURL* c = handle;
   curl_easy_setopt(c, CURLOPT_URL, req.url.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

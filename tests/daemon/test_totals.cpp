@@ -333,3 +333,36 @@ TEST_CASE("a cache keeps within its budget, dropping the least recently used fir
   CHECK(lru.used() == 1);
   CHECK(evicted.size() == 1);  // erase() is no eviction
 }
+
+TEST_CASE("the dispatcher reads each experiment's oldest queued runs, not the whole queue") {
+  testing::DaemonFixture f;  // experiment 1: runs 1-2
+  for (int i = 0; i < 3; ++i) testing::create_experiment(f.store, kExperiment);  // 6 runs each: 3-8, 9-14, 15-20
+  REQUIRE(f.ledger.advance(1, RunStatus::cancelled, "").ok());
+  REQUIRE(f.ledger.advance(3, RunStatus::provisioning, "").ok());
+  REQUIRE(f.ledger.advance(4, RunStatus::cancelled, "").ok());
+  for (int64_t id = 15; id <= 20; ++id) REQUIRE(f.ledger.advance(id, RunStatus::cancelled, "").ok());
+  auto heads = f.store.queue_heads(2);
+  REQUIRE(heads.ok());
+  std::vector<int64_t> ids;
+  for (const auto& e : *heads) ids.push_back(e.run_id);
+  CHECK(ids == std::vector<int64_t>{2, 5, 6, 9, 10});  // oldest first; experiment 4 has none queued
+  CHECK(heads->front().experiment_id == 1);
+  CHECK(heads->front().instance_type == "local-2c");
+  CHECK(heads->back().experiment_id == 3);
+  // However long the queue behind the heads, a dispatch reads the heads: 200 more queued runs in one more
+  // experiment cost one more head.
+  auto work = [&] {
+    f.db->count_work(true);
+    const uint64_t before = f.db->work();
+    REQUIRE(f.store.queue_heads(2).ok());
+    const uint64_t used = f.db->work() - before;
+    f.db->count_work(false);
+    return used;
+  };
+  const uint64_t three = work();
+  std::string big = kExperiment;
+  big.replace(big.find("\"repetitions\":3"), 15, "\"repetitions\":100");
+  testing::create_experiment(f.store, big);
+  CHECK(f.store.queue_heads(2)->size() == 7);
+  CHECK(work() <= three * 3 / 2 + 4);
+}

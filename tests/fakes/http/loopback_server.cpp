@@ -108,7 +108,7 @@ struct LoopbackServer::Impl {
       LoopbackRequest req = to_request(msg);
       boost::system::error_code peer_ec;
       auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peer_ec);
-      if (!peer_ec) req.peer = peer.address().to_string();
+      if (!peer_ec) req.peer = peer.address().to_string(), req.peer_port = peer.port();
       LoopbackReply reply = call(handler, req);
       if (reply.delay.count() > 0) {
         beast::get_lowest_layer(stream).expires_never();
@@ -116,14 +116,17 @@ struct LoopbackServer::Impl {
         co_await timer.async_wait(kTuple);
       }
       if (reply.drop) co_return;  // the stream's destructor closes the connection: no answer at all
-      bool written = co_await write(stream, msg, std::move(reply));
-      if (!written || !msg.keep_alive()) co_return;
+      // A reply that says "Connection: close" ends the connection after it, as a server's idle limit would.
+      auto connection = find_header(reply.headers, "Connection");
+      const bool keep = msg.keep_alive() && !(connection && beast::iequals(*connection, "close"));
+      bool written = co_await write(stream, msg.version(), keep, std::move(reply));
+      if (!written || !keep) co_return;
     }
   }
 
   template <class Stream>
-  asio::awaitable<bool> write(Stream& stream, const bhttp::request<bhttp::string_body>& msg, LoopbackReply reply) {
-    auto res = to_response(std::move(reply), msg.version(), msg.keep_alive());
+  asio::awaitable<bool> write(Stream& stream, unsigned version, bool keep_alive, LoopbackReply reply) {
+    auto res = to_response(std::move(reply), version, keep_alive);
     beast::get_lowest_layer(stream).expires_after(kWriteTimeout);
     auto [ec, n] = co_await bhttp::async_write(stream, res, kTuple);
     co_return !ec;

@@ -23,6 +23,7 @@ struct LoopbackRequest {
   HttpHeaders headers = {};
   std::string body = {};
   std::string peer = {};  // the client's IP address
+  std::uint16_t peer_port = 0;  // and its port: the same on each request of one connection
 };
 
 struct LoopbackReply {

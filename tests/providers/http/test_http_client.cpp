@@ -265,6 +265,23 @@ TEST_CASE("sends from many coroutines share the worker threads and all complete"
   CHECK(f.script.count() == 8);
 }
 
+TEST_CASE("requests one after another reuse the connection, and a connection the server closed is replaced") {
+  Fixture f;
+  HttpClient client({.ca_file = f.tls.ca_file(), .threads = 1});
+  for (int i = 0; i < 3; ++i) REQUIRE(run_sync(client.send(f.get())).ok());
+  REQUIRE(f.script.count() == 3);
+  CHECK(f.script.seen(1).first.peer_port == f.script.seen(0).first.peer_port);
+  CHECK(f.script.seen(2).first.peer_port == f.script.seen(0).first.peer_port);
+  // The server closes this connection after answering: the next request connects again and succeeds.
+  f.script.push({.status = 200, .headers = {{"Connection", "close"}}, .body = "bye"});
+  REQUIRE(run_sync(client.send(f.get())).ok());
+  auto r = run_sync(client.send(f.get()));
+  REQUIRE(r.ok());
+  CHECK(r->status == 200);
+  REQUIRE(f.script.count() == 5);
+  CHECK(f.script.seen(4).first.peer_port != f.script.seen(0).first.peer_port);
+}
+
 TEST_CASE("plain HTTP works as well") {
   Script script;
   LoopbackServer server([&](const LoopbackRequest& r) { return script.next(r); });
