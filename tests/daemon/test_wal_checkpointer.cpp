@@ -74,9 +74,10 @@ TEST_CASE("under writes that never pause, the log stays bounded") {
   for (int i = 0; i < 3000; ++i) REQUIRE(t.db->exec("INSERT INTO t VALUES (randomblob(8000))").ok());  // ~12,000 pages
   // On a quiet machine the log stays near SQLite's 1000 pages and the commit that passed them; on a loaded one
   // (ctest -j on 2 cores) the thread can be descheduled inside a checkpoint, and the writes meanwhile grow the log
-  // (3,017 pages seen in CI, 5,229 at a load of 8). Bounded means it started over while the writes went on: a log
-  // that never did holds all of them (12,126 pages measured with SQLite's automatic checkpoints off).
-  CHECK(pages(*t.db, t.path + "-wal") < 7000);
+  // (3,017 pages seen in CI, 5,229 at a load of 8, 7,064 once on a quiet one). Bounded means it started over while
+  // the writes went on: a log that never did holds all of them (12,126 pages measured with SQLite's automatic
+  // checkpoints off), so the bound sits between the two, with room for a slow scheduler.
+  CHECK(pages(*t.db, t.path + "-wal") < 10500);
   CHECK((*cp)->stats().checkpoints > 0);
   CHECK(one_int(*t.db, "SELECT count(*) FROM t") == 3000);
 }
