@@ -84,10 +84,26 @@ void RunManager::start() {
   asio::co_spawn(io_, dispatch_loop(), asio::detached);
 }
 
-void RunManager::notify() { dispatch_wake_.cancel(); }
+void RunManager::notify() {
+  if (dispatch_due_) return;  // a pass is coming, and it will see this change too
+  dispatch_due_ = true;
+  dispatch_wake_.cancel();
+}
 
 asio::awaitable<void> RunManager::dispatch_loop() {
+  // Passes are at least kDispatchSpacing apart: the runs that end in a burst (hundreds a second on the trace
+  // provider) share a pass instead of each paying one, and a lone change still gets one at once.
+  constexpr auto kDispatchSpacing = milliseconds(5);
+  auto last_pass = std::chrono::steady_clock::now() - kDispatchSpacing;
+  boost::system::error_code ec;
   while (!stopping_) {
+    if (auto since = std::chrono::steady_clock::now() - last_pass; since < kDispatchSpacing) {
+      dispatch_wake_.expires_after(kDispatchSpacing - since);
+      co_await dispatch_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (stopping_) break;
+    }
+    dispatch_due_ = false;
+    last_pass = std::chrono::steady_clock::now();
     if (static_cast<int>(live_.size()) < opts_.limits.global) {
       // Each experiment's oldest queued runs, twice as many as could start: enough for a later run that fits to
       // pass an earlier one that waits for cores, without reading a queue of 100,000 on every dispatch.
@@ -100,8 +116,8 @@ asio::awaitable<void> RunManager::dispatch_loop() {
       for (const auto& [_, l] : live_) running.push_back(l->entry);
       start_within_budget(admit(waiting, running, opts_.limits), by_id);
     }
+    if (dispatch_due_) continue;  // something changed during the pass
     dispatch_wake_.expires_after(milliseconds(500));
-    boost::system::error_code ec;
     co_await dispatch_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
 }

@@ -153,6 +153,7 @@ class RunManager {
   std::map<int64_t, std::shared_ptr<LiveRun>> live_;
   std::map<std::string, std::shared_ptr<StatusPoller>> pollers_;  // by provider name
   boost::asio::steady_timer dispatch_wake_;
+  bool dispatch_due_ = false;  // notify() was called since the last pass began
   bool stopping_ = false;
   bool dispatching_ = false;
   std::string last_dispatch_error_;  // why the last run could not leave the queue, logged once per cause
