@@ -13,6 +13,7 @@
 #include "billing/serving.h"
 #include "daemon/admission.h"
 #include "daemon/experiment_spec.h"
+#include "daemon/plan_history.h"
 #include "daemon/past_runs.h"
 #include "daemon/recovery.h"
 #include "daemon/spot_risk.h"
@@ -43,14 +44,8 @@ std::optional<double> number_param(const Request& req, const char* key, double h
   return ok ? std::optional<double>(v) : std::nullopt;
 }
 
-struct History {
-  std::vector<billing::MeasuredRun> runs;
-  std::vector<double> restarts;  // of resumed attempts (spot), seconds
-  int warm = 0, cold = 0;        // runs whose install and load_data found the machine's cache, or downloaded
-};
-
 // Whether the plan's runs measured install and load_data alike: {"warm_runs", "cold_runs", "note"}.
-json cache_note(const History& h) {
+json cache_note(const daemon::PlanHistory& h) {
   std::string note = h.cold == 0   ? "every run's install and load_data found the machine warm (its cache, or an image "
                                      "already there): the plan compares them alike"
                      : h.warm == 0 ? "every run's install and load_data downloaded and unpacked (a cold machine): the "
@@ -61,8 +56,8 @@ json cache_note(const History& h) {
   return {{"warm_runs", h.warm}, {"cold_runs", h.cold}, {"note", note}};
 }
 
-// Calls `each` with every run (as GET /v1/runs/{id} shows it) of every experiment whose workload is `workload`:
-// what the planner learns from.
+// Calls `each` with every run (as GET /v1/runs/{id} shows it) of every experiment whose workload is `workload`: what a
+// serving plan learns from (a training plan reads the samples kept as runs finish, daemon/plan_history.h).
 template <typename F>
 Status each_run_of(daemon::Store& store, daemon::Views& views, const json& workload, F each) {
   auto all = store.experiments();
@@ -74,39 +69,6 @@ Status each_run_of(daemon::Store& store, daemon::Views& views, const json& workl
     for (const auto& run : (*full)["runs"]) each(run);
   }
   return {};
-}
-
-// Done runs of every experiment whose workload equals `workload`, as the predictor's measured runs (a run that
-// needed several machines as one machine's, daemon::one_machine_phases), and the restarts of resumed attempts.
-Result<History> history(daemon::Store& store, daemon::Views& views, const json& workload) {
-  History h;
-  auto& out = h.runs;
-  auto walked = each_run_of(store, views, workload, [&](const json& run) {
-    auto r = daemon::restarts_of(run);
-    h.restarts.insert(h.restarts.end(), r.begin(), r.end());
-    if (run["status"] != "done" || !run["t_sum"].is_number()) return;
-    const json phases = daemon::one_machine_phases(run);  // a run of several machines as one machine's
-    bool known = true;
-    for (auto name : billing::kPhaseNames) known = known && phases[std::string(name)].is_number();
-    if (!known) return;
-    ++(daemon::ran_cold(run) ? h.cold : h.warm);
-    billing::MeasuredRun m;
-    std::string provider = run["config"]["provider"], type = run["config"]["instance_type"];
-    const int nodes = run.value("nodes", 1);
-    m.cfg.config = provider + "/" + type + (nodes > 1 ? "/x" + std::to_string(nodes) : "");
-    m.cfg.provider = provider;
-    m.cfg.instance_type = type;
-    m.cfg.cores = daemon::local_cores_of(provider, type);
-    m.cfg.cpu_family = billing::instance_family(type);
-    m.cfg.nodes = nodes;
-    // The machine as the run stored it from its offer, named as the candidates below name theirs.
-    daemon::describe_machine(run.value("machine", json::object()), m.cfg);
-    for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
-      m.phases[i] = phases[std::string(billing::kPhaseNames[i])].get<double>();
-    out.push_back(std::move(m));
-  });
-  if (!walked.ok()) return walked.error();
-  return h;
 }
 
 // The query's planning terms (all but experiment and nodes), each checked; invalid_argument says which is wrong.
@@ -333,9 +295,9 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
 
 }  // namespace
 
-void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, daemon::TokenStore& tokens,
-                    daemon::ProviderRegistry& providers) {
-  router.add("GET", "/v1/plan", [&store, &views, &tokens, &providers](Request& req) -> boost::asio::awaitable<Response> {
+void add_plan_route(Router& router, daemon::Db& db, daemon::Store& store, daemon::Views& views, daemon::Totals& totals,
+                    daemon::TokenStore& tokens, daemon::ProviderRegistry& providers) {
+  router.add("GET", "/v1/plan", [&db, &store, &views, &totals, &tokens, &providers](Request& req) -> boost::asio::awaitable<Response> {
     if (auto denied = check_auth(req, tokens)) co_return *denied;
     auto exp_it = req.query.find("experiment");
     int64_t exp_id = 0;
@@ -362,8 +324,9 @@ void add_plan_route(Router& router, daemon::Store& store, daemon::Views& views, 
         break;
       }
 
-    const json workload = exp->spec.workload().to_json();
-    auto past = history(store, views, workload);
+    // The runs that just finished are settled first, so the plan learns from them too.
+    if (auto settled = totals.settle(); !settled) co_return error_response(settled.error());
+    auto past = daemon::plan_history(db, exp->spec.workload().to_json());
     if (!past) co_return error_response(past.error());
     const auto* runs = &past->runs;
     if (runs->empty())

@@ -1,5 +1,7 @@
 #include "daemon/totals.h"
 
+#include "daemon/plan_history.h"
+
 namespace tsum::daemon {
 
 using nlohmann::json;
@@ -22,6 +24,7 @@ Status Totals::settle_run(int64_t run_id) {
         !s)
       return s;
   }
+  if (auto s = record_plan_sample(db_, views_.store(), *view); !s) return s;
   auto charge = budget_.settled_charge(run_id);
   if (!charge) return charge.error();
   if (*charge) {

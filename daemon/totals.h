@@ -5,9 +5,10 @@
 // a finished run cost needs the billing rules, so it is settled here, once, after the run finishes: settle() takes
 // the runs the database queued in run_settle (a run that just finished, or a finished one that took a late mark),
 // writes each one's cost under its experiment's rules (run_costs, from its view) and its instance's charge under
-// its provider's rule (run_charges, from the budget), and the triggers add them to the sums. A run settled again
-// has its old figures taken out first. The daemon settles every second and before each read of the sums, so a
-// read waits for at most a second's worth of finished runs.
+// its provider's rule (run_charges, from the budget), and the triggers add them to the sums; it also writes what the
+// planner learns from the run (daemon/plan_history.h). A run settled again has its old figures taken out first. The
+// daemon settles every second and before each read of the sums, so a read waits for at most a second's worth of
+// finished runs.
 #pragma once
 
 #include <cstdint>

@@ -22,6 +22,7 @@ namespace tsum::daemon {
 class Views {
  public:
   Views(Store& store, Ledger& ledger);
+  Store& store() const { return store_; }
 
   Result<nlohmann::json> run(int64_t run_id);
   // run() as JSON text, with a strong ETag of it. A finished run's text is kept until forget(run_id): the

@@ -12,6 +12,8 @@
 #include "daemon/fixture.h"
 #include "daemon/listing.h"
 #include "daemon/metrics.h"
+#include "daemon/plan_history.h"
+#include "daemon/spot_risk.h"
 #include "daemon/token_store.h"
 #include "daemon/totals.h"
 #include "daemon/views.h"
@@ -176,6 +178,55 @@ TEST_CASE("a run that cannot be priced leaves the queue without holding up the o
   CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_settle") == 0);
   CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_costs WHERE run_id = 1") > 0);
   CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_charges WHERE run_id = 90") == 0);
+}
+
+TEST_CASE("a plan learns from the samples settled runs leave: each done run once, as its view shows it") {
+  testing::DaemonFixture f;  // experiment 1: runs 1-2, the workload {"epochs":1,"limit":100}
+  f.clock.set(1'700'000'000);
+  Views views(f.store, f.ledger);
+  Budget budget(*f.db, f.clock, {});
+  Totals totals(*f.db, views, budget);
+  testing::create_experiment(f.store, kExperiment);  // the same workload: runs 3-8
+  std::string other = kExperiment;
+  other.replace(other.find("\"epochs\":1"), 10, "\"epochs\":2");
+  testing::create_experiment(f.store, other);  // another workload: runs 9-14
+  for (int64_t id : {1, 3, 4, 5, 9}) finish(f, id);
+  REQUIRE(f.ledger.advance(6, RunStatus::cancelled, "").ok());
+  REQUIRE(totals.settle_all().ok());
+  const auto workload = f.store.experiment_as_stored(1)->spec.workload().to_json();
+  auto h = plan_history(*f.db, workload);
+  REQUIRE(h.ok());
+  REQUIRE(h->runs.size() == 4);  // runs 1, 3, 4 and 5; the cancelled one measured nothing
+  CHECK(h->restarts.empty());
+  CHECK(h->warm + h->cold == 4);
+  std::map<std::string, int> per_config;
+  for (const auto& m : h->runs) {
+    ++per_config[m.cfg.config];
+    CHECK(m.cfg.provider == "local");
+    CHECK(m.cfg.cores == (m.cfg.instance_type == "local-1c" ? 1 : 2));
+    for (double p : m.phases) CHECK(p == doctest::Approx(10));
+  }
+  // What the planner read from the views before: the same phases, run by run.
+  for (int64_t id : {1, 3, 4, 5}) {
+    auto phases = one_machine_phases(*views.run(id));
+    for (auto name : kPhaseNames) CHECK(phases[std::string(name)].get<double>() == doctest::Approx(10));
+  }
+  CHECK(per_config.size() == 2);
+  // A limit per config keeps the newest of each.
+  auto newest = plan_history(*f.db, workload, 1);
+  REQUIRE(newest.ok());
+  CHECK(newest->runs.size() == 2);
+  auto other_workload = plan_history(*f.db, f.store.experiment_as_stored(3)->spec.workload().to_json());
+  REQUIRE(other_workload.ok());
+  CHECK(other_workload->runs.size() == 1);
+  CHECK(plan_history(*f.db, nlohmann::json{{"epochs", 9}})->runs.empty());
+  // A run settled again (a late mark) rewrites its sample rather than adding one.
+  auto late = f.db->prepare("INSERT INTO phase_marks (run_id, attempt, phase, mark, t, clock, received_at) "
+                            "VALUES (3, 2, 'learn', 'begin', 1, 'agent', 1)");
+  REQUIRE(late.ok());
+  REQUIRE(late->run().ok());
+  REQUIRE(totals.settle_all().ok());
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM plan_samples") == 5);
 }
 
 TEST_CASE("pages walk every run once, in order, each filter with its total") {
