@@ -339,10 +339,30 @@ boost::asio::awaitable<void> App::settle_loop() {
       co_await boost::asio::post(io_, boost::asio::use_awaitable);
       continue;
     }
+    if (let_go_batch()) {
+      co_await boost::asio::post(io_, boost::asio::use_awaitable);
+      continue;
+    }
     settle_timer_->expires_after(std::chrono::seconds(1));
     auto [ec] = co_await settle_timer_->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     if (ec) break;
   }
+}
+
+bool App::let_go_batch() {
+  if (!opts_.keep_logs_days || std::chrono::steady_clock::now() < next_let_go_) return false;
+  constexpr int kBatch = 200;
+  const double cutoff = clock_.now_s() - *opts_.keep_logs_days * 86400;
+  auto gone = daemon::let_go(*db_, blobs_.get(), {bundle_.sha256, agent_.sha256}, cutoff, kBatch);
+  if (!gone) std::cerr << "tsumd: letting go of old runs' logs: " << gone.error().detail << "\n";
+  if (gone && (gone->runs > 0 || gone->tokens > 0))
+    std::cerr << "tsumd: let go of " << gone->lines << " log lines, " << gone->artifacts << " artifacts ("
+              << gone->blob_bytes << " bytes) and " << gone->tokens << " tokens of runs finished over "
+              << *opts_.keep_logs_days << " days ago\n";
+  // A full batch: more is due at once (after the requests waiting). Else the next pass is in an hour.
+  if (gone && gone->runs >= kBatch) return true;
+  next_let_go_ = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  return false;
 }
 
 boost::asio::awaitable<void> App::shutdown() {

@@ -28,6 +28,7 @@
 #include "daemon/listing.h"
 #include "daemon/metrics.h"
 #include "daemon/provider_registry.h"
+#include "daemon/retention.h"
 #include "billing/catalog.h"
 #include "billing/plan_csv.h"
 #include "daemon/run_manager.h"
@@ -58,6 +59,9 @@ struct AppOptions {
   daemon::QueueLimits limits;          // local_cores 0: this host's CPU count
   std::string web_dir;                 // serve the dashboard from here; default: the files built into tsumd
   std::optional<double> monthly_budget;  // spend cap per calendar month (UTC) over every run
+  // --keep-logs DAYS: what finished runs grew besides their facts is let go after this long (daemon/retention.h);
+  // absent: kept for ever.
+  std::optional<double> keep_logs_days;
   daemon::DaemonConfig config;         // --config FILE: providers beyond local (daemon/config.h)
   std::string trace_csv;               // register the trace provider replaying this CSV (providers/trace/)
   std::string trace_db;                // … or replaying the done runs of this tsum database (daemon/past_runs.h)
@@ -107,6 +111,8 @@ class App {
   Result<std::vector<billing::CsvRun>> trace_runs() const;
   // Settles finished runs' costs into the sums (daemon/totals.h) every second until shutdown.
   boost::asio::awaitable<void> settle_loop();
+  // One batch of retention (AppOptions::keep_logs_days); false when nothing more is due.
+  bool let_go_batch();
 
   boost::asio::io_context& io_;
   AppOptions opts_;
@@ -123,6 +129,7 @@ class App {
   std::unique_ptr<daemon::Listing> listing_;  // the paged lists
   std::unique_ptr<daemon::Totals> totals_;    // the sums /metrics and the lists read
   std::optional<boost::asio::steady_timer> settle_timer_;
+  std::chrono::steady_clock::time_point next_let_go_{};  // the settle loop's next retention pass
   bool stopping_ = false;
   std::unique_ptr<daemon::BlobStore> blobs_;
   std::unique_ptr<daemon::Datasets> datasets_;

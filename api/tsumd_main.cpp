@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -77,6 +78,9 @@ constexpr const char* kUsage = R"(usage:
               [--trace-speed N] [--trace-billing RULE]   (replay recorded runs: docs/trace.md)
               [--grace S]   (on SIGTERM, live runs get S seconds (default 8) to terminate their instances;
                              a second signal stops at once; what is left, the next start settles)
+              [--keep-logs DAYS]   (let go of finished runs' log lines and resource samples after DAYS;
+                                    phases and costs are kept for ever: docs/limits.md)
+  tsumd db compact --db PATH   (give the space let go back to the file system; with no daemon on PATH)
   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
@@ -187,6 +191,13 @@ std::optional<int> serve_options(std::map<std::string, std::string>& flags, api:
     return usage_error("--max-per-provider must look like local=1,aws=4");
   if (flags.count("max-per-type") && !daemon::parse_caps(flags["max-per-type"], &o.limits.per_type))
     return usage_error("--max-per-type must look like c6i.large=2,g5.xlarge=1");
+  if (flags.count("keep-logs")) {
+    double days = 0;
+    if (!to_non_negative(flags["keep-logs"], days) || days > 36500)
+      return usage_error("--keep-logs must be a number of days from 0 to 36500 (finished runs' log lines, resource "
+                         "samples and event logs older than that are let go; phases and costs are kept)");
+    o.keep_logs_days = days;
+  }
   if (flags.count("monthly-budget")) {
     double cap = 0;
     if (!to_positive(flags["monthly-budget"], cap)) return usage_error("--monthly-budget must be a positive amount");
@@ -271,6 +282,46 @@ int serve(std::map<std::string, std::string> flags) {
   return run_daemon(std::move(o));
 }
 
+// `tsumd db compact`: rewrites the database without its free pages (VACUUM) and empties its log. The whole file is
+// rewritten, so no daemon may hold it: the lock a daemon takes (daemon/db_lock.h) is taken here too.
+int db_compact(std::map<std::string, std::string> flags) {
+  if (flags["db"].empty()) return usage_error("db compact needs --db PATH");
+  const std::string path = flags["db"];
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    std::cerr << "tsumd: " << path << ": no such database\n";
+    return 1;
+  }
+  auto lock = daemon::DbLock::acquire(path);
+  if (!lock) {
+    std::cerr << "tsumd: " << lock.error().detail << " (compacting rewrites the whole file)\n";
+    return 1;
+  }
+  auto bytes = [&] {
+    std::uintmax_t n = 0;
+    for (const char* suffix : {"", "-wal"}) {
+      std::error_code e;
+      auto size = std::filesystem::file_size(path + suffix, e);
+      if (!e) n += size;
+    }
+    return n;
+  };
+  const auto before = bytes();
+  auto db = daemon::Db::open(path);
+  if (!db) {
+    std::cerr << "tsumd: " << db.error().detail << "\n";
+    return 1;
+  }
+  if (auto s = (*db)->exec("PRAGMA wal_checkpoint(TRUNCATE); VACUUM; PRAGMA wal_checkpoint(TRUNCATE);"); !s) {
+    std::cerr << "tsumd: compacting " << path << ": " << s.error().detail << "\n";
+    return 1;
+  }
+  (*db).reset();  // closed: its log is checkpointed and removed
+  const auto after = bytes();
+  std::cout << path << ": " << before << " -> " << after << " bytes\n";
+  return 0;
+}
+
 int token_create(std::map<std::string, std::string> flags) {
   if (flags["db"].empty()) return usage_error("token create needs --db PATH");
   auto db = daemon::Db::open(flags["db"]);
@@ -312,7 +363,7 @@ int main(int argc, char** argv) {
         !only_known(flags, {"db", "listen", "state-dir", "bundle", "data", "max-concurrent", "max-per-provider",
                             "max-per-type", "web-dir", "monthly-budget", "config", "trace", "trace-speed",
                             "trace-billing", "trace-db", "trace-experiments", "public-url", "tls-cert", "tls-key",
-                            "upload-limit", "grace"},
+                            "upload-limit", "grace", "keep-logs"},
                     err))
       return usage_error(err);
     if (insecure) flags["insecure-agents"] = "1";
@@ -329,6 +380,10 @@ int main(int argc, char** argv) {
     if (flags["config"].empty()) return usage_error("offers needs --config FILE");
     if (flags.count("catalog-out") && flags["provider"].empty()) return usage_error("--catalog-out needs --provider NAME");
     return daemon::offers_command(flags["config"], flags["provider"], json, flags["catalog-out"]);
+  }
+  if (args[0] == "db" && args.size() > 1 && args[1] == "compact") {
+    if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db"}, err)) return usage_error(err);
+    return db_compact(flags);
   }
   if (args[0] == "token" && args.size() > 1 && args[1] == "create") {
     if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db", "scope"}, err)) return usage_error(err);

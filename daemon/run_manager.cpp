@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "billing/planner.h"
 #include "common/embedded.h"
 #include "daemon/recovery.h"
 #include "daemon/startup_deadline.h"

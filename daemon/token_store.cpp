@@ -61,8 +61,7 @@ Status TokenStore::revoke_run(int64_t run_id) {
 
 Result<std::vector<TokenRecord>> TokenStore::list() {
   auto st = db_.prepare(
-      "SELECT substr(hash, 1, 16), scope, created_at, revoked_at FROM tokens WHERE scope IN ('admin', 'metrics') "
-      "ORDER BY created_at");
+      "SELECT substr(hash, 1, 16), scope, created_at, revoked_at FROM tokens WHERE scope <> 'run' ORDER BY created_at");
   if (!st) return st.error();
   std::vector<TokenRecord> out;
   for (;;) {
@@ -76,8 +75,7 @@ Result<std::vector<TokenRecord>> TokenStore::list() {
 
 Status TokenStore::revoke(std::string_view id) {
   auto st = db_.prepare(
-      "UPDATE tokens SET revoked_at = ? WHERE substr(hash, 1, 16) = ? AND scope IN ('admin', 'metrics') "
-      "AND revoked_at IS NULL");
+      "UPDATE tokens SET revoked_at = ? WHERE substr(hash, 1, 16) = ? AND scope <> 'run' AND revoked_at IS NULL");
   if (!st) return st.error();
   if (auto s = st->bind(clock_.now_s(), id).run(); !s) return s;
   if (db_.changes() == 0) return make_error(Code::not_found, "no active token with id '" + std::string(id) + "'");

@@ -365,6 +365,7 @@ Result<std::shared_ptr<const Views::Body>> Views::run_body(int64_t run_id) {
 
 void Views::forget(int64_t run_id) {
   finished_.erase(run_id);
+  finished_rows_.erase(run_id);
   if (auto it = experiment_of_.find(run_id); it != experiment_of_.end()) {
     const int64_t experiment = it->second;
     if (auto* held = finished_experiments_.find(experiment))
@@ -428,6 +429,16 @@ Result<json> Views::list_row(const RunRow& r) {
   j->erase("epochs");
   j->erase("stats");
   return j;
+}
+
+Result<std::shared_ptr<const std::string>> Views::list_row_text(const RunRow& r) {
+  if (auto* held = finished_rows_.find(r.id)) return *held;
+  auto j = list_row(r);
+  if (!j) return j.error();
+  auto text = std::make_shared<const std::string>(j->dump(-1, ' ', false, json::error_handler_t::replace));
+  // As run_body: only a finished run's, and not inside a transaction, whose reads may yet be rolled back.
+  if (is_terminal(r.status) && !store_.in_transaction()) finished_rows_.put(r.id, text, text->size());
+  return text;
 }
 
 namespace {

@@ -40,6 +40,8 @@ class Views {
   Result<std::shared_ptr<const Body>> experiment_body(int64_t experiment_id);
   // A run of a list (GET /v1/runs): run() without its epochs and resource statistics.
   Result<nlohmann::json> list_row(const RunRow& r);
+  // list_row() as JSON text; a finished run's is kept like its body, so a page of finished runs is mostly copies.
+  Result<std::shared_ptr<const std::string>> list_row_text(const RunRow& r);
 
  private:
   Result<nlohmann::json> run_json(const RunRow& r, const ExperimentRow& e);
@@ -56,12 +58,13 @@ class Views {
   Store& store_;
   Ledger& ledger_;
   // Finished runs' and experiments' bodies, least recently used first out past their byte budgets.
-  static constexpr size_t kRunBodyBytes = 32 << 20, kExperimentBodyBytes = 64 << 20;
+  static constexpr size_t kRunBodyBytes = 32 << 20, kExperimentBodyBytes = 64 << 20, kRunRowBytes = 16 << 20;
   struct ExperimentBody {
     std::shared_ptr<const Body> body;
     std::vector<int64_t> runs;
   };
   Lru<int64_t, std::shared_ptr<const Body>> finished_{kRunBodyBytes};
+  Lru<int64_t, std::shared_ptr<const std::string>> finished_rows_{kRunRowBytes};
   Lru<int64_t, ExperimentBody> finished_experiments_;   // by experiment id
   std::unordered_map<int64_t, int64_t> experiment_of_;  // run id -> experiment id, of the bodies held
 };
