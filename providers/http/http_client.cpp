@@ -125,15 +125,16 @@ Result<HttpResponse> HttpClient::stream(const HttpRequest& req, const std::funct
 Result<HttpResponse> HttpClient::perform(const HttpRequest& req, const std::function<bool(std::string_view)>* sink,
                                          const std::atomic<bool>* cancel) const {
   if (stopping_) return make_error(Code::cancelled, req.method + " " + req.url + ": client is shutting down");
-  // A worker thread keeps one easy handle, and with it its open connections, as an SDK keeps its pool: the next
-  // request to the same host skips the connect (and the TLS handshake). curl_easy_reset clears the options, not
-  // the connections; curl reuses one only for a matching host and TLS setup, and reconnects if it was closed. A
-  // stream (sink) runs on its caller's thread and takes a handle of its own.
+  // With reuse_connections, a worker thread keeps one easy handle, and with it its open connections, as an SDK
+  // keeps its pool: the next request to the same host skips the connect (and the TLS handshake). curl_easy_reset
+  // clears the options, not the connections; curl reuses one only for a matching host and TLS setup, and
+  // reconnects if it was closed. A stream (sink) runs on its caller's thread and takes a handle of its own.
   thread_local std::unique_ptr<CURL, CurlDeleter> kept;
+  const bool reuse = opts_.reuse_connections && !sink;
   std::unique_ptr<CURL, CurlDeleter> own;
-  if (!sink && !kept) kept.reset(curl_easy_init());
-  if (sink) own.reset(curl_easy_init());
-  CURL* const handle = sink ? own.get() : kept.get();
+  if (reuse && !kept) kept.reset(curl_easy_init());
+  if (!reuse) own.reset(curl_easy_init());
+  CURL* const handle = reuse ? kept.get() : own.get();
   if (!handle) return make_error(Code::internal, "curl_easy_init failed");
   curl_easy_reset(handle);
   // The options point into this frame (the error buffer, the header list, the transfer): cleared on the way out.

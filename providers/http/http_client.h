@@ -50,6 +50,11 @@ struct HttpClientOptions {
   std::string client_cert_pem = {};
   std::string client_key_pem = {};
   int threads = 4;      // transfers that can run at once
+  // Keep connections open between requests (each worker thread its own). Off by default: on a kept connection
+  // that the server closed without answering, libcurl sends the request again by itself, and a create with no
+  // idempotency token would be made twice where the caller must see a lost answer. For clients whose requests
+  // are all safe to repeat (the trace provider's marks, which the daemon takes once).
+  bool reuse_connections = false;
   RetryPolicy retry = {};
   std::size_t max_response_bytes = 64u << 20;
   std::string user_agent = std::string(default_user_agent());  // empty: no User-Agent header

@@ -54,7 +54,9 @@ TraceProvider::TraceProvider(asio::any_io_executor ex, TraceOptions opts)
     : ex_(std::move(ex)), opts_(std::move(opts)),
       // A mark the daemon cannot take now (unreachable, 5xx: e.g. its disk is full) is retried for 10 minutes,
       // as the real agent's spool does (TSUM_DRAIN_S); a 4xx is final.
+      // Connections are kept: a mark sent twice is taken once (the ledger's marks are write-once).
       http_(http::HttpClientOptions{.threads = 4,
+                                    .reuse_connections = true,
                                     .retry = {.max_attempts = 100000, .base_delay = std::chrono::milliseconds(50),
                                               .max_delay = std::chrono::milliseconds(2000),
                                               .deadline = std::chrono::milliseconds(600000)}}) {

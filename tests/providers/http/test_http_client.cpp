@@ -265,9 +265,9 @@ TEST_CASE("sends from many coroutines share the worker threads and all complete"
   CHECK(f.script.count() == 8);
 }
 
-TEST_CASE("requests one after another reuse the connection, and a connection the server closed is replaced") {
+TEST_CASE("with reuse_connections, requests one after another share a connection; a closed one is replaced") {
   Fixture f;
-  HttpClient client({.ca_file = f.tls.ca_file(), .threads = 1});
+  HttpClient client({.ca_file = f.tls.ca_file(), .threads = 1, .reuse_connections = true});
   for (int i = 0; i < 3; ++i) REQUIRE(run_sync(client.send(f.get())).ok());
   REQUIRE(f.script.count() == 3);
   CHECK(f.script.seen(1).first.peer_port == f.script.seen(0).first.peer_port);
