@@ -93,8 +93,8 @@ Result<PlanHistory> plan_history(Db& db, const json& workload, int per_config) {
     if (!*row) break;
     names.push_back(configs->text(0));
   }
-  std::map<std::string, billing::ConfigSpec> machines;  // by the machine's JSON: each parsed once
   for (const auto& config : names) {
+    std::map<std::string, billing::ConfigSpec> machines;  // the config's, by the machine's JSON: each parsed once
     auto st = db.prepare(std::string("SELECT provider, instance_type, nodes, machine, measured, cold, restarts, ") +
                          kPhaseColumns +
                          " FROM plan_samples WHERE workload_id = ? AND config = ? ORDER BY run_id DESC LIMIT ?");
@@ -126,7 +126,6 @@ Result<PlanHistory> plan_history(Db& db, const json& workload, int per_config) {
         known = machines.emplace(machine, cfg).first;
       }
       m.cfg = known->second;
-      m.cfg.config = config;  // one machine's JSON may serve several configs
       for (size_t i = 0; i < billing::kPhaseNames.size(); ++i) m.phases[i] = st->real(static_cast<int>(7 + i));
       ++(st->int64(5) ? h.cold : h.warm);
       h.runs.push_back(std::move(m));
