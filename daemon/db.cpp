@@ -75,6 +75,16 @@ Result<bool> Stmt::step() {
   return e;
 }
 
+Result<std::vector<int64_t>> Stmt::int64s() {
+  std::vector<int64_t> out;
+  for (;;) {
+    auto row = step();
+    if (!row) return row.error();
+    if (!*row) return out;
+    out.push_back(int64(0));
+  }
+}
+
 Status Stmt::run() {
   for (;;) {
     auto r = step();

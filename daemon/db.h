@@ -109,6 +109,8 @@ class Stmt {
   Result<bool> step();
   // Runs to completion, ignoring rows.
   Status run();
+  // Runs to completion, collecting every row's first column as an integer (a list of ids).
+  Result<std::vector<int64_t>> int64s();
 
   bool is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
   int64_t int64(int col) const { return sqlite3_column_int64(s_, col); }

@@ -123,14 +123,9 @@ Result<PageOf<ExperimentRow>> Listing::experiments(const ExperimentFilter& f, co
   auto st = db_.prepare("SELECT id FROM experiments " + w.sql);
   if (!st) return st.error();
   st->bind_all(w.args);
-  std::vector<int64_t> ids;
-  for (;;) {
-    auto row = st->step();
-    if (!row) return row.error();
-    if (!*row) break;
-    ids.push_back(st->int64(0));
-  }
-  for (int64_t id : ids) {  // the statement is done: a cache miss may prepare its own
+  auto ids = st->int64s();
+  if (!ids) return ids.error();
+  for (int64_t id : *ids) {  // the statement is done: a cache miss may prepare its own
     auto e = store_.experiment_as_stored(id);
     if (!e) return e.error();
     out.rows.push_back(std::move(*e));

@@ -16,14 +16,7 @@ Result<std::vector<int64_t>> runs_holding(Db& db, const std::string& table, cons
                        ") FROM k WHERE k.id IS NOT NULL) SELECT id FROM k WHERE id IS NOT NULL LIMIT ?2");
   if (!st) return st.error();
   st->bind(after, int64_t{limit});
-  std::vector<int64_t> out;
-  for (;;) {
-    auto row = st->step();
-    if (!row) return row.error();
-    if (!*row) break;
-    out.push_back(st->int64(0));
-  }
-  return out;
+  return st->int64s();
 }
 
 Result<bool> finished_before(Db& db, int64_t run_id, double cutoff) {

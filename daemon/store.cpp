@@ -107,14 +107,7 @@ Result<ExperimentRow> Store::experiment_as_stored(int64_t id) {
 Result<std::vector<int64_t>> Store::experiment_ids() {
   auto st = db_.prepare("SELECT id FROM experiments ORDER BY id");
   if (!st) return st.error();
-  std::vector<int64_t> ids;
-  for (;;) {
-    auto row = st->step();
-    if (!row) return row.error();
-    if (!*row) break;
-    ids.push_back(st->int64(0));
-  }
-  return ids;
+  return st->int64s();
 }
 
 Result<std::vector<ExperimentRow>> Store::experiments() {
@@ -167,15 +160,10 @@ Result<std::vector<RunRow>> Store::runs_in(std::initializer_list<RunStatus> stat
 Result<std::vector<QueueEntry>> Store::queue_heads(int64_t per_experiment) {
   auto experiments = db_.prepare("SELECT experiment_id FROM run_counts WHERE status = 'queued' AND n > 0");
   if (!experiments) return experiments.error();
-  std::vector<int64_t> ids;
-  for (;;) {
-    auto row = experiments->step();
-    if (!row) return row.error();
-    if (!*row) break;
-    ids.push_back(experiments->int64(0));
-  }
+  auto ids = experiments->int64s();
+  if (!ids) return ids.error();
   std::vector<QueueEntry> out;
-  for (int64_t experiment : ids) {
+  for (int64_t experiment : *ids) {
     auto st = db_.prepare(
         "SELECT id, provider, instance_type, nodes FROM runs WHERE experiment_id = ? AND status = 'queued' "
         "ORDER BY id LIMIT ?");

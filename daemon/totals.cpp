@@ -42,13 +42,9 @@ Result<int> Totals::settle(int limit) {
   {
     auto st = db_.prepare("SELECT run_id FROM run_settle ORDER BY run_id LIMIT ?");
     if (!st) return st.error();
-    st->bind(int64_t{limit});
-    for (;;) {
-      auto row = st->step();
-      if (!row) return row.error();
-      if (!*row) break;
-      ids.push_back(st->int64(0));
-    }
+    auto queued = st->bind(int64_t{limit}).int64s();
+    if (!queued) return queued.error();
+    ids = std::move(*queued);
   }
   if (ids.empty()) return 0;
   Transaction tx(db_);
