@@ -240,3 +240,24 @@ TEST_CASE("the logs door: resends, gaps, bad bodies, the cap, and folders it doe
   spec["workload"].erase("run");
   CHECK(d.call("POST", "/v1/experiments", admin, spec.dump()).status == 422);
 }
+
+TEST_CASE("--keep-logs refuses what is not a number of days, and db compact refuses a database a daemon serves") {
+  TempDir dir;
+  const std::string serve = std::string(TSUMD_BIN) + " serve --db " + dir.file("t.db") + " --listen 127.0.0.1:0";
+  for (const char* bad : {"-1", "abc", "nan", "36501", "1e9", "1e308", "2147483648"}) {
+    CAPTURE(bad);
+    std::string out = run_capture(serve + " --keep-logs " + bad + " 2>&1; echo rc=$?");
+    CHECK(out.find("--keep-logs must be a number of days from 0 to 36500") != std::string::npos);
+    CHECK(out.find("rc=2") != std::string::npos);
+  }
+  const std::string compact = std::string(TSUMD_BIN) + " db compact --db " + dir.file("t.db") + " 2>&1; echo rc=$?";
+  DaemonProcess d(dir.file("t.db"));
+  d.start({"--keep-logs", "0"});
+  std::string out = run_capture(compact);
+  CHECK(out.find("in use by another tsumd") != std::string::npos);
+  CHECK(out.find("rc=1") != std::string::npos);
+  d.stop(SIGTERM);
+  out = run_capture(compact);
+  CHECK(out.find(" bytes") != std::string::npos);
+  CHECK(out.find("rc=0") != std::string::npos);
+}
