@@ -19,6 +19,16 @@ inline std::unique_ptr<daemon::Db> open_migrated(const std::string& path) {
   return std::move(*db);
 }
 
+// The one integer `sql` answers (a count, a sum).
+inline int64_t scalar(daemon::Db& db, const std::string& sql) {
+  auto st = db.prepare(sql);
+  REQUIRE(st.ok());
+  auto row = st->step();
+  REQUIRE(row.ok());
+  REQUIRE(*row);
+  return st->int64(0);
+}
+
 inline int64_t create_experiment(daemon::Store& store, std::string_view body) {
   auto spec = daemon::parse_experiment_spec(body);
   REQUIRE(spec.ok());

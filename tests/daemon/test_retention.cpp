@@ -12,15 +12,9 @@
 
 using namespace tsum;
 using namespace tsum::daemon;
+using tsum::testing::scalar;
 
 namespace {
-
-int64_t count(Db& db, const std::string& sql) {
-  auto st = db.prepare(sql);
-  REQUIRE(st.ok());
-  REQUIRE(*st->step());
-  return st->int64(0);
-}
 
 void exec(Db& db, const std::string& sql) {
   auto st = db.prepare(sql);
@@ -64,7 +58,7 @@ TEST_CASE("retention lets go of old runs' logs, samples and tokens, and keeps th
                                        {1, "model.pt", model},
                                        {2, "samples.csv", shared}})
     exec(*f.db, "INSERT INTO run_artifacts VALUES (" + std::to_string(run) + ", '" + name + "', '" + sha + "', 5, 1)");
-  const int64_t marks = count(*f.db, "SELECT COUNT(*) FROM phase_marks");
+  const int64_t marks = scalar(*f.db, "SELECT COUNT(*) FROM phase_marks");
 
   auto gone = let_go(*f.db, &blobs, {}, 3000);  // keep what finished in the last 2,000 s
   REQUIRE(gone.ok());
@@ -72,14 +66,14 @@ TEST_CASE("retention lets go of old runs' logs, samples and tokens, and keeps th
   CHECK(gone->lines == 3);
   CHECK(gone->artifacts == 2);
   CHECK(gone->tokens == 1);
-  CHECK(count(*f.db, "SELECT COUNT(*) FROM run_log_lines WHERE run_id = 1") == 0);
-  CHECK(count(*f.db, "SELECT COUNT(*) FROM run_log_lines WHERE run_id = 2") == 3);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_log_lines WHERE run_id = 1") == 0);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_log_lines WHERE run_id = 2") == 3);
   RunLogs logs(*f.db, f.clock);
   CHECK(*logs.dropped(1) == 3);  // a reader sees the lines as dropped
-  CHECK(count(*f.db, "SELECT COUNT(*) FROM run_artifacts WHERE run_id = 1") == 1);  // model.pt
-  CHECK(count(*f.db, "SELECT COUNT(*) FROM run_artifacts WHERE run_id = 2") == 1);
-  CHECK(count(*f.db, "SELECT COUNT(*) FROM tokens") == 1);
-  CHECK(count(*f.db, "SELECT COUNT(*) FROM phase_marks") == marks);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_artifacts WHERE run_id = 1") == 1);  // model.pt
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_artifacts WHERE run_id = 2") == 1);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM tokens") == 1);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM phase_marks") == marks);
   CHECK(blobs.has(shared));  // run 2 still names it
   CHECK_FALSE(blobs.has(events));
   CHECK(blobs.has(model));
@@ -118,5 +112,5 @@ TEST_CASE("retention works in batches, and a live run is never touched") {
     if (gone->runs == 0) break;
   }
   CHECK(runs == 15);  // all but the live run 8 and the queued run 9
-  CHECK(count(*f.db, "SELECT COUNT(*) FROM run_log_lines") == 2);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_log_lines") == 2);
 }

@@ -20,17 +20,9 @@
 
 using namespace tsum;
 using namespace tsum::daemon;
+using tsum::testing::scalar;
 
 namespace {
-
-int64_t scalar(Db& db, const std::string& sql) {
-  auto st = db.prepare(sql);
-  REQUIRE(st.ok());
-  auto row = st->step();
-  REQUIRE(row.ok());
-  REQUIRE(*row);
-  return st->int64(0);
-}
 
 std::map<std::string, int64_t> pairs(Db& db, const std::string& sql) {
   auto st = db.prepare(sql);
