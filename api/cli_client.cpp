@@ -351,6 +351,9 @@ int experiment_show(cli::Context& c, const std::string& id) {
   auto header = cli::run_header();
   header[6] += " (" + rule + ")";
   cli::print_table(c.out, header, rows);
+  if (e.value("next_cursor", json()).is_string())
+    c.out << e["runs"].size() << " of " << p["runs"] << " runs shown; every one: tsumd runs list --experiment " << id
+          << " --all\n";
   const json& cheapest = e["summary"]["cheapest"];
   if (cheapest.is_object() && cheapest.contains(rule))
     c.out << "cheapest under " << rule << ": " << cheapest[rule]["config"]["instance_type"].get<std::string>()

@@ -23,17 +23,11 @@ namespace {
 
 using Awaitable = boost::asio::awaitable<Response>;
 
-// GET /v1/runs: a page of runs, filtered (api/paging.h), without their epochs and resource statistics.
-Result<std::string> list_runs(const RestContext& c, const Request& req) {
-  auto filter = run_filter(req);
-  if (!filter) return filter.error();
-  auto page = page_request(req, "runs");
-  if (!page) return page.error();
-  if (filter->experiment_id)  // an experiment that is not there is a 404, not an empty page
-    if (auto e = c.store.experiment_as_stored(*filter->experiment_id); !e) return e.error();
-  auto listed = c.listing.runs(*filter, *page);
+// A page of runs as JSON text: `{"runs":[...],"total":N,"limit":N,"next_cursor":...`, left open for the caller's
+// closing brace or more fields. Each row's text is mostly kept (Views::list_row_text), not re-encoded.
+Result<std::string> runs_page(const RestContext& c, const daemon::RunFilter& filter, const daemon::PageRequest& page) {
+  auto listed = c.listing.runs(filter, page);
   if (!listed) return listed.error();
-  // The body is put together from each row's text, most of them kept (Views::list_row_text), not re-encoded.
   std::string body = "{\"runs\":[";
   for (size_t i = 0; i < listed->rows.size(); ++i) {
     auto row = c.views.list_row_text(listed->rows[i]);
@@ -42,11 +36,62 @@ Result<std::string> list_runs(const RestContext& c, const Request& req) {
     body += **row;
   }
   json tail = {{"total", listed->total},
-               {"limit", page->limit},
-               {"next_cursor", listed->next_after ? json(next_cursor("runs", *page, *listed->next_after)) : json()}};
+               {"limit", page.limit},
+               {"next_cursor", listed->next_after ? json(next_cursor("runs", page, *listed->next_after)) : json()}};
   body += "],";
-  body += std::string_view(tail.dump()).substr(1);  // {"limit":...} without its opening brace
+  const std::string tail_text = tail.dump();
+  body += std::string_view(tail_text).substr(1, tail_text.size() - 2);  // without its braces
   return body;
+}
+
+// GET /v1/runs: a page of runs, filtered (api/paging.h), without their epochs and resource statistics.
+Result<std::string> list_runs(const RestContext& c, const Request& req) {
+  auto filter = run_filter(req);
+  if (!filter) return filter.error();
+  auto page = page_request(req, "runs");
+  if (!page) return page.error();
+  if (filter->experiment_id)  // an experiment that is not there is a 404, not an empty page
+    if (auto e = c.store.experiment_as_stored(*filter->experiment_id); !e) return e.error();
+  auto body = runs_page(c, *filter, *page);
+  if (!body) return body.error();
+  return *body + "}";
+}
+
+// GET /v1/experiments/{id}: the experiment, its progress (from the counters the database keeps), its summary (from
+// the sums kept as its runs finish, daemon/experiment_summary.h) and a page of its runs as GET /v1/runs?experiment=ID
+// lists them (the same cursor pages on through either). `with_runs` false leaves the runs out.
+Result<std::string> experiment_detail(const RestContext& c, int64_t id, const daemon::PageRequest& page,
+                                      bool with_runs = true) {
+  auto e = c.store.experiment_as_stored(id);
+  if (!e) return e.error();
+  if (auto s = c.totals.settle_all(); !s) return s.error();
+  auto counts = c.listing.status_counts(id);
+  if (!counts) return counts.error();
+  auto summary = c.totals.experiment_summary(id, e->spec.billing);
+  if (!summary) return summary.error();
+  json rules = json::array();
+  for (const auto& rule : e->spec.billing)
+    rules.push_back({{"name", rule.name}, {"step_s", rule.step_s}, {"min_s", rule.min_s}, {"note", rule.note}});
+  json head{{"id", e->id},
+            {"name", e->name},
+            {"status", daemon::experiment_status(*counts)},
+            {"progress", daemon::progress_of(*counts)},
+            {"spec", e->unreadable.empty() ? e->spec.to_json() : json(nullptr)},
+            {"schedule_id", e->schedule_id ? json(*e->schedule_id) : json()},
+            {"search_id", e->search_id ? json(*e->search_id) : json()},
+            {"rules", std::move(rules)},
+            {"created_at", e->created_at},
+            {"summary", std::move(*summary)}};
+  if (!e->unreadable.empty()) head["error"] = e->unreadable;
+  std::string text = head.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!with_runs) return text;
+  daemon::RunFilter filter;
+  filter.experiment_id = id;
+  auto runs = runs_page(c, filter, page);
+  if (!runs) return runs.error();
+  text.back() = ',';  // {head..., runs...}
+  text.append(*runs, 1);
+  return text + "}";
 }
 
 // GET /v1/experiments: a page of compact rows: name, status, progress and counts by status (from the counters the
@@ -175,8 +220,15 @@ void add_experiment_routes(Router& router, const RestContext& c) {
     if (auto denied = check_auth(req, c.tokens)) co_return *denied;
     auto id = id_param(req);
     if (!id) co_return error_response(404, "not_found", "no experiment '" + req.params["id"] + "'");
-    // A finished experiment's body is kept (Views::experiment_body), with an ETag as a run's.
-    co_return body_response(req, c.views.experiment_body(*id));
+    if (auto known = known_query(req, {}); !known) co_return from_error(known.error());
+    auto page = page_request(req, "runs");
+    if (!page) co_return from_error(page.error());
+    auto text = experiment_detail(c, *id, *page);
+    if (!text) co_return error_response(text.error());
+    auto body = std::make_shared<daemon::Views::Body>();
+    body->etag = etag_of(*text);
+    body->text = std::move(*text);
+    co_return body_response(req, std::shared_ptr<const daemon::Views::Body>(std::move(body)));
   });
 
   router.add("GET", "/v1/experiments/{id}/export", [c](Request& req) -> Awaitable {
@@ -206,11 +258,11 @@ void add_experiment_routes(Router& router, const RestContext& c) {
     int cancelled = 0;
     for (const auto& r : *runs)
       if (!daemon::is_terminal(r.status) && c.runs.cancel(r.id, "experiment cancelled by user")) ++cancelled;
-    auto e = c.views.experiment(*id);
+    auto e = experiment_detail(c, *id, daemon::PageRequest{}, false);
     if (!e) co_return error_response(e.error());
-    e->erase("runs");
-    (*e)["cancelled_runs"] = cancelled;
-    co_return json_response(202, *e);
+    json out = json::parse(*e);
+    out["cancelled_runs"] = cancelled;
+    co_return json_response(202, out);
   });
 }
 

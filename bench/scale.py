@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""A daemon that runs for years (issue 61): RUNS runs (100,000) in experiments of 500 through the trace provider,
-and at 1,000 / 10,000 / 100,000 finished runs each endpoint's latency (median of 5) and body, the daemon's RSS, the
-database's size and the runs per second since the last mark; then the ratios of the last mark to the first.
+"""A daemon that runs for years (issue 61): RUNS runs (100,000) through the trace provider, in one experiment of
+10,000 (100 configs x 100 repetitions) and the rest in experiments of 500, and at 1,000 / 10,000 / 100,000 finished
+runs each endpoint's latency (median of 5) and body, the dashboard's load times in headless Chromium
+(bench/dashboard_load.mjs, where web/node_modules and Chromium are installed), the daemon's RSS, the database's size
+and the runs per second since the last mark; then the ratios of the last mark to the first.
 
 usage: bench/scale.py BUILD_DIR [--runs N] [--marks 1000,10000,100000] [--work DIR]
 
@@ -26,22 +28,35 @@ from tsumd_proc import Daemon, cpu_model  # noqa: E402
 
 CONFIGS = 20
 REPS = 25  # 20 configs x 25 repetitions: 500 runs an experiment
+BIG_CONFIGS, BIG_REPS = 100, 100  # the second experiment: 10,000 runs
 AHEAD = 2000
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def trace_csv(path):
     with open(path, "w") as f:
         f.write("config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,"
                 "verify,save,poweroff\n")
-        for i in range(CONFIGS):
+        for i in range(BIG_CONFIGS):
             cores = 2 + 2 * (i % 8)
             f.write(f"t{i},trace,t{i},{cores},0,{0.05 * cores:.2f},40,60,30,10,{4000 // cores},20,10,20\n")
 
 
-def experiment_body(n):
+def experiment_body(n, configs=CONFIGS, reps=REPS):
     return {"name": f"scale-{n}", "workload": {"model": "mnist_cnn", "epochs": 1},
-            "configs": [{"provider": "trace", "instance_type": f"t{i}"} for i in range(CONFIGS)],
-            "repetitions": REPS, "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour"]}
+            "configs": [{"provider": "trace", "instance_type": f"t{i}"} for i in range(configs)],
+            "repetitions": reps, "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour"]}
+
+
+def dashboard(d, experiment):
+    """The dashboard's load times in headless Chromium (bench/dashboard_load.mjs), or why they were not measured."""
+    if not os.path.exists("/usr/bin/chromium") or not os.path.isdir(os.path.join(REPO, "web", "node_modules")):
+        return {"skipped": "needs /usr/bin/chromium and web/node_modules (scripts/install-deps.sh, npm ci in web/)"}
+    out = subprocess.run(["node", os.path.join(REPO, "bench", "dashboard_load.mjs"), f"http://127.0.0.1:{d.port}",
+                          d.token, str(experiment)], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        return {"skipped": f"dashboard_load.mjs failed: {out.stderr.strip()[-500:]}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def timed(d, path, n=5):
@@ -101,7 +116,7 @@ def main():
     d.start()
     print(f"bench/scale.py: {a.runs} runs in experiments of {CONFIGS * REPS}, trace provider, on {cpu_model()} "
           f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}; work in {work}", flush=True)
-    created, flowing_s, at_last, results = 0, 0.0, 0, []
+    created, created_runs, at_last, results, same_rows = 0, 0, 0, [], 0
     experiments = []
     for mark in marks:
         t0 = time.monotonic()
@@ -109,14 +124,17 @@ def main():
             done = total(d, "status=done,failed,cancelled")
             if done >= mark:
                 break
-            queued = created * CONFIGS * REPS - done
-            while queued < AHEAD and created * CONFIGS * REPS < mark:
-                status, body = d.call("POST", "/v1/experiments", experiment_body(created + 1), timeout=60)
+            queued = created_runs - done
+            while queued < AHEAD and created_runs < mark:
+                big = created == 1 and a.runs >= 20_000
+                configs, reps = (BIG_CONFIGS, BIG_REPS) if big else (CONFIGS, REPS)
+                status, body = d.call("POST", "/v1/experiments", experiment_body(created + 1, configs, reps), timeout=60)
                 if status != 201:
                     raise SystemExit(f"POST /v1/experiments: {status} {body}")
                 experiments.append(body["id"])
                 created += 1
-                queued += CONFIGS * REPS
+                created_runs += configs * reps
+                queued += configs * reps
             time.sleep(0.5)
         flowed = time.monotonic() - t0
         rate = (done - at_last) / flowed if flowed > 0 else 0
@@ -124,6 +142,9 @@ def main():
         time.sleep(1.5)  # the settling loop's second
         deep = base64.urlsafe_b64encode(f"runs:asc:{done // 2}".encode()).decode().rstrip("=")
         first = experiments[0]
+        big = experiments[1] if len(experiments) > 1 and a.runs >= 20_000 else first
+        big_runs = BIG_CONFIGS * BIG_REPS if big != first else CONFIGS * REPS
+        same_rows = same_rows or min(created, 50)
         rows = {
             "GET /metrics": timed(d, "/metrics"),
             "GET /v1/runs?limit=100": timed(d, "/v1/runs?limit=100"),
@@ -131,11 +152,15 @@ def main():
             "GET /v1/runs?status=learning&limit=100": timed(d, "/v1/runs?status=learning&limit=100"),
             "GET /v1/runs?experiment=ID&limit=100": timed(d, f"/v1/runs?experiment={experiments[-1]}&limit=100"),
             "GET /v1/experiments (first page)": timed(d, "/v1/experiments?order=desc&limit=50"),
+            # The same number of rows at every mark: the first mark has only as many experiments as it has.
+            f"GET /v1/experiments?limit={same_rows}": timed(d, f"/v1/experiments?order=desc&limit={same_rows}"),
             "GET /v1/experiments/{id} (500 runs)": timed(d, f"/v1/experiments/{first}", 3),
-            "GET /v1/plan?experiment=ID": timed(d, f"/v1/plan?experiment={first}&objective=cost", 3),
+            f"GET /v1/experiments/{{id}} ({big_runs:,} runs)": timed(d, f"/v1/experiments/{big}", 3),
+            f"GET /v1/plan?experiment=ID ({big_runs:,} runs)": timed(d, f"/v1/plan?experiment={big}&objective=cost", 3),
         }
+        page_loads = dashboard(d, big)
         results.append({"runs": done, "experiments": created, "endpoints": rows, "rss_mb": rss_mb(d.proc.pid),
-                        "db_mb": db_mb(db), "runs_per_s": rate})
+                        "db_mb": db_mb(db), "runs_per_s": rate, "dashboard": page_loads})
         r = results[-1]
         print(f"\nat {done} finished runs ({created} experiments): RSS {r['rss_mb']:.0f} MB, database "
               f"{r['db_mb'][0]:.1f} MB ({1e6 * r['db_mb'][0] / max(done, 1) / 1024:.2f} KB a run; its log "
@@ -143,6 +168,13 @@ def main():
               f"{rate:.0f} runs/s since the last mark", flush=True)
         for name, (s, size) in rows.items():
             print(f"  {name:45s} {1000 * s:9.1f} ms {size / 1024:9.1f} KB", flush=True)
+        if "skipped" in page_loads:
+            print(f"  dashboard in Chromium: not measured: {page_loads['skipped']}", flush=True)
+        else:
+            print(f"  {'dashboard: experiments page (Chromium)':45s} {page_loads['experiments_ms']:9.1f} ms", flush=True)
+            print(f"  {f'dashboard: experiment of {big_runs:,} runs':45s} {page_loads['experiment_ms']:9.1f} ms "
+                  f"({page_loads['experiment_runs_shown']} runs shown, charts: "
+                  f"{', '.join(page_loads['experiment_charts']) or 'none'})", flush=True)
     if len(results) > 1:
         a0, z = results[0], results[-1]
         print(f"\nratios at {z['runs']} / at {a0['runs']} runs:")

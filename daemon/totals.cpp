@@ -1,5 +1,6 @@
 #include "daemon/totals.h"
 
+#include "daemon/experiment_summary.h"
 #include "daemon/plan_history.h"
 
 namespace tsum::daemon {
@@ -25,6 +26,7 @@ Status Totals::settle_run(int64_t run_id) {
       return s;
   }
   if (auto s = record_plan_sample(db_, views_.store(), *view); !s) return s;
+  if (auto s = record_run_values(db_, *view); !s) return s;
   auto charge = budget_.settled_charge(run_id);
   if (!charge) return charge.error();
   if (*charge) {
@@ -65,6 +67,10 @@ Result<int> Totals::settle(int limit) {
   }
   if (auto s = tx.commit(); !s) return s.error();
   return static_cast<int>(ids.size());
+}
+
+Result<json> Totals::experiment_summary(int64_t experiment_id, const std::vector<billing::BillingRule>& rules) {
+  return daemon::experiment_summary(db_, experiment_id, rules);
 }
 
 Status Totals::settle_all() {

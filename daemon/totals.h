@@ -6,7 +6,8 @@
 // the runs the database queued in run_settle (a run that just finished, or a finished one that took a late mark),
 // writes each one's cost under its experiment's rules (run_costs, from its view) and its instance's charge under
 // its provider's rule (run_charges, from the budget), and the triggers add them to the sums; it also writes what the
-// planner learns from the run (daemon/plan_history.h). A run settled again has its old figures taken out first. The
+// planner learns from the run (daemon/plan_history.h) and a done run's numbers for its experiment's summary
+// (daemon/experiment_summary.h). A run settled again has its old figures taken out first. The
 // daemon settles every second and before each read of the sums, so a read waits for at most a second's worth of
 // finished runs.
 #pragma once
@@ -42,6 +43,8 @@ class Totals {
     int64_t runs = 0;
   };
   Result<std::vector<Spend>> experiment_spend(int64_t experiment_id);
+  // One experiment's summary under its `rules`, from the sums kept of its done runs (daemon/experiment_summary.h).
+  Result<nlohmann::json> experiment_summary(int64_t experiment_id, const std::vector<billing::BillingRule>& rules);
   // The phase histogram: per phase, per bucket (0 .. bounds; the last is +Inf) {count, sum}.
   struct Bucket {
     std::string phase;

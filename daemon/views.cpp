@@ -345,12 +345,7 @@ std::shared_ptr<const Views::Body> body_of(const json& j) {
 }
 }  // namespace
 
-Views::Views(Store& store, Ledger& ledger)
-    : store_(store),
-      ledger_(ledger),
-      finished_experiments_(kExperimentBodyBytes, [this](const int64_t&, ExperimentBody& e) {
-        for (int64_t run : e.runs) experiment_of_.erase(run);
-      }) {}
+Views::Views(Store& store, Ledger& ledger) : store_(store), ledger_(ledger) {}
 
 Result<std::shared_ptr<const Views::Body>> Views::run_body(int64_t run_id) {
   if (auto* held = finished_.find(run_id)) return *held;
@@ -366,28 +361,6 @@ Result<std::shared_ptr<const Views::Body>> Views::run_body(int64_t run_id) {
 void Views::forget(int64_t run_id) {
   finished_.erase(run_id);
   finished_rows_.erase(run_id);
-  if (auto it = experiment_of_.find(run_id); it != experiment_of_.end()) {
-    const int64_t experiment = it->second;
-    if (auto* held = finished_experiments_.find(experiment))
-      for (int64_t run : held->runs) experiment_of_.erase(run);
-    finished_experiments_.erase(experiment);
-  }
-}
-
-Result<std::shared_ptr<const Views::Body>> Views::experiment_body(int64_t experiment_id) {
-  if (auto* held = finished_experiments_.find(experiment_id)) return held->body;
-  auto j = experiment(experiment_id);
-  if (!j) return j.error();
-  auto body = body_of(*j);
-  const auto& progress = (*j)["progress"];
-  if (progress["finished"] == progress["runs"] && !store_.in_transaction()) {
-    ExperimentBody held{body, {}};
-    for (const auto& r : (*j)["runs"]) held.runs.push_back(r["id"].get<int64_t>());
-    const auto runs = held.runs;
-    if (finished_experiments_.put(experiment_id, std::move(held), body->text.size()))
-      for (int64_t run : runs) experiment_of_[run] = experiment_id;
-  }
-  return body;
 }
 
 Result<json> Views::experiment(int64_t experiment_id) {
@@ -396,29 +369,16 @@ Result<json> Views::experiment(int64_t experiment_id) {
   auto rows = store_.runs_of(experiment_id);
   if (!rows) return rows.error();
   json runs = json::array();
-  std::map<std::string, int64_t> by_status;
   for (const auto& r : *rows) {
     auto j = run_json(r, *e);
     if (!j) return j.error();
     runs.push_back(std::move(*j));
-    ++by_status[std::string(status_name(r.status))];
   }
-  json rules = json::array();
-  for (const auto& rule : e->spec.billing)
-    rules.push_back({{"name", rule.name}, {"step_s", rule.step_s}, {"min_s", rule.min_s}, {"note", rule.note}});
-  json out{{"id", e->id},
+  return json{{"id", e->id},
               {"name", e->name},
-              {"status", experiment_status(by_status)},
-              {"progress", progress_of(by_status)},
-              {"spec", e->unreadable.empty() ? e->spec.to_json() : json(nullptr)},
-              {"schedule_id", id_or_null(e->schedule_id)},
-              {"search_id", id_or_null(e->search_id)},
-              {"rules", rules},
               {"created_at", e->created_at},
-              {"runs", runs},
-              {"summary", summarize(runs, e->spec.billing)}};
-  if (!e->unreadable.empty()) out["error"] = e->unreadable;
-  return out;
+              {"spec", e->unreadable.empty() ? e->spec.to_json() : json(nullptr)},
+              {"runs", std::move(runs)}};
 }
 
 Result<json> Views::list_row(const RunRow& r) {
@@ -476,69 +436,6 @@ std::string experiment_status(const std::map<std::string, int64_t>& by_status) {
          : p.done == p.total  ? "done"
          : p.failed > 0       ? "failed"
                               : "cancelled";
-}
-
-json describe(const std::vector<double>& xs) {
-  if (xs.empty()) return nullptr;
-  double n = static_cast<double>(xs.size());
-  double mean = std::accumulate(xs.begin(), xs.end(), 0.0) / n;
-  double ss = 0;
-  for (double x : xs) ss += (x - mean) * (x - mean);
-  double stderr_ = xs.size() > 1 ? std::sqrt(ss / (n - 1)) / std::sqrt(n) : 0.0;
-  auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
-  return {{"n", xs.size()}, {"mean", mean}, {"stderr", stderr_}, {"min", *lo}, {"max", *hi}};
-}
-
-json summarize(const json& runs, const std::vector<billing::BillingRule>& rules) {
-  struct Acc {
-    json config;
-    std::map<std::string, std::vector<double>> phases;
-    std::vector<double> t_sum;
-    std::map<std::string, std::vector<double>> cost;
-    std::string currency;
-  };
-  std::map<int, Acc> per;
-  for (const auto& r : runs) {
-    if (r["status"] != "done" || r["t_sum"].is_null()) continue;
-    auto& a = per[r["config_index"].get<int>()];
-    a.config = r["config"];
-    a.t_sum.push_back(r["t_sum"].get<double>());
-    if (r.contains("phases"))
-      for (const auto& [phase, secs] : r["phases"].items())
-        if (secs.is_number()) a.phases[phase].push_back(secs.get<double>());
-    for (const auto& rule : rules) {
-      a.cost[rule.name].push_back(r["cost"][rule.name]["amount"].get<double>());
-      a.currency = r["cost"][rule.name]["currency"].get<std::string>();
-    }
-  }
-  json configs = json::array();
-  json cheapest = json::object();
-  json fastest = nullptr;
-  for (auto& [idx, a] : per) {
-    json costs = json::object(), cost_stats = json::object(), phase_stats = json::object();
-    for (auto& [rule, xs] : a.cost) {
-      cost_stats[rule] = describe(xs);
-      costs[rule] = cost_stats[rule]["mean"];
-    }
-    for (auto& [phase, xs] : a.phases) phase_stats[phase] = describe(xs);
-    json t = describe(a.t_sum);
-    double mean_t = t["mean"].get<double>();
-    configs.push_back({{"config_index", idx}, {"config", a.config}, {"runs_done", a.t_sum.size()},
-                       {"mean_t_sum", mean_t}, {"mean_cost", costs}, {"currency", a.currency},
-                       {"t_sum", t}, {"phases", phase_stats}, {"cost", cost_stats}});
-    if (fastest.is_null() || mean_t < fastest["mean_t_sum"].get<double>())
-      fastest = {{"config_index", idx}, {"config", a.config}, {"mean_t_sum", mean_t}};
-    for (const auto& rule : rules) {
-      double c = costs[rule.name].get<double>();
-      auto& best = cheapest[rule.name];
-      bool better = best.is_null() || c < best["amount"].get<double>() - 1e-12 ||
-                    (std::fabs(c - best["amount"].get<double>()) <= 1e-12 && mean_t < best["mean_t_sum"].get<double>());
-      if (better)
-        best = {{"config_index", idx}, {"config", a.config}, {"amount", c}, {"currency", a.currency},
-                {"mean_t_sum", mean_t}};
-    }
-  }
-  return {{"configs", configs}, {"cheapest", cheapest}, {"fastest", fastest}};
 }
 
 std::optional<double> learn_memory_used(const json& view) {

@@ -1,7 +1,6 @@
-// The JSON the API returns for runs and experiments: phases in seconds, t_sum, metrics, cost under each
-// billing rule, and an experiment summary naming the cheapest config per rule and the fastest config. An
-// experiment also lists its billing rules' steps and minimums ("rules"), so clients can tell how close a
-// t_sum ends to the next billing step.
+// The JSON the API returns for runs: phases in seconds, t_sum, metrics, cost under each billing rule. An
+// experiment's detail (api/rest_routes.cpp) lists a page of them, with its summary from the sums the database keeps
+// (daemon/experiment_summary.h).
 #pragma once
 
 #include <map>
@@ -32,12 +31,11 @@ class Views {
     std::string text, etag;
   };
   Result<std::shared_ptr<const Body>> run_body(int64_t run_id);
-  // A run changed: its body, and its finished experiment's, are built again when next asked for.
+  // A run changed: its body and list row are built again when next asked for.
   void forget(int64_t run_id);
+  // Every run of an experiment as run() shows it, in {"id", "name", "created_at", "spec", "runs": [...]}: what an
+  // export writes and a serving plan reads.
   Result<nlohmann::json> experiment(int64_t experiment_id);
-  // experiment() as JSON text with its ETag, kept like a run's once every run of it has finished (an
-  // experiment's runs are all made with it; forget() of any of them drops it).
-  Result<std::shared_ptr<const Body>> experiment_body(int64_t experiment_id);
   // A run of a list (GET /v1/runs): run() without its epochs and resource statistics.
   Result<nlohmann::json> list_row(const RunRow& r);
   // list_row() as JSON text; a finished run's is kept like its body, so a page of finished runs is mostly copies.
@@ -57,25 +55,11 @@ class Views {
 
   Store& store_;
   Ledger& ledger_;
-  // Finished runs' and experiments' bodies, least recently used first out past their byte budgets.
-  static constexpr size_t kRunBodyBytes = 32 << 20, kExperimentBodyBytes = 64 << 20, kRunRowBytes = 16 << 20;
-  struct ExperimentBody {
-    std::shared_ptr<const Body> body;
-    std::vector<int64_t> runs;
-  };
+  // Finished runs' bodies and list rows, least recently used first out past their byte budgets.
+  static constexpr size_t kRunBodyBytes = 32 << 20, kRunRowBytes = 16 << 20;
   Lru<int64_t, std::shared_ptr<const Body>> finished_{kRunBodyBytes};
   Lru<int64_t, std::shared_ptr<const std::string>> finished_rows_{kRunRowBytes};
-  Lru<int64_t, ExperimentBody> finished_experiments_;   // by experiment id
-  std::unordered_map<int64_t, int64_t> experiment_of_;  // run id -> experiment id, of the bodies held
 };
-
-// Summary over run JSONs (as produced by Views) of one experiment: per config over its done runs, every
-// phase, t_sum and cost per rule as {n, mean, stderr, min, max} (plus mean_t_sum and mean_cost); the
-// cheapest config per rule by mean cost (ties go to the faster) and the fastest by mean t_sum.
-// {n, mean, stderr, min, max} of xs; stderr is the sample standard deviation over sqrt(n), 0 for one value.
-nlohmann::json describe(const std::vector<double>& xs);
-
-nlohmann::json summarize(const nlohmann::json& runs, const std::vector<billing::BillingRule>& rules);
 
 // An experiment's progress from its runs counted by status ({"runs", "finished", "done", "failed", "cancelled"}),
 // and its status: queued while every run is, running until every run has finished, then done when all are done,

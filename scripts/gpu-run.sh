@@ -71,11 +71,16 @@ while :; do
   [ "$(date +%s)" -lt "$deadline" ] || { echo "gpu-run: experiment $id still $status"; break; }
   sleep 1
 done
+# Each run's own view: an experiment's page of runs leaves out their epochs and resource statistics.
+for rid in $(python3 -c 'import json, sys; print(" ".join(str(r["id"]) for r in json.load(open(sys.argv[1]))["runs"]))' "$results/experiment.json"); do
+  api "$url/v1/runs/$rid" > "$results/run-$rid.json"
+done
 python3 - "$results/experiment.json" <<'PY'
-import json, sys
+import json, os, sys
 exp = json.load(open(sys.argv[1]))
 print("experiment %s: %s" % (exp["id"], exp["status"]))
-for r in exp["runs"]:
+for row in exp["runs"]:
+    r = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "run-%s.json" % row["id"])))
     print("\n%s: %s %s, t_sum %s s" % (r["config"]["instance_type"], r["status"], r.get("reason") or "", r["t_sum"]))
     print("  phases: " + ", ".join("%s %.2f" % (k, v) for k, v in r["phases"].items() if v is not None))
     m = r["metrics"]

@@ -3,7 +3,9 @@
 // late mark, pages walk every row once, and the work of a page or a scrape does not grow with the history.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -41,15 +43,16 @@ constexpr const char* kExperiment = R"({"name":"x","workload":{"epochs":1,"limit
     {"provider":"local","instance_type":"local-1c"},{"provider":"local","instance_type":"local-2c"}],
     "repetitions":3,"billing":["per_second_60s_min","per_hour"]})";
 
-// Takes run `id` through all eight phases (10 s each, daemon clock) to done.
-void finish(testing::DaemonFixture& f, int64_t id) {
+// Takes run `id` through all eight phases (10 s each, learn `learn` s; daemon clock) to done.
+void finish(testing::DaemonFixture& f, int64_t id, double learn = 10) {
   REQUIRE(f.ledger.advance(id, RunStatus::provisioning, "").ok());
   double t = f.clock.now_s();
   for (auto name : kPhaseNames) {
     Phase ph = *parse_phase(name);
     REQUIRE(f.ledger.record_mark(id, ph, Mark::begin, t, ClockDomain::daemon).ok());
-    REQUIRE(f.ledger.record_mark(id, ph, Mark::end, t + 10, ClockDomain::daemon).ok());
-    t += 10;
+    const double secs = name == "learn" ? learn : 10;
+    REQUIRE(f.ledger.record_mark(id, ph, Mark::end, t + secs, ClockDomain::daemon).ok());
+    t += secs;
   }
   f.clock.set(t);
   REQUIRE(f.ledger.advance(id, RunStatus::terminating, "").ok());
@@ -219,6 +222,52 @@ TEST_CASE("a plan learns from the samples settled runs leave: each done run once
   REQUIRE(late->run().ok());
   REQUIRE(totals.settle_all().ok());
   CHECK(scalar(*f.db, "SELECT COUNT(*) FROM plan_samples") == 5);
+}
+
+TEST_CASE("an experiment's summary is kept as its runs settle, equal to one computed from their views") {
+  testing::DaemonFixture f;
+  f.clock.set(1'700'000'000);
+  Views views(f.store, f.ledger);
+  Budget budget(*f.db, f.clock, {});
+  Totals totals(*f.db, views, budget);
+  const int64_t e = testing::create_experiment(f.store, kExperiment);  // runs 3-8: configs 0, 1 three times each
+  const std::map<int64_t, double> learn = {{3, 100}, {4, 3430}, {5, 7}, {6, 3430}, {7, 3700}};
+  for (const auto& [id, secs] : learn) finish(f, id, secs);
+  REQUIRE(f.ledger.advance(8, RunStatus::failed, "").ok());
+  REQUIRE(totals.settle_all().ok());
+  const auto rules = f.store.experiment_as_stored(e)->spec.billing;
+  auto summary = totals.experiment_summary(e, rules);
+  REQUIRE(summary.ok());
+  REQUIRE((*summary)["configs"].size() == 2);
+  for (const auto& c : (*summary)["configs"]) {
+    std::vector<double> t_sums, per_hour;
+    for (int64_t id = 3; id <= 8; ++id) {
+      auto v = views.run(id);
+      if ((*v)["config_index"] != c["config_index"] || (*v)["status"] != "done") continue;
+      t_sums.push_back((*v)["t_sum"].get<double>());
+      per_hour.push_back((*v)["cost"]["per_hour"]["amount"].get<double>());
+    }
+    CHECK(c["runs_done"] == t_sums.size());
+    CHECK(c["t_sum"]["mean"].get<double>() ==
+          doctest::Approx(std::accumulate(t_sums.begin(), t_sums.end(), 0.0) / t_sums.size()));
+    CHECK(c["t_sum"]["max"] == *std::ranges::max_element(t_sums));
+    CHECK(c["cost"]["per_hour"]["mean"].get<double>() ==
+          doctest::Approx(std::accumulate(per_hour.begin(), per_hour.end(), 0.0) / per_hour.size()));
+    CHECK(c["phases"]["learn"]["n"] == t_sums.size());
+  }
+  // Config 0 (t_sum 170, 77 and 3,770 s) is the faster and the cheaper per second, config 1 (3,500 s twice: one
+  // billed hour each, where config 0's last run pays two) the cheaper per hour.
+  CHECK((*summary)["fastest"]["config_index"] == 0);
+  CHECK((*summary)["cheapest"]["per_second_60s_min"]["config_index"] == 0);
+  CHECK((*summary)["cheapest"]["per_hour"]["config_index"] == 1);
+  // A late mark settles a run again: its values are taken out and put back, not added twice.
+  auto late = f.db->prepare("INSERT INTO phase_marks (run_id, attempt, phase, mark, t, clock, received_at) "
+                            "VALUES (3, 2, 'learn', 'begin', 1, 'agent', 1)");
+  REQUIRE(late.ok());
+  REQUIRE(late->run().ok());
+  REQUIRE(totals.settle_all().ok());
+  CHECK((*totals.experiment_summary(e, rules))["configs"] == (*summary)["configs"]);
+  CHECK(scalar(*f.db, "SELECT COUNT(*) FROM run_values WHERE name = 't_sum'") == 5);
 }
 
 TEST_CASE("pages walk every run once, in order, each filter with its total") {

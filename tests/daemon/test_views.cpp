@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "daemon/fixture.h"
+#include "daemon/experiment_summary.h"
 #include "daemon/views.h"
 
 using namespace tsum;
@@ -48,6 +49,28 @@ TEST_CASE("a finished run shows 8 phases, t_sum as their sum, accuracy and cost 
   CHECK(v.run(77).code() == Code::not_found);
 }
 
+namespace {
+// The summary of `runs` (run views as GET /v1/runs/{id} shows them; ids and the experiment's id filled in here), each
+// recorded as the settling of a finished run records it.
+constexpr const char* kTenRuns = R"({"name":"ten","workload":{"epochs":1,"limit":100},
+    "configs":[{"provider":"local","instance_type":"local-1c"}],"repetitions":10})";
+
+json summary_of(json runs, const std::vector<billing::BillingRule>& rules) {
+  DaemonFixture f;  // runs 1-2, then 3-12
+  REQUIRE(runs.size() <= 10);
+  const int64_t experiment = tsum::testing::create_experiment(f.store, kTenRuns);
+  int64_t id = 2;
+  for (auto& r : runs) {
+    r["id"] = ++id;
+    r["experiment_id"] = experiment;
+    REQUIRE(record_run_values(*f.db, r).ok());
+  }
+  auto s = experiment_summary(*f.db, experiment, rules);
+  REQUIRE(s.ok());
+  return *s;
+}
+}  // namespace
+
 TEST_CASE("summary: cheapest per rule, ties broken toward the faster config, and the fastest config") {
   auto rules = std::vector<billing::BillingRule>{*billing::parse_rule("per_hour"), *billing::parse_rule("per_second_60s_min")};
   auto run = [](int idx, double t, double hourly, const char* type) {
@@ -62,53 +85,86 @@ TEST_CASE("summary: cheapest per rule, ties broken toward the faster config, and
   };
   // 1 core at half the price takes 2.1x as long: cheaper inside the one billed hour, dearer per second.
   json runs = json::array({run(0, 2100, 0.05, "local-1c"), run(1, 1000, 0.10, "local-2c")});
-  auto s = summarize(runs, rules);
+  auto s = summary_of(runs, rules);
   CHECK(s["cheapest"]["per_hour"]["config"]["instance_type"] == "local-1c");
   CHECK(s["cheapest"]["per_second_60s_min"]["config"]["instance_type"] == "local-2c");
   CHECK(s["fastest"]["config"]["instance_type"] == "local-2c");
 
   // Equal cost under per_hour (both inside the first hour at the same price): the faster one wins.
   json tie = json::array({run(0, 1900, 0.10, "local-1c"), run(1, 1000, 0.10, "local-2c")});
-  CHECK(summarize(tie, rules)["cheapest"]["per_hour"]["config"]["instance_type"] == "local-2c");
+  CHECK(summary_of(tie, rules)["cheapest"]["per_hour"]["config"]["instance_type"] == "local-2c");
 
   // Failed runs do not count; repetitions are averaged.
   json reps = json::array({run(0, 100, 0.1, "local-1c"), run(0, 300, 0.1, "local-1c")});
   reps.push_back(run(1, 1, 0.1, "local-2c"));
   reps.back()["status"] = "failed";
-  auto s2 = summarize(reps, rules);
+  auto s2 = summary_of(reps, rules);
   CHECK(s2["configs"].size() == 1);
   CHECK(s2["configs"][0]["mean_t_sum"] == 200);
   CHECK(s2["fastest"]["config"]["instance_type"] == "local-1c");
+  CHECK(summary_of(json::array(), rules) == json{{"configs", json::array()}, {"cheapest", json::object()}, {"fastest", nullptr}});
 }
 
 TEST_CASE("aggregation per config: mean, stderr, min and max of every phase, of t_sum and of cost") {
-  auto d = describe({2, 4, 4, 4, 5, 5, 7, 9});  // mean 5, sample sd sqrt(32/7)
-  CHECK(d["n"] == 8);
-  CHECK(d["mean"].get<double>() == doctest::Approx(5));
-  CHECK(d["stderr"].get<double>() == doctest::Approx(std::sqrt(32.0 / 7) / std::sqrt(8.0)));
-  CHECK(d["min"] == 2);
-  CHECK(d["max"] == 9);
-  CHECK(describe({3})["stderr"] == 0);
-  CHECK(describe({}).is_null());
-
   auto rules = std::vector<billing::BillingRule>{*billing::parse_rule("per_second_60s_min")};
+  auto run = [](double learn, double startup = 5) {
+    const double t = learn + startup;
+    return json{{"status", "done"}, {"config_index", 0}, {"t_sum", t},
+                {"config", {{"provider", "local"}, {"instance_type", "local-1c"}}},
+                {"phases", {{"startup", startup}, {"learn", learn}}},
+                {"cost", {{"per_second_60s_min", {{"amount", t}, {"currency", "USD"}}}}}};
+  };
   json runs = json::array();
-  for (double learn : {10.0, 20.0, 30.0}) {
-    double t = learn + 5;
-    runs.push_back({{"status", "done"}, {"config_index", 0}, {"t_sum", t},
-                    {"config", {{"provider", "local"}, {"instance_type", "local-1c"}}},
-                    {"phases", {{"startup", 5.0}, {"learn", learn}}},
-                    {"cost", {{"per_second_60s_min", {{"amount", t}, {"currency", "USD"}}}}}});
-  }
-  auto c = summarize(runs, rules)["configs"][0];
-  CHECK(c["runs_done"] == 3);
-  CHECK(c["phases"]["learn"]["mean"].get<double>() == doctest::Approx(20));
-  CHECK(c["phases"]["learn"]["stderr"].get<double>() == doctest::Approx(10 / std::sqrt(3.0)));
+  for (double learn : {2, 4, 4, 4, 5, 5, 7, 9}) runs.push_back(run(learn));  // mean 5, sample sd sqrt(32/7)
+  auto c = summary_of(runs, rules)["configs"][0];
+  CHECK(c["runs_done"] == 8);
+  CHECK(c["phases"]["learn"]["n"] == 8);
+  CHECK(c["phases"]["learn"]["mean"].get<double>() == doctest::Approx(5));
+  CHECK(c["phases"]["learn"]["stderr"].get<double>() == doctest::Approx(std::sqrt(32.0 / 7) / std::sqrt(8.0)));
+  CHECK(c["phases"]["learn"]["min"] == 2);
+  CHECK(c["phases"]["learn"]["max"] == 9);
   CHECK(c["phases"]["startup"]["stderr"] == 0);
-  CHECK(c["t_sum"]["min"] == 15);
-  CHECK(c["t_sum"]["max"] == 35);
-  CHECK(c["cost"]["per_second_60s_min"]["mean"].get<double>() == doctest::Approx(25));
-  CHECK(c["mean_cost"]["per_second_60s_min"].get<double>() == doctest::Approx(25));
+  CHECK(c["t_sum"]["min"] == 7);
+  CHECK(c["t_sum"]["max"] == 14);
+  CHECK(c["cost"]["per_second_60s_min"]["mean"].get<double>() == doctest::Approx(10));
+  CHECK(c["mean_cost"]["per_second_60s_min"].get<double>() == doctest::Approx(10));
+  CHECK(c["currency"] == "USD");
+  CHECK(summary_of(json::array({run(3)}), rules)["configs"][0]["t_sum"]["stderr"] == 0);
+
+  // Values far from zero keep their spread: the sums are kept about the first value, not about zero.
+  json far = json::array();
+  for (double learn : {1e9 + 1, 1e9 + 2, 1e9 + 3}) far.push_back(run(learn, 0));
+  auto t = summary_of(far, rules)["configs"][0]["t_sum"];
+  CHECK(t["mean"].get<double>() == doctest::Approx(1e9 + 2).epsilon(1e-15));
+  CHECK(t["stderr"].get<double>() == doctest::Approx(1 / std::sqrt(3.0)));
+}
+
+TEST_CASE("a run recorded again has its old values taken out, its config's extremes found among the rest") {
+  DaemonFixture f;  // runs 1-2
+  tsum::testing::create_experiment(f.store, kTenRuns);  // runs 3-12
+  auto rules = std::vector<billing::BillingRule>{*billing::parse_rule("per_minute")};
+  auto view = [&](int64_t id, double t, const char* status = "done") {
+    return json{{"id", id}, {"experiment_id", f.experiment_id}, {"status", status}, {"config_index", 0}, {"t_sum", t},
+                {"config", {{"provider", "local"}, {"instance_type", "local-1c"}}}, {"phases", {{"learn", t}}},
+                {"cost", {{"per_minute", {{"amount", t / 100}, {"currency", "EUR"}}}}}};
+  };
+  for (int64_t id : {1, 2, 3}) REQUIRE(record_run_values(*f.db, view(id, 10.0 * id)).ok());
+  auto t_sum = [&] { return (*experiment_summary(*f.db, f.experiment_id, rules))["configs"][0]["t_sum"]; };
+  CHECK(t_sum()["max"] == 30);
+  REQUIRE(record_run_values(*f.db, view(3, 25)).ok());  // settled again with another t_sum
+  CHECK(t_sum()["n"] == 3);
+  CHECK(t_sum()["max"] == 25);
+  CHECK(t_sum()["mean"].get<double>() == doctest::Approx(55.0 / 3));
+  REQUIRE(record_run_values(*f.db, view(1, 10, "failed")).ok());  // no longer done: out of the summary
+  CHECK(t_sum()["n"] == 2);
+  CHECK(t_sum()["min"] == 20);
+  CHECK(t_sum()["stderr"].get<double>() == doctest::Approx(2.5));
+  for (int64_t id : {2, 3}) REQUIRE(record_run_values(*f.db, view(id, 0, "cancelled")).ok());
+  CHECK((*experiment_summary(*f.db, f.experiment_id, rules))["configs"].empty());
+  REQUIRE(record_run_values(*f.db, view(2, 40)).ok());  // a config emptied and filled again
+  CHECK(t_sum()["n"] == 1);
+  CHECK(t_sum()["mean"] == 40);
+  CHECK(t_sum()["min"] == 40);
 }
 
 TEST_CASE("a finished run's body is kept with its ETag until the ledger tells of a change to that run") {
@@ -138,32 +194,6 @@ TEST_CASE("a finished run's body is kept with its ETag until the ledger tells of
   CHECK(c->get() != a->get());
   CHECK((*c)->etag != (*a)->etag);
   CHECK(json::parse((*c)->text)["instance"]["id"] == "i-late");
-}
-
-TEST_CASE("an experiment's body is kept once all its runs have finished, until the ledger tells of a change") {
-  DaemonFixture f;  // runs 1 and 2
-  Views v(f.store, f.ledger);
-  f.ledger.set_observer([&](int64_t run) { v.forget(run); });
-  finish_run(f, 1, {5, 1, 2, 3, 40, 4, 1, 2.5});
-  // Run 2 still queued: built anew each time.
-  auto live1 = v.experiment_body(f.experiment_id), live2 = v.experiment_body(f.experiment_id);
-  REQUIRE(live1.ok());
-  CHECK(live1->get() != live2->get());
-  CHECK((*live1)->etag == (*live2)->etag);
-  finish_run(f, 2, {6, 1, 2, 3, 20, 4, 1, 2.5});
-  auto a = v.experiment_body(f.experiment_id), b = v.experiment_body(f.experiment_id);
-  REQUIRE(a.ok());
-  CHECK(a->get() == b->get());  // kept
-  CHECK(json::parse((*a)->text) == *v.experiment(f.experiment_id));
-  CHECK((*a)->etag != (*live1)->etag);
-  // A late change to either run drops it.
-  REQUIRE(f.ledger.set_instance(2, json{{"id", "i-late"}}).ok());
-  auto c = v.experiment_body(f.experiment_id);
-  REQUIRE(c.ok());
-  CHECK(c->get() != a->get());
-  CHECK(json::parse((*c)->text)["runs"][1]["instance"]["id"] == "i-late");
-  CHECK(v.experiment_body(f.experiment_id)->get() == c->get());  // kept again
-  CHECK(v.experiment_body(999).code() == Code::not_found);
 }
 
 TEST_CASE("what a run's agent saw of memory while it learned, over its machine's memory") {

@@ -136,7 +136,9 @@ TEST_CASE("a user's job runs in its image: data read-only at /tsum/data, its mar
   // lets the job write its learn end mark, so learn lasts at least that second however slow the machine is.
   const bool epochs_heard = eventually([&] {
     exp = d.call("GET", exp_path, admin).json();
-    return exp["runs"].is_array() && !exp["runs"].empty() && exp["runs"][0]["epochs"].size() == 2;
+    if (!exp["runs"].is_array() || exp["runs"].empty()) return false;
+    return d.call("GET", "/v1/runs/" + std::to_string(exp["runs"][0]["id"].get<int64_t>()), admin)
+               .json()["epochs"].size() == 2;
   }, std::chrono::seconds(300));
   INFO(exp.dump(2));
   REQUIRE(epochs_heard);
@@ -150,7 +152,7 @@ TEST_CASE("a user's job runs in its image: data read-only at /tsum/data, its mar
   INFO(d.log());
   REQUIRE(finished);
   REQUIRE(exp["status"] == "done");
-  const json run = exp["runs"][0];
+  const json run = d.call("GET", "/v1/runs/" + std::to_string(exp["runs"][0]["id"].get<int64_t>()), admin).json();
   CHECK(run["workload"]["kind"] == "job");
   CHECK(run["phases"].size() == 8);
   // learn ran from its begin (derived at the first epoch) to the learn end mark, written after the release.
@@ -228,7 +230,7 @@ TEST_CASE("the PyTorch-Python example job runs through tsum: its own marks, its 
                      {"configs", {{{"provider", "local"}, {"cores", 1}}}}};
   const json exp = wait_experiment(x.d, x.admin, submit_experiment(x.d, x.admin, body), std::chrono::seconds(600));
   REQUIRE(exp["status"] == "done");
-  const json run = exp["runs"][0];
+  const json run = x.d.call("GET", "/v1/runs/" + std::to_string(exp["runs"][0]["id"].get<int64_t>()), x.admin).json();
   // The warm-up before the run pulled the image; the run found it there.
   CHECK(run["metrics"]["install"]["method"] == "present");
   CHECK(x.d.call("GET", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/logs", x.admin)

@@ -222,8 +222,10 @@ echo "$GREETING" > /tsum/out/ckpt/weights.bin
     json seen;
     const bool epoch_heard = eventually(
         [&] {
-          seen = d.call("GET", "/v1/experiments/" + std::to_string(id), rig.admin).json();
-          return seen["runs"].is_array() && !seen["runs"].empty() && seen["runs"][0]["epochs"].size() == 1;
+          seen = d.call("GET", "/v1/runs?experiment=" + std::to_string(id), rig.admin).json();
+          if (!seen["runs"].is_array() || seen["runs"].empty()) return false;
+          seen = d.call("GET", "/v1/runs/" + std::to_string(seen["runs"][0]["id"].get<int64_t>()), rig.admin).json();
+          return seen["epochs"].size() == 1;
         },
         std::chrono::seconds(300));
     REQUIRE_MESSAGE(epoch_heard, seen.dump(1));
@@ -231,7 +233,8 @@ echo "$GREETING" > /tsum/out/ckpt/weights.bin
     CHECK(rig.docker.release(token) >= 1);
     const json exp = wait_experiment(d, rig.admin, id, std::chrono::seconds(300));
     REQUIRE_MESSAGE(exp["status"] == "done", exp["runs"].dump(1));
-    const json run = exp["runs"][0];
+    const json run =
+        d.call("GET", "/v1/runs/" + std::to_string(exp["runs"][0]["id"].get<int64_t>()), rig.admin).json();
     CHECK(run["phases"].size() == 8);
     CHECK(run["phases"]["learn"].get<double>() >= 0.98);  // at least the second the test held it
     CHECK(run["epochs"].size() == 1);

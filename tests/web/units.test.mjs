@@ -8,15 +8,7 @@ import { planRows } from '../../web/src/plan.js';
 import { localFiring, scheduleBody } from '../../web/src/schedule_form.js';
 import { scaleOf } from '../../web/src/search.js';
 import { parseEvents } from '../../web/src/sse.js';
-import { attemptSpans, byConfig, headroomUnderStep, mean, resources, stderr } from '../../web/src/stats.js';
-
-test('mean and standard error', () => {
-  assert.equal(mean([]), null);
-  assert.equal(mean([1, 2, 3]), 2);
-  assert.equal(stderr([5]), null);
-  // sample sd of [1,2,3] is 1, so stderr = 1/sqrt(3)
-  assert.ok(Math.abs(stderr([1, 2, 3]) - 1 / Math.sqrt(3)) < 1e-12);
-});
+import { attemptSpans, byConfig, headroomUnderStep, resources } from '../../web/src/stats.js';
 
 test('a t_sum just under a step of a minute or more is marked; elsewhere not', () => {
   const perMinute = { name: 'per_minute', step_s: 60, min_s: 0 };
@@ -30,26 +22,29 @@ test('a t_sum just under a step of a minute or more is marked; elsewhere not', (
   assert.equal(headroomUnderStep(null, perMinute), null);
 });
 
-test('per configuration: means over done runs only, in spec order', () => {
-  const phases = (v) => Object.fromEntries(['startup', 'install', 'load_data', 'start', 'learn', 'verify', 'save', 'poweroff'].map((p) => [p, v]));
+test('per configuration: the summary\'s statistics in spec order, none for a config with no done run', () => {
+  const d = (n, mean, stderr) => ({ n, mean, stderr, min: mean, max: mean });
+  const phases = Object.fromEntries(['startup', 'install', 'load_data', 'start', 'learn', 'verify', 'save', 'poweroff'].map((p) => [p, d(2, 1.5, 0.5)]));
   const experiment = {
     spec: { configs: [{ provider: 'local', instance_type: 'local-1c' }, { provider: 'local', instance_type: 'local-4c' }] },
-    runs: [
-      { config_index: 0, status: 'done', t_sum: 8, phases: phases(1) },
-      { config_index: 0, status: 'done', t_sum: 16, phases: phases(2) },
-      { config_index: 0, status: 'failed', t_sum: null, phases: phases(null) },
-      { config_index: 1, status: 'learning', t_sum: null, phases: { ...phases(null), startup: 3 } },
-    ],
+    summary: {
+      configs: [{ config_index: 0, runs_done: 2, t_sum: d(2, 12, 4), phases: { ...phases, verify: d(1, 3, 0) },
+        mean_cost: { per_hour: 0.1 }, currency: 'EUR' }],
+    },
   };
   const [one, four] = byConfig(experiment);
   assert.equal(one.name, 'local/local-1c');
-  assert.equal(one.done.length, 2);
+  assert.equal(one.done, 2);
   assert.equal(one.tSum.mean, 12);
   assert.equal(one.phases.learn.mean, 1.5);
   assert.equal(one.phases.learn.n, 2);
-  assert.ok(one.phases.learn.stderr > 0);
-  assert.equal(four.done.length, 0);
-  assert.equal(four.phases.startup.mean, null);  // a live run's finished phases do not count yet
+  assert.equal(one.phases.learn.stderr, 0.5);
+  assert.equal(one.phases.verify.stderr, null);  // one value: no spread to show
+  assert.equal(one.tLearn, one.phases.learn);
+  assert.equal(one.cost.per_hour, 0.1);
+  assert.equal(one.currency, 'EUR');
+  assert.equal(four.done, 0);
+  assert.deepEqual(four.phases.startup, { mean: null, stderr: null, n: 0 });  // a live run's phases do not count yet
   assert.deepEqual(resources(four.config, []), { vcpus: 4, gpus: 0 });
   assert.deepEqual(resources(four.config, [{ provider: 'local', instance_type: 'local-4c', vcpus: 4, gpus: 1 }]), { vcpus: 4, gpus: 1 });
 });

@@ -5,7 +5,7 @@ import {
   LogarithmicScale, PointElement, ScatterController, Tooltip,
 } from 'chart.js';
 import { PHASES, money, seconds } from './format.js';
-import { headroomUnderStep, mean, resources } from './stats.js';
+import { headroomUnderStep, resources } from './stats.js';
 
 Chart.register(BarController, BarElement, CategoryScale, Legend, LinearScale, LineController, LineElement,
   LogarithmicScale, PointElement, ScatterController, Tooltip);
@@ -157,8 +157,7 @@ const costMarkers = {
 // Per configuration and rule: the mean cost over done runs, the cheapest per rule, the just-under-a-step cases.
 export function costTable(experiment, groups) {
   const rules = experiment.rules || [];
-  const cells = rules.map((rule) => groups.map((g) => mean(g.done.map((r) => r.cost[rule.name]?.amount)
-    .filter(Number.isFinite))));
+  const cells = rules.map((rule) => groups.map((g) => (Number.isFinite(g.cost[rule.name]) ? g.cost[rule.name] : null)));
   const cheapest = rules.map((rule, ri) => [ri, experiment.summary.cheapest?.[rule.name]?.config_index])
     .filter(([, ci]) => Number.isInteger(ci));
   const nearStep = [];
@@ -181,7 +180,7 @@ export function costChart(canvas, groups, table) {
   const logarithmic = values.length > 1 && Math.max(...values) / Math.min(...values) > 20;
   // On a log axis a bar starts at the axis minimum: put it a decade below the smallest cost so every bar shows.
   const logMin = logarithmic ? 10 ** (Math.floor(Math.log10(Math.min(...values))) - 1) : undefined;
-  const currency = groups.find((g) => g.done.length)?.done[0].cost[table.rules[0]?.name]?.currency || 'USD';
+  const currency = groups.find((g) => g.done && g.currency)?.currency || 'USD';
   return make('cost', canvas, {
     type: 'bar',
     data: {

@@ -48,3 +48,29 @@ export function table(head, rows, attrs = {}) {
       h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows)));
 }
+
+// The count and "Show more" button under a paged table: `more(cursor)` fetches the next page, `rows(page)` its
+// items, `row(item)` a table row of one. The total is the server's.
+export function pager(tbody, { total, cursor, more, rows, row, noun, id }) {
+  const count = h('p', { class: 'hint', id: `${id}-count` });
+  const next = h('button', { type: 'button', class: 'secondary', id: `${id}-more` }, 'Show more');
+  const shown = () => {
+    count.textContent = `${tbody.rows.length} of ${total} ${noun}`;
+    next.hidden = !cursor;
+  };
+  next.onclick = async () => {
+    next.disabled = true;
+    try {
+      const page = await more(cursor);
+      rows(page).forEach((item) => tbody.append(row(item)));
+      cursor = page.next_cursor;
+      shown();
+    } catch (err) {
+      count.textContent = `Could not load more ${noun}: ${err.message}`;
+    } finally {
+      next.disabled = false;
+    }
+  };
+  shown();
+  return h('div', { class: 'page-more' }, count, next);
+}

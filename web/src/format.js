@@ -2,6 +2,9 @@
 
 export const PHASES = ['startup', 'install', 'load_data', 'start', 'learn', 'verify', 'save', 'poweroff'];
 export const TERMINAL = new Set(['done', 'failed', 'cancelled']);
+// Every status before those, in the order a run moves through them.
+export const LIVE = ['queued', 'provisioning', 'booting', 'installing', 'loading', 'starting', 'learning', 'verifying',
+  'saving', 'terminating'];
 
 // The phase a run is in while it has this status.
 export const PHASE_OF_STATUS = {

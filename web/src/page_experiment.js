@@ -5,8 +5,8 @@
 // unfinished the page follows the earliest unfinished run's event stream and reloads on each change.
 import { ApiError, api } from './api.js';
 import { costChart, costTable, phasesChart, scalingChart, servingChart } from './charts.js';
-import { empty, failure, h, loading, replace, table } from './dom.js';
-import { TERMINAL, configName, dateTime, describeWorkload, money, number, seconds } from './format.js';
+import { empty, failure, h, loading, pager, replace, table } from './dom.js';
+import { LIVE, TERMINAL, configName, dateTime, describeWorkload, money, number, seconds } from './format.js';
 import { badge } from './page_experiments.js';
 import { PLAN_OBJECTIVES, planRows } from './plan.js';
 import { searchCard } from './search.js';
@@ -165,16 +165,26 @@ function costMarkerList(costs, groups, experiment) {
   return h('ul', { id: 'cost-markers', class: 'markers' }, items);
 }
 
-function runsTable(experiment) {
-  return table(['Run', 'Configuration', 'Repetition', 'Status', 't_sum', 'Test accuracy', 'Images/s'],
-    experiment.runs.map((r) => h('tr', { dataset: { run: r.id } },
-      h('td', {}, h('a', { href: `#/runs/${r.id}` }, `Run ${r.id}`)),
-      h('td', {}, configName(r.config)),
-      h('td', { class: 'num' }, r.repetition),
-      h('td', {}, badge(r.status), r.reason ? h('small', { class: 'reason' }, ` ${r.reason}`) : null),
-      h('td', { class: 'num' }, seconds(r.t_sum)),
-      h('td', { class: 'num' }, Number.isFinite(r.metrics.test_accuracy) ? `${number(100 * r.metrics.test_accuracy, 1)} %` : '–'),
-      h('td', { class: 'num' }, number(r.metrics.images_per_s)))), { id: 'runs' });
+function runRow(r) {
+  return h('tr', { dataset: { run: r.id } },
+    h('td', {}, h('a', { href: `#/runs/${r.id}` }, `Run ${r.id}`)),
+    h('td', {}, configName(r.config)),
+    h('td', { class: 'num' }, r.repetition),
+    h('td', {}, badge(r.status), r.reason ? h('small', { class: 'reason' }, ` ${r.reason}`) : null),
+    h('td', { class: 'num' }, seconds(r.t_sum)),
+    h('td', { class: 'num' }, Number.isFinite(r.metrics.test_accuracy) ? `${number(100 * r.metrics.test_accuracy, 1)} %` : '–'),
+    h('td', { class: 'num' }, number(r.metrics.images_per_s)));
+}
+
+// The experiment's first page of runs (GET /v1/experiments/{id} carries it), and more on request from GET /v1/runs.
+function runsTable(experiment, signal) {
+  const t = table(['Run', 'Configuration', 'Repetition', 'Status', 't_sum', 'Test accuracy', 'Images/s'],
+    experiment.runs.map(runRow), { id: 'runs' });
+  const more = (cursor) => api(`/v1/runs?experiment=${experiment.id}&cursor=${cursor}`, { signal });
+  return h('div', {}, t, pager(t.querySelector('tbody'), {
+    total: experiment.total, cursor: experiment.next_cursor, more, rows: (page) => page.runs, row: runRow,
+    noun: 'runs', id: 'runs',
+  }));
 }
 
 function render(root, experiment, offers, liveNote, plan) {
@@ -184,7 +194,7 @@ function render(root, experiment, offers, liveNote, plan) {
     return;
   }
   const groups = byConfig(experiment);
-  const anyDone = groups.some((g) => g.done.length);
+  const anyDone = groups.some((g) => g.done > 0);
   const p = experiment.progress;
   const w = experiment.spec.workload;
   const head = [
@@ -201,7 +211,7 @@ function render(root, experiment, offers, liveNote, plan) {
         ? 'No run finished successfully, so there is nothing to chart. The runs below say why.'
         : 'The charts appear as soon as the first run is done.')),
       card('Recommendation', null, h('div', { id: 'plan-box' }, empty('The planner ranks the offers for this workload once a run of this experiment is done.'))),
-      card('Runs', null, runsTable(experiment)));
+      card('Runs', null, runsTable(experiment, plan.signal)));
     return;
   }
   const costs = costTable(experiment, groups);
@@ -221,7 +231,7 @@ function render(root, experiment, offers, liveNote, plan) {
       costBox, costMarkerList(costs, groups, experiment)),
     w.kind === 'serve' ? servingCard(experiment.id, w, plan) : null,
     planCard(experiment.id, plan, recommendationTable(recommendationsFromSummary(experiment, costs))),
-    card('Runs', null, runsTable(experiment)));
+    card('Runs', null, runsTable(experiment, plan.signal)));
   phasesChart(phasesCanvas, groups);
   scalingChart('cores', coresCanvas, groups, offers, 'vcpus');
   if (hasGpus) scalingChart('gpus', gpusCanvas, groups, offers, 'gpus');
@@ -237,8 +247,17 @@ export function experimentPage(root, [id], { signal }) {
 
   const liveNote = () => (liveText ? h('p', { class: 'notice info live', id: 'live-note' }, liveText) : null);
 
-  function follow(experiment) {
-    const next = experiment.runs.find((r) => !TERMINAL.has(r.status));
+  // The earliest unfinished run: on the page the experiment came with, else asked for (a long experiment's first
+  // page may be all finished).
+  async function unfinished(experiment) {
+    if (TERMINAL.has(experiment.status)) return null;
+    const here = experiment.runs.find((r) => !TERMINAL.has(r.status));
+    if (here || !experiment.next_cursor) return here;
+    const page = await api(`/v1/runs?experiment=${experiment.id}&status=${LIVE.join(',')}&limit=1`, { signal });
+    return page.runs[0];
+  }
+
+  function follow(next) {
     if (following && following.runId === next?.id) return;
     following?.stop();
     following = null;
@@ -265,8 +284,9 @@ export function experimentPage(root, [id], { signal }) {
   async function load() {
     try {
       const experiment = await api(`/v1/experiments/${id}`, { signal });
+      const next = await unfinished(experiment);
       if (signal.aborted) return;
-      follow(experiment);
+      follow(next);
       render(root, experiment, offers, liveNote(), plan);
     } catch (err) {
       if (!signal.aborted) replace(root, failure(`Could not load experiment ${id}: ${err.message}`, load));

@@ -1,6 +1,6 @@
 // Experiments: the list with status and progress, and the form that creates one.
 import { api } from './api.js';
-import { empty, failure, h, loading, replace, table } from './dom.js';
+import { empty, failure, h, loading, pager, replace, table } from './dom.js';
 import { dateTime, money } from './format.js';
 
 const BUILTIN_RULES = [
@@ -36,29 +36,10 @@ function experimentRow(e) {
 function experimentsTable(first, more) {
   if (!first.experiments.length) return empty('No experiments yet. Create one with the form below: pick configurations, a workload and billing rules.');
   const t = table(['Experiment', 'Status', 'Progress', 'Configurations', 'Created'], first.experiments.map(experimentRow), { id: 'experiments' });
-  const body = t.querySelector('tbody');
-  const count = h('p', { class: 'hint', id: 'experiments-count' });
-  const next = h('button', { type: 'button', class: 'secondary', id: 'experiments-more' }, 'Show more');
-  let cursor = first.next_cursor;
-  const shown = () => {
-    count.textContent = `${body.rows.length} of ${first.total} experiments`;
-    next.hidden = !cursor;
-  };
-  next.onclick = async () => {
-    next.disabled = true;
-    try {
-      const page = await more(cursor);
-      page.experiments.forEach((e) => body.append(experimentRow(e)));
-      cursor = page.next_cursor;
-      shown();
-    } catch (err) {
-      count.textContent = `Could not load more experiments: ${err.message}`;
-    } finally {
-      next.disabled = false;
-    }
-  };
-  shown();
-  return h('div', {}, t, h('div', { class: 'page-more' }, count, next));
+  return h('div', {}, t, pager(t.querySelector('tbody'), {
+    total: first.total, cursor: first.next_cursor, more, rows: (page) => page.experiments, row: experimentRow,
+    noun: 'experiments', id: 'experiments',
+  }));
 }
 
 function numberField(id, label, attrs, hint) {

@@ -1,40 +1,33 @@
-// Aggregates over an experiment's runs: per configuration, the mean and standard error of each phase over its
-// done repetitions, and the facts the charts mark (core and GPU counts, t_sum ending just under a billing step).
+// Aggregates of an experiment: per configuration, the mean and standard error of each phase over its done
+// repetitions (from the daemon's summary), and the facts the charts mark (core and GPU counts, t_sum ending just
+// under a billing step).
 import { PHASES, configName } from './format.js';
 
-export function mean(values) {
-  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
+// {mean, stderr, n} of a summary's {n, mean, stderr, min, max}; stderr null under two values, mean null with none.
+function stat(d) {
+  if (!d || !d.n) return { mean: null, stderr: null, n: 0 };
+  return { mean: d.mean, stderr: d.n > 1 ? d.stderr : null, n: d.n };
 }
 
-// Standard error of the mean; null with fewer than two values.
-export function stderr(values) {
-  if (values.length < 2) return null;
-  const m = mean(values);
-  const variance = values.reduce((a, v) => a + (v - m) ** 2, 0) / (values.length - 1);
-  return Math.sqrt(variance / values.length);
-}
-
-// One entry per configuration of the spec, in spec order: its done runs and their phase statistics.
+// One entry per configuration of the spec, in spec order: its done runs counted and their phase statistics and
+// mean cost per rule, from the experiment's summary (GET /v1/experiments/{id}: summed by the daemon as runs finish,
+// so a page of an experiment of 10,000 runs does not fetch them).
 export function byConfig(experiment) {
+  const summarized = new Map((experiment.summary?.configs || []).map((c) => [c.config_index, c]));
   return experiment.spec.configs.map((config, index) => {
-    const runs = experiment.runs.filter((r) => r.config_index === index);
-    const done = runs.filter((r) => r.status === 'done' && Number.isFinite(r.t_sum));
-    const series = (pick) => done.map(pick).filter(Number.isFinite);
+    const s = summarized.get(index);
     const phases = {};
-    for (const p of PHASES) {
-      const values = series((r) => r.phases[p]);
-      phases[p] = { mean: mean(values), stderr: stderr(values), n: values.length };
-    }
-    const tSum = series((r) => r.t_sum);
+    for (const p of PHASES) phases[p] = stat(s?.phases?.[p]);
     return {
       index,
       config,
       name: configName(config),
-      runs,
-      done,
+      done: s ? s.runs_done : 0,
       phases,
-      tSum: { mean: mean(tSum), stderr: stderr(tSum), n: tSum.length },
+      tSum: stat(s?.t_sum),
       tLearn: phases.learn,
+      cost: s?.mean_cost || {},
+      currency: s?.currency || null,
     };
   });
 }
