@@ -316,7 +316,7 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
       io_, daemon::SearchServices{*db_, *store_, *views_, providers_, *datasets_, clock_, [this] { runs_->notify(); }});
   add_schedule_routes(router_, *schedules_, *tokens_);
   add_search_routes(router_, *searches_, *tokens_);
-  add_plan_route(router_, *db_, *store_, *views_, *totals_, *tokens_, providers_);
+  add_plan_route(router_, *db_, *store_, *totals_, *tokens_, providers_);
   add_token_routes(router_, *tokens_);
   add_openapi_route(router_);
   add_metrics_route(router_, {*db_, *totals_, *tokens_, provider_calls_, *budget_, checkpointer_.get()});

@@ -56,21 +56,6 @@ json cache_note(const daemon::PlanHistory& h) {
   return {{"warm_runs", h.warm}, {"cold_runs", h.cold}, {"note", note}};
 }
 
-// Calls `each` with every run (as GET /v1/runs/{id} shows it) of every experiment whose workload is `workload`: what a
-// serving plan learns from (a training plan reads the samples kept as runs finish, daemon/plan_history.h).
-template <typename F>
-Status each_run_of(daemon::Store& store, daemon::Views& views, const json& workload, F each) {
-  auto all = store.experiments();
-  if (!all) return all.error();
-  for (const auto& e : *all) {
-    if (!e.unreadable.empty() || e.spec.workload().to_json() != workload) continue;
-    auto full = views.experiment(e.id);
-    if (!full) return full.error();
-    for (const auto& run : (*full)["runs"]) each(run);
-  }
-  return {};
-}
-
 // The query's planning terms (all but experiment and nodes), each checked; invalid_argument says which is wrong.
 struct PlanQuery {
   billing::PlanRequest request;
@@ -233,8 +218,7 @@ json serving_settings(const json& run) {
 // curve (billing/serving.h): &p99_ms=L (required), &rate=R (requests/s: the replicas it needs), &hours=H (how long
 // the service is up, default a month), &billing=RULE (else each provider's rule); &max_batch=N, &max_delay_ms=MS,
 // &threads=N, &instances=N keep only the runs whose server had these settings.
-Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daemon::ExperimentRow& exp,
-                          const Request& req) {
+Result<json> serving_plan(daemon::Db& db, const daemon::ExperimentRow& exp, const Request& req) {
   if (exp.spec.workload().kind != "serve")
     return make_error(Code::invalid_argument, "objective=serve plans a serving experiment (workload kind \"serve\"); "
                                               "experiment " + std::to_string(exp.id) + "'s is " +
@@ -260,23 +244,26 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
     override_rule = *r;
   }
   std::vector<billing::ServingRun> runs;
-  auto walked = each_run_of(store, views, exp.spec.workload().to_json(), [&](const json& run) {
-    if (run["status"] != "done" || !run["metrics"].contains("serving")) return;
+  auto history = daemon::serving_history(db, exp.spec.workload().to_json());
+  if (!history) return history.error();
+  for (const json& run : *history) {
+    if (run["status"] != "done" || !run["metrics"].contains("serving")) continue;
     billing::ServingRun r;
     const std::string provider = run["config"]["provider"];
     r.config = daemon::measured_config(run);  // the machine and the server's settings the run varied
     r.machine = provider + "/" + run["config"].value("instance_type", std::string());
     r.settings = serving_settings(run);
+    bool wanted = true;
     for (const auto& [key, value] : want.items())
-      if (!r.settings[key].is_number() || r.settings[key].get<double>() != value.get<double>()) return;
+      wanted = wanted && r.settings[key].is_number() && r.settings[key].get<double>() == value.get<double>();
+    if (!wanted) continue;
     r.hourly_price = run.value("hourly_price", 0.0);
     for (const auto& [_, c] : run["cost"].items()) r.currency = c.value("currency", "");
     auto rule = override_rule ? override_rule : billing::rule_for_provider(provider);
     r.rule = rule ? *rule : billing::parse_rule("per_second_60s_min").value();
     r.levels = billing::serving_levels(run["metrics"]["serving"]);
     if (!r.levels.empty()) runs.push_back(std::move(r));
-  });
-  if (!walked.ok()) return walked.error();
+  }
   if (runs.empty() && !want.empty())
     return make_error(Code::invalid_argument, "no done run of experiment " + std::to_string(exp.id) +
                                                   "'s serving workload with " + want.dump() +
@@ -295,9 +282,9 @@ Result<json> serving_plan(daemon::Store& store, daemon::Views& views, const daem
 
 }  // namespace
 
-void add_plan_route(Router& router, daemon::Db& db, daemon::Store& store, daemon::Views& views, daemon::Totals& totals,
+void add_plan_route(Router& router, daemon::Db& db, daemon::Store& store, daemon::Totals& totals,
                     daemon::TokenStore& tokens, daemon::ProviderRegistry& providers) {
-  router.add("GET", "/v1/plan", [&db, &store, &views, &totals, &tokens, &providers](Request& req) -> boost::asio::awaitable<Response> {
+  router.add("GET", "/v1/plan", [&db, &store, &totals, &tokens, &providers](Request& req) -> boost::asio::awaitable<Response> {
     if (auto denied = check_auth(req, tokens)) co_return *denied;
     auto exp_it = req.query.find("experiment");
     int64_t exp_id = 0;
@@ -308,8 +295,10 @@ void add_plan_route(Router& router, daemon::Db& db, daemon::Store& store, daemon
     auto exp = store.experiment_as_stored(exp_id);
     if (!exp) co_return error_response(exp.error());
     if (!exp->unreadable.empty()) co_return unprocessable(exp->unreadable + ": it cannot be planned");
+    // The runs that just finished are settled first, so the plan learns from them too.
+    if (auto settled = totals.settle(); !settled) co_return error_response(settled.error());
     if (auto it = req.query.find("objective"); it != req.query.end() && it->second == "serve") {
-      auto plan = serving_plan(store, views, *exp, req);
+      auto plan = serving_plan(db, *exp, req);
       if (!plan) co_return plan.error().code == Code::invalid_argument ? unprocessable(plan.error().detail)
                                                                         : from_error(plan.error());
       co_return json_response(200, *plan);
@@ -324,8 +313,6 @@ void add_plan_route(Router& router, daemon::Db& db, daemon::Store& store, daemon
         break;
       }
 
-    // The runs that just finished are settled first, so the plan learns from them too.
-    if (auto settled = totals.settle(); !settled) co_return error_response(settled.error());
     auto past = daemon::plan_history(db, exp->spec.workload().to_json());
     if (!past) co_return error_response(past.error());
     const auto* runs = &past->runs;

@@ -16,7 +16,7 @@
 
 namespace tsum::api {
 
-void add_plan_route(Router& router, daemon::Db& db, daemon::Store& store, daemon::Views& views, daemon::Totals& totals,
+void add_plan_route(Router& router, daemon::Db& db, daemon::Store& store, daemon::Totals& totals,
                     daemon::TokenStore& tokens, daemon::ProviderRegistry& providers);
 
 }  // namespace tsum::api

@@ -64,7 +64,7 @@ Result<std::string> experiment_detail(const RestContext& c, int64_t id, const da
                                       bool with_runs = true) {
   auto e = c.store.experiment_as_stored(id);
   if (!e) return e.error();
-  if (auto s = c.totals.settle_all(); !s) return s.error();
+  if (auto s = c.totals.settle(); !s) return s.error();  // the runs just finished, at most a batch of them
   auto counts = c.listing.status_counts(id);
   if (!counts) return counts.error();
   auto summary = c.totals.experiment_summary(id, e->spec.billing);

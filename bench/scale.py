@@ -8,8 +8,9 @@ and the runs per second since the last mark; then the ratios of the last mark to
 usage: bench/scale.py BUILD_DIR [--runs N] [--marks 1000,10000,100000] [--work DIR]
 
 Experiments are created as the queue drains (at most AHEAD runs queued), so the database grows as a daemon's
-would. At each mark no new experiment is created until the queue is empty; then the endpoints are read on a quiet
-daemon. Runs per second count only the time runs flowed. The deep page's cursor is made as the daemon makes it
+would; the experiment of 10,000 is the third, created once the first mark is measured. At each mark no new
+experiment is created until the queue is empty (so the mark after 1,000 is at 11,000 runs); then the endpoints are
+read on a quiet daemon. Runs per second count only the time runs flowed. The deep page's cursor is made as the daemon makes it
 (api/paging.cpp): "runs:asc:<id>" in base64url.
 """
 import argparse
@@ -122,11 +123,11 @@ def main():
         t0 = time.monotonic()
         while True:
             done = total(d, "status=done,failed,cancelled")
-            if done >= mark:
+            if done >= mark and done >= created_runs:  # measured on a quiet daemon: every run created has finished
                 break
             queued = created_runs - done
             while queued < AHEAD and created_runs < mark:
-                big = created == 1 and a.runs >= 20_000
+                big = created == 2 and a.runs >= 20_000 and results  # once the first mark is measured
                 configs, reps = (BIG_CONFIGS, BIG_REPS) if big else (CONFIGS, REPS)
                 status, body = d.call("POST", "/v1/experiments", experiment_body(created + 1, configs, reps), timeout=60)
                 if status != 201:
@@ -142,7 +143,7 @@ def main():
         time.sleep(1.5)  # the settling loop's second
         deep = base64.urlsafe_b64encode(f"runs:asc:{done // 2}".encode()).decode().rstrip("=")
         first = experiments[0]
-        big = experiments[1] if len(experiments) > 1 and a.runs >= 20_000 else first
+        big = experiments[2] if len(experiments) > 2 and a.runs >= 20_000 else first
         big_runs = BIG_CONFIGS * BIG_REPS if big != first else CONFIGS * REPS
         same_rows = same_rows or min(created, 50)
         rows = {

@@ -1,5 +1,6 @@
 #include "daemon/plan_history.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,22 +36,36 @@ Result<int64_t> workload_id(Db& db, const std::string& workload, bool add) {
 
 Status record_plan_sample(Db& db, Store& store, const json& view) {
   const int64_t run_id = view.value("id", int64_t{0});
-  auto del = db.prepare("DELETE FROM plan_samples WHERE run_id = ?");
-  if (!del) return del.error();
-  if (auto s = del->bind(run_id).run(); !s) return s;
+  for (const char* sql : {"DELETE FROM plan_samples WHERE run_id = ?", "DELETE FROM serving_samples WHERE run_id = ?"}) {
+    auto del = db.prepare(sql);
+    if (!del) return del.error();
+    if (auto s = del->bind(run_id).run(); !s) return s;
+  }
   const std::vector<double> restarts = restarts_of(view);
   json phases = json::object();
-  bool measured = view.value("status", "") == "done" && view["t_sum"].is_number();
+  const bool done = view.value("status", "") == "done";
+  bool measured = done && view["t_sum"].is_number();
   if (measured) {
     phases = one_machine_phases(view);  // a run of several machines as one machine's
     for (auto name : billing::kPhaseNames) measured = measured && phases[std::string(name)].is_number();
   }
-  if (!measured && restarts.empty()) return {};
+  const bool served = done && view.contains("metrics") && view["metrics"].is_object() &&
+                      view["metrics"].contains("serving");
+  if (!measured && restarts.empty() && !served) return {};
   auto experiment = store.experiment_as_stored(view.value("experiment_id", int64_t{0}));
   if (!experiment) return experiment.error();
   if (!experiment->unreadable.empty()) return {};  // its workload is unknown: no plan can ask for it
   auto workload = workload_id(db, experiment->spec.workload().to_json().dump(), true);
   if (!workload) return workload.error();
+  if (served) {
+    json row = view;
+    for (const char* bulky : {"epochs", "stats", "attempts", "node_phases"}) row.erase(bulky);
+    auto ins = db.prepare("INSERT INTO serving_samples (run_id, workload_id, view) VALUES (?, ?, ?)");
+    if (!ins) return ins.error();
+    if (auto s = ins->bind(run_id, *workload, row.dump(-1, ' ', false, json::error_handler_t::replace)).run(); !s)
+      return s;
+  }
+  if (!measured && restarts.empty()) return {};
   const json& config = view["config"];
   const std::string provider = config.value("provider", ""), type = config.value("instance_type", "");
   const int64_t nodes = view.value("nodes", int64_t{1});
@@ -132,6 +147,25 @@ Result<PlanHistory> plan_history(Db& db, const json& workload, int per_config) {
     }
   }
   return h;
+}
+
+Result<std::vector<json>> serving_history(Db& db, const json& workload, int limit) {
+  std::vector<json> out;
+  auto id = workload_id(db, workload.dump(), false);
+  if (!id) return id.error();
+  if (*id == 0) return out;
+  auto st = db.prepare("SELECT view FROM serving_samples WHERE workload_id = ? ORDER BY run_id DESC LIMIT ?");
+  if (!st) return st.error();
+  st->bind(*id, int64_t{limit});
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    auto view = json::parse(st->text(0), nullptr, false);
+    if (view.is_object()) out.push_back(std::move(view));
+  }
+  std::reverse(out.begin(), out.end());  // oldest first, as the runs were made
+  return out;
 }
 
 }  // namespace tsum::daemon

@@ -26,12 +26,19 @@ struct PlanHistory {
   int warm = 0, cold = 0;                  // of `runs`: install and load_data found the machine's cache, or not
 };
 
-// Writes (or rewrites) the sample of the finished run `view` (as GET /v1/runs/{id} shows it); a run that measured
-// nothing and was never resumed leaves none. Run inside the caller's transaction.
+// Writes (or rewrites) the samples of the finished run `view` (as GET /v1/runs/{id} shows it): its phases and
+// restarts, and its serving curve; a run that measured nothing and was never resumed leaves none. Run inside the
+// caller's transaction.
 Status record_plan_sample(Db& db, Store& store, const nlohmann::json& view);
 
 // The samples of every experiment whose workload is `workload` (Workload::to_json): per config the newest
 // `per_config` measured runs, and the restarts of the same rows.
 Result<PlanHistory> plan_history(Db& db, const nlohmann::json& workload, int per_config = kPlanSamplesPerConfig);
+
+// The newest done runs (as GET /v1/runs lists them, oldest first) of every experiment whose workload is the serving
+// `workload` that measured a serving curve: what a serving plan learns from.
+inline constexpr int kServingSamples = 5000;
+Result<std::vector<nlohmann::json>> serving_history(Db& db, const nlohmann::json& workload,
+                                                    int limit = kServingSamples);
 
 }  // namespace tsum::daemon

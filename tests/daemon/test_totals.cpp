@@ -224,6 +224,33 @@ TEST_CASE("a plan learns from the samples settled runs leave: each done run once
   CHECK(scalar(*f.db, "SELECT COUNT(*) FROM plan_samples") == 5);
 }
 
+TEST_CASE("a serving plan reads the curves settled runs leave, newest first up to its limit, without their bulk") {
+  testing::DaemonFixture f;  // runs 1-2, the workload {"epochs":1,"limit":100}
+  const auto workload = f.store.experiment_as_stored(f.experiment_id)->spec.workload().to_json();
+  auto view = [&](int64_t id, const char* status, bool serving) {
+    json v = {{"id", id}, {"experiment_id", f.experiment_id}, {"status", status}, {"t_sum", nullptr},
+              {"config", {{"provider", "local"}, {"instance_type", "local-1c"}}}, {"epochs", json::array({1, 2})},
+              {"stats", {{"learn", json::object()}}}, {"metrics", json::object()}};
+    if (serving) v["metrics"]["serving"] = json::array({{{"concurrency", 1}, {"p99_ms", 12.5}}});
+    return v;
+  };
+  REQUIRE(record_plan_sample(*f.db, f.store, view(1, "done", true)).ok());
+  REQUIRE(record_plan_sample(*f.db, f.store, view(2, "done", false)).ok());  // no curve: nothing to plan from
+  auto h = serving_history(*f.db, workload);
+  REQUIRE(h.ok());
+  REQUIRE(h->size() == 1);
+  CHECK((*h)[0]["id"] == 1);
+  CHECK((*h)[0]["metrics"]["serving"][0]["p99_ms"] == 12.5);
+  CHECK_FALSE((*h)[0].contains("epochs"));
+  CHECK_FALSE((*h)[0].contains("stats"));
+  REQUIRE(record_plan_sample(*f.db, f.store, view(2, "done", true)).ok());  // settled again, now with a curve
+  CHECK(serving_history(*f.db, workload)->size() == 2);
+  CHECK((*serving_history(*f.db, workload, 1))[0]["id"] == 2);  // the newest
+  REQUIRE(record_plan_sample(*f.db, f.store, view(1, "failed", true)).ok());
+  CHECK(serving_history(*f.db, workload)->size() == 1);
+  CHECK(serving_history(*f.db, json{{"epochs", 9}})->empty());
+}
+
 TEST_CASE("an experiment's summary is kept as its runs settle, equal to one computed from their views") {
   testing::DaemonFixture f;
   f.clock.set(1'700'000'000);
