@@ -89,8 +89,8 @@ Result<StatusCounts> Listing::status_counts(std::optional<int64_t> experiment_id
   return out;
 }
 
-Result<PageOf<RunRow>> Listing::runs(const RunFilter& f, const PageRequest& page) {
-  PageOf<RunRow> out;
+Result<PageOf<RunRef>> Listing::runs(const RunFilter& f, const PageRequest& page) {
+  PageOf<RunRef> out;
   Where w = run_where(f);
   // The total: from the counters when the filter is by status and experiment alone, else counted over its index.
   if (!f.provider && !f.instance_type && !f.schedule_id && !f.created_after && !f.created_before) {
@@ -106,9 +106,15 @@ Result<PageOf<RunRow>> Listing::runs(const RunFilter& f, const PageRequest& page
     out.total = *n;
   }
   page_clause(w, page);
-  auto rows = store_.query_runs(w.sql, w.args);
-  if (!rows) return rows.error();
-  out.rows = std::move(*rows);
+  auto st = db_.prepare("SELECT id, status FROM runs " + w.sql);
+  if (!st) return st.error();
+  st->bind_all(w.args);
+  for (;;) {
+    auto row = st->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.rows.push_back({st->int64(0), parse_status(st->text(1)).value_or(RunStatus::failed)});
+  }
   trim(out, page);
   return out;
 }

@@ -47,6 +47,12 @@ struct PageOf {
   int64_t total = 0;                  // rows that match the filter, every page together
 };
 
+// A run of a page: its id and status, all a kept row text needs (Views::list_row_text reads the rest on a miss).
+struct RunRef {
+  int64_t id = 0;
+  RunStatus status = RunStatus::queued;
+};
+
 // An experiment's runs counted by status (from run_counts).
 using StatusCounts = std::map<std::string, int64_t>;
 
@@ -54,7 +60,7 @@ class Listing {
  public:
   Listing(Db& db, Store& store) : db_(db), store_(store) {}
 
-  Result<PageOf<RunRow>> runs(const RunFilter& f, const PageRequest& page);
+  Result<PageOf<RunRef>> runs(const RunFilter& f, const PageRequest& page);
   Result<PageOf<ExperimentRow>> experiments(const ExperimentFilter& f, const PageRequest& page);
   // Runs by status, of one experiment or (nullopt) of all: read from the counters, a row per status.
   Result<StatusCounts> status_counts(std::optional<int64_t> experiment_id = std::nullopt);

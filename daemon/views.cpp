@@ -391,13 +391,15 @@ Result<json> Views::list_row(const RunRow& r) {
   return j;
 }
 
-Result<std::shared_ptr<const std::string>> Views::list_row_text(const RunRow& r) {
-  if (auto* held = finished_rows_.find(r.id)) return *held;
-  auto j = list_row(r);
+Result<std::shared_ptr<const std::string>> Views::list_row_text(const RunRef& ref) {
+  if (auto* held = finished_rows_.find(ref.id)) return *held;
+  auto r = store_.run(ref.id);
+  if (!r) return r.error();
+  auto j = list_row(*r);
   if (!j) return j.error();
   auto text = std::make_shared<const std::string>(j->dump(-1, ' ', false, json::error_handler_t::replace));
   // As run_body: only a finished run's, and not inside a transaction, whose reads may yet be rolled back.
-  if (is_terminal(r.status) && !store_.in_transaction()) finished_rows_.put(r.id, text, text->size());
+  if (is_terminal(r->status) && !store_.in_transaction()) finished_rows_.put(r->id, text, text->size());
   return text;
 }
 

@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "common/lru.h"
 #include "daemon/ledger.h"
+#include "daemon/listing.h"
 #include "daemon/store.h"
 
 namespace tsum::daemon {
@@ -38,8 +38,9 @@ class Views {
   Result<nlohmann::json> experiment(int64_t experiment_id);
   // A run of a list (GET /v1/runs): run() without its epochs and resource statistics.
   Result<nlohmann::json> list_row(const RunRow& r);
-  // list_row() as JSON text; a finished run's is kept like its body, so a page of finished runs is mostly copies.
-  Result<std::shared_ptr<const std::string>> list_row_text(const RunRow& r);
+  // list_row() of run `r.id` as JSON text; a finished run's is kept like its body, so a page of finished runs is
+  // mostly copies, and the run's row is read only when its text is not kept.
+  Result<std::shared_ptr<const std::string>> list_row_text(const RunRef& r);
 
  private:
   Result<nlohmann::json> run_json(const RunRow& r, const ExperimentRow& e);

@@ -329,7 +329,7 @@ TEST_CASE("pages walk every run once, in order, each filter with its total") {
   auto typed = listing.runs({.instance_type = "local-2c"}, {.limit = 100});
   REQUIRE(typed.ok());
   CHECK(typed->total == 13);
-  for (const auto& r : typed->rows) CHECK(r.instance_type == "local-2c");
+  for (const auto& r : typed->rows) CHECK(f.store.run(r.id)->instance_type == "local-2c");
   auto none = listing.runs({.created_after = 2e9}, {});
   REQUIRE(none.ok());
   CHECK(none->total == 0);
@@ -388,8 +388,8 @@ Work measure(testing::DaemonFixture& f, int64_t big_experiment) {
     f.db->count_work(false);
     return used;
   };
-  auto rows_of = [&](const PageOf<RunRow>& page) {
-    for (const auto& r : page.rows) REQUIRE(views.list_row(r).ok());
+  auto rows_of = [&](const PageOf<RunRef>& page) {
+    for (const auto& r : page.rows) REQUIRE(views.list_row(*f.store.run(r.id)).ok());
   };
   const int64_t runs = scalar(*f.db, "SELECT MAX(id) FROM runs");
   // The history's runs are settled already, as a running daemon settles each within a second of its end.
