@@ -11,6 +11,7 @@
 #include "billing/predictor.h"
 #include "billing/rule_book.h"
 #include "billing/serving.h"
+#include "common/memory.h"
 #include "daemon/admission.h"
 #include "daemon/experiment_spec.h"
 #include "daemon/plan_history.h"
@@ -285,6 +286,7 @@ Result<json> serving_plan(daemon::Db& db, const daemon::ExperimentRow& exp, cons
 void add_plan_route(Router& router, daemon::Db& db, daemon::Store& store, daemon::Totals& totals,
                     daemon::TokenStore& tokens, daemon::ProviderRegistry& providers) {
   router.add("GET", "/v1/plan", [&db, &store, &totals, &tokens, &providers](Request& req) -> boost::asio::awaitable<Response> {
+    const GiveBackMemory trim_after;  // a plan's inputs and predictions, once they are freed (common/memory.h)
     if (auto denied = check_auth(req, tokens)) co_return *denied;
     auto exp_it = req.query.find("experiment");
     int64_t exp_id = 0;
