@@ -41,7 +41,7 @@ constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd
              [--repetitions N] [--billing RULE] [--nodes 1,2,4] [--interruptions-per-hour R]
   tsumd plan --experiment ID --objective serve --p99-ms L [--rate R] [--hours H]
              [--max-batch N] [--max-delay-ms MS] [--threads N] [--instances N]
-  tsumd search create -f SPEC.json [--wait [--timeout S]] | list | show ID
+  tsumd search create -f SPEC.json [--wait [--timeout S]] | list [--limit N] [--all] | show ID
                                      an adaptive search: its probes, spend and stop reason (docs/planner.md)
   tsumd schedule create -f SPEC.json | list | delete ID
   tsumd token create [--scope admin|metrics] | revoke ID
@@ -590,15 +590,16 @@ int search(cli::Context& c, const Args& a) {
   const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
   int code = 0;
   if (verb == "list") {
-    auto r = c.call("GET", "/v1/searches", &code);
+    auto r = list_pages(c, a, "/v1/searches", "searches", {}, &code);
     if (!r) return code;
-    if (c.json) return print_json(c, r->json), kExitOk;
+    if (c.json) return print_json(c, {{"searches", r->rows}, {"total", r->total}}), kExitOk;
     std::vector<std::vector<std::string>> rows;
-    for (const auto& s : r->json["searches"])
+    for (const auto& s : r->rows)
       rows.push_back({s["id"].dump(), s.value("status", ""), s["probes"].dump(), cli::fixed(s.value("spent", json()), 6),
                       s.value("recommendation", json()).is_string() ? s["recommendation"].get<std::string>() : "-",
                       local_time(s.value("created_at", json())), s.value("reason", "")});
     cli::print_table(c.out, {"ID", "STATUS", "PROBES", "SPENT", "RECOMMENDATION", "CREATED", "REASON"}, rows);
+    more_hint(c, *r, "searches");
     return kExitOk;
   }
   if (verb == "show") {

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "api/paging.h"
 #include "api/route_helpers.h"
 #include "common/json_util.h"
 
@@ -52,6 +53,23 @@ void add_schedule_routes(Router& router, daemon::Scheduler& schedules_ref, daemo
     auto j = sched->get(*id);
     if (!j) co_return from_error(j.error());
     co_return json_response(200, *j);
+  });
+  // A page of the schedule's firings by due time (the cursor holds a due time in milliseconds).
+  router.add("GET", "/v1/schedules/{id}/firings", [sched, toks](Request& req) -> Awaitable {
+    if (auto denied = check_auth(req, *toks)) co_return *denied;
+    auto id = id_param(req);
+    if (!id) co_return error_response(404, "not_found", "no schedule '" + req.params["id"] + "'");
+    if (auto known = known_query(req, {}); !known) co_return from_error(known.error());
+    auto page = page_request(req, "firings");
+    if (!page) co_return from_error(page.error());
+    auto listed = sched->firings(*id, *page);
+    if (!listed) co_return from_error(listed.error());
+    co_return json_response(200, {{"firings", std::move(listed->rows)},
+                                  {"total", listed->total},
+                                  {"limit", page->limit},
+                                  {"next_cursor", listed->next_after
+                                                      ? json(next_cursor("firings", *page, *listed->next_after))
+                                                      : json()}});
   });
   router.add("PUT", "/v1/schedules/{id}", [sched, toks](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, *toks)) co_return *denied;

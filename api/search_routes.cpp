@@ -1,5 +1,6 @@
 #include "api/search_routes.h"
 
+#include "api/paging.h"
 #include "api/route_helpers.h"
 #include "common/json_util.h"
 
@@ -23,9 +24,17 @@ void add_search_routes(Router& router, daemon::SearchRunner& searches_ref, daemo
   });
   router.add("GET", "/v1/searches", [searches, toks](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, *toks)) co_return *denied;
-    auto all = searches->list();
-    if (!all) co_return from_error(all.error());
-    co_return json_response(200, {{"searches", *all}});
+    if (auto known = known_query(req, {}); !known) co_return from_error(known.error());
+    auto page = page_request(req, "searches");
+    if (!page) co_return from_error(page.error());
+    auto listed = searches->list(*page);
+    if (!listed) co_return from_error(listed.error());
+    co_return json_response(200, {{"searches", std::move(listed->rows)},
+                                  {"total", listed->total},
+                                  {"limit", page->limit},
+                                  {"next_cursor", listed->next_after
+                                                      ? json(next_cursor("searches", *page, *listed->next_after))
+                                                      : json()}});
   });
   router.add("GET", "/v1/searches/{id}", [searches, toks](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, *toks)) co_return *denied;

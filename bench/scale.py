@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""A daemon that runs for years (issue 61): RUNS runs (100,000) through the trace provider, in one experiment of
-10,000 (100 configs x 100 repetitions) and the rest in experiments of 500, and at 1,000 / 10,000 / 100,000 finished
-runs each endpoint's latency (median of 11, 3 for the details and the plan) and body, the dashboard's load times in headless Chromium
-(bench/dashboard_load.mjs, where web/node_modules and Chromium are installed), the daemon's RSS, the database's size
-and the runs per second since the last mark; then the ratios of the last mark to the first.
+"""A daemon that runs for years (issue 61): RUNS runs (100,000) through the trace provider: two experiments of 500
+(20 configs x 25 repetitions), one of 10,000 (100 configs x 100), then experiments of 440 (20 x 22; over 200
+experiments in all). At 1,000 / 11,000 / 100,000 finished runs: each endpoint's latency (median of 11, 3 for the
+details and the plan) and body, the dashboard's load times in headless Chromium (bench/dashboard_load.mjs, where
+web/node_modules and Chromium are installed), the daemon's RSS, the database's size and the runs per second since
+the last mark; then the ratios of the last mark to the first.
 
 usage: bench/scale.py BUILD_DIR [--runs N] [--marks 1000,10000,100000] [--work DIR]
 
 Experiments are created as the queue drains (at most AHEAD runs queued), so the database grows as a daemon's
 would; the experiment of 10,000 is the third, created once the first mark is measured. At each mark no new
 experiment is created until the queue is empty (so the mark after 1,000 is at 11,000 runs); then the endpoints are
-read on a quiet daemon. Runs per second count only the time runs flowed. The deep page's cursor is made as the daemon makes it
-(api/paging.cpp): "runs:asc:<id>" in base64url.
+read on a quiet daemon. Runs per second count only the time runs flowed. The deep page's cursor is made as the
+daemon makes it (api/paging.cpp): "runs:asc:<id>" in base64url.
 """
 import argparse
 import base64
@@ -29,7 +30,8 @@ from tsumd_proc import Daemon, cpu_model  # noqa: E402
 
 CONFIGS = 20
 REPS = 25  # 20 configs x 25 repetitions: 500 runs an experiment
-BIG_CONFIGS, BIG_REPS = 100, 100  # the second experiment: 10,000 runs
+BIG_CONFIGS, BIG_REPS = 100, 100  # the third experiment: 10,000 runs
+LATER_REPS = 22  # then 440 runs an experiment: over 200 experiments at 100,000 runs
 AHEAD = 2000
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -115,7 +117,8 @@ def main():
     d = Daemon(tsumd, work, db, ["--trace", csv, "--trace-speed", "20000", "--max-concurrent", "64",
                                  "--bundle", bundle])
     d.start()
-    print(f"bench/scale.py: {a.runs} runs in experiments of {CONFIGS * REPS}, trace provider, on {cpu_model()} "
+    print(f"bench/scale.py: {a.runs} runs (experiments of {CONFIGS * REPS}, one of {BIG_CONFIGS * BIG_REPS}, then of "
+          f"{CONFIGS * LATER_REPS}), trace provider, on {cpu_model()} "
           f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}; work in {work}", flush=True)
     created, created_runs, at_last, results, same_rows = 0, 0, 0, [], 0
     experiments = []
@@ -128,7 +131,7 @@ def main():
             queued = created_runs - done
             while queued < AHEAD and created_runs < mark:
                 big = created == 2 and a.runs >= 20_000 and results  # once the first mark is measured
-                configs, reps = (BIG_CONFIGS, BIG_REPS) if big else (CONFIGS, REPS)
+                configs, reps = (BIG_CONFIGS, BIG_REPS) if big else (CONFIGS, REPS if created < 2 else LATER_REPS)
                 status, body = d.call("POST", "/v1/experiments", experiment_body(created + 1, configs, reps), timeout=60)
                 if status != 201:
                     raise SystemExit(f"POST /v1/experiments: {status} {body}")

@@ -2,6 +2,8 @@
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
 #include <cmath>
 
 #include "daemon/submit.h"
@@ -109,48 +111,81 @@ Result<Scheduler::Row> Scheduler::row(int64_t id) {
   return r;
 }
 
+namespace {
+
+// A firing as the API shows it, from a row of (due_at, fired_at, outcome, experiment_id, detail).
+json firing_json(const Stmt& st) {
+  return {{"due_at", st.real(0)},
+          {"fired_at", st.real(1)},
+          {"outcome", st.text(2)},
+          {"experiment_id", st.is_null(3) ? json(nullptr) : json(st.int64(3))},
+          {"detail", st.text(4)}};
+}
+
+}  // namespace
+
 Result<json> Scheduler::get(int64_t id) {
+  auto out = brief(id);
+  if (!out) return out.error();
+  auto page = firings(id, {.limit = 20, .descending = true});
+  if (!page) return page.error();
+  (*out)["firings"] = std::move(page->rows);
+  return out;
+}
+
+Result<json> Scheduler::brief(int64_t id) {
   auto r = row(id);
   if (!r) return r.error();
   json out = spec_json(r->spec);
   out["id"] = id;
   out["next_fire_at"] = r->next_fire_at ? json(*r->next_fire_at) : json(nullptr);
   out["next_fire_local"] = r->next_fire_at ? json(local_time(*r->next_fire_at, r->spec.timezone)) : json(nullptr);
-  auto st = db_.prepare(
-      "SELECT due_at, fired_at, outcome, experiment_id, detail FROM schedule_firings WHERE schedule_id = ? "
-      "ORDER BY due_at DESC LIMIT 20");
+  return out;
+}
+
+Result<PageOf<json>> Scheduler::firings(int64_t id, const PageRequest& page) {
+  if (auto r = row(id); !r) return r.error();
+  PageOf<json> out;
+  {
+    auto n = db_.prepare("SELECT COUNT(*) FROM schedule_firings WHERE schedule_id = ?");
+    if (!n) return n.error();
+    n->bind(id);
+    auto counted = n->step();
+    if (!counted) return counted.error();
+    out.total = n->int64(0);
+  }
+  const int limit = std::clamp(page.limit, 1, PageRequest::kMaxLimit);
+  std::string sql = "SELECT due_at, fired_at, outcome, experiment_id, detail FROM schedule_firings WHERE schedule_id = ?";
+  if (page.after) sql += page.descending ? " AND due_at < ?" : " AND due_at > ?";
+  sql += page.descending ? " ORDER BY due_at DESC LIMIT ?" : " ORDER BY due_at LIMIT ?";
+  auto st = db_.prepare(sql);
   if (!st) return st.error();
-  st->bind(id);
-  json firings = json::array();
+  st->bind_at(1, id);
+  int next = 2;
+  if (page.after) st->bind_at(next++, static_cast<double>(*page.after) / 1000.0);
+  st->bind_at(next, int64_t{limit} + 1);
   for (;;) {
     auto more = st->step();
     if (!more) return more.error();
     if (!*more) break;
-    firings.push_back({{"due_at", st->real(0)},
-                       {"fired_at", st->real(1)},
-                       {"outcome", st->text(2)},
-                       {"experiment_id", st->is_null(3) ? json(nullptr) : json(st->int64(3))},
-                       {"detail", st->text(4)}});
+    if (static_cast<int>(out.rows.size()) == limit) {  // one more than the page: the next page starts after it
+      out.next_after = std::llround(out.rows.back()["due_at"].get<double>() * 1000.0);
+      break;
+    }
+    out.rows.push_back(firing_json(*st));
   }
-  out["firings"] = firings;
   return out;
 }
 
 Result<json> Scheduler::list() {
   auto st = db_.prepare("SELECT id FROM schedules WHERE deleted_at IS NULL ORDER BY id");
   if (!st) return st.error();
-  std::vector<int64_t> ids;
-  for (;;) {
-    auto more = st->step();
-    if (!more) return more.error();
-    if (!*more) break;
-    ids.push_back(st->int64(0));
-  }
+  auto ids = st->int64s();
+  if (!ids) return ids.error();
   json out = json::array();
-  for (int64_t id : ids) {
-    auto j = get(id);
+  for (int64_t id : *ids) {
+    auto j = brief(id);
     if (!j) return j.error();
-    j->erase("firings");
     out.push_back(std::move(*j));
   }
   return out;

@@ -26,6 +26,7 @@
 #include "daemon/cron.h"
 #include "daemon/db.h"
 #include "daemon/experiment_spec.h"
+#include "daemon/listing.h"
 #include "daemon/provider_registry.h"
 #include "daemon/schedule_spec.h"
 #include "daemon/store.h"
@@ -43,7 +44,10 @@ class Scheduler {
   Status update(int64_t id, const ScheduleSpec& spec);
   Status remove(int64_t id);
   Result<nlohmann::json> get(int64_t id);  // with its last 20 firings
-  Result<nlohmann::json> list();
+  Result<nlohmann::json> list();           // without them
+  // A page of schedule `id`'s firings by due time ({"due_at", "fired_at", "outcome", "experiment_id", "detail"});
+  // `page.after` and next_after are due times in milliseconds.
+  Result<PageOf<nlohmann::json>> firings(int64_t id, const PageRequest& page);
   // The next `count` due times after now: [{"at": unix seconds, "local": "2026-11-22T02:00:00+03:00"}, ...].
   Result<nlohmann::json> next(int64_t id, int count);
 
@@ -54,6 +58,7 @@ class Scheduler {
   void stop();
 
  private:
+  Result<nlohmann::json> brief(int64_t id);  // the schedule without its firings
   struct Row {
     int64_t id = 0;
     ScheduleSpec spec;

@@ -333,23 +333,40 @@ Result<json> SearchRunner::get(int64_t id) {
   return out;
 }
 
-Result<json> SearchRunner::list() {
-  auto st = s_.db.prepare("SELECT id, status, reason, probes, result, created_at, updated_at FROM searches "
-                          "ORDER BY id DESC");
+Result<PageOf<json>> SearchRunner::list(const PageRequest& page) {
+  PageOf<json> out;
+  {
+    auto n = s_.db.prepare("SELECT COUNT(*) FROM searches");
+    if (!n) return n.error();
+    auto counted = n->step();
+    if (!counted) return counted.error();
+    out.total = n->int64(0);
+  }
+  const int limit = std::clamp(page.limit, 1, PageRequest::kMaxLimit);
+  std::string sql = "SELECT id, status, reason, probes, result, created_at, updated_at FROM searches";
+  if (page.after) sql += page.descending ? " WHERE id < ?" : " WHERE id > ?";
+  sql += page.descending ? " ORDER BY id DESC LIMIT ?" : " ORDER BY id LIMIT ?";
+  auto st = s_.db.prepare(sql);
   if (!st) return st.error();
-  json out = json::array();
+  if (page.after) st->bind(*page.after, int64_t{limit} + 1);
+  else st->bind(int64_t{limit} + 1);
   for (;;) {
     auto row = st->step();
     if (!row) return row.error();
     if (!*row) break;
+    if (static_cast<int>(out.rows.size()) == limit) {  // one more than the page: the next page starts after it
+      out.next_after = out.rows.back()["id"].get<int64_t>();
+      break;
+    }
     const json probes = json::parse(st->text(3), nullptr, false);
     const json result = st->is_null(4) ? json::object() : json::parse(st->text(4), nullptr, false);
     const auto field = [&](const char* key) { return result.is_object() ? result.value(key, json()) : json(); };
     const json rec = field("recommendation");
-    out.push_back({{"id", st->int64(0)}, {"status", st->text(1)}, {"reason", st->text(2)},
-                   {"probes", probes.is_array() ? probes.size() : 0}, {"spent", field("spent")},
-                   {"budget", field("budget")}, {"recommendation", rec.is_object() ? rec.value("config", json()) : json()},
-                   {"created_at", st->real(5)}, {"updated_at", st->real(6)}});
+    out.rows.push_back({{"id", st->int64(0)}, {"status", st->text(1)}, {"reason", st->text(2)},
+                        {"probes", probes.is_array() ? probes.size() : 0}, {"spent", field("spent")},
+                        {"budget", field("budget")},
+                        {"recommendation", rec.is_object() ? rec.value("config", json()) : json()},
+                        {"created_at", st->real(5)}, {"updated_at", st->real(6)}});
   }
   return out;
 }

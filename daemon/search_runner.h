@@ -35,6 +35,7 @@
 #include "daemon/artifacts/datasets.h"
 #include "daemon/db.h"
 #include "daemon/experiment_spec.h"
+#include "daemon/listing.h"
 #include "daemon/provider_registry.h"
 #include "daemon/store.h"
 #include "daemon/views.h"
@@ -61,9 +62,9 @@ class SearchRunner {
   // {"id", "status", "reason", "request", "probes", from its first probe on "trace", "rounds", "tolerance",
   //  "spent" ("next": the probe under way while running), and once done "recommendation", "p_within", "stop_reason", "plan"}. not_found for an unknown id.
   Result<nlohmann::json> get(int64_t id);
-  // Every search, newest first, in brief: {"id", "status", "reason", "probes" (how many), "spent", "budget",
+  // A page of searches by id, in brief: {"id", "status", "reason", "probes" (how many), "spent", "budget",
   // "recommendation" (its config, or null), "created_at", "updated_at"}.
-  Result<nlohmann::json> list();
+  Result<PageOf<nlohmann::json>> list(const PageRequest& page);
   // Probes still waiting fail with "cancelled"; no new probe starts.
   void stop();
 

@@ -176,3 +176,38 @@ TEST_CASE("a schedule with the longest name fires: its experiment's name is shor
   CHECK(exp->name.size() == 200);
   CHECK(exp->name.ends_with(" @ 2023-11-14T23:00:00+00:00"));
 }
+
+TEST_CASE("a schedule's firings page by due time, each once, either way; the schedule shows its last 20") {
+  SchedulerFixture f;
+  const int64_t id = f.create();
+  for (int i = 0; i < 25; ++i) {
+    auto ins = f.db->prepare("INSERT INTO schedule_firings (schedule_id, due_at, fired_at, outcome, detail) "
+                             "VALUES (?, ?, ?, 'skipped', 'missed')");
+    REQUIRE(ins.ok());
+    REQUIRE(ins->bind(id, 1'600'000'000.0 + 3600.0 * i, 1'700'000'000.0).run().ok());
+  }
+  for (bool descending : {false, true}) {
+    CAPTURE(descending);
+    std::vector<double> seen;
+    PageRequest page{.limit = 10, .descending = descending};
+    for (int pages = 0; pages < 5; ++pages) {
+      auto p = f.scheduler.firings(id, page);
+      REQUIRE(p.ok());
+      CHECK(p->total == 25);
+      for (const auto& firing : p->rows) seen.push_back(firing["due_at"].get<double>());
+      if (!p->next_after) break;
+      page.after = p->next_after;
+    }
+    REQUIRE(seen.size() == 25);
+    for (size_t i = 1; i < seen.size(); ++i) CHECK((descending ? seen[i] < seen[i - 1] : seen[i] > seen[i - 1]));
+  }
+  auto s = f.scheduler.get(id);
+  REQUIRE(s.ok());
+  REQUIRE((*s)["firings"].size() == 20);
+  CHECK((*s)["firings"][0]["due_at"] == 1'600'000'000.0 + 3600.0 * 24);  // the newest first
+  auto all = f.scheduler.list();
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 1);
+  CHECK_FALSE((*all)[0].contains("firings"));
+  CHECK(f.scheduler.firings(id + 1, {}).code() == Code::not_found);
+}

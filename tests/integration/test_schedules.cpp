@@ -54,6 +54,13 @@ TEST_CASE("a schedule with a short cron fires on a running daemon within its min
     return exp["status"] == "done" || exp["status"] == "failed";
   }, std::chrono::seconds(120)));
   CHECK(exp["status"] == "done");
+  // Its firings, a page of them.
+  const auto firings = d.call("GET", "/v1/schedules/" + std::to_string(id) + "/firings?limit=10", admin).json();
+  CHECK(firings["total"] == 1);
+  REQUIRE(firings["firings"].size() == 1);
+  CHECK(firings["firings"][0]["experiment_id"] == exp_id);
+  CHECK(firings["next_cursor"].is_null());
+  CHECK(d.call("GET", "/v1/schedules/" + std::to_string(id) + "/firings?cursor=bad", admin).status == 422);
 
   // Deleted: it stops, and its experiments stay.
   CHECK(d.call("DELETE", "/v1/schedules/" + std::to_string(id), admin).status == 200);

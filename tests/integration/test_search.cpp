@@ -181,6 +181,21 @@ TEST_CASE("search: bad requests are refused with the reason, unknown searches ar
   CHECK((why.find("the exploration budget is spent") == 0 || why.find("no probe is worth its cost") == 0));
   CHECK(s["expected_saving"].is_number());
   CHECK(s["recommendation"]["measured"] == true);
+
+  // The list pages: the finished search, then a second one, a page of one each, newest first.
+  const nlohmann::json second = finished_search(d, admin, search_body(1));
+  auto first_page = d.call("GET", "/v1/searches?limit=1&order=desc", admin).json();
+  CHECK(first_page["total"] == 2);
+  REQUIRE(first_page["searches"].size() == 1);
+  CHECK(first_page["searches"][0]["id"] == second["id"]);
+  REQUIRE(first_page["next_cursor"].is_string());
+  auto last_page = d.call("GET", "/v1/searches?limit=1&order=desc&cursor=" +
+                                     first_page["next_cursor"].get<std::string>(), admin).json();
+  REQUIRE(last_page["searches"].size() == 1);
+  CHECK(last_page["searches"][0]["id"] == s["id"]);
+  CHECK(last_page["searches"][0]["probes"] == s["trace"].size());
+  CHECK(last_page["next_cursor"].is_null());
+  CHECK(d.call("GET", "/v1/searches?status=done", admin).status == 422);  // no such filter
 }
 
 TEST_CASE("search: numbers at their limits: a probe_budget of 1e9 (no limit) ends, and out of range is a 422 "
