@@ -8,14 +8,14 @@ namespace tsum::daemon {
 namespace asio = boost::asio;
 
 void RunWatch::notify(int64_t run_id) {
-  versions_[run_id] = ++next_version_;
+  versions_.put(run_id, ++next_version_);
   auto [first, last] = waiters_.equal_range(run_id);
   for (auto it = first; it != last; ++it) it->second->cancel();
 }
 
 uint64_t RunWatch::version(int64_t run_id) const {
-  auto it = versions_.find(run_id);
-  return it == versions_.end() ? 0 : it->second;
+  const uint64_t* held = versions_.find(run_id);
+  return held ? *held : 0;
 }
 
 asio::awaitable<RunWatch::Wake> RunWatch::wait(int64_t run_id, uint64_t seen, std::chrono::milliseconds timeout) {

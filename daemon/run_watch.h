@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <map>
 
+#include "common/lru.h"
+
 namespace tsum::daemon {
 
 class RunWatch {
@@ -37,7 +39,10 @@ class RunWatch {
   // run_id changed: give it a new version and wake its waiters.
   void notify(int64_t run_id);
 
-  // The run's version: 0 until its first change in this process, then a new value after each change.
+  // The run's version: 0 until its first change in this process, then a new value after each change. Only the
+  // kVersionsKept runs changed last keep theirs: an older one reads 0 again, so a waiter parked on it wakes once
+  // (and reads the run again) rather than the map growing with every run the daemon ever ran (100 bytes a run).
+  static constexpr size_t kVersionsKept = 4096;
   uint64_t version(int64_t run_id) const;
 
   // Waits until run_id's version differs from `seen` (changed), `timeout` passes (timeout) or close()
@@ -53,7 +58,7 @@ class RunWatch {
  private:
   boost::asio::any_io_executor executor_;
   uint64_t next_version_ = 0;
-  std::map<int64_t, uint64_t> versions_;
+  mutable Lru<int64_t, uint64_t> versions_{kVersionsKept};
   std::multimap<int64_t, boost::asio::steady_timer*> waiters_;
   bool closed_ = false;
 };

@@ -63,6 +63,29 @@ TEST_CASE("run watch: a change between reading the version and waiting is not lo
   CHECK(watch.version(7) != v);
 }
 
+TEST_CASE("run watch: only the runs changed last keep a version; a waiter on an older one wakes once, not never") {
+  asio::io_context io;
+  RunWatch watch(io.get_executor());
+  watch.notify(1);
+  const uint64_t seen = watch.version(1);
+  for (int64_t run = 2; run <= static_cast<int64_t>(RunWatch::kVersionsKept) + 1; ++run) watch.notify(run);
+  CHECK(watch.version(1) == 0);  // let go
+  CHECK(watch.version(2) != 0);
+  auto w = start_wait(io, watch, 1, seen, 60s);
+  io.poll();
+  REQUIRE(w->has_value());
+  CHECK(**w == RunWatch::Wake::changed);  // it reads the run again, then waits on version 0
+  io.restart();  // it ran out of work
+  auto again = start_wait(io, watch, 1, watch.version(1), 60s);
+  io.poll();
+  CHECK_FALSE(again->has_value());
+  CHECK(watch.waiting() == 1);
+  watch.notify(1);
+  io.poll();
+  REQUIRE(again->has_value());
+  CHECK(**again == RunWatch::Wake::changed);
+}
+
 TEST_CASE("run watch: close wakes every waiter and every later wait with closed") {
   asio::io_context io;
   RunWatch watch(io.get_executor());
