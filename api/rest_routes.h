@@ -9,7 +9,7 @@
 //   POST   /v1/experiments            experiment body → 201 {"id": ...}
 //   GET    /v1/experiments?limit=N&cursor=C&order=asc|desc&schedule=ID&search=ID&created_after=T&created_before=T
 //                                     a page of compact rows (status, counts by status, machines, spend)
-//   GET    /v1/experiments/{id}       status, progress, runs, summary
+//   GET    /v1/experiments/{id}       status, progress, summary (kept in SQL) and a page of its runs
 //   DELETE /v1/experiments/{id}       cancel every unfinished run → 202, the experiment (no runs) + cancelled_runs
 //   GET    /v1/experiments/{id}/export?format=csv|json   one row per run (phases, t_sum, cost, resources)
 //   GET    /v1/runs?limit=N&cursor=C&order=asc|desc&experiment=ID&status=S[,S]&provider=P&config=TYPE&schedule=ID

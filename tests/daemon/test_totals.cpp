@@ -372,6 +372,7 @@ void add_history(Db& db, int64_t experiment, int first, int n) {
 struct Work {
   uint64_t first_page = 0, deep_page = 0, by_status = 0, by_experiment = 0, experiments = 0, metrics = 0;
   uint64_t dispatch = 0, revoke = 0, tokens = 0;  // a dispatch's reads; a run's end; tsumd token list
+  uint64_t summary = 0;                           // an experiment's summary (GET /v1/experiments/{id})
 };
 
 // The work (daemon/db.h count_work) of each read a list endpoint or a scrape makes.
@@ -395,6 +396,14 @@ Work measure(testing::DaemonFixture& f, int64_t big_experiment) {
   // The history's runs are settled already, as a running daemon settles each within a second of its end.
   REQUIRE(totals.settle_all().ok());
   REQUIRE(scalar(*f.db, "SELECT COUNT(*) FROM run_settle") == 0);
+  // Each done run's values, as settling writes them for a run with all eight phases (these have three); the
+  // triggers sum them.
+  auto values = f.db->prepare(
+      "INSERT OR IGNORE INTO run_values (experiment_id, config_index, run_id, name, value) "
+      "SELECT r.experiment_id, r.config_index, r.id, n.name, 30 + r.id % 7 FROM runs r, "
+      "(SELECT 't_sum' AS name UNION ALL SELECT 'learn') n WHERE r.experiment_id = ? AND r.status = 'done'");
+  REQUIRE(values.ok());
+  REQUIRE(values->bind(big_experiment).run().ok());
   Work w;
   w.first_page = work_of([&] { rows_of(listing.runs({}, {.limit = 100}).value()); });
   w.deep_page = work_of([&] { rows_of(listing.runs({}, {.limit = 100, .after = runs * 3 / 4}).value()); });
@@ -414,6 +423,11 @@ Work measure(testing::DaemonFixture& f, int64_t big_experiment) {
   TokenStore tokens(*f.db, f.clock);
   w.revoke = work_of([&] { REQUIRE(tokens.revoke_run(runs / 2).ok()); });
   w.tokens = work_of([&] { REQUIRE(tokens.list().ok()); });
+  w.summary = work_of([&] {
+    auto s = totals.experiment_summary(big_experiment, f.store.experiment_as_stored(big_experiment)->spec.billing);
+    REQUIRE(s.ok());
+    REQUIRE((*s)["configs"].size() == 2);
+  });
   return w;
 }
 
@@ -438,7 +452,8 @@ TEST_CASE("a page of runs or experiments, a scrape of /metrics and the run path 
                             {"metrics", small.metrics, big.metrics},
                             {"dispatch", small.dispatch, big.dispatch},
                             {"a run's token revoked", small.revoke, big.revoke},
-                            {"token list", small.tokens, big.tokens}}) {
+                            {"token list", small.tokens, big.tokens},
+                            {"an experiment's summary", small.summary, big.summary}}) {
     MESSAGE(name << ": " << s << " units at 2,000 runs, " << b << " at 20,000");
     CAPTURE(name);
     CHECK((s > 0 || name.starts_with("a run's") || name.starts_with("token")));  // those two read next to nothing
