@@ -8,8 +8,9 @@
 // its provider's rule (run_charges, from the budget), and the triggers add them to the sums; it also writes what the
 // planner learns from the run (daemon/plan_history.h) and a done run's numbers for its experiment's summary
 // (daemon/experiment_summary.h). A run settled again has its old figures taken out first. The
-// daemon settles every second and before each read of the sums, so a read waits for at most a second's worth of
-// finished runs.
+// daemon settles every second, and a read of the sums (/metrics, the lists, a detail, a plan) settles one batch
+// first: it waits for at most a batch of finished runs, never for a backlog (the runs a new migration queues to be
+// settled again are done in the background, a batch at a time).
 #pragma once
 
 #include <cstdint>
