@@ -57,6 +57,12 @@ Result<std::string> from_url_safe(std::string s) {
   return providers::http::base64_decode(s);
 }
 
+// The cursor of the page after `page`, ending at id `last`.
+std::string next_cursor(std::string_view list, const daemon::PageRequest& page, int64_t last) {
+  return url_safe(providers::http::base64_encode(std::string(list) + (page.descending ? ":desc:" : ":asc:") +
+                                           std::to_string(last)));
+}
+
 }  // namespace
 
 Status known_query(const Request& req, std::initializer_list<std::string_view> filters) {
@@ -100,9 +106,12 @@ Result<daemon::PageRequest> page_request(const Request& req, std::string_view li
   return page;
 }
 
-std::string next_cursor(std::string_view list, const daemon::PageRequest& page, int64_t last) {
-  return url_safe(providers::http::base64_encode(std::string(list) + (page.descending ? ":desc:" : ":asc:") +
-                                           std::to_string(last)));
+
+nlohmann::json page_fields(std::string_view list, const daemon::PageRequest& page, int64_t total,
+                           std::optional<int64_t> next_after) {
+  return {{"total", total},
+          {"limit", page.limit},
+          {"next_cursor", next_after ? nlohmann::json(next_cursor(list, page, *next_after)) : nlohmann::json()}};
 }
 
 Result<daemon::RunFilter> run_filter(const Request& req) {

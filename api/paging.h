@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "api/http_types.h"
 #include "common/result.h"
 #include "daemon/listing.h"
@@ -17,8 +19,10 @@ namespace tsum::api {
 
 // The page the query asks for; `list` names the list its cursor must belong to ("runs", "experiments").
 Result<daemon::PageRequest> page_request(const Request& req, std::string_view list);
-// The cursor of the page after `page`, ending at id `last`.
-std::string next_cursor(std::string_view list, const daemon::PageRequest& page, int64_t last);
+// What every page answers beside its rows: {"total", "limit", "next_cursor"}: the cursor of the page after `page`
+// (of `list`, in its order, after `next_after`), null on the last page.
+nlohmann::json page_fields(std::string_view list, const daemon::PageRequest& page, int64_t total,
+                           std::optional<int64_t> next_after);
 
 // invalid_argument naming the first query parameter that is neither a page's nor in `filters`.
 Status known_query(const Request& req, std::initializer_list<std::string_view> filters);

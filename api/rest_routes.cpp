@@ -35,11 +35,8 @@ Result<std::string> runs_page(const RestContext& c, const daemon::RunFilter& fil
     if (i) body += ',';
     body += **row;
   }
-  json tail = {{"total", listed->total},
-               {"limit", page.limit},
-               {"next_cursor", listed->next_after ? json(next_cursor("runs", page, *listed->next_after)) : json()}};
   body += "],";
-  const std::string tail_text = tail.dump();
+  const std::string tail_text = page_fields("runs", page, listed->total, listed->next_after).dump();
   body += std::string_view(tail_text).substr(1, tail_text.size() - 2);  // without its braces
   return body;
 }
@@ -130,11 +127,9 @@ Result<json> list_experiments(const RestContext& c, const Request& req) {
     if (!e.unreadable.empty()) row["error"] = e.unreadable;
     rows.push_back(std::move(row));
   }
-  return json{{"experiments", std::move(rows)},
-              {"total", listed->total},
-              {"limit", page->limit},
-              {"next_cursor",
-               listed->next_after ? json(next_cursor("experiments", *page, *listed->next_after)) : json()}};
+  json out = page_fields("experiments", *page, listed->total, listed->next_after);
+  out["experiments"] = std::move(rows);
+  return out;
 }
 
 // A JSON body with its ETag: 304 when If-None-Match names it.

@@ -64,12 +64,9 @@ void add_schedule_routes(Router& router, daemon::Scheduler& schedules_ref, daemo
     if (!page) co_return from_error(page.error());
     auto listed = sched->firings(*id, *page);
     if (!listed) co_return from_error(listed.error());
-    co_return json_response(200, {{"firings", std::move(listed->rows)},
-                                  {"total", listed->total},
-                                  {"limit", page->limit},
-                                  {"next_cursor", listed->next_after
-                                                      ? json(next_cursor("firings", *page, *listed->next_after))
-                                                      : json()}});
+    json out = page_fields("firings", *page, listed->total, listed->next_after);
+    out["firings"] = std::move(listed->rows);
+    co_return json_response(200, out);
   });
   router.add("PUT", "/v1/schedules/{id}", [sched, toks](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, *toks)) co_return *denied;

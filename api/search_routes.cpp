@@ -29,12 +29,9 @@ void add_search_routes(Router& router, daemon::SearchRunner& searches_ref, daemo
     if (!page) co_return from_error(page.error());
     auto listed = searches->list(*page);
     if (!listed) co_return from_error(listed.error());
-    co_return json_response(200, {{"searches", std::move(listed->rows)},
-                                  {"total", listed->total},
-                                  {"limit", page->limit},
-                                  {"next_cursor", listed->next_after
-                                                      ? json(next_cursor("searches", *page, *listed->next_after))
-                                                      : json()}});
+    json out = page_fields("searches", *page, listed->total, listed->next_after);
+    out["searches"] = std::move(listed->rows);
+    co_return json_response(200, out);
   });
   router.add("GET", "/v1/searches/{id}", [searches, toks](Request& req) -> Awaitable {
     if (auto denied = check_auth(req, *toks)) co_return *denied;
