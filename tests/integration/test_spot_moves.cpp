@@ -222,8 +222,10 @@ TEST_CASE("a two-node ring run on spot: one node gets EC2's notice, every rank c
   rig.daemon.start();
   const std::string admin = rig.daemon.admin_token();
   // Run 1 on spot, run 2 the same two-node training on on-demand: the reference.
+  // Three epochs: the notice goes out after the first, so two (9 s on 2 cores) are left for it to reach the
+  // agent (its 2 s poll, and the epoch mark's delivery before it); with two, CI saw learning end first.
   json body = {{"name", "ring on spot"},
-               {"workload", {{"epochs", 2}, {"limit", 6000}, {"test_limit", 1000}, {"threads", 1}}},
+               {"workload", {{"epochs", 3}, {"limit", 6000}, {"test_limit", 1000}, {"threads", 1}}},
                {"configs", {{{"provider", "aws"}, {"instance_type", "t3.micro"}, {"nodes", 2}, {"dist", "ring"},
                              {"market", {"spot", "on-demand"}}, {"spot_recovery", {{"checkpoint_every_s", 600}}}}}},
                {"repetitions", 1}};
