@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <cctype>
+#include <ctime>
 
 namespace tsum::providers::http {
 
@@ -175,6 +176,52 @@ Result<std::string> gzip_decompress(std::string_view gz) {
   inflateEnd(&z);
   if (!whole) return make_error(Code::invalid_argument, "not one whole gzip stream");
   return out;
+}
+
+namespace {
+
+bool digits(std::string_view s, std::size_t at, std::size_t n, int& out) {
+  if (at + n > s.size()) return false;
+  out = 0;
+  for (std::size_t i = at; i < at + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<double> parse_rfc3339(std::string_view s) {
+  auto bad = [&] { return make_error(Code::invalid_argument, "not an RFC 3339 time: '" + std::string(s.substr(0, 40)) + "'"); };
+  std::tm tm{};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (!digits(s, 0, 4, y) || s.size() < 20 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' || !digits(s, 8, 2, d) ||
+      (s[10] != 'T' && s[10] != 't') || !digits(s, 11, 2, h) || s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' ||
+      !digits(s, 17, 2, sec) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+    return bad();
+  std::size_t at = 19;
+  double fraction = 0;
+  if (s[at] == '.') {
+    double scale = 0.1;
+    for (++at; at < s.size() && s[at] >= '0' && s[at] <= '9'; ++at, scale /= 10) fraction += (s[at] - '0') * scale;
+  }
+  int offset_s = 0;
+  const bool utc = at + 1 == s.size() && (s[at] == 'Z' || s[at] == 'z');
+  if (!utc) {
+    int oh = 0, om = 0;
+    if (at + 6 != s.size() || (s[at] != '+' && s[at] != '-') || !digits(s, at + 1, 2, oh) || s[at + 3] != ':' ||
+        !digits(s, at + 4, 2, om))
+      return bad();
+    offset_s = (s[at] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+  }
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  return static_cast<double>(timegm(&tm)) + fraction - offset_s;
 }
 
 }  // namespace tsum::providers::http

@@ -41,4 +41,8 @@ Result<Fields> parse_query(std::string_view raw, bool plus_is_space = false);
 // The inverse: uri_encode'd name=value pairs joined by '&', in the given order.
 std::string form_encode(const Fields& fields);
 
+// "2024-05-01T12:34:56.789Z" (or with +hh:mm) -> seconds since the epoch; invalid_argument otherwise. The times
+// clouds stamp their credentials and tokens with (STS, IMDS, Yandex IAM, GCE, Azure).
+Result<double> parse_rfc3339(std::string_view text);
+
 }  // namespace tsum::providers::http

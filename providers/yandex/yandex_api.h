@@ -22,6 +22,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "providers/http/codec.h"
 #include "providers/http/http_client.h"
 #include "providers/yandex/ps256_jwt.h"
 
@@ -42,8 +43,7 @@ struct YandexApiOptions {
   const Clock* clock = nullptr;    // JWT and token-expiry time; null: the system clock
 };
 
-// "2024-05-01T12:34:56.789Z" (or with +hh:mm) -> seconds since the epoch; invalid_argument otherwise.
-Result<double> parse_rfc3339(std::string_view text);
+using http::parse_rfc3339;
 
 class YandexApi {
  public:
