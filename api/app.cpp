@@ -1,5 +1,7 @@
 #include "api/app.h"
 
+#include "daemon/check_cmd.h"
+
 #include <openssl/rand.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -25,6 +27,7 @@
 #include "api/web_routes.h"
 #include "billing/catalog.h"
 #include "common/embedded.h"
+#include "daemon/check_cmd.h"
 #include "daemon/past_runs.h"
 #include "providers/byo/byo_provider.h"
 #include "daemon/startup_deadline.h"
@@ -92,6 +95,7 @@ Status add_configured_providers(daemon::DaemonConfig& config, const std::string&
                                 daemon::ProviderRegistry& registry, daemon::ProviderCallMetrics* metrics) {
   auto clouds = daemon::make_cloud_providers(config.clouds);
   if (!clouds) return clouds.error();
+  daemon::log_logins(config.clouds, std::cerr);
   std::vector<std::unique_ptr<providers::Provider>> all = std::move(*clouds);
   if (config.ssh) {
     config.ssh->state_dir = state_dir;

@@ -7,6 +7,7 @@
 //               [--trace-speed N] [--trace-billing RULE]
 //               [--config FILE]
 //   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
+//   tsumd check [--config FILE] [--json]   which clouds will work, with which login (daemon/check_cmd.h)
 //   tsumd token create --db PATH [--scope admin|metrics]
 //   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
 //   tsumd experiment|runs|plan|schedule|token ...   client commands against a running daemon (api/cli_client.h)
@@ -32,6 +33,7 @@
 #include "api/cli_client.h"
 #include "api/quickstart.h"
 #include "daemon/config.h"
+#include "daemon/check_cmd.h"
 #include "daemon/offers_cmd.h"
 #include "billing/plan_cli.h"
 #include "sql/migrations.h"
@@ -82,6 +84,7 @@ constexpr const char* kUsage = R"(usage:
                                     phases and costs are kept for ever: docs/limits.md)
   tsumd db compact --db PATH   (give the space let go back to the file system; with no daemon on PATH)
   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
+  tsumd check [--config FILE] [--json]   (which clouds will work, with which login, and the fix when not)
   tsumd token create --db PATH [--scope admin|metrics]
   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
   tsumd plan --from-csv FILE|- --objective cost|time|cost_under_deadline [--deadline S] [--billing RULE]
@@ -380,6 +383,14 @@ int main(int argc, char** argv) {
     if (flags["config"].empty()) return usage_error("offers needs --config FILE");
     if (flags.count("catalog-out") && flags["provider"].empty()) return usage_error("--catalog-out needs --provider NAME");
     return daemon::offers_command(flags["config"], flags["provider"], json, flags["catalog-out"]);
+  }
+  if (args[0] == "check") {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    bool json = false;
+    std::erase_if(rest, [&](const std::string& a) { return a == "--json" && (json = true); });
+    rest.insert(rest.begin(), "check");
+    if (!parse_flags(rest, 1, flags, err) || !only_known(flags, {"config"}, err)) return usage_error(err);
+    return daemon::check_command(flags["config"], json);
   }
   if (args[0] == "db" && args.size() > 1 && args[1] == "compact") {
     if (!parse_flags(args, 2, flags, err) || !only_known(flags, {"db"}, err)) return usage_error(err);

@@ -59,14 +59,22 @@ Status parse_aws(Fields& f, const std::string& dir, AwsSection* a) {
   auto& o = a->options;
   if (f.has("region") && f.has("regions"))
     return Fields::bad(f.at("regions"), "give region (one) or regions (several, the first the default), not both");
-  for (auto s : {f.text("region", &o.region), f.strings("regions", &o.regions), f.text("image_id", &o.image_id, true),
-                 f.text("access_key_id", &o.credentials.access_key_id, true),
-                 secret(f, "secret_access_key", dir, true, &a->secret_access_key),
+  a->region_set = f.has("region") || f.has("regions");
+  const bool keys = f.has("access_key_id");
+  if (f.has("image_id") && f.has("image_parameter"))
+    return Fields::bad(f.at("image_parameter"), "give image_id (one AMI) or image_parameter (found per region), not both");
+  if (f.has("profile") && keys) return Fields::bad(f.at("profile"), "give profile (a login) or access_key_id (keys), not both");
+  for (auto s : {f.text("region", &o.region), f.strings("regions", &o.regions), f.text("image_id", &o.image_id),
+                 f.text("image_parameter", &o.image_parameter),
+                 endpoint(f, "ssm_endpoint", &o.ssm_endpoint),
+                 f.text("access_key_id", &o.credentials.access_key_id, keys), f.text("profile", &a->profile),
+                 secret(f, "secret_access_key", dir, keys, &a->secret_access_key),
                  secret(f, "session_token", dir, false, &a->session_token), f.text("key_name", &o.key_name),
                  f.text("subnet_id", &o.subnet_id), f.strings("security_group_ids", &o.security_group_ids),
                  endpoint(f, "ec2_endpoint", &o.ec2_endpoint), endpoint(f, "pricing_endpoint", &o.pricing_endpoint),
                  common(f, dir, &o)})
     if (!s) return s;
+  if (o.image_parameter.empty()) return Fields::bad(f.at("image_parameter"), "must not be empty");
   return {};
 }
 

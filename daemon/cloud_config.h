@@ -37,6 +37,10 @@ struct AwsSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("aws");  // startup_deadline_s
   providers::aws::AwsOptions options;
   SecretRef secret_access_key, session_token;
+  std::string profile;      // the login's profile; "" the environment's (AWS_PROFILE, "default")
+  bool region_set = false;  // region or regions named; else the login's region
+  std::string login;        // what resolve_cloud_secrets found: "profile work (~/.aws/config, SSO), region ..."
+  std::string login_error;  // or why there is none, with the fix
 };
 struct GceSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("gce");  // startup_deadline_s
@@ -77,7 +81,9 @@ inline constexpr std::string_view kCloudNames[] = {"aws", "gce", "azure", "hetzn
 // file or environment is read.
 Status parse_cloud_section(std::string_view name, const nlohmann::json& j, const std::string& dir, CloudConfig* out);
 
-// Reads every named secret (file modes checked) into its section's options.
+// Reads every named secret (file modes checked) into its section's options. An AWS section without
+// access_key_id takes the user's login (providers/aws/aws_login.h: this process's environment and ~/.aws); one
+// that finds none still makes its provider, whose calls answer why (AwsSection::login_error).
 Status resolve_cloud_secrets(CloudConfig& config);
 
 // One provider per configured cloud, secrets resolved. invalid_argument names the cloud and what is wrong.

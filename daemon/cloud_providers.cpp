@@ -51,6 +51,32 @@ Status read_key(const SecretRef& ref, Key* out, ParseKey parse) {
   return {};
 }
 
+// The user's own AWS login for a section without keys: its credentials, region and endpoints, unless the
+// section names them. No login: a source that answers why on every call.
+void aws_login(AwsSection& a, const providers::aws::AwsEnvironment& env) {
+  namespace aws = providers::aws;
+  auto& o = a.options;
+  auto login = aws::resolve_aws_login(env, a.profile);
+  aws::AwsLoginPlan plan;
+  aws::AwsCredentialSourceOptions so{.http = o.http, .clock = o.clock, .home = env.home};
+  if (!login) {
+    a.login_error = login.error().detail;
+    plan.method = "none";
+    plan.unusable = a.login_error;
+  } else {
+    if (!a.region_set && !login->region.empty()) o.region = login->region;
+    if (o.ec2_endpoint.empty()) o.ec2_endpoint = login->endpoints.ec2;
+    if (o.pricing_endpoint.empty()) o.pricing_endpoint = login->endpoints.pricing;
+    if (o.ssm_endpoint.empty()) o.ssm_endpoint = login->endpoints.ssm;
+    so.endpoints = login->endpoints;
+    plan = login->plan;
+    a.login = plan.describe(env.home) + ", region " + (o.regions.empty() ? o.region : o.regions.front()) +
+              (a.region_set ? " (the config file)" : login->region.empty() ? " (the default)" : " (" + login->region_from + ")");
+  }
+  so.region = o.regions.empty() ? o.region : o.regions.front();
+  o.credential_source = std::make_shared<aws::AwsCredentialSource>(std::move(plan), std::move(so));
+}
+
 template <class P, class Section>
 Status add(const std::optional<Section>& sec, std::string_view name, std::vector<std::unique_ptr<providers::Provider>>* out) {
   if (!sec) return {};
@@ -65,8 +91,12 @@ Status add(const std::optional<Section>& sec, std::string_view name, std::vector
 Status resolve_cloud_secrets(CloudConfig& c) {
   if (c.aws) {
     auto& cr = c.aws->options.credentials;
+    if (cr.access_key_id.empty() && c.aws->secret_access_key.named())
+      return make_error(Code::invalid_argument, "providers.aws.secret_access_key: needs access_key_id");
     for (auto s : {read_into(c.aws->secret_access_key, &cr.secret_access_key), read_into(c.aws->session_token, &cr.session_token)})
       if (!s) return s;
+    if (cr.access_key_id.empty()) aws_login(*c.aws, providers::aws::AwsEnvironment::current());
+    else c.aws->login = "access_key_id " + cr.access_key_id + " (the config file)";
   }
   if (c.gce)
     if (auto s = read_key(c.gce->service_account, &c.gce->options.account, providers::gce::parse_service_account); !s)

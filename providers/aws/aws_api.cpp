@@ -46,29 +46,42 @@ std::pair<std::string, std::string> json_error(const http::HttpResponse& r) {
   return {code, message};
 }
 
+// The headers of a JSON 1.1 protocol call (built outside the coroutine: GCC 12 cannot keep a braced list there).
+http::HttpHeaders json_headers(std::string_view target) {
+  return {{"Content-Type", "application/x-amz-json-1.1"}, {"X-Amz-Target", std::string(target)}};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<AwsApi>> AwsApi::make(AwsApiOptions opts) {
   if (opts.region.empty()) return make_error(Code::invalid_argument, "aws: no region");
-  if (opts.credentials.access_key_id.empty() || opts.credentials.secret_access_key.empty())
+  if (!opts.credential_source && (opts.credentials.access_key_id.empty() || opts.credentials.secret_access_key.empty()))
     return make_error(Code::invalid_argument, "aws: no credentials (access key id and secret access key)");
   auto ec2 = parse_base_url(opts.ec2_endpoint);
   if (!ec2) return ec2.error();
   auto pricing = parse_base_url(opts.pricing_endpoint);
   if (!pricing) return pricing.error();
-  return std::unique_ptr<AwsApi>(new AwsApi(std::move(opts), std::move(*ec2), std::move(*pricing)));
+  if (opts.ssm_endpoint.empty()) opts.ssm_endpoint = "https://ssm." + opts.region + ".amazonaws.com";
+  auto ssm = parse_base_url(opts.ssm_endpoint);
+  if (!ssm) return ssm.error();
+  return std::unique_ptr<AwsApi>(new AwsApi(std::move(opts), std::move(*ec2), std::move(*pricing), std::move(*ssm)));
 }
 
-AwsApi::AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing)
-    : opts_(std::move(opts)), ec2_(std::move(ec2)), pricing_(std::move(pricing)), http_(opts_.http) {}
+AwsApi::AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing, BaseUrl ssm)
+    : opts_(std::move(opts)), ec2_(std::move(ec2)), pricing_(std::move(pricing)), ssm_(std::move(ssm)), http_(opts_.http) {}
+
+Task<Result<Credentials>> AwsApi::credentials() {
+  if (!opts_.credential_source) co_return opts_.credentials;
+  co_return co_await opts_.credential_source->get();
+}
 
 Result<http::HttpRequest> AwsApi::signed_post(const BaseUrl& base, const std::string& region, const char* service,
-                                              http::HttpHeaders headers, const std::string& body) const {
+                                              http::HttpHeaders headers, const std::string& body, const Credentials& creds) const {
   headers.emplace(headers.begin(), "Host", base.host);
   SignableRequest req{.method = "POST", .path = base.path, .headers = headers, .body = body};
   const Clock& clock = opts_.clock ? *opts_.clock : system_clock_;
   SignOptions so{.region = region, .service = service, .amz_date = amz_date(to_time_point(clock.now_s()))};
-  auto s = sign(req, opts_.credentials, so);
+  auto s = sign(req, creds, so);
   if (!s) return s.error();
   headers.insert(headers.end(), s->added_headers.begin(), s->added_headers.end());
   return http::HttpRequest{.method = "POST", .url = base.url, .headers = std::move(headers), .body = body,
@@ -79,7 +92,9 @@ Task<Result<XmlNode>> AwsApi::ec2(std::string_view action, const Fields& params)
   Fields all{{"Action", std::string(action)}, {"Version", std::string(kEc2ApiVersion)}};
   all.insert(all.end(), params.begin(), params.end());
   http::HttpHeaders headers{{"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"}};
-  auto req = signed_post(ec2_, opts_.region, "ec2", std::move(headers), form_encode(all));
+  auto creds = co_await credentials();
+  if (!creds) co_return creds.error();
+  auto req = signed_post(ec2_, opts_.region, "ec2", std::move(headers), form_encode(all), *creds);
   if (!req) co_return req.error();
   const http::HttpRequest& signed_req = *req;
   auto res = co_await http_.send(signed_req);
@@ -95,12 +110,22 @@ Task<Result<XmlNode>> AwsApi::ec2(std::string_view action, const Fields& params)
 }
 
 Task<Result<std::string>> AwsApi::pricing(std::string_view target, const std::string& json_body) {
-  http::HttpHeaders headers{{"Content-Type", "application/x-amz-json-1.1"}, {"X-Amz-Target", std::string(target)}};
-  auto req = signed_post(pricing_, opts_.pricing_region, "pricing", std::move(headers), json_body);
+  co_return co_await json_call(pricing_, opts_.pricing_region, "pricing", target, json_body, "Price List " + std::string(target));
+}
+
+Task<Result<std::string>> AwsApi::ssm(std::string_view target, const std::string& json_body) {
+  co_return co_await json_call(ssm_, opts_.region, "ssm", target, json_body, "SSM " + std::string(target));
+}
+
+Task<Result<std::string>> AwsApi::json_call(const BaseUrl& base, const std::string& region, const char* service,
+                                            std::string_view target, const std::string& json_body, const std::string& what) {
+  http::HttpHeaders headers = json_headers(target);
+  auto creds = co_await credentials();
+  if (!creds) co_return creds.error();
+  auto req = signed_post(base, region, service, std::move(headers), json_body, *creds);
   if (!req) co_return req.error();
   const http::HttpRequest& signed_req = *req;
   auto res = co_await http_.send(signed_req);
-  const std::string what = "Price List " + std::string(target);
   if (!res) co_return make_error(res.code(), what + ": " + res.error().detail);
   if (res->status != 200) {
     auto [code, message] = json_error(*res);

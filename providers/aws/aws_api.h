@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "providers/aws/aws_login.h"
 #include "providers/aws/codec.h"
 #include "providers/aws/sigv4.h"
 #include "providers/aws/xml.h"
@@ -26,10 +27,12 @@ using http::Task;
 
 struct AwsApiOptions {
   std::string region;                   // of the EC2 endpoint
-  Credentials credentials = {};
+  Credentials credentials = {};         // static keys, or:
+  std::shared_ptr<AwsCredentialSource> credential_source = {};  // a login's, shared by every region's API
   std::string ec2_endpoint;             // base URL, e.g. https://ec2.us-east-1.amazonaws.com
   std::string pricing_endpoint;         // base URL, e.g. https://api.pricing.us-east-1.amazonaws.com
   std::string pricing_region = "us-east-1";
+  std::string ssm_endpoint;             // base URL, e.g. https://ssm.us-east-1.amazonaws.com
   http::HttpClientOptions http = {};
   std::chrono::milliseconds attempt_timeout{30000};
   const Clock* clock = nullptr;         // signing time; null: the system clock
@@ -49,17 +52,23 @@ class AwsApi {
 
   // A Price List API operation ("AWSPriceListService.GetProducts") with a JSON body; the answer's body.
   Task<Result<std::string>> pricing(std::string_view target, const std::string& json_body);
+  // A Systems Manager operation ("AmazonSSM.GetParameter") in the API's region; the answer's body.
+  Task<Result<std::string>> ssm(std::string_view target, const std::string& json_body);
 
   const AwsApiOptions& options() const { return opts_; }
 
  private:
-  AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing);
+  AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing, BaseUrl ssm);
+  Task<Result<std::string>> json_call(const BaseUrl& base, const std::string& region, const char* service,
+                                      std::string_view target, const std::string& json_body, const std::string& what);
+  Task<Result<Credentials>> credentials();
   Result<http::HttpRequest> signed_post(const BaseUrl& base, const std::string& region, const char* service,
-                                        http::HttpHeaders headers, const std::string& body) const;
+                                        http::HttpHeaders headers, const std::string& body, const Credentials& creds) const;
 
   AwsApiOptions opts_;
   BaseUrl ec2_;
   BaseUrl pricing_;
+  BaseUrl ssm_;
   SystemClock system_clock_;
   http::HttpClient http_;
 };

@@ -685,6 +685,7 @@ Task<Result<TimedCredentials>> AwsCredentialSource::fetch(const AwsLoginPlan& p)
   if (p.method == "sso") co_return co_await sso(p);
   if (p.method == "container-role") co_return co_await container(p);
   if (p.method == "iam-role") co_return co_await imds();
+  if (p.method == "none") co_return make_error(Code::invalid_argument, p.unusable);
   co_return bad("no way to fetch credentials of " + p.method);
 }
 
@@ -756,6 +757,9 @@ Task<Result<std::string>> AwsCredentialSource::sts(const std::string& action, co
       code = root->find({"Error", "Code"}) ? root->find({"Error", "Code"})->text : "";
       message = root->find({"Error", "Message"}) ? root->find({"Error", "Message"})->text : "";
     }
+    message = message.substr(0, message.find('\n'));  // one line: AWS's SignatureDoesNotMatch goes on for many
+    if (code == "InvalidClientTokenId" || code == "SignatureDoesNotMatch" || code == "ExpiredToken")
+      message += (message.empty() ? "" : "; ") + std::string("the keys are wrong or expired: run 'aws configure' (or 'aws sso login')");
     co_return make_error(res->status >= 500 || res->status == 429 ? Code::unavailable : Code::invalid_argument,
                          "aws: STS " + action + " (HTTP " + std::to_string(res->status) + "): " +
                              (code.empty() ? "no error code" : code) + (message.empty() ? "" : ": " + message));

@@ -88,6 +88,8 @@ struct AwsLoginPlan {
   std::string sso_start_url, sso_region, sso_account_id, sso_role_name, sso_session;
   // container-role
   std::string container_url, container_token, container_token_file;
+  // "none": no login; every fetch answers this line (the provider stays, and says why it cannot work)
+  std::string unusable;
 
   // "profile work (~/.aws/config, SSO)", "environment (AWS_ACCESS_KEY_ID)", "instance role (IMDS)"
   std::string describe(const std::string& home = "") const;

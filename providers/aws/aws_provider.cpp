@@ -1,9 +1,12 @@
 #include "providers/aws/aws_provider.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <map>
 
+#include "common/json_util.h"
 #include "providers/aws/aws_catalog.h"
 #include "providers/aws/ec2_xml.h"
 
@@ -35,15 +38,6 @@ void add_tag(Fields& params, int n, const std::string& key, const std::string& v
 
 }  // namespace
 
-Result<Credentials> credentials_from_env() {
-  const char* id = std::getenv("AWS_ACCESS_KEY_ID");
-  const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");
-  const char* token = std::getenv("AWS_SESSION_TOKEN");
-  if (!id || !*id || !secret || !*secret)
-    return make_error(Code::invalid_argument, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set");
-  return Credentials{id, secret, token ? token : ""};
-}
-
 Result<std::unique_ptr<AwsProvider>> AwsProvider::make(AwsOptions opts) {
   if (opts.regions.empty()) opts.regions = {opts.region};
   opts.region = opts.regions.front();
@@ -55,10 +49,12 @@ Result<std::unique_ptr<AwsProvider>> AwsProvider::make(AwsOptions opts) {
     if (apis.count(region)) return make_error(Code::invalid_argument, "aws: region " + region + " is named twice");
     AwsApiOptions api{.region = region,
                       .credentials = opts.credentials,
+                      .credential_source = opts.credential_source,
                       .ec2_endpoint = opts.ec2_endpoint.empty() ? "https://ec2." + region + ".amazonaws.com"
                                                                 : opts.ec2_endpoint,
                       .pricing_endpoint = opts.pricing_endpoint.empty() ? "https://api.pricing.us-east-1.amazonaws.com"
                                                                         : opts.pricing_endpoint,
+                      .ssm_endpoint = opts.ssm_endpoint,
                       .http = opts.http,
                       .attempt_timeout = opts.attempt_timeout,
                       .clock = opts.clock};
@@ -107,8 +103,39 @@ Task<Result<std::vector<Offer>>> AwsProvider::offers(const Requirements& req) {
   co_return out;
 }
 
-Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const LaunchSpec& spec) const {
-  if (opts_.image_id.empty()) return make_error(Code::invalid_argument, "aws: no image_id (AMI) configured");
+namespace {
+// Graviton families (a "g" after the generation digit: t4g, m7g, c7gn, r8g, ...) boot arm64 images.
+bool arm64_type(const std::string& type) {
+  auto dot = type.find('.');
+  std::string family = type.substr(0, dot);
+  for (std::size_t i = 1; i < family.size(); ++i)
+    if (std::isdigit(static_cast<unsigned char>(family[i - 1])) && family[i] == 'g') return true;
+  return false;
+}
+std::string ssm_get_parameter_body(const std::string& name) { return nlohmann::json{{"Name", name}}.dump(); }
+}  // namespace
+
+Task<Result<std::string>> AwsProvider::image(const std::string& region, const std::string& instance_type) {
+  if (!opts_.image_id.empty()) co_return opts_.image_id;
+  std::string name = opts_.image_parameter;
+  if (arm64_type(instance_type))
+    if (auto at = name.find("amd64"); at != std::string::npos) name.replace(at, 5, "arm64");
+  AwsApi* regional = api(region);
+  if (!regional) co_return make_error(Code::invalid_argument, "aws: region " + region + " is not configured");
+  const std::string key = regional->options().region + " " + name;
+  if (auto it = images_.find(key); it != images_.end()) co_return it->second;
+  auto body = co_await regional->ssm("AmazonSSM.GetParameter", ssm_get_parameter_body(name));
+  if (!body) co_return make_error(body.code(), "aws: finding the image (" + name + "): " + body.error().detail +
+                                                   (body.code() == Code::not_found ? "; set image_id or image_parameter" : ""));
+  auto doc = parse_json_safely(*body);
+  std::string ami = doc && doc->is_object() && doc->contains("Parameter") && (*doc)["Parameter"].is_object()
+                        ? json_str((*doc)["Parameter"], "Value") : "";
+  if (!ami.starts_with("ami-")) co_return make_error(Code::internal, "aws: SSM parameter " + name + " holds no AMI id");
+  images_[key] = ami;
+  co_return ami;
+}
+
+Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const LaunchSpec& spec, const std::string& image) const {
   if (offer.instance_type.empty()) return make_error(Code::invalid_argument, "aws: offer without an instance type");
   if (spec.idempotency_token.empty()) return make_error(Code::invalid_argument, "aws: create needs an idempotency token");
   if (spec.tag.empty()) return make_error(Code::invalid_argument, "aws: create needs an ownership tag");
@@ -117,7 +144,7 @@ Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const Launc
                                                   ": a subnet is in one zone; leave subnet_id out to move between zones");
   auto user_data = cloud_init_user_data(spec, opts_.cloud_init);
   if (!user_data) return user_data.error();
-  Fields p{{"ImageId", opts_.image_id},
+  Fields p{{"ImageId", image},
            {"InstanceType", offer.instance_type},
            {"MinCount", "1"},
            {"MaxCount", "1"},
@@ -142,10 +169,12 @@ Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const Launc
 }
 
 Task<Result<InstanceHandle>> AwsProvider::create(const Offer& offer, const LaunchSpec& spec) {
-  auto params = run_instances_params(offer, spec);
-  if (!params) co_return params.error();
   AwsApi* regional = api(offer.region);
   if (!regional) co_return make_error(Code::invalid_argument, "aws: region " + offer.region + " is not configured");
+  auto ami = co_await image(offer.region, offer.instance_type);
+  if (!ami) co_return ami.error();
+  auto params = run_instances_params(offer, spec, *ami);
+  if (!params) co_return params.error();
   const double created_at = now_s();
   auto xml = co_await regional->ec2("RunInstances", *params);
   if (!xml) co_return xml.error();
@@ -154,7 +183,9 @@ Task<Result<InstanceHandle>> AwsProvider::create(const Offer& offer, const Launc
   if (instances->size() != 1 || instances->front().id.empty())
     co_return make_error(Code::internal, "EC2 RunInstances: expected one instance, got " +
                                              std::to_string(instances->size()));
-  co_return handle_of(instances->front(), regional->options().region, created_at);
+  InstanceHandle h = handle_of(instances->front(), regional->options().region, created_at);
+  h.data["image_id"] = *ami;  // shown on the run
+  co_return h;
 }
 
 Task<Result<InstanceStatus>> AwsProvider::describe(const InstanceHandle& h) {

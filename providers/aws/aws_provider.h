@@ -38,10 +38,16 @@ struct Ec2Instance;  // ec2_xml.h
 struct AwsOptions {
   std::string region = "us-east-1";
   std::vector<std::string> regions = {};   // several regions, the first the default; empty: {region}
-  Credentials credentials = {};            // see credentials_from_env()
+  Credentials credentials = {};            // static keys, or:
+  std::shared_ptr<AwsCredentialSource> credential_source = {};  // the user's login (aws_login.h)
   std::string ec2_endpoint = {};           // base URL override; empty: https://ec2.<region>.amazonaws.com
   std::string pricing_endpoint = {};       // empty: https://api.pricing.us-east-1.amazonaws.com
-  std::string image_id = {};               // the AMI instances boot; create() needs it
+  std::string image_id = {};               // the AMI instances boot; empty: image_parameter's, per region
+  // The public SSM parameter its publisher keeps the current image under (Debian 12 by default; Ubuntu 22.04:
+  // /aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/ebs-gp2/ami-id). "amd64" becomes
+  // "arm64" for Graviton types.
+  std::string image_parameter = "/aws/service/debian/release/bookworm/latest/amd64";
+  std::string ssm_endpoint = {};           // empty: https://ssm.<region>.amazonaws.com
   std::string key_name = {};               // optional EC2 key pair
   std::string subnet_id = {};              // optional
   std::vector<std::string> security_group_ids = {};
@@ -53,9 +59,6 @@ struct AwsOptions {
   std::chrono::seconds visibility_grace{120};
   const Clock* clock = nullptr;            // null: the system clock
 };
-
-// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optional AWS_SESSION_TOKEN; invalid_argument when unset.
-Result<Credentials> credentials_from_env();
 
 class AwsProvider final : public Provider {
  public:
@@ -71,6 +74,10 @@ class AwsProvider final : public Provider {
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
 
+  // The AMI instances of `instance_type` boot in `region` ("": the first): image_id, or image_parameter's
+  // value, asked once per region and architecture.
+  Task<Result<std::string>> image(const std::string& region, const std::string& instance_type = "");
+
   // The ClientToken EC2 gets for an idempotency token.
   static std::string client_token(std::string_view idempotency_token);
 
@@ -79,7 +86,7 @@ class AwsProvider final : public Provider {
   // The API of `region` ("": the first); null for a region not configured.
   AwsApi* api(const std::string& region);
   double now_s() const;
-  Result<Fields> run_instances_params(const Offer& offer, const LaunchSpec& spec) const;
+  Result<Fields> run_instances_params(const Offer& offer, const LaunchSpec& spec, const std::string& image) const;
   // What describe says of h, given what DescribeInstances listed for it (null: not listed).
   InstanceStatus status_of(const InstanceHandle& h, const Ec2Instance* found) const;
 
@@ -88,6 +95,7 @@ class AwsProvider final : public Provider {
   SystemClock system_clock_;
   std::map<std::string, std::vector<Offer>> catalog_;   // by region
   std::map<std::string, double> catalog_at_s_;
+  std::map<std::string, std::string> images_;           // by region and parameter
 };
 
 }  // namespace tsum::providers::aws

@@ -193,7 +193,13 @@ TEST_CASE("cloud sections: unknown fields, missing and doubled secrets, bad URLs
         "providers.hetzner.token: give token_env or token_file, not both");
   CHECK(config_error(R"({"providers":{"hetzner":{"token_env":"X","endpoint":"ftp://x"}}})") ==
         "providers.hetzner.endpoint: must be an http:// or https:// URL");
-  CHECK(config_error(R"({"providers":{"aws":{"access_key_id":"A","secret_access_key_env":"S"}}})") == "providers.aws.image_id: is required");
+  CHECK(config_error(R"({"providers":{"aws":{}}})") == "(ok)");  // the user's login, the image found
+  CHECK(config_error(R"({"providers":{"aws":{"access_key_id":"A"}}})") ==
+        "providers.aws.secret_access_key: needs secret_access_key_env or secret_access_key_file");
+  CHECK(config_error(R"({"providers":{"aws":{"profile":"p","access_key_id":"A","secret_access_key_env":"S"}}})") ==
+        "providers.aws.profile: give profile (a login) or access_key_id (keys), not both");
+  CHECK(config_error(R"({"providers":{"aws":{"image_id":"a","image_parameter":"b"}}})") ==
+        "providers.aws.image_parameter: give image_id (one AMI) or image_parameter (found per region), not both");
   CHECK(config_error(R"({"providers":{"aws":{"image_id":"i","access_key_id":"A","secret_access_key_env":"S","security_group_ids":"sg"}}})") ==
         "providers.aws.security_group_ids: must be an array of strings");
   CHECK(config_error(R"({"providers":{"gce":{"service_account_env":"G","cloud_init_dir":"opt"}}})") ==

@@ -1,6 +1,7 @@
 #include "tests/fakes/aws/fake_aws_cloud.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "providers/aws/ec2_xml.h"
 #include "tests/fakes/aws/fake_auth.h"
@@ -104,12 +105,90 @@ http::LoopbackReply FakeAwsCloud::metadata(const http::LoopbackRequest& req, con
   return reply_of((e ? *e : *ec2_.at(regions_.front())).metadata(req.method, path, token, ttl, id));
 }
 
+namespace {
+
+FakeAnswer sts_error(int status, std::string_view code, std::string_view message) {
+  return {status, "<ErrorResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><Error><Type>Sender</Type>" +
+                      el("Code", code) + el("Message", message) + "</Error><RequestId>fake</RequestId></ErrorResponse>"};
+}
+
+FakeAnswer sts_ok(std::string_view action, std::string_view inner) {
+  const std::string a(action);
+  return {200, "<" + a + "Response xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><" + a + "Result>" + std::string(inner) +
+                   "</" + a + "Result><ResponseMetadata><RequestId>fake</RequestId></ResponseMetadata></" + a + "Response>"};
+}
+
+}  // namespace
+
+std::optional<Credentials> FakeAwsCloud::signer(const std::string& access_key_id) {
+  if (access_key_id == opts_.credentials.access_key_id) return opts_.credentials;
+  std::lock_guard lock(issued_mu_);
+  auto it = issued_.find(access_key_id);
+  if (it == issued_.end() || it->second.expires_s <= server_.clock().now_s()) return std::nullopt;
+  return it->second.credentials;
+}
+
+FakeAnswer FakeAwsCloud::sts(const std::string& action, const Fields& params, const std::string& caller) {
+  if (param(params, "Version") != std::string("2011-06-15"))
+    return sts_error(400, "InvalidParameterValue", "Version must be 2011-06-15");
+  if (action == "GetCallerIdentity") {
+    std::string arn = "arn:aws:iam::" + std::string(kOwnerId) + ":user/tsum-fake";
+    {
+      std::lock_guard lock(issued_mu_);
+      if (auto it = issued_.find(caller); it != issued_.end()) arn = it->second.arn;
+    }
+    return sts_ok(action, el("Arn", arn) + el("UserId", "AIDAFAKE") + el("Account", kOwnerId));
+  }
+  if (action != "AssumeRole" && action != "AssumeRoleWithWebIdentity")
+    return sts_error(400, "InvalidAction", "Could not find operation " + action);
+  const auto role = param(params, "RoleArn").value_or(""), session = param(params, "RoleSessionName").value_or("");
+  if (!role.starts_with("arn:aws:iam::") || role.find(":role/") == std::string::npos)
+    return sts_error(400, "ValidationError", "RoleArn must be an IAM role's ARN");
+  if (session.empty()) return sts_error(400, "ValidationError", "RoleSessionName is required");
+  if (action == "AssumeRoleWithWebIdentity" && param(params, "WebIdentityToken").value_or("").empty())
+    return sts_error(400, "InvalidIdentityToken", "no token");
+  int duration = 3600;
+  if (auto d = param(params, "DurationSeconds")) duration = std::atoi(d->c_str());
+  if (duration < 900 || duration > 43200) return sts_error(400, "ValidationError", "DurationSeconds must be 900 to 43200");
+  Issued i;
+  {
+    std::lock_guard lock(issued_mu_);
+    char id[32];
+    std::snprintf(id, sizeof id, "ASIAFAKE%08d", ++issued_count_);
+    i.credentials = {id, "fake-secret-" + std::to_string(issued_count_), "fake-session-token-" + std::to_string(issued_count_)};
+    i.expires_s = server_.clock().now_s() + duration;
+    i.arn = "arn:aws:sts::" + std::string(kOwnerId) + ":assumed-role/" + role.substr(role.find(":role/") + 6) + "/" + session;
+    issued_[id] = i;
+  }
+  return sts_ok(action, "<Credentials>" + el("AccessKeyId", i.credentials.access_key_id) +
+                            el("SecretAccessKey", i.credentials.secret_access_key) +
+                            el("SessionToken", i.credentials.session_token) + el("Expiration", iso8601(i.expires_s)) +
+                            "</Credentials><AssumedRoleUser>" + el("Arn", i.arn) + el("AssumedRoleId", "AROAFAKE:" + session) +
+                            "</AssumedRoleUser>");
+}
+
+FakeAnswer FakeAwsCloud::ssm(const std::string& action, const std::string& region, const std::string& body) const {
+  if (action != "GetParameter") return json_error(400, "InvalidAction", "unsupported operation " + action);
+  auto doc = nlohmann::json::parse(body, nullptr, false);
+  const std::string name = doc.is_object() && doc.contains("Name") && doc["Name"].is_string() ? doc["Name"].get<std::string>() : "";
+  const std::string prefix = "/aws/service/debian/release/bookworm/latest/";
+  if (!name.starts_with(prefix) || (name.substr(prefix.size()) != "amd64" && name.substr(prefix.size()) != "arm64"))
+    return json_error(400, "ParameterNotFound", "Parameter " + name + " not found.");
+  char ami[64];
+  std::snprintf(ami, sizeof ami, "ami-0deb12%s%08zx", name.ends_with("arm64") ? "a" : "x", std::hash<std::string>{}(region) & 0xffffffffu);
+  nlohmann::json answer = {{"Parameter", {{"Name", name}, {"Type", "String"}, {"Value", ami}, {"Version", 1}, {"DataType", "aws:ec2:image"}}}};
+  return {200, answer.dump(), "application/x-amz-json-1.1"};
+}
+
 fake_cloud::Route FakeAwsCloud::route(const http::LoopbackRequest& req) {
   auto target = http::find_header(req.headers, "X-Amz-Target");
-  const bool pricing = target.has_value();
+  const bool ssm_call = target && target->starts_with("AmazonSSM.");
+  const bool pricing = target.has_value() && !ssm_call;
   std::string action;
   Fields params;
-  if (pricing) {
+  if (ssm_call) {
+    action = std::string(target->substr(std::string_view("AmazonSSM.").size()));
+  } else if (pricing) {
     if (!target->starts_with(kPricingPrefix))
       return fake_cloud::Route::reply(reply_of(json_error(400, "UnknownOperationException", "unknown target " + std::string(*target))));
     action = std::string(target->substr(kPricingPrefix.size()));
@@ -119,14 +198,32 @@ fake_cloud::Route FakeAwsCloud::route(const http::LoopbackRequest& req) {
     params = std::move(*parsed);
     action = param(params, "Action").value_or("");
   }
-  // EC2's region is the one the signature is scoped to, where this fake serves it.
+  // EC2's region is the one the signature is scoped to, where this fake serves it; STS's and SSM's any.
+  std::optional<AuthorizationHeader> auth;
+  if (auto h = http::find_header(req.headers, "Authorization"))
+    if (auto parsed = parse_authorization(*h)) auth = *parsed;
+  const bool sts_call = !pricing && !ssm_call && (auth ? auth->service == "sts" : action == "AssumeRoleWithWebIdentity");
+  const char* service = sts_call ? "sts" : ssm_call ? "ssm" : pricing ? "pricing" : "ec2";
   std::string region = pricing ? std::string(kPricingRegion) : regions_.front();
-  if (auto h = http::find_header(req.headers, "Authorization"); h && !pricing)
-    if (auto auth = parse_authorization(*h); auth && ec2_.count(auth->region)) region = auth->region;
-  AuthRefusal refusal = verify_sigv4(req, opts_.credentials, region, pricing ? "pricing" : "ec2", server_.clock().now_s());
-  if (refusal.status)
-    return fake_cloud::Route::refuse(reply_of(pricing ? json_error(refusal.status, refusal.code, refusal.message)
-                                                      : ec2_error(refusal.status, refusal.code, refusal.message)));
+  if (auth && !pricing && (ec2_.count(auth->region) || sts_call || ssm_call)) region = auth->region;
+  auto refuse = [&](int status, std::string_view code, std::string_view message) {
+    return fake_cloud::Route::refuse(reply_of(sts_call ? sts_error(status, code, message)
+                                              : pricing || ssm_call ? json_error(status, code, message)
+                                                                    : ec2_error(status, code, message)));
+  };
+  if (!(sts_call && action == "AssumeRoleWithWebIdentity")) {
+    auto creds = signer(auth ? auth->access_key_id : opts_.credentials.access_key_id);
+    if (!creds) return refuse(403, sts_call ? "InvalidClientTokenId" : "AuthFailure", "The security token included in the request is invalid.");
+    AuthRefusal refusal = verify_sigv4(req, *creds, region, service, server_.clock().now_s());
+    if (refusal.status) return refuse(refusal.status, refusal.code, refusal.message);
+  }
+  const std::string caller = auth ? auth->access_key_id : "";
+  if (sts_call)
+    return fake_cloud::Route::to(action, [this, action, params = std::move(params), caller] {
+      return reply_of(sts(action, params, caller));
+    });
+  if (ssm_call)
+    return fake_cloud::Route::to(action, [this, action, region, body = req.body] { return reply_of(ssm(action, region, body)); });
   return fake_cloud::Route::to(action, [this, region, action, params = std::move(params), body = req.body, pricing] {
     return reply_of(dispatch(region, action, params, body, pricing));
   });

@@ -5,6 +5,10 @@
 //     DescribeInstances, TerminateInstances (fake_ec2.h), DescribeInstanceTypes and
 //     DescribeSpotPriceHistory (fake_catalog.h);
 //   - the Price List API (X-Amz-Target AWSPriceListService.*; service "pricing", us-east-1): GetProducts.
+//   - STS (Query API, service "sts", any region): GetCallerIdentity, AssumeRole (temporary credentials, good
+//     for every API here until they expire), AssumeRoleWithWebIdentity (unsigned, any non-empty token).
+//   - SSM (X-Amz-Target AmazonSSM.*; service "ssm"): GetParameter of the public image parameters
+//     /aws/service/debian/release/bookworm/latest/{amd64,arm64}: an AMI id per region and architecture.
 // Every request must carry a valid SigV4 signature for the configured credentials (fake_auth.h); bad ones
 // get AWS's error answer and count as rejected. Faults apply to authenticated requests, by action name.
 // Point the provider at it with AwsOptions::ec2_endpoint = pricing_endpoint = server().base_url() and, for
@@ -14,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,6 +61,19 @@ class FakeAwsCloud final : public fake_cloud::FakeCloudApi {
   FakeAnswer dispatch(const std::string& region, const std::string& action, const Fields& params,
                       const std::string& body, bool pricing);
   FakeEc2* holding(const std::string& id) const;  // the region's EC2 that knows instance `id`; null: none
+  FakeAnswer sts(const std::string& action, const Fields& params, const std::string& caller);
+  FakeAnswer ssm(const std::string& action, const std::string& region, const std::string& body) const;
+  // The credentials a request signed with `access_key_id` must match: the configured ones or issued ones.
+  std::optional<Credentials> signer(const std::string& access_key_id);
+
+  struct Issued {
+    Credentials credentials;
+    double expires_s = 0;
+    std::string arn;
+  };
+  std::mutex issued_mu_;
+  std::map<std::string, Issued> issued_;  // by access key id
+  int issued_count_ = 0;
 
   FakeAwsCloudOptions opts_;
   std::vector<std::string> regions_;

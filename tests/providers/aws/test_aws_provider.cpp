@@ -37,9 +37,10 @@ struct Cloud {
     provider = make(kCreds);
   }
 
-  std::unique_ptr<AwsProvider> make(Credentials creds, std::string image = "ami-0tsum0test") {
+  std::unique_ptr<AwsProvider> make(Credentials creds, std::string image = "ami-0tsum0test",
+                                    std::string parameter = "/aws/service/debian/release/bookworm/latest/amd64") {
     AwsOptions o{.credentials = creds, .ec2_endpoint = fake.server().base_url(), .pricing_endpoint = fake.server().base_url(),
-                 .image_id = image,
+                 .image_id = image, .image_parameter = parameter, .ssm_endpoint = fake.server().base_url(),
                  .http = testing::fake_http(tls.ca_file()),
                  .attempt_timeout = 1500ms, .clock = &clock};
     auto p = AwsProvider::make(o);
@@ -148,15 +149,28 @@ TEST_CASE("a refused signature names AWS's code: SignatureDoesNotMatch, AuthFail
   CHECK(run_sync(stranger->list_tagged("x")).error().detail.find("AuthFailure") != std::string::npos);
 }
 
-TEST_CASE("create without an AMI is refused; a long idempotency token becomes a 64-character ClientToken") {
+TEST_CASE("without an AMI, create boots the one SSM's public parameter names (arm64 for Graviton); an unknown "
+          "parameter is refused; a long idempotency token becomes a 64-character ClientToken") {
   Cloud c;
-  auto no_ami = c.make(kCreds, "");
-  CHECK(run_sync(no_ami->create(offer(), launch_spec("1"))).error().detail.find("image_id") != std::string::npos);
+  auto unknown = c.make(kCreds, "", "/aws/service/nobody/publishes/this");
+  auto refused = run_sync(unknown->create(offer(), launch_spec("1")));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().detail.find("set image_id or image_parameter") != std::string::npos);
   CHECK(c.fake.instances().empty());
+  auto found = c.make(kCreds, "");
+  auto x86 = run_sync(found->create(offer(), launch_spec("2")));
+  REQUIRE(x86.ok());
+  CHECK(x86->data["image_id"].get<std::string>().starts_with("ami-0deb12x"));
+  REQUIRE(c.fake.instances().size() == 1);
+  CHECK(c.fake.instances()[0].image_id == x86->data["image_id"]);
+  REQUIRE(run_sync(found->terminate(*x86)).ok());
+  auto arm = run_sync(found->image("", "t4g.small"));  // the fake sells no Graviton type to boot
+  REQUIRE(arm.ok());
+  CHECK(arm->starts_with("ami-0deb12a"));
   auto long_token = launch_spec("9");
   long_token.idempotency_token = std::string(100, 'x');
   REQUIRE(run_sync(c.provider->create(offer(), long_token)).ok());
-  CHECK(c.fake.instances()[0].client_token == AwsProvider::client_token(long_token.idempotency_token));
+  CHECK(c.fake.instances().back().client_token == AwsProvider::client_token(long_token.idempotency_token));
   CHECK(AwsProvider::client_token(long_token.idempotency_token).size() == 64);
 }
 

@@ -1,0 +1,120 @@
+#include "daemon/check_cmd.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "daemon/config.h"
+
+namespace tsum::daemon {
+
+namespace {
+
+struct Verdict {
+  std::string provider;
+  bool usable = false;
+  std::string login;   // which login it used
+  std::string detail;  // what proved it, or why not and the fix
+};
+
+std::string line_of(const Verdict& v) {
+  std::string detail = v.detail;
+  if (detail.starts_with(v.provider + ": ")) detail = detail.substr(v.provider.size() + 2);
+  if (!v.usable) return v.provider + ": not usable" + (v.login.empty() ? "" : " with " + v.login) + ": " + detail;
+  return v.provider + ": usable" + (v.login.empty() ? "" : ", " + v.login) + (detail.empty() ? "" : ", " + detail);
+}
+
+// Proves each configured cloud with one call.
+std::vector<Verdict> check_all(CloudConfig& clouds) {
+  std::vector<Verdict> out;
+  auto providers = make_cloud_providers(clouds);
+  boost::asio::io_context io;
+  boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> {
+    if (!providers) {
+      out.push_back({"config", false, "", providers.error().detail});
+      co_return;
+    }
+    for (auto& p : *providers) {
+      Verdict v{std::string(p->name())};
+      if (p->name() == "aws") {
+        auto& a = *clouds.aws;
+        v.login = a.login;
+        if (!a.login_error.empty()) {
+          v.detail = a.login_error;
+        } else {
+          auto source = a.options.credential_source;
+          if (!source) {  // keys in the file
+            providers::aws::AwsLoginPlan plan;
+            plan.method = "config-file";
+            plan.credentials = a.options.credentials;
+            source = std::make_shared<providers::aws::AwsCredentialSource>(
+                plan, providers::aws::AwsCredentialSourceOptions{.http = a.options.http, .region = a.options.region});
+          }
+          auto arn = co_await source->caller_identity();
+          v.usable = static_cast<bool>(arn);
+          v.detail = arn ? "account " + *arn : arn.error().detail;
+          if (auto* aws = dynamic_cast<providers::aws::AwsProvider*>(p.get()); aws && arn) {
+            auto ami = co_await aws->image("");  // what its machines boot, found if not configured
+            v.usable = static_cast<bool>(ami);
+            v.detail += ami ? ", image " + *ami + (a.options.image_id.empty() ? " (" + a.options.image_parameter + ")" : "")
+                            : "; " + ami.error().detail;
+          }
+        }
+      } else {
+        auto offers = co_await p->offers(providers::Requirements{});
+        v.usable = static_cast<bool>(offers);
+        v.detail = offers ? std::to_string(offers->size()) + " offers" : offers.error().detail;
+      }
+      out.push_back(std::move(v));
+    }
+  }, boost::asio::detached);
+  io.run();
+  return out;
+}
+
+}  // namespace
+
+void log_logins(const CloudConfig& clouds, std::ostream& out) {
+  if (clouds.aws)
+    out << "tsumd: aws: " << (clouds.aws->login_error.empty() ? "login " + clouds.aws->login : "not usable: " + clouds.aws->login_error)
+        << "\n";
+}
+
+int check_command(const std::string& config_path, bool json) {
+  CloudConfig clouds;
+  if (!config_path.empty()) {
+    auto config = load_config(config_path);
+    if (!config) {
+      std::cerr << "tsumd: " << config.error().detail << "\n";
+      return 2;
+    }
+    clouds = std::move(config->clouds);
+    if (clouds.names().empty()) {
+      std::cerr << "tsumd: " << config_path << " configures no cloud\n";
+      return 2;
+    }
+  } else {
+    if (auto s = parse_cloud_section("aws", nlohmann::json::object(), ".", &clouds); !s) {
+      std::cerr << "tsumd: " << s.error().detail << "\n";
+      return 2;
+    }
+    if (auto s = resolve_cloud_secrets(clouds); !s) {
+      std::cerr << "tsumd: " << s.error().detail << "\n";
+      return 2;
+    }
+  }
+  const auto verdicts = check_all(clouds);
+  bool all_usable = !verdicts.empty();
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& v : verdicts) {
+    all_usable = all_usable && v.usable;
+    if (json) list.push_back({{"provider", v.provider}, {"usable", v.usable}, {"login", v.login}, {"detail", v.detail}});
+    else std::cout << line_of(v) << "\n";
+  }
+  if (json) std::cout << nlohmann::json{{"providers", list}}.dump(2) << "\n";
+  return all_usable ? 0 : 1;
+}
+
+}  // namespace tsum::daemon

@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""`tsumd check` and `tsumd offers` with the AWS login a user already has, against the fake cloud (its STS,
+SSM, EC2 and Price List on one endpoint, named by AWS_ENDPOINT_URL as the SDKs read it).
+
+Each case is a home directory with ~/.aws files and an environment, as `aws configure` and friends leave them:
+a profile's keys (AWS_PROFILE=work), a role assumed from it, a credential_process, an SSO profile never logged
+in, no login at all, and a config file whose AWS section is empty.
+Usage: login_check.py <tsumd> <tsum-fake-cloud>
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TSUMD, FAKE = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(home, env, *args):
+    e = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env}
+    p = subprocess.run([TSUMD, *args], env=e, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout + p.stderr
+
+
+def main():
+    fake = subprocess.Popen([FAKE, "--listen", "127.0.0.1:0", "--region", "eu-central-1,us-east-1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = fake.stdout.readline()
+        m = re.search(r"listening on (\S+)", line)
+        if not m:
+            sys.exit(f"FAIL: the fake cloud did not start: {line}")
+        url = m.group(1).rstrip("/")
+        with tempfile.TemporaryDirectory(prefix="tsum-login-") as root:
+            home = os.path.join(root, "home")
+            os.makedirs(os.path.join(home, ".aws"))
+            proc = os.path.join(root, "creds.sh")
+            with open(proc, "w") as f:
+                f.write('#!/bin/sh\necho \'{"Version": 1, "AccessKeyId": "AKIDTSUMFAKE", '
+                        '"SecretAccessKey": "tsum-fake-secret-key"}\'\n')
+            os.chmod(proc, 0o755)
+            with open(os.path.join(home, ".aws", "config"), "w") as f:
+                f.write("[profile work]\nregion = eu-central-1\n\n"
+                        "[profile trainer]\nrole_arn = arn:aws:iam::123456789012:role/trainer\nsource_profile = work\n"
+                        "role_session_name = nightly\n\n"
+                        f"[profile tool]\ncredential_process = {proc}\nregion = us-east-1\n\n"
+                        f"[profile web]\nweb_identity_token_file = {root}/token\nrole_arn = arn:aws:iam::123456789012:role/ci\n\n"
+                        "[profile corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = eu-west-1\n"
+                        "sso_account_id = 123456789012\nsso_role_name = Admin\n")
+            with open(os.path.join(home, ".aws", "credentials"), "w") as f:
+                f.write("[work]\naws_access_key_id = AKIDTSUMFAKE\naws_secret_access_key = tsum-fake-secret-key\n")
+            os.chmod(os.path.join(home, ".aws", "credentials"), 0o600)
+            with open(os.path.join(root, "token"), "w") as f:
+                f.write("eyJhbGciOiJSUzI1NiJ9.ci-token\n")
+            base = {"AWS_ENDPOINT_URL": url, "AWS_EC2_METADATA_DISABLED": "true"}
+
+            rc, out = run(home, {**base, "AWS_PROFILE": "work"}, "check")
+            check(rc == 0 and "aws: usable, profile work (~/.aws/credentials), region eu-central-1 (profile work), "
+                              "account arn:aws:iam::123456789012:user/tsum-fake" in out, f"profile work: {out.strip()}")
+            rc, out = run(home, {**base, "AWS_PROFILE": "trainer"}, "check")
+            check(rc == 0 and "role arn:aws:iam::123456789012:role/trainer from profile work" in out and
+                  "assumed-role/trainer/nightly" in out, f"role from source_profile: {out.strip()}")
+            rc, out = run(home, {**base, "AWS_PROFILE": "tool"}, "check")
+            check(rc == 0 and "credential_process" in out, f"credential_process: {out.strip()}")
+            rc, out = run(home, {**base, "AWS_PROFILE": "web"}, "check")
+            check(rc == 0 and "web identity, role arn:aws:iam::123456789012:role/ci" in out and "assumed-role/ci/tsum-" in out,
+                  f"web identity: {out.strip()}")
+            rc, out = run(home, {**base, "AWS_PROFILE": "corp"}, "check")
+            check(rc == 1 and "run 'aws sso login --profile corp'" in out and out.count("\n") == 1,
+                  f"SSO never logged in: one line with the fix: {out.strip()}")
+            rc, out = run(home, {**base, "AWS_PROFILE": "nope"}, "check")
+            check(rc == 1 and "run 'aws configure --profile nope'" in out, f"a profile that is not there: {out.strip()}")
+            rc, out = run(home, {**base, "AWS_ACCESS_KEY_ID": "AKIDTSUMFAKE", "AWS_SECRET_ACCESS_KEY": "wrong"}, "check")
+            check(rc == 1 and "SignatureDoesNotMatch" in out and "environment (AWS_ACCESS_KEY_ID)" in out,
+                  f"environment keys the cloud refuses: {out.strip()}")
+            empty = os.path.join(root, "empty")
+            os.makedirs(empty)
+            rc, out = run(empty, base, "check")
+            check(rc == 1 and "no login found" in out and "~/.aws/credentials" in out and "run 'aws configure'" in out,
+                  f"no login anywhere: where it looked: {out.strip()}")
+
+            # A config whose AWS section is empty: the login, its region, the image found in SSM.
+            config = os.path.join(root, "tsumd.json")
+            with open(config, "w") as f:
+                json.dump({"providers": {"aws": {}}}, f)
+            os.chmod(config, 0o600)
+            rc, out = run(home, {**base, "AWS_PROFILE": "trainer"}, "check", "--config", config, "--json")
+            doc = json.loads(out[out.index("{"):]) if "{" in out else {}
+            p = (doc.get("providers") or [{}])[0]
+            check(rc == 0 and p.get("usable") and "image ami-0deb12x" in p.get("detail", ""),
+                  f"an empty section: usable, the Debian 12 image found: {p}")
+            rc, out = run(home, {**base, "AWS_PROFILE": "work"}, "offers", "--config", config, "--json")
+            offers = json.loads(out[out.index("{"):]).get("offers", []) if "{" in out else []
+            check(rc == 0 and offers and all(o["region"] == "eu-central-1" for o in offers),
+                  f"offers through the login, in its region: {len(offers)} offers")
+    finally:
+        fake.terminate()
+        fake.wait(timeout=10)
+    if failures:
+        sys.exit(f"FAIL: {len(failures)} checks")
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()
