@@ -1,6 +1,7 @@
-// AwsApi: signed calls to the two AWS APIs tsum uses, over HttpClient (with its retries):
+// AwsApi: signed calls to the AWS APIs the provider uses, over HttpClient (with its retries):
 //   - EC2's Query API: POST of form-encoded Action/Version/parameters; the answer is XML.
-//   - the Price List API: POST of JSON with an X-Amz-Target (JSON 1.1 protocol); the answer is JSON.
+//   - the Price List API and SSM: POST of JSON with an X-Amz-Target (JSON 1.1 protocol); the answer is JSON.
+// (STS, for logins, is aws_login.h's.)
 // Failures come back as Errors whose detail names the action, the HTTP status and AWS's own error code:
 //   not_found        *.NotFound (e.g. InvalidInstanceID.NotFound)
 //   already_exists   IdempotentParameterMismatch (a client token reused with other parameters)

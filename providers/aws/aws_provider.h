@@ -1,5 +1,6 @@
-// The AWS EC2 provider: instances are EC2 on-demand instances booted from a configured AMI, with user data
-// (cloud_init/cloud_init.h) that starts the tsum agent.
+// The AWS EC2 provider: instances are EC2 instances booted from image_id, or from the AMI a public SSM parameter
+// names in their region (image()), with user data (cloud_init/cloud_init.h) that starts the tsum agent. Its
+// credentials are static keys or a login's (aws_login.h), fetched and refreshed as calls need them.
 //   create     RunInstances with ClientToken = the launch's idempotency token (hashed when longer than EC2's
 //              64 characters), so a retried create never makes a second instance; tags <tag_key>=<tag>,
 //              tsum-run=<run id> and Name; InstanceInitiatedShutdownBehavior=terminate.
