@@ -307,6 +307,10 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   ro.limits = opts_.limits;
   ro.startup_deadlines = startup_deadlines_;
   if (ro.limits.local_cores <= 0) ro.limits.local_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  std::vector<std::string> names;
+  for (const auto* p : providers_.all()) names.emplace_back(p->name());
+  daemon::default_caps(ro.limits, names);
+  std::cerr << "tsumd: " << daemon::describe_limits(ro.limits, names) << "\n";
   runs_ = std::make_unique<daemon::RunManager>(
       io_, daemon::Services{*db_, *ledger_, *store_, *tokens_, providers_, clock_, *budget_, *datasets_}, ro);
   schedules_ = std::make_unique<daemon::Scheduler>(io_, *db_, *store_, providers_, *datasets_, clock_,

@@ -54,6 +54,31 @@ std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vec
   return out;
 }
 
+void default_caps(QueueLimits& limits, const std::vector<std::string>& providers) {
+  for (const auto& p : providers)
+    if (p != "local" && p != "ssh" && p != "trace") limits.per_provider.try_emplace(p, kDefaultProviderCap);
+}
+
+std::string describe_limits(const QueueLimits& limits, const std::vector<std::string>& providers) {
+  std::string out = "runs at once: " + std::to_string(limits.global) + " in all";
+  for (const auto& p : providers) {
+    out += "; " + p + " ";
+    if (auto it = limits.per_provider.find(p); it != limits.per_provider.end())
+      out += std::to_string(it->second) + (it->second == 1 ? " machine" : " machines");
+    else if (p == "local")
+      out += limits.local_cores > 0 ? "by its " + std::to_string(limits.local_cores) + " cores" : "uncapped";
+    else if (p == "ssh")
+      out += "one run a host";
+    else
+      out += "uncapped";
+  }
+  if (!limits.per_type.empty()) {
+    out += "; types";
+    for (const auto& [t, n] : limits.per_type) out += " " + t + "=" + std::to_string(n);
+  }
+  return out;
+}
+
 bool parse_caps(const std::string& text, std::map<std::string, int>* out) {
   size_t start = 0;
   while (start < text.size()) {

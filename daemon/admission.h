@@ -16,8 +16,13 @@
 
 namespace tsum::daemon {
 
+// What runs at once unless the flags say otherwise: 64 runs in all; each cloud or cluster provider 8 machines
+// (default_caps); the local provider by its cores, an ssh host one run, a trace replay only by the global cap.
+inline constexpr int kDefaultGlobalCap = 64;
+inline constexpr int kDefaultProviderCap = 8;
+
 struct QueueLimits {
-  int global = 1;
+  int global = kDefaultGlobalCap;
   std::map<std::string, int> per_provider;   // absent: no cap beyond the global one
   std::map<std::string, int> per_type;       // by instance type
   int local_cores = 0;                       // host cores for the local provider; 0: do not check
@@ -37,6 +42,13 @@ int local_cores_of(const std::string& provider, const std::string& instance_type
 // The runs of `queued` (oldest first) to start now, in start order.
 std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vector<QueueEntry>& live,
                            const QueueLimits& limits);
+
+// Caps each provider of `providers` that has none yet (a flag's wins) at kDefaultProviderCap, but local (its
+// cores), ssh (one run a host) and trace (a replay).
+void default_caps(QueueLimits& limits, const std::vector<std::string>& providers);
+
+// The limits in one line, as the daemon logs them at start: "runs at once: 64 in all; aws 8 machines, ...".
+std::string describe_limits(const QueueLimits& limits, const std::vector<std::string>& providers);
 
 // Parses "local=1,aws=4" into a cap map. Empty text gives an empty map; false on a malformed entry.
 bool parse_caps(const std::string& text, std::map<std::string, int>* out);

@@ -156,7 +156,7 @@ stats() {
   sort -n "$WORK/samples" | awk -v b="$1" -v hz="$HZ" '
     function acc(k, v) { if (!(k in mn) || v < mn[k]) mn[k] = v; if (!(k in mx) || v > mx[k]) mx[k] = v }
     function out(k, avg) { printf "%s\"%s\":{\"min\":%.6g,\"avg\":%.6g,\"max\":%.6g}", (o++ ? "," : ""), k, mn[k], avg, mx[k] }
-    $1 < b { next }
+    $1 + 0.01 <= b { next }  # /proc/uptime is cut to 10 ms: a sample stamped up to 10 ms before b may follow it
     { n++; t[n] = $1; acc("rss_bytes", $3); rss += $3
       if (NF >= 7) { acc("gpu_util_pct", $6); acc("gpu_mem_bytes", $7); gu += $6; gm += $7; gn++ }
       c[n] = $2; r[n] = $4; w[n] = $5
@@ -264,6 +264,7 @@ samples_csv() {
 }
 
 # emit PHASE MARK MONO_S [ATTRS_JSON]. An end mark also carries the phase's stats since its begin mark.
+# HOLD set: the mark waits for the next emit's flush.
 emit() {
   [ -z "${TSUM_WARM_ONLY:-}" ] || return 0  # a warm-up is not measured
   SEQ=$((SEQ + 1))
@@ -277,11 +278,19 @@ emit() {
     mv "$f.tmp" "$f.json"
   # After a failed flush the next tries wait FLUSH_AFTER (5 s on): an unreachable daemon (up to 15 s a try) must
   # not hold up the trainer's events behind it. drain() at the end sends whatever is left.
+  [ -z "${HOLD:-}" ] || return 0
   [ "$(date +%s)" -ge "${FLUSH_AFTER:-0}" ] || return 0
   if ! flush; then
     FLUSH_AFTER=$(( $(date +%s) + 5 ))
     log "daemon unreachable; $(ls "$SPOOL" | grep -c '\.json$') event(s) spooled"
   fi
+}
+# hand_over ENDING BEGINNING MONO_S [ATTRS_JSON]: one phase ends and the next begins at MONO_S, with one post for
+# both: the next phase's first sample is taken at once, not after the first mark's round trip (a short phase would
+# otherwise be sampled only once the trainer had moved on).
+hand_over() {
+  HOLD=1; emit "$1" end "$3" "${4:-}"; HOLD=""
+  emit "$2" begin "$3"
 }
 
 drain() {
@@ -875,17 +884,17 @@ else
     mono=${line#*'"mono_s":'}; mono=${mono%%[,\}]*}
     case $ev in
       ready | load_ready)
-        emit start end "$mono" "$line"; emit learn begin "$mono"; phase=learn
+        hand_over start learn "$mono" "$line"; phase=learn
         # A server is there to be found once it answers.
         if [ "${TSUM_KIND:-train}" = serve ] && [ "$ev" = ready ]; then
           err=$(meet_post "$serve_addr" "$serve_port") || { kill "$trainer" 2>/dev/null; fail learn "$err"; }
         fi ;;
       epoch) emit learn progress "$mono" "$line" ;;
       infer | load_level) n=$((n + 1)); emit learn progress "$mono" "{\"epoch\":$n,${line#\{}" ;;
-      learn_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; phase=verify ;;
-      infer_end | serve_end | load_end) emit learn end "$mono" "$line"; emit verify begin "$mono"; emit verify end "$mono"
-                 emit save begin "$mono"; phase=save; saved=$line ;;
-      verify) emit verify end "$mono" "$line"; emit save begin "$mono"; phase=save ;;
+      learn_end) hand_over learn verify "$mono" "$line"; phase=verify ;;
+      infer_end | serve_end | load_end) HOLD=1; emit learn end "$mono" "$line"; emit verify begin "$mono"
+                 hand_over verify save "$mono"; phase=save; saved=$line ;;
+      verify) hand_over verify save "$mono" "$line"; phase=save ;;
       saved) saved=$line ;;
       checkpoint) checkpoint_upload "$line" ;;
     esac
@@ -899,7 +908,7 @@ else
   [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
   if [ "$NODE" -gt 0 ]; then  # rank > 0 neither verifies nor saves: its part ends with the training
     t=$(now)
-    [ "$phase" = verify ] && { emit verify end "$t"; emit save begin "$t"; }
+    [ "$phase" = verify ] && hand_over verify save "$t"
     saved='{}'
   fi
   [ -n "$saved" ] || fail save "tsum-train finished without saving a checkpoint"

@@ -58,3 +58,17 @@ TEST_CASE("an ssh host runs one run at a time; other hosts and providers are not
   CHECK(admit({run(2, 1, "h1", "ssh")}, {run(1, 1, "h1", "ssh")}, l).empty());
   CHECK(admit({run(2, 1, "h1", "ssh")}, {run(1, 1, "h2", "ssh")}, l) == std::vector<int64_t>{2});
 }
+
+TEST_CASE("default limits: clouds side by side, 8 machines each, a flag's cap wins; local by cores, ssh by host") {
+  QueueLimits l{.per_provider = {{"gce", 2}}, .local_cores = 2};
+  default_caps(l, {"aws", "gce", "local", "ssh", "trace", "kubernetes"});
+  CHECK(l.global == kDefaultGlobalCap);
+  CHECK(l.per_provider == std::map<std::string, int>{{"aws", kDefaultProviderCap}, {"gce", 2}, {"kubernetes", kDefaultProviderCap}});
+  // 2 configs x 2 repetitions on one cloud: all four machines start at once; the ninth of one provider waits.
+  std::vector<QueueEntry> q;
+  for (int64_t i = 1; i <= 9; ++i) q.push_back(run(i, 1 + i % 2, i % 2 ? "c6i.large" : "m6i.large", "aws"));
+  CHECK(admit({q.begin(), q.begin() + 4}, {}, l).size() == 4);
+  CHECK(admit(q, {}, l).size() == 8);
+  CHECK(describe_limits(l, {"aws", "gce", "local", "ssh", "trace"}) ==
+        "runs at once: 64 in all; aws 8 machines; gce 2 machines; local by its 2 cores; ssh one run a host; trace uncapped");
+}

@@ -27,7 +27,7 @@ int start_learning_run(DaemonProcess& d, const std::string& admin) {
 TEST_CASE("kill -9 while learning, restart on the same database: the run is taken back and finishes, the queue "
           "goes on") {
   TempDir dir;
-  DaemonProcess d(dir.file("t.db"));
+  DaemonProcess d(dir.file("t.db"), {"--max-concurrent", "1"});
   std::string admin = d.admin_token();
   d.start();
   int pgid = start_learning_run(d, admin);

@@ -77,7 +77,9 @@ export async function startDaemon({ db, args: extra = [] } = {}) {
     },
   };
   try {
-    await until(async () => (await fetch(`${url}/healthz`).catch(() => null))?.ok, 30000, 'tsumd /healthz');
+    // A fresh database first stores the trainer bundle (200 MB) and the data set: seconds alone, far more beside
+    // CI's disk-heavy suites.
+    await until(async () => (await fetch(`${url}/healthz`).catch(() => null))?.ok, 120000, 'tsumd /healthz');
   } catch (err) {
     await daemon.stop();
     throw new Error(`${err.message}\n${daemon.log()}`);
