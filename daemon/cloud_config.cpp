@@ -107,7 +107,10 @@ Status parse_azure(Fields& f, const std::string& dir, AzureSection* a) {
 
 Status parse_hetzner(Fields& f, const std::string& dir, HetznerSection* h) {
   auto& o = h->options;
-  for (auto s : {secret(f, "token", dir, true, &h->token), f.text("location", &o.location), f.text("image", &o.image),
+  if (f.has("context") && (f.has("token_env") || f.has("token_file")))
+    return Fields::bad(f.at("context"), "give context (the hcloud CLI's login) or token_env/token_file, not both");
+  for (auto s : {secret(f, "token", dir, false, &h->token), f.text("context", &h->context),
+                 f.text("location", &o.location), f.text("image", &o.image),
                  f.strings("ssh_keys", &o.ssh_keys), endpoint(f, "endpoint", &o.endpoint), common(f, dir, &o)})
     if (!s) return s;
   return {};

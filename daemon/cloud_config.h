@@ -55,7 +55,10 @@ struct AzureSection {
 struct HetznerSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("hetzner");  // startup_deadline_s
   providers::hetzner::HetznerOptions options;
-  SecretRef token;
+  SecretRef token;          // none named: the hcloud CLI's login (hetzner_login.h)
+  std::string context;      // the CLI's context to use; "" HCLOUD_CONTEXT or the active one
+  std::string login;        // what resolve_cloud_secrets found: "context work (~/.config/hcloud/cli.toml)"
+  std::string login_error;  // or why there is none, with the fix
 };
 struct YandexSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("yandex");  // startup_deadline_s
@@ -76,6 +79,8 @@ struct CloudConfig {
 };
 
 inline constexpr std::string_view kCloudNames[] = {"aws", "gce", "azure", "hetzner", "yandex"};
+// The clouds whose empty section means "my login and the defaults".
+inline constexpr std::string_view kLoginClouds[] = {"aws", "hetzner"};
 
 // Parses providers.<name> for one of kCloudNames into `out`. `dir` resolves relative file paths. Pure: no
 // file or environment is read.

@@ -7,6 +7,7 @@
 
 #include "daemon/cloud_config.h"
 #include "daemon/config_fields.h"
+#include "providers/hetzner/hetzner_login.h"
 
 namespace tsum::daemon {
 
@@ -77,6 +78,19 @@ void aws_login(AwsSection& a, const providers::aws::AwsEnvironment& env) {
   o.credential_source = std::make_shared<aws::AwsCredentialSource>(std::move(plan), std::move(so));
 }
 
+// The hcloud CLI's login for a section that names no token; an endpoint the section names wins.
+void hetzner_login(HetznerSection& h, const providers::http::LoginEnvironment& env) {
+  auto login = providers::hetzner::resolve_hetzner_login(env, h.context);
+  if (!login) {
+    h.login_error = login.error().detail;
+    h.options.unusable = h.login_error;
+    return;
+  }
+  h.options.token = login->token;
+  if (h.options.endpoint.empty()) h.options.endpoint = login->endpoint;
+  h.login = login->source;
+}
+
 template <class P, class Section>
 Status add(const std::optional<Section>& sec, std::string_view name, std::vector<std::unique_ptr<providers::Provider>>* out) {
   if (!sec) return {};
@@ -103,8 +117,12 @@ Status resolve_cloud_secrets(CloudConfig& c) {
       return s;
   if (c.azure)
     if (auto s = read_into(c.azure->client_secret, &c.azure->options.credentials.client_secret); !s) return s;
-  if (c.hetzner)
-    if (auto s = read_into(c.hetzner->token, &c.hetzner->options.token); !s) return s;
+  if (c.hetzner) {
+    auto& h = *c.hetzner;
+    if (auto s = read_into(h.token, &h.options.token); !s) return s;
+    if (h.token.named()) h.login = "token (the config file)";
+    else hetzner_login(h, providers::http::LoginEnvironment::current());
+  }
   if (c.yandex)
     if (auto s = read_key(c.yandex->key, &c.yandex->options.key, providers::yandex::parse_authorized_key); !s) return s;
   return {};

@@ -26,6 +26,9 @@ extern char** environ;
 namespace tsum::providers::aws {
 
 using nlohmann::json;
+using http::expand_home;
+using http::read_login_file;
+using http::tilde;
 
 namespace {
 
@@ -45,26 +48,8 @@ std::string trim(std::string_view s) {
 
 bool is_true(const std::string& v) { return lower(v) == "true"; }
 
-// `path` with ~ and $HOME at its start expanded, as botocore's expanduser does.
-std::string expand_home(const std::string& path, const std::string& home) {
-  if (path == "~") return home;
-  if (path.starts_with("~/")) return home + path.substr(1);
-  return path;
-}
 
-// ~ in place of the home directory, for messages.
-std::string tilde(const std::string& path, const std::string& home) {
-  if (!home.empty() && path.starts_with(home + "/")) return "~" + path.substr(home.size());
-  return path;
-}
 
-std::optional<std::string> read_file(const std::string& path) {
-  struct stat st{};
-  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string{std::istreambuf_iterator<char>(in), {}};
-}
 
 // botocore's shlex.split of "profile NAME" / "sso-session NAME": two words or nothing.
 std::optional<std::string> second_word(const std::string& header) {
@@ -86,25 +71,6 @@ Result<double> parse_expiry(std::string text) {
 }  // namespace
 
 // ---- environment and files --------------------------------------------------------------------------------
-
-AwsEnvironment AwsEnvironment::current() {
-  AwsEnvironment env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    auto eq = kv.find('=');
-    if (eq == std::string_view::npos) continue;
-    std::string name(kv.substr(0, eq));
-    if (name.starts_with("AWS_")) env.vars[name] = std::string(kv.substr(eq + 1));
-  }
-  const char* home = std::getenv("HOME");
-  env.home = home ? home : "";
-  return env;
-}
-
-std::string AwsEnvironment::get(const std::string& name) const {
-  auto it = vars.find(name);
-  return it == vars.end() ? "" : it->second;
-}
 
 Result<std::vector<std::pair<std::string, IniSection>>> parse_aws_ini(std::string_view text) {
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>>> raw;
@@ -196,7 +162,7 @@ Result<IniSection> parse_nested(const std::string& value) {
 
 // The file at `path` parsed, or nothing when it is not there.
 Result<std::optional<std::vector<std::pair<std::string, IniSection>>>> read_ini(const std::string& path, const std::string& home) {
-  auto text = read_file(path);
+  auto text = read_login_file(path);
   if (!text) return std::optional<std::vector<std::pair<std::string, IniSection>>>();
   auto parsed = parse_aws_ini(*text);
   if (!parsed) return bad(tilde(path, home) + ": " + parsed.error().detail);
@@ -782,7 +748,7 @@ Task<Result<TimedCredentials>> AwsCredentialSource::assume_role(const AwsLoginPl
 }
 
 Task<Result<TimedCredentials>> AwsCredentialSource::web_identity(const AwsLoginPlan& p) {
-  auto token = read_file(p.web_identity_token_file);
+  auto token = read_login_file(p.web_identity_token_file);
   if (!token || trim(*token).empty()) co_return bad("web identity token file " + p.web_identity_token_file + " cannot be read");
   http::Fields params = role_params(p, now_s());
   params.emplace_back("WebIdentityToken", trim(*token));
@@ -795,7 +761,7 @@ Task<Result<TimedCredentials>> AwsCredentialSource::sso(const AwsLoginPlan& p) {
   const std::string fix = "run 'aws sso login --profile " + p.profile + "'";
   const std::string key = p.sso_session.empty() ? p.sso_start_url : p.sso_session;
   const std::string cache = opts_.home + "/.aws/sso/cache/" + sha1_hex(key) + ".json";
-  auto text = read_file(cache);
+  auto text = read_login_file(cache);
   if (!text) co_return bad("profile " + p.profile + " uses SSO and has no cached login (" + tilde(cache, opts_.home) + "); " + fix);
   auto doc = parse_json_safely(*text);
   const std::string token = doc && doc->is_object() ? json_str(*doc, "accessToken") : "";
@@ -858,7 +824,7 @@ Task<Result<TimedCredentials>> AwsCredentialSource::container(const AwsLoginPlan
   http::HttpHeaders h;
   std::string token = p.container_token;
   if (!p.container_token_file.empty())
-    if (auto t = read_file(p.container_token_file)) token = trim(*t);
+    if (auto t = read_login_file(p.container_token_file)) token = trim(*t);
   if (!token.empty()) h.emplace_back("Authorization", token);
   http::HttpRequest req{.method = "GET", .url = p.container_url, .headers = h, .timeout = opts_.attempt_timeout};
   auto res = co_await http_->send(req);

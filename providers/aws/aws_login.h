@@ -23,7 +23,7 @@
 // botocore, the credentials file's sections are merged into the config's profiles for everything but the
 // config-file step. Region: AWS_REGION (the other SDKs'), AWS_DEFAULT_REGION, P's region. Endpoints:
 // AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, P's endpoint_url (and its `services` section's), unless
-// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true. tests/providers/aws/aws_login_diff.py holds this against botocore.
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true. tests/providers/logins/aws_login_diff.py holds this against botocore.
 #pragma once
 
 #include <map>
@@ -36,20 +36,14 @@
 #include "common/result.h"
 #include "providers/aws/sigv4.h"
 #include "providers/http/http_client.h"
+#include "providers/http/login_env.h"
 
 namespace tsum::providers::aws {
 
 using http::Task;
 
 // The environment the chain reads: a snapshot, so a test can give its own.
-struct AwsEnvironment {
-  std::map<std::string, std::string> vars;  // AWS_* and the like
-  std::string home;
-
-  static AwsEnvironment current();  // this process's
-  std::string get(const std::string& name) const;  // "" when unset
-  bool has(const std::string& name) const { return vars.count(name) > 0; }
-};
+using AwsEnvironment = http::LoginEnvironment;
 
 using IniSection = std::map<std::string, std::string>;
 

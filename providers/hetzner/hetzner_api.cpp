@@ -35,7 +35,7 @@ Error api_error(const std::string& what, int status, const std::string& body) {
 }  // namespace
 
 Result<std::unique_ptr<HetznerApi>> HetznerApi::make(HetznerApiOptions opts) {
-  if (opts.token.empty()) return make_error(Code::invalid_argument, "hetzner: no API token");
+  if (opts.token.empty() && opts.unusable.empty()) return make_error(Code::invalid_argument, "hetzner: no API token");
   auto base = http::parse_base_url(opts.endpoint.empty() ? "https://api.hetzner.cloud/v1" : opts.endpoint);
   if (!base) return base.error();
   return std::unique_ptr<HetznerApi>(new HetznerApi(std::move(opts), std::move(*base)));
@@ -51,6 +51,7 @@ Error HetznerApi::redacted(Error e) const {
 
 Task<Result<nlohmann::json>> HetznerApi::call(const std::string& method, const std::string& path_and_query,
                                               const std::string& body) {
+  if (opts_.token.empty()) co_return make_error(Code::invalid_argument, opts_.unusable);
   const std::string what = "Hetzner " + method + " /" + path_and_query.substr(0, path_and_query.find('?'));
   http::HttpRequest req{.method = method, .url = base_.url + path_and_query,
                         .headers = {{"Authorization", "Bearer " + opts_.token}}, .body = body,

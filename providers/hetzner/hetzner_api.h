@@ -25,6 +25,7 @@ using http::Task;
 
 struct HetznerApiOptions {
   std::string token;
+  std::string unusable;  // no token because no login was found: every call fails with this (its fix)
   std::string endpoint;  // base URL, e.g. https://api.hetzner.cloud/v1
   http::HttpClientOptions http = {};
   std::chrono::milliseconds attempt_timeout{30000};
@@ -32,7 +33,7 @@ struct HetznerApiOptions {
 
 class HetznerApi {
  public:
-  // invalid_argument for a missing token or a malformed endpoint.
+  // invalid_argument for a missing token (and no `unusable`) or a malformed endpoint.
   static Result<std::unique_ptr<HetznerApi>> make(HetznerApiOptions opts);
 
   // method on <endpoint>/<path_and_query> with a JSON body (empty: none); the answer's JSON ({} for an

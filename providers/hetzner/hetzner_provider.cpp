@@ -36,16 +36,10 @@ std::string money(long long scaled) {
 
 }  // namespace
 
-Result<std::string> token_from_env() {
-  const char* token = std::getenv("HCLOUD_TOKEN");
-  if (!token || !*token) return make_error(Code::invalid_argument, "HCLOUD_TOKEN must be set");
-  return std::string(token);
-}
-
 Result<std::unique_ptr<HetznerProvider>> HetznerProvider::make(HetznerOptions opts) {
   if (opts.location.empty()) return make_error(Code::invalid_argument, "hetzner: no location");
   if (!valid_label(opts.label_key, false)) return make_error(Code::invalid_argument, "hetzner: label key '" + opts.label_key + "' is not valid");
-  auto api = HetznerApi::make({.token = opts.token, .endpoint = opts.endpoint, .http = opts.http,
+  auto api = HetznerApi::make({.token = opts.token, .unusable = opts.unusable, .endpoint = opts.endpoint, .http = opts.http,
                                .attempt_timeout = opts.attempt_timeout});
   if (!api) return api.error();
   return std::unique_ptr<HetznerProvider>(new HetznerProvider(std::move(opts), std::move(*api)));

@@ -33,7 +33,8 @@
 namespace tsum::providers::hetzner {
 
 struct HetznerOptions {
-  std::string token = {};                  // see token_from_env()
+  std::string token = {};                  // see resolve_hetzner_login (hetzner_login.h)
+  std::string unusable = {};               // no token: why (and the fix); every call fails with it
   std::string endpoint = {};               // base URL override; empty: https://api.hetzner.cloud/v1
   std::string location = "fsn1";
   std::string image = "ubuntu-22.04";
@@ -45,9 +46,6 @@ struct HetznerOptions {
   std::chrono::seconds catalog_ttl{3600};
   const Clock* clock = nullptr;            // null: the system clock
 };
-
-// HCLOUD_TOKEN; invalid_argument when unset.
-Result<std::string> token_from_env();
 
 class HetznerProvider final : public Provider {
  public:

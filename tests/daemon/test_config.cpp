@@ -188,7 +188,8 @@ TEST_CASE("the five cloud sections: values, defaults, secrets named but not read
 
 TEST_CASE("cloud sections: unknown fields, missing and doubled secrets, bad URLs are errors naming the field") {
   CHECK(config_error(R"({"providers":{"hetzner":{"token_env":"X","locaton":"hel1"}}})") == "providers.hetzner.locaton: unknown field");
-  CHECK(config_error(R"({"providers":{"hetzner":{}}})") == "providers.hetzner.token: needs token_env or token_file");
+  CHECK(config_error(R"({"providers":{"hetzner":{"context":"work","token_env":"T"}}})") ==
+        "providers.hetzner.context: give context (the hcloud CLI's login) or token_env/token_file, not both");
   CHECK(config_error(R"({"providers":{"hetzner":{"token_env":"X","token_file":"/t"}}})") ==
         "providers.hetzner.token: give token_env or token_file, not both");
   CHECK(config_error(R"({"providers":{"hetzner":{"token_env":"X","endpoint":"ftp://x"}}})") ==

@@ -8,18 +8,19 @@ credential_process, SSO (legacy and sso-session, some incomplete), web identity;
 AWS_ACCESS_KEY_ID (some half), AWS_PROFILE / AWS_DEFAULT_PROFILE (some naming no profile), AWS_DEFAULT_REGION,
 AWS_WEB_IDENTITY_TOKEN_FILE, tokens; sometimes an explicit profile (tsum's `profile` field, botocore's
 Session(profile=...)). botocore resolves each (nothing is fetched: its assume-role, SSO and web-identity
-credentials are deferred, and IMDS is disabled), tsum-aws-login the same, and the two must agree on: error or
+credentials are deferred, and IMDS is disabled), tsum-login-probe the same, and the two must agree on: error or
 not, the method, the keys (credential_process is run by both), each role's ARN down the source chain, the SSO
 start URL / region / account / role, the web identity's role and token file, and the region.
-Usage: aws_login_diff.py <path to tsum-aws-login> [count] [seed]
+Usage: aws_login_diff.py <path to tsum-login-probe> [count] [seed]
 """
 import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
+
+from login_testing import probe
 
 try:
     import botocore.session
@@ -204,12 +205,8 @@ def main():
             os.makedirs(home)
             env, explicit = make_case(rng, home)
             expected.append(botocore_resolve(env, home, explicit))
-            cases.append({"env": env, "home": home, "profile": explicit})
-        out = subprocess.run([tool], input="".join(json.dumps(c) + "\n" for c in cases), capture_output=True,
-                             text=True, timeout=600)
-        got = [json.loads(line) for line in out.stdout.splitlines()]
-        if len(got) != count:
-            sys.exit(f"FAIL: {len(got)} answers for {count} cases\n{out.stderr}")
+            cases.append({"cloud": "aws", "env": env, "home": home, "profile": explicit})
+        got = probe(tool, cases)
         differences = 0
         kinds = {}
         for i, (want, have) in enumerate(zip(expected, got)):

@@ -5,39 +5,23 @@ SSM, EC2 and Price List on one endpoint, named by AWS_ENDPOINT_URL as the SDKs r
 Each case is a home directory with ~/.aws files and an environment, as `aws configure` and friends leave them:
 a profile's keys (AWS_PROFILE=work), a role assumed from it, a credential_process, an SSO profile never logged
 in, no login at all, and a config file whose AWS section is empty.
-Usage: login_check.py <tsumd> <tsum-fake-cloud>
+Usage: aws_check.py <tsumd> <tsum-fake-cloud>
 """
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 
+from login_testing import Checks
+
 TSUMD, FAKE = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def run(home, env, *args):
-    e = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env}
-    p = subprocess.run([TSUMD, *args], env=e, capture_output=True, text=True, timeout=120)
-    return p.returncode, p.stdout + p.stderr
 
 
 def main():
-    fake = subprocess.Popen([FAKE, "--listen", "127.0.0.1:0", "--region", "eu-central-1,us-east-1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    c = Checks(TSUMD)
+    check, run = c.check, c.run
+    url = c.start_fake(FAKE, "--listen", "127.0.0.1:0", "--region", "eu-central-1,us-east-1")
     try:
-        line = fake.stdout.readline()
-        m = re.search(r"listening on (\S+)", line)
-        if not m:
-            sys.exit(f"FAIL: the fake cloud did not start: {line}")
-        url = m.group(1).rstrip("/")
         with tempfile.TemporaryDirectory(prefix="tsum-login-") as root:
             home = os.path.join(root, "home")
             os.makedirs(os.path.join(home, ".aws"))
@@ -73,7 +57,8 @@ def main():
             check(rc == 0 and "web identity, role arn:aws:iam::123456789012:role/ci" in out and "assumed-role/ci/tsum-" in out,
                   f"web identity: {out.strip()}")
             rc, out = run(home, {**base, "AWS_PROFILE": "corp"}, "check")
-            check(rc == 1 and "run 'aws sso login --profile corp'" in out and out.count("\n") == 1,
+            aws_lines = [line for line in out.splitlines() if line.startswith("aws")]
+            check(rc == 1 and "run 'aws sso login --profile corp'" in out and len(aws_lines) == 1,
                   f"SSO never logged in: one line with the fix: {out.strip()}")
             rc, out = run(home, {**base, "AWS_PROFILE": "nope"}, "check")
             check(rc == 1 and "run 'aws configure --profile nope'" in out, f"a profile that is not there: {out.strip()}")
@@ -101,11 +86,7 @@ def main():
             check(rc == 0 and offers and all(o["region"] == "eu-central-1" for o in offers),
                   f"offers through the login, in its region: {len(offers)} offers")
     finally:
-        fake.terminate()
-        fake.wait(timeout=10)
-    if failures:
-        sys.exit(f"FAIL: {len(failures)} checks")
-    print("OK")
+        c.finish()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,61 @@
+"""What the login tests share: running tsum-login-probe over generated cases, and the checks of `tsumd check`
+against a fake cloud (one line each, "ok" or "FAIL", and a non-zero exit when one failed)."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def probe(tool, cases, timeout=600):
+    """tsum-login-probe's answer to each case (JSON lines in, JSON lines out)."""
+    out = subprocess.run([tool], input="".join(json.dumps(c) + "\n" for c in cases), capture_output=True, text=True,
+                         timeout=timeout)
+    got = [json.loads(line) for line in out.stdout.splitlines()]
+    if len(got) != len(cases):
+        sys.exit(f"FAIL: {len(got)} answers for {len(cases)} cases\n{out.stderr}")
+    return got
+
+
+class Checks:
+    def __init__(self, tsumd):
+        self.tsumd = tsumd
+        self.failures = []
+        self.fakes = []
+
+    def check(self, cond, what):
+        print(("ok   " if cond else "FAIL ") + what)
+        if not cond:
+            self.failures.append(what)
+
+    def run(self, home, env, *args):
+        """tsumd ARGS with HOME=home and only env (and PATH): the exit code and what it printed."""
+        e = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AWS_EC2_METADATA_DISABLED": "true", **env}
+        p = subprocess.run([self.tsumd, *args], env=e, capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout + p.stderr
+
+    def start_fake(self, *command):
+        """Starts a fake cloud that prints "listening on URL" first; its URL."""
+        fake = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.fakes.append(fake)
+        line = fake.stdout.readline()
+        m = re.search(r"listening on (\S+)", line)
+        if not m:
+            self.finish()
+            sys.exit(f"FAIL: {command[0]} did not start: {line}")
+        return m.group(1).rstrip("/")
+
+    def finish(self):
+        for fake in self.fakes:
+            fake.terminate()
+            fake.wait(timeout=10)
+        if self.failures:
+            sys.exit(f"FAIL: {len(self.failures)} checks")
+        print("OK")
+
+
+def write(path, text, mode=0o600):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
