@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/config.h"
+#include "daemon/kube_config.h"
+#include "providers/kubernetes/kubernetes_provider.h"
 
 namespace tsum::daemon {
 
@@ -32,14 +34,22 @@ struct Found {
 };
 Found found(const CloudConfig& c, std::string_view name) {
   if (name == "aws" && c.aws) return {c.aws->login, c.aws->login_error};
+  if (name == "gce" && c.gce) return {c.gce->login, c.gce->login_error};
   if (name == "hetzner" && c.hetzner) return {c.hetzner->login, c.hetzner->login_error};
   return {};
 }
 
-// Proves each configured cloud with one call.
-std::vector<Verdict> check_all(CloudConfig& clouds) {
+// A Kubernetes cluster to check: its options (from the config, or the user's kubeconfig), or why there are none.
+struct KubeCheck {
+  std::optional<providers::KubernetesOptions> options;
+  std::string error;
+};
+
+// Proves each configured cloud, and the cluster, with one call.
+std::vector<Verdict> check_all(CloudConfig& clouds, const KubeCheck& kube) {
   std::vector<Verdict> out;
   auto providers = make_cloud_providers(clouds);
+  if (providers && kube.options) providers->push_back(std::make_unique<providers::KubernetesProvider>(*kube.options));
   boost::asio::io_context io;
   boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> {
     if (!providers) {
@@ -86,10 +96,12 @@ std::vector<Verdict> check_all(CloudConfig& clouds) {
         v.usable = static_cast<bool>(offers);
         v.detail = offers ? std::to_string(offers->size()) + " offers" : offers.error().detail;
       }
+      if (p->name() == "kubernetes") v.login = "server " + kube.options->api_url;
       out.push_back(std::move(v));
     }
   }, boost::asio::detached);
   io.run();
+  if (!kube.error.empty()) out.push_back({"kubernetes", false, "", kube.error});
   return out;
 }
 
@@ -105,6 +117,7 @@ void log_logins(const CloudConfig& clouds, std::ostream& out) {
 
 int check_command(const std::string& config_path, bool json) {
   CloudConfig clouds;
+  KubeCheck kube;
   if (!config_path.empty()) {
     auto config = load_config(config_path);
     if (!config) {
@@ -112,11 +125,15 @@ int check_command(const std::string& config_path, bool json) {
       return 2;
     }
     clouds = std::move(config->clouds);
-    if (clouds.names().empty()) {
-      std::cerr << "tsumd: " << config_path << " configures no cloud\n";
+    kube.options = std::move(config->kubernetes);
+    if (clouds.names().empty() && !kube.options) {
+      std::cerr << "tsumd: " << config_path << " configures no cloud and no cluster\n";
       return 2;
     }
   } else {
+    providers::KubernetesOptions o;  // the user's kubeconfig, as an empty section takes it
+    if (auto s = read_kubernetes_credentials({}, &o); s) kube.options = std::move(o);
+    else kube.error = s.error().detail;
     for (auto name : kLoginClouds)
       if (auto s = parse_cloud_section(name, nlohmann::json::object(), ".", &clouds); !s) {
         std::cerr << "tsumd: " << s.error().detail << "\n";
@@ -127,7 +144,7 @@ int check_command(const std::string& config_path, bool json) {
       return 2;
     }
   }
-  const auto verdicts = check_all(clouds);
+  const auto verdicts = check_all(clouds, kube);
   bool all_usable = !verdicts.empty(), any_usable = false;
   nlohmann::json list = nlohmann::json::array();
   for (const auto& v : verdicts) {

@@ -2,9 +2,10 @@
 //   aws: usable, profile work (~/.aws/config, SSO), region eu-central-1 (profile work), account arn:aws:iam::...
 //   aws: not usable: aws: profile work: the SSO login expired; run 'aws sso login --profile work'
 // Each login is proved by one harmless call: STS GetCallerIdentity on AWS; on the other clouds, their price
-// and machine-type listing (offers). With --config FILE the file's cloud sections are checked, and the exit
-// code is 0 when every one is usable; without, each cloud of kLoginClouds is checked with the login alone (an
-// empty section) and the exit code is 0 when one is usable. --json prints {"providers": [{"provider", "usable",
+// and machine-type listing (offers; a cluster's nodes). With --config FILE the file's cloud and Kubernetes
+// sections are checked, and the exit code is 0 when every one is usable; without, each cloud of kLoginClouds
+// and the user's kubeconfig are checked with the login alone (an empty section) and the exit code is 0 when one
+// is usable. --json prints {"providers": [{"provider", "usable",
 // "login", "detail"}]}.
 // The daemon logs the same lines at start (log_logins).
 #pragma once

@@ -81,7 +81,8 @@ Status parse_aws(Fields& f, const std::string& dir, AwsSection* a) {
 Status parse_gce(Fields& f, const std::string& dir, GceSection* g) {
   auto& o = g->options;
   int run_s = static_cast<int>(o.max_run_duration.count());
-  for (auto s : {secret(f, "service_account", dir, true, &g->service_account), f.text("project", &o.project),
+  g->project_set = f.has("project");
+  for (auto s : {secret(f, "service_account", dir, false, &g->service_account), f.text("project", &o.project),
                  f.text("zone", &o.zone), f.text("source_image", &o.source_image), f.integer("disk_gb", &o.disk_gb, 10, 65536),
                  f.text("network", &o.network), f.integer("max_run_duration_s", &run_s, 0, 120 * 86400),
                  endpoint(f, "compute_endpoint", &o.compute_endpoint), endpoint(f, "billing_endpoint", &o.billing_endpoint),

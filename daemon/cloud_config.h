@@ -45,7 +45,10 @@ struct AwsSection {
 struct GceSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("gce");  // startup_deadline_s
   providers::gce::GceOptions options;
-  SecretRef service_account;  // the key file's JSON
+  SecretRef service_account;  // the key file's JSON; none named: Application Default Credentials (gce_login.h)
+  bool project_set = false;   // project named; else the login's
+  std::string login;          // what resolve_cloud_secrets found
+  std::string login_error;    // or why there is none, with the fix
 };
 struct AzureSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("azure");  // startup_deadline_s
@@ -80,7 +83,7 @@ struct CloudConfig {
 
 inline constexpr std::string_view kCloudNames[] = {"aws", "gce", "azure", "hetzner", "yandex"};
 // The clouds whose empty section means "my login and the defaults".
-inline constexpr std::string_view kLoginClouds[] = {"aws", "hetzner"};
+inline constexpr std::string_view kLoginClouds[] = {"aws", "gce", "hetzner"};
 
 // Parses providers.<name> for one of kCloudNames into `out`. `dir` resolves relative file paths. Pure: no
 // file or environment is read.

@@ -2,11 +2,15 @@
 // cloud_config.cpp, which reads nothing.
 #include <sys/stat.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <cstdlib>
 #include <fstream>
 
 #include "daemon/cloud_config.h"
 #include "daemon/config_fields.h"
+#include "providers/gce/gce_login.h"
 #include "providers/hetzner/hetzner_login.h"
 
 namespace tsum::daemon {
@@ -78,6 +82,40 @@ void aws_login(AwsSection& a, const providers::aws::AwsEnvironment& env) {
   o.credential_source = std::make_shared<aws::AwsCredentialSource>(std::move(plan), std::move(so));
 }
 
+// Application Default Credentials for a section that names no key; a project the section names wins. On the
+// metadata server, its project is asked for here (3 s at most).
+void gce_login(GceSection& g, const providers::http::LoginEnvironment& env) {
+  namespace gce = providers::gce;
+  auto login = gce::resolve_gce_login(env);
+  if (login && login->credentials.kind == "metadata") {
+    boost::asio::io_context io;
+    providers::http::HttpClient http(g.options.http);
+    Result<std::string> project = make_error(Code::internal, "not asked");
+    boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> { project = co_await gce::metadata_project(http, *login); },
+                          boost::asio::detached);
+    io.run();
+    if (!project) login = project.error();
+    else if (login->project.empty() && !project->empty()) {
+      login->project = *project;
+      login->project_from = "the metadata server";
+    }
+  }
+  if (!login) {
+    g.login_error = login.error().detail;
+    g.options.unusable = g.login_error;
+    return;
+  }
+  g.options.login = login->credentials;
+  if (!g.project_set) g.options.project = login->project;
+  if (g.options.project.empty()) {
+    g.login_error = "gce: " + login->source + " names no project; set GOOGLE_CLOUD_PROJECT, run 'gcloud config set project ID', or give project";
+    g.options.unusable = g.login_error;
+    return;
+  }
+  g.login = login->source + ", project " + g.options.project +
+            (g.project_set ? " (the config file)" : " (" + login->project_from + ")");
+}
+
 // The hcloud CLI's login for a section that names no token; an endpoint the section names wins.
 void hetzner_login(HetznerSection& h, const providers::http::LoginEnvironment& env) {
   auto login = providers::hetzner::resolve_hetzner_login(env, h.context);
@@ -112,9 +150,15 @@ Status resolve_cloud_secrets(CloudConfig& c) {
     if (cr.access_key_id.empty()) aws_login(*c.aws, providers::aws::AwsEnvironment::current());
     else c.aws->login = "access_key_id " + cr.access_key_id + " (the config file)";
   }
-  if (c.gce)
-    if (auto s = read_key(c.gce->service_account, &c.gce->options.account, providers::gce::parse_service_account); !s)
-      return s;
+  if (c.gce) {
+    auto& g = *c.gce;
+    if (g.service_account.named()) {
+      if (auto s = read_key(g.service_account, &g.options.account, providers::gce::parse_service_account); !s) return s;
+      g.login = "service account " + g.options.account.client_email + " (the config file)";
+    } else {
+      gce_login(g, providers::http::LoginEnvironment::current());
+    }
+  }
   if (c.azure)
     if (auto s = read_into(c.azure->client_secret, &c.azure->options.credentials.client_secret); !s) return s;
   if (c.hetzner) {

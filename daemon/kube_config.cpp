@@ -64,9 +64,8 @@ Status parse_kubernetes_section(const json& j, const std::string& dir, providers
     if (!s) return s;
   if (!o.api_url.empty() && !o.api_url.starts_with("https://") && !o.api_url.starts_with("http://"))
     return Fields::bad(f.at("api_url"), "must be an https:// URL");
-  if (o.api_url.empty() && kubeconfig->path.empty()) return Fields::bad(f.at("api_url"), "is required (or kubeconfig)");
-  if (!kubeconfig->context.empty() && kubeconfig->path.empty())
-    return Fields::bad(f.at("context"), "names a context of a kubeconfig: set kubeconfig too");
+  if (!kubeconfig->context.empty() && !o.api_url.empty())
+    return Fields::bad(f.at("context"), "names a context of a kubeconfig: give it or api_url, not both");
   if (o.client_cert_file.empty() != o.client_key_file.empty())
     return Fields::bad(f.at("client_cert_file"), "and client_key_file go together");
   if (!o.token_file.empty() && !o.client_cert_file.empty())
@@ -82,8 +81,13 @@ Status parse_kubernetes_section(const json& j, const std::string& dir, providers
 }
 
 Status read_kubernetes_credentials(const KubeconfigRef& ref, providers::KubernetesOptions* out) {
-  if (!ref.path.empty())
+  if (!ref.path.empty()) {
     if (auto s = providers::kube::apply_kubeconfig(ref.path, ref.context, out); !s) return s;
+  } else if (out->api_url.empty()) {  // neither: the user's own, as kubectl finds it
+    const auto env = providers::http::LoginEnvironment::current();
+    if (auto s = providers::kube::apply_kubeconfig(providers::kube::kubeconfig_paths(env), ref.context, out); !s)
+      return make_error(s.code(), "providers.kubernetes: " + s.error().detail);
+  }
   if (out->api_url.empty()) return make_error(Code::invalid_argument, "providers.kubernetes: no API server URL");
   for (const auto& [file, what] : {std::pair{out->token_file, "token"}, {out->client_key_file, "client key"}}) {
     if (file.empty()) continue;

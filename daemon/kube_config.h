@@ -12,7 +12,8 @@
 
 namespace tsum::daemon {
 
-// A kubeconfig the section names, read by read_kubernetes_credentials when the config is loaded.
+// A kubeconfig the section names, read by read_kubernetes_credentials when the config is loaded. Neither it
+// nor api_url: the user's own (KUBECONFIG's files, else ~/.kube/config), at `context` or the current one.
 struct KubeconfigRef {
   std::string path;  // absolute
   std::string context;

@@ -45,7 +45,7 @@ using http::Task;
 // The environment the chain reads: a snapshot, so a test can give its own.
 using AwsEnvironment = http::LoginEnvironment;
 
-using IniSection = std::map<std::string, std::string>;
+using http::IniSection;
 
 // The config and credentials files as botocore reads them.
 struct AwsSharedFiles {
@@ -58,10 +58,6 @@ struct AwsSharedFiles {
   std::map<std::string, std::map<std::string, IniSection>> services;  // [services S]: service -> its keys
 };
 
-// Parses an INI text as Python's RawConfigParser does for botocore: sections in brackets, `key = value` or
-// `key: value` (keys lower-cased), # and ; comment lines, indented lines continuing a value (a value that
-// starts on the next line is a nested section: "key = value" lines). invalid_argument names the line.
-Result<std::vector<std::pair<std::string, IniSection>>> parse_aws_ini(std::string_view text);
 
 // Reads both files (a missing one is empty). invalid_argument names a file that does not parse.
 Result<AwsSharedFiles> load_aws_shared_files(const AwsEnvironment& env);

@@ -49,7 +49,11 @@ Result<http::BaseUrl> endpoint(const std::string& url, const char* fallback) {
 }  // namespace
 
 Result<std::unique_ptr<GceApi>> GceApi::make(GceApiOptions opts) {
-  if (opts.account.client_email.empty() || opts.account.private_key_pem.empty())
+  if (opts.login && opts.login->kind == "service_account") opts.account = opts.login->account;
+  if (opts.login && opts.login->kind == "authorized_user" && opts.token_endpoint.empty())
+    opts.token_endpoint = opts.login->user.token_uri;
+  const bool other = opts.unusable.size() || (opts.login && opts.login->kind != "service_account");
+  if (!other && (opts.account.client_email.empty() || opts.account.private_key_pem.empty()))
     return make_error(Code::invalid_argument, "gce: no service account (client_email and private_key)");
   auto compute = endpoint(opts.compute_endpoint, "https://compute.googleapis.com/compute/v1");
   if (!compute) return compute.error();
@@ -67,23 +71,50 @@ GceApi::GceApi(GceApiOptions opts, http::BaseUrl compute, http::BaseUrl billing)
 double GceApi::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
 
 Error GceApi::redacted(Error e) const {
-  e.detail = http::redact(std::move(e.detail), {access_token_, last_assertion_, opts_.account.private_key_pem});
+  const std::string refresh = opts_.login ? opts_.login->user.refresh_token : "";
+  const std::string secret = opts_.login ? opts_.login->user.client_secret : "";
+  e.detail = http::redact(std::move(e.detail), {access_token_, last_assertion_, opts_.account.private_key_pem, refresh, secret});
   return e;
 }
 
+Result<http::HttpRequest> GceApi::token_request(double now) {
+  const std::string kind = opts_.login ? opts_.login->kind : "service_account";
+  http::HttpRequest req{.method = "POST", .url = opts_.token_endpoint,
+                        .headers = {{"Content-Type", "application/x-www-form-urlencoded"}}, .timeout = opts_.attempt_timeout};
+  if (kind == "metadata") {
+    req = {.method = "GET",
+           .url = "http://" + opts_.login->metadata_host + "/computeMetadata/v1/instance/service-accounts/default/token",
+           .headers = {{"Metadata-Flavor", "Google"}}, .timeout = opts_.attempt_timeout};
+  } else if (kind == "authorized_user") {
+    const auto& u = opts_.login->user;
+    req.body = http::form_encode({{"grant_type", "refresh_token"}, {"client_id", u.client_id},
+                                  {"client_secret", u.client_secret}, {"refresh_token", u.refresh_token}});
+  } else {
+    auto assertion = make_assertion(opts_.account, opts_.scope, opts_.token_endpoint, static_cast<long long>(now));
+    if (!assertion) return assertion.error();
+    last_assertion_ = *assertion;
+    req.body = http::form_encode({{"grant_type", std::string(kJwtBearerGrant)}, {"assertion", *assertion}});
+  }
+  return req;
+}
+
 Task<Status> GceApi::refresh_token() {
+  if (!opts_.unusable.empty()) co_return make_error(Code::invalid_argument, opts_.unusable);
   const double now = now_s();
-  auto assertion = make_assertion(opts_.account, opts_.scope, opts_.token_endpoint, static_cast<long long>(now));
-  if (!assertion) co_return assertion.error();
-  last_assertion_ = *assertion;
-  const http::Fields form{{"grant_type", std::string(kJwtBearerGrant)}, {"assertion", *assertion}};
-  const http::HttpRequest req{.method = "POST", .url = opts_.token_endpoint,
-                              .headers = {{"Content-Type", "application/x-www-form-urlencoded"}},
-                              .body = http::form_encode(form), .timeout = opts_.attempt_timeout};
-  auto res = co_await http_.send(req);
-  const std::string what = "OAuth2 token for " + opts_.account.client_email;
+  auto req = token_request(now);
+  if (!req) co_return req.error();
+  auto res = co_await http_.send(*req);
+  const std::string kind = opts_.login ? opts_.login->kind : "service_account";
+  const std::string what = kind == "metadata"          ? "OAuth2 token from the metadata server"
+                           : kind == "authorized_user" ? "OAuth2 token for client " + opts_.login->user.client_id
+                                                       : "OAuth2 token for " + opts_.account.client_email;
   if (!res) co_return redacted(make_error(res.code(), what + ": " + res.error().detail));
-  if (res->status != 200) co_return redacted(api_error(what, res->status, google_error(res->body)));
+  if (res->status != 200) {
+    Error e = redacted(api_error(what, res->status, google_error(res->body)));
+    if (kind == "authorized_user" && google_error(res->body).reason == "invalid_grant")
+      e.detail += "; run 'gcloud auth application-default login' again";
+    co_return e;
+  }
   auto doc = parse_json_safely(res->body);
   if (!doc || !doc->is_object() || !(*doc)["access_token"].is_string() || !(*doc)["expires_in"].is_number())
     co_return make_error(Code::internal, what + ": the answer has no access_token and expires_in");

@@ -1,8 +1,9 @@
 // GceApi: authorized JSON calls to the two Google APIs tsum's GCE adapter uses, over HttpClient (with its
 // retries): Compute Engine (compute/v1) and the Cloud Billing Catalog (v1).
 //
-// Authorization: a service-account JWT (jwt.h) is exchanged at the token endpoint for an OAuth2 access
-// token, kept until 5 minutes before it expires and sent as "Authorization: Bearer". An API answer of 401
+// Authorization: an OAuth2 access token, kept until 5 minutes before it expires and sent as "Authorization:
+// Bearer", from a service-account JWT (jwt.h) exchanged at the token endpoint, or with a user's login
+// (gce_login.h) from its refresh token at the token endpoint or from the metadata server. An API answer of 401
 // drops the token and the call is tried once more with a fresh one.
 // Failures come back as Errors whose detail names the call, the HTTP status and Google's reason:
 //   not_found        404
@@ -15,11 +16,13 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "providers/gce/gce_login.h"
 #include "providers/gce/jwt.h"
 #include "providers/http/base_url.h"
 #include "providers/http/http_client.h"
@@ -29,7 +32,9 @@ namespace tsum::providers::gce {
 using http::Task;
 
 struct GceApiOptions {
-  ServiceAccount account = {};
+  ServiceAccount account = {};   // unless `login` says otherwise
+  std::optional<GceCredentials> login = {};  // the user's login (gce_login.h); a service account's replaces account
+  std::string unusable = {};     // no login was found: every call fails with this (its fix)
   std::string compute_endpoint;  // base URL, e.g. https://compute.googleapis.com/compute/v1
   std::string billing_endpoint;  // base URL, e.g. https://cloudbilling.googleapis.com/v1
   std::string token_endpoint;    // the token URL (and the JWT's audience); empty: account.token_uri
@@ -41,7 +46,7 @@ struct GceApiOptions {
 
 class GceApi {
  public:
-  // invalid_argument for an account without email or key, or a malformed endpoint.
+  // invalid_argument for an account without email or key (and no login or `unusable`), or a malformed endpoint.
   static Result<std::unique_ptr<GceApi>> make(GceApiOptions opts);
 
   // method on <compute_endpoint>/<path_and_query> with a JSON body (empty: none); the answer's JSON.
@@ -57,8 +62,10 @@ class GceApi {
  private:
   GceApi(GceApiOptions opts, http::BaseUrl compute, http::BaseUrl billing);
   double now_s() const;
-  // Exchanges a new assertion for an access token.
+  // A new access token: a new assertion exchanged, the user's refresh token exchanged, or the metadata server's.
   Task<Status> refresh_token();
+  // The token request for the credentials held.
+  Result<http::HttpRequest> token_request(double now);
   // e with every credential this client holds removed from its detail.
   Error redacted(Error e) const;
   Task<Result<nlohmann::json>> call(const std::string& what, const std::string& method, const std::string& url,

@@ -32,20 +32,15 @@ std::string data_field(const InstanceHandle& h, const char* name, const std::str
 
 }  // namespace
 
-Result<ServiceAccount> account_from_env() {
-  const char* path = std::getenv("GOOGLE_APPLICATION_CREDENTIALS");
-  if (!path || !*path) return make_error(Code::invalid_argument, "GOOGLE_APPLICATION_CREDENTIALS must name a service account key file");
-  return load_service_account(path);
-}
-
 Result<std::unique_ptr<GceProvider>> GceProvider::make(GceOptions opts) {
   if (opts.project.empty()) opts.project = opts.account.project_id;
   opts.cloud_init.spot_notice = "gce";  // instance/preempted
+  if (opts.project.empty() && !opts.unusable.empty()) opts.project = "none";  // never asked: every call fails first
   if (opts.project.empty() || opts.project.find_first_of("/?#& ") != std::string::npos)
     return make_error(Code::invalid_argument, "gce: no valid project (set project or the key file's project_id)");
   if (!valid_resource_name(opts.zone)) return make_error(Code::invalid_argument, "gce: zone '" + opts.zone + "' is not valid");
   if (!valid_label_key(opts.label_key)) return make_error(Code::invalid_argument, "gce: label key '" + opts.label_key + "' is not valid");
-  GceApiOptions api{.account = opts.account, .compute_endpoint = opts.compute_endpoint,
+  GceApiOptions api{.account = opts.account, .login = opts.login, .unusable = opts.unusable, .compute_endpoint = opts.compute_endpoint,
                     .billing_endpoint = opts.billing_endpoint, .token_endpoint = opts.token_endpoint,
                     .http = opts.http, .attempt_timeout = opts.attempt_timeout, .clock = opts.clock};
   auto made = GceApi::make(std::move(api));

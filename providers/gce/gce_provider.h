@@ -37,7 +37,9 @@
 namespace tsum::providers::gce {
 
 struct GceOptions {
-  ServiceAccount account = {};             // see account_from_env()
+  ServiceAccount account = {};             // a service account's key, unless `login` says otherwise
+  std::optional<GceCredentials> login = {};  // the user's login (gce_login.h: resolve_gce_login)
+  std::string unusable = {};               // no login was found: every call fails with this (its fix)
   std::string project = {};                // empty: the account's project_id
   std::string zone = "us-central1-a";
   std::string compute_endpoint = {};       // base URL overrides; empty: Google's
@@ -57,12 +59,10 @@ struct GceOptions {
   const Clock* clock = nullptr;            // null: the system clock
 };
 
-// The key file named by GOOGLE_APPLICATION_CREDENTIALS; invalid_argument when unset or unreadable.
-Result<ServiceAccount> account_from_env();
-
 class GceProvider final : public Provider {
  public:
-  // invalid_argument for a missing account, project or zone, a bad label key or a malformed endpoint.
+  // invalid_argument for a missing account (and login), project or zone, a bad label key or a malformed
+  // endpoint. With `unusable` set, the project may be missing.
   static Result<std::unique_ptr<GceProvider>> make(GceOptions opts);
 
   std::string_view name() const override { return "gce"; }

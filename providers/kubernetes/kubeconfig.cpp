@@ -2,6 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <tuple>
+
 #include "providers/http/codec.h"
 
 namespace tsum::providers::kube {
@@ -13,14 +18,6 @@ std::string scalar(const YAML::Node& n, const char* key) {
   if (!n || !n.IsMap()) return {};
   const YAML::Node v = n[key];
   return v && v.IsScalar() ? v.as<std::string>() : std::string();
-}
-
-// The entry named `name` of a kubeconfig list (clusters, users, contexts), its inner map (cluster, user, context).
-YAML::Node named(const YAML::Node& list, const std::string& name, const char* inner) {
-  if (!list || !list.IsSequence()) return YAML::Node();
-  for (const auto& e : list)
-    if (e.IsMap() && scalar(e, "name") == name) return e[inner];
-  return YAML::Node();
 }
 
 std::string relative_to(const std::string& path, const std::string& file) {
@@ -41,24 +38,71 @@ Status set_pem(const YAML::Node& n, const char* key, const std::string& path, st
 
 }  // namespace
 
-Status apply_kubeconfig(const std::string& path, const std::string& context, KubernetesOptions* out) {
-  auto bad = [&path](const std::string& what) {
-    return make_error(Code::invalid_argument, "kubeconfig " + path + ": " + what);
-  };
-  YAML::Node doc;
-  try {
-    doc = YAML::LoadFile(path);
-  } catch (const std::exception& e) {
-    return bad(e.what());
+std::vector<std::string> kubeconfig_paths(const http::LoginEnvironment& env) {
+  std::vector<std::string> out;
+  if (!env.has("KUBECONFIG") || env.get("KUBECONFIG").empty()) return {env.home + "/.kube/config"};
+  const std::string list = env.get("KUBECONFIG");
+  for (std::size_t at = 0; at <= list.size();) {
+    std::size_t colon = list.find(':', at);
+    if (colon == std::string::npos) colon = list.size();
+    std::string p = list.substr(at, colon - at);
+    if (!p.empty() && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    at = colon + 1;
   }
-  if (!doc.IsMap()) return bad("not a kubeconfig (a YAML map)");
-  const std::string ctx_name = context.empty() ? scalar(doc, "current-context") : context;
-  if (ctx_name.empty()) return bad("no context named and no current-context");
-  const YAML::Node ctx = named(doc["contexts"], ctx_name, "context");
-  if (!ctx || !ctx.IsMap()) return bad("no context '" + ctx_name + "'");
+  return out;
+}
+
+Status apply_kubeconfig(const std::string& path, const std::string& context, KubernetesOptions* out) {
+  return apply_kubeconfig(std::vector<std::string>{path}, context, out);
+}
+
+Status apply_kubeconfig(const std::vector<std::string>& paths, const std::string& context, KubernetesOptions* out) {
+  std::string shown;
+  for (const auto& p : paths) shown += (shown.empty() ? "" : ":") + p;
+  auto bad = [&shown](const std::string& what) {
+    return make_error(Code::invalid_argument, "kubeconfig " + shown + ": " + what);
+  };
+  // kubectl's merge: the first file to set current-context, or to name a cluster, user or context, wins; a
+  // listed file that is not there is skipped. Each entry keeps its file, for its relative paths.
+  struct Entry {
+    YAML::Node node;
+    std::string file;
+  };
+  std::map<std::string, Entry> clusters, users, contexts;
+  std::string current;
+  int read = 0;
+  for (const auto& path : paths) {
+    if (!std::filesystem::is_regular_file(path)) continue;
+    YAML::Node doc;
+    try {
+      doc = YAML::LoadFile(path);
+    } catch (const std::exception& e) {
+      return make_error(Code::invalid_argument, "kubeconfig " + path + ": " + e.what());
+    }
+    if (doc.IsNull()) continue;
+    if (!doc.IsMap()) return make_error(Code::invalid_argument, "kubeconfig " + path + ": not a kubeconfig (a YAML map)");
+    ++read;
+    if (current.empty()) current = scalar(doc, "current-context");
+    for (auto [list, inner, into] : {std::tuple{"clusters", "cluster", &clusters}, {"users", "user", &users},
+                                     {"contexts", "context", &contexts}}) {
+      const YAML::Node l = doc[list];
+      if (!l || !l.IsSequence()) continue;
+      for (const auto& e : l)
+        if (e.IsMap() && !scalar(e, "name").empty()) into->try_emplace(scalar(e, "name"), Entry{e[inner], path});
+    }
+  }
+  if (read == 0) return bad("not there; run 'kubectl config set-cluster' (or your cloud's get-credentials), or set KUBECONFIG");
+  const std::string ctx_name = context.empty() ? current : context;
+  if (ctx_name.empty()) return bad("no context named and no current-context; run 'kubectl config use-context NAME'");
+  auto ctx_it = contexts.find(ctx_name);
+  if (ctx_it == contexts.end() || !ctx_it->second.node.IsMap()) return bad("no context '" + ctx_name + "'");
+  const YAML::Node ctx = ctx_it->second.node;
   const std::string cluster_name = scalar(ctx, "cluster"), user_name = scalar(ctx, "user");
-  const YAML::Node cluster = named(doc["clusters"], cluster_name, "cluster");
-  if (!cluster || !cluster.IsMap()) return bad("context '" + ctx_name + "' names no cluster '" + cluster_name + "'");
+  auto cluster_it = clusters.find(cluster_name);
+  if (cluster_it == clusters.end() || !cluster_it->second.node.IsMap())
+    return bad("context '" + ctx_name + "' names no cluster '" + cluster_name + "'");
+  const YAML::Node cluster = cluster_it->second.node;
+  const std::string& path = cluster_it->second.file;
   if (out->api_url.empty()) out->api_url = scalar(cluster, "server");
   if (out->api_url.empty()) return bad("cluster '" + cluster_name + "' has no server");
   if (scalar(cluster, "insecure-skip-tls-verify") == "true")
@@ -68,7 +112,11 @@ Status apply_kubeconfig(const std::string& path, const std::string& context, Kub
   if (out->ca_file.empty())
     if (auto s = set_pem(cluster, "certificate-authority-data", path, &out->ca_pem); !s) return s;
   if (const std::string ns = scalar(ctx, "namespace"); !ns.empty() && out->namespace_.empty()) out->namespace_ = ns;
-  const YAML::Node user = named(doc["users"], user_name, "user");
+  auto user_it = users.find(user_name);
+  if (!user_name.empty() && user_it == users.end())  // as kubectl: "cannot locate user"
+    return bad("context '" + ctx_name + "' names no user '" + user_name + "'");
+  const YAML::Node user = user_it == users.end() ? YAML::Node() : user_it->second.node;
+  const std::string& user_path = user_it == users.end() ? path : user_it->second.file;
   if (!user_name.empty() && user && user.IsMap()) {
     if (user["exec"] || user["auth-provider"])
       return bad("user '" + user_name +
@@ -78,11 +126,11 @@ Status apply_kubeconfig(const std::string& path, const std::string& context, Kub
                       !out->client_cert_pem.empty();
     if (!have) {
       out->token = scalar(user, "token");
-      out->token_file = relative_to(path, scalar(user, "tokenFile"));
-      out->client_cert_file = relative_to(path, scalar(user, "client-certificate"));
-      out->client_key_file = relative_to(path, scalar(user, "client-key"));
-      if (auto s = set_pem(user, "client-certificate-data", path, &out->client_cert_pem); !s) return s;
-      if (auto s = set_pem(user, "client-key-data", path, &out->client_key_pem); !s) return s;
+      out->token_file = relative_to(user_path, scalar(user, "tokenFile"));
+      out->client_cert_file = relative_to(user_path, scalar(user, "client-certificate"));
+      out->client_key_file = relative_to(user_path, scalar(user, "client-key"));
+      if (auto s = set_pem(user, "client-certificate-data", user_path, &out->client_cert_pem); !s) return s;
+      if (auto s = set_pem(user, "client-key-data", user_path, &out->client_key_pem); !s) return s;
     }
   }
   return {};

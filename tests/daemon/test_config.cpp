@@ -359,7 +359,7 @@ TEST_CASE("providers.kubernetes: credentials, prices, defaults, a kubeconfig rea
             "kubernetes") == std::chrono::seconds(900));
 
   auto k8s = [](const std::string& fields) { return config_error(R"({"providers": {"kubernetes": {)" + fields + "}}}"); };
-  CHECK(k8s(R"("namespace": "ml")") == "providers.kubernetes.api_url: is required (or kubeconfig)");
+  CHECK(parse_config(R"({"providers": {"kubernetes": {"namespace": "ml"}}})", "/"));  // the user's kubeconfig
   CHECK(k8s(R"("api_url": "ftp://k")") == "providers.kubernetes.api_url: must be an https:// URL");
   CHECK(k8s(R"("api_url": "https://k", "namespace": "ML_team")") ==
         "providers.kubernetes.namespace: is not a namespace name (lowercase letters, digits and '-')");
@@ -368,7 +368,7 @@ TEST_CASE("providers.kubernetes: credentials, prices, defaults, a kubeconfig rea
   CHECK(k8s(R"("api_url": "https://k", "token_file": "t", "client_cert_file": "c", "client_key_file": "k")") ==
         "providers.kubernetes.token_file: or a client certificate, not both");
   CHECK(k8s(R"("api_url": "https://k", "context": "dev")") ==
-        "providers.kubernetes.context: names a context of a kubeconfig: set kubeconfig too");
+        "providers.kubernetes.context: names a context of a kubeconfig: give it or api_url, not both");
   CHECK(k8s(R"("api_url": "https://k", "shapes": {"s": {"hourly_price": 1, "billing_rule": "weekly"}})").find(
             "providers.kubernetes.shapes.s.billing_rule: unknown billing rule 'weekly'") == 0);
   CHECK(k8s(R"("api_url": "https://k", "token": "abc")") == "providers.kubernetes.token: unknown field");

@@ -80,17 +80,46 @@ Route FakeGceCloud::token(const http::LoopbackRequest& req) {
   auto refuse = [&](const std::string& error, const std::string& why) {
     return Route::refuse(oauth_error(error, why + " (assertion '" + fields["assertion"] + "')"));
   };
+  if (fields["grant_type"] == "refresh_token") {
+    const auto& u = opts_.user;
+    if (fields["client_id"] != u.client_id || fields["client_secret"] != u.client_secret)
+      return Route::refuse(oauth_error("invalid_client", "The OAuth client was not found."));
+    if (fields["refresh_token"] != u.refresh_token)
+      return Route::refuse(oauth_error("invalid_grant", "Token has been expired or revoked."));
+    return Route::to("token", [this] { return issue_token(); });
+  }
   if (fields["grant_type"] != "urn:ietf:params:oauth:grant-type:jwt-bearer")
     return refuse("unsupported_grant_type", "Invalid grant_type: " + fields["grant_type"]);
   auto jwt = verify_jwt(fields["assertion"], opts_.public_key_pem);
   if (!jwt) return refuse("invalid_grant", "Invalid JWT Signature: " + jwt.error().detail);
   if (auto why = claims_refusal(jwt->claims, opts_.client_email, token_url(), server_.clock().now_s()); !why.empty())
     return refuse("invalid_grant", why);
-  return Route::to("token", [this] {
-    const std::string token = server_.book().issue("ya29.fake-", server_.clock().now_s() + opts_.token_lifetime_s);
-    return reply_of({200, {{"access_token", token}, {"expires_in", static_cast<long>(opts_.token_lifetime_s)},
-                           {"token_type", "Bearer"}}});
-  });
+  return Route::to("token", [this] { return issue_token(); });
+}
+
+http::LoopbackReply FakeGceCloud::issue_token() {
+  const std::string token = server_.book().issue("ya29.fake-", server_.clock().now_s() + opts_.token_lifetime_s);
+  return reply_of({200, {{"access_token", token}, {"expires_in", static_cast<long>(opts_.token_lifetime_s)},
+                         {"token_type", "Bearer"}}});
+}
+
+Route FakeGceCloud::host_metadata(const http::LoopbackRequest& req, const std::string& path) {
+  auto flavor = http::find_header(req.headers, "Metadata-Flavor");
+  if (!flavor || *flavor != "Google")
+    return Route::reply({.status = 403, .body = "Missing required header: Metadata-Flavor: Google"});
+  http::LoopbackReply r{.headers = {{"Metadata-Flavor", "Google"}, {"Content-Type", "application/text"}}};
+  if (path == "/") return Route::reply(r);
+  if (path == "/computeMetadata/v1/project/project-id") {
+    r.body = opts_.compute.project;
+    return Route::reply(r);
+  }
+  if (path == "/computeMetadata/v1/instance/service-accounts/default/token")
+    return Route::to("token", [this] {
+      auto t = issue_token();
+      t.headers.emplace_back("Metadata-Flavor", "Google");
+      return t;
+    });
+  return Route::reply({.status = 404, .headers = r.headers, .body = "not found"});
 }
 
 Route FakeGceCloud::route(const http::LoopbackRequest& req) {
@@ -98,6 +127,7 @@ Route FakeGceCloud::route(const http::LoopbackRequest& req) {
   if (!target) return Route::reply(reply_of(google_error(400, "badRequest", "malformed query: " + target.error().detail)));
   const std::string& path = target->path;
   if (path == "/token") return token(req);
+  if (path == "/" || path.starts_with("/computeMetadata/")) return host_metadata(req, path);
   auto bearer = fake_cloud::CallBook::bearer(req);
   if (!bearer || !server_.book().valid(*bearer, server_.clock().now_s())) {
     auto r = reply_of(google_error(401, "authError",

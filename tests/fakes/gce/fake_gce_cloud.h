@@ -2,7 +2,12 @@
 // server (fake_cloud/fake_server.h: loopback HTTP(S), call book, faults, guests). It answers:
 //   POST /token                                 OAuth2 jwt-bearer grant: the assertion must be an RS256 JWT
 //                                               signed by the service account's key, iss = its email,
-//                                               aud = token_url(), a scope, at most an hour long and current
+//                                               aud = token_url(), a scope, at most an hour long and current;
+//                                               or the refresh_token grant of the authorized user (gcloud's
+//                                               application default login) whose client and token it knows
+//   GET / and /computeMetadata/v1/...           the metadata server of the VM tsumd runs on (with
+//                                               "Metadata-Flavor: Google"): project/project-id and
+//                                               instance/service-accounts/default/token
 //   /compute/v1/projects/...                    Compute Engine (fake_compute.h), machineTypes.list
 //   GET /v1/services/6F81-5844-456A/skus        the Cloud Billing Catalog (fake_gce_catalog.h)
 // API calls need "Authorization: Bearer <a token /token issued and not yet expired>". Refusals quote the
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "tests/fakes/cloud/fake_server.h"
+#include "providers/gce/gce_login.h"
 #include "tests/fakes/gce/fake_compute.h"
 
 namespace tsum::providers::gce::fake {
@@ -29,6 +35,8 @@ struct FakeGceCloudOptions {
   std::string public_key_pem = {};  // the service account's public key (or its private key PEM); required
   FakeComputeOptions compute = {};
   double token_lifetime_s = 3600;
+  AuthorizedUser user = {.client_id = "tsum-fake.apps.googleusercontent.com", .client_secret = "tsum-fake-client-secret",
+                         .refresh_token = "1//tsum-fake-refresh-token"};
 };
 
 class FakeGceCloud final : public fake_cloud::FakeCloudApi {
@@ -63,6 +71,9 @@ class FakeGceCloud final : public fake_cloud::FakeCloudApi {
   http::LoopbackReply fault_answer(int status, const std::string& method) const override;
   std::vector<fake_guest::LiveInstance> live_guests() const override;
   fake_cloud::Route token(const http::LoopbackRequest& req);
+  http::LoopbackReply issue_token();
+  // The metadata server of the host tsumd runs on (Application Default Credentials on a GCE VM).
+  fake_cloud::Route host_metadata(const http::LoopbackRequest& req, const std::string& path);
 
   FakeGceCloudOptions opts_;
   FakeCompute compute_;

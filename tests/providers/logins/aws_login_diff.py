@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 
-from login_testing import probe
+from login_testing import arguments, probe, verdict
 
 try:
     import botocore.session
@@ -193,9 +193,7 @@ def strip(r):
 
 
 def main():
-    tool = sys.argv[1]
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else 400
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20261202
+    tool, count, seed = arguments(400)
     rng = random.Random(seed)
     root = tempfile.mkdtemp(prefix="tsum-aws-login-")
     cases, expected = [], []
@@ -221,9 +219,7 @@ def main():
                         print(f"--- {f}\n" + open(os.path.join(home, ".aws", f)).read())
                     print(f"botocore: {json.dumps(want)}\ntsum:     {json.dumps(have)}\n")
         print(f"{count} logins, by botocore's answer: {json.dumps(kinds, sort_keys=True)}")
-        if differences:
-            sys.exit(f"FAIL: {differences} of {count} differ from botocore")
-        print("OK: 0 differences from botocore")
+        verdict(differences, count, "botocore")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

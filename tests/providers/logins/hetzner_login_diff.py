@@ -19,7 +19,7 @@ import random
 import sys
 import tempfile
 
-from login_testing import probe
+from login_testing import arguments, probe, verdict
 
 try:
     import toml
@@ -108,10 +108,7 @@ def reference(case):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit("usage: hetzner_login_diff.py <tsum-login-probe> [count] [seed]")
-    tool, count = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 300
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20261202
+    tool, count, seed = arguments(300)
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="tsum-hetzner-login-") as root:
         cases = [make_case(rng, root, i) for i in range(count)]
@@ -127,8 +124,8 @@ def main():
             if got != want:
                 differences += 1
                 print(f"DIFF: {json.dumps(case)}\n  tsum: {json.dumps(got)}\n  cli:  {json.dumps(want)}")
-    print(f"{count} cases (seed {seed}): {kinds['token']} logins, {kinds['error']} errors; {differences} differences")
-    sys.exit(1 if differences else 0)
+    print(f"{count} cases (seed {seed}): {kinds['token']} logins, {kinds['error']} errors")
+    verdict(differences, count, "the hcloud CLI's order")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,21 @@ import subprocess
 import sys
 
 
+def arguments(default_count):
+    """A differential test's arguments: <tsum-login-probe> [count] [seed]."""
+    if len(sys.argv) < 2:
+        sys.exit(f"usage: {os.path.basename(sys.argv[0])} <tsum-login-probe> [count] [seed]")
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else default_count
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20261202
+    return sys.argv[1], count, seed
+
+
+def verdict(differences, count, reference):
+    if differences:
+        sys.exit(f"FAIL: {differences} of {count} differ from {reference}")
+    print(f"OK: 0 differences from {reference}")
+
+
 def probe(tool, cases, timeout=600):
     """tsum-login-probe's answer to each case (JSON lines in, JSON lines out)."""
     out = subprocess.run([tool], input="".join(json.dumps(c) + "\n" for c in cases), capture_output=True, text=True,
@@ -29,8 +44,10 @@ class Checks:
             self.failures.append(what)
 
     def run(self, home, env, *args):
-        """tsumd ARGS with HOME=home and only env (and PATH): the exit code and what it printed."""
-        e = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AWS_EC2_METADATA_DISABLED": "true", **env}
+        """tsumd ARGS with HOME=home and only env (and PATH): the exit code and what it printed. No cloud's
+        metadata server answers (AWS's is off; GCE's is a closed port, refused at once) unless env says so."""
+        e = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AWS_EC2_METADATA_DISABLED": "true",
+             "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_ROOT": "127.0.0.1:9", **env}
         p = subprocess.run([self.tsumd, *args], env=e, capture_output=True, text=True, timeout=120)
         return p.returncode, p.stdout + p.stderr
 

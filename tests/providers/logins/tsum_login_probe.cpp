@@ -1,19 +1,28 @@
 // tsum-login-probe: resolves one cloud's login chain for cases read as JSON lines on stdin and prints one JSON
 // line per case, for the differential tests beside it (each holds a chain against its SDK or CLI).
-//   in:  {"cloud": "aws" | "hetzner", "env": {NAME: value}, "home": DIR, and what tsum's config may name: "profile"
+//   in:  {"cloud": "aws" | "gce" | "hetzner" | "kubernetes", "env": {NAME: value}, "home": DIR, and what tsum's config may name: "profile"
 //        (aws), "context" (hetzner)}
 //   out: {"error": true, "detail"} or {"error": false, ...}:
 //     aws      "region", "creds": PLAN; PLAN is {"method", "access_key", "secret_key", "token"} for keys (a
 //              credential_process is run for them), {"method", "role_arn", "source": PLAN} for assume-role,
 //              {"method", "role_arn", "token_file"} for web identity, {"method", "start_url", "sso_region",
 //              "account_id", "role_name"} for SSO, {"method"} otherwise
+//     gce      "kind" (service_account, authorized_user, metadata), "email" or "client_id", "project"; the
+//              metadata server is asked (its ping and project) as google-auth asks it
 //     hetzner  "token", "endpoint", "context"
+//     kubernetes  "server", "ca", "token", "cert", "key" (PEM or the file's text), "namespace"; "context" in
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
 #include "providers/aws/aws_login.h"
+#include "providers/gce/gce_login.h"
 #include "providers/hetzner/hetzner_login.h"
+#include "providers/kubernetes/kubeconfig.h"
 
 using nlohmann::json;
 using tsum::providers::http::LoginEnvironment;
@@ -59,6 +68,38 @@ json resolve(const json& in, const LoginEnvironment& env) {
     if (creds.contains("process_error"))  // botocore runs the process as it resolves: its failure is the chain's
       return {{"error", true}, {"detail", creds["process_error"]}};
     return {{"error", false}, {"region", login->region}, {"creds", creds}};
+  }
+  if (cloud == "gce") {
+    namespace gce = tsum::providers::gce;
+    auto login = gce::resolve_gce_login(env);
+    if (!login) return {{"error", true}, {"detail", login.error().detail}};
+    if (login->credentials.kind == "metadata") {
+      boost::asio::io_context io;
+      tsum::providers::http::HttpClient http(tsum::providers::http::HttpClientOptions{});
+      tsum::Result<std::string> project = std::string();
+      boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> { project = co_await gce::metadata_project(http, *login); },
+                            boost::asio::detached);
+      io.run();
+      if (!project) return {{"error", true}, {"detail", project.error().detail}};
+      if (login->project.empty()) login->project = *project;
+    }
+    const auto& c = login->credentials;
+    json out = {{"error", false}, {"kind", c.kind}, {"project", login->project}};
+    if (c.kind == "service_account") out["email"] = c.account.client_email;
+    if (c.kind == "authorized_user") out["client_id"] = c.user.client_id;
+    return out;
+  }
+  if (cloud == "kubernetes") {
+    tsum::providers::KubernetesOptions o;
+    namespace kube = tsum::providers::kube;
+    if (auto st = kube::apply_kubeconfig(kube::kubeconfig_paths(env), in.value("context", ""), &o); !st)
+      return {{"error", true}, {"detail", st.error().detail}};
+    auto text = [](const std::string& pem, const std::string& file) {
+      return pem.empty() && !file.empty() ? tsum::providers::http::read_login_file(file).value_or("") : pem;
+    };
+    return {{"error", false}, {"server", o.api_url}, {"ca", text(o.ca_pem, o.ca_file)},
+            {"token", text(o.token, o.token_file)}, {"cert", text(o.client_cert_pem, o.client_cert_file)},
+            {"key", text(o.client_key_pem, o.client_key_file)}, {"namespace", o.namespace_}};
   }
   if (cloud == "hetzner") {
     auto login = tsum::providers::hetzner::resolve_hetzner_login(env, in.value("context", ""));
