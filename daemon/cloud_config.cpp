@@ -119,8 +119,15 @@ Status parse_hetzner(Fields& f, const std::string& dir, HetznerSection* h) {
 
 Status parse_yandex(Fields& f, const std::string& dir, YandexSection* y) {
   auto& o = y->options;
-  for (auto s : {secret(f, "key", dir, true, &y->key), f.text("folder_id", &o.folder_id, true),
-                 f.text("subnet_id", &o.subnet_id, true), f.text("image_id", &o.image_id, true), f.text("zone", &o.zone),
+  y->folder_set = f.has("folder_id");
+  y->zone_set = f.has("zone");
+  if (f.has("profile") && (f.has("key_env") || f.has("key_file")))
+    return Fields::bad(f.at("profile"), "give profile (the yc CLI's login) or key_env/key_file, not both");
+  if (f.has("image_id") && f.has("image_family"))
+    return Fields::bad(f.at("image_family"), "give image_id (one image) or image_family (its latest), not both");
+  for (auto s : {secret(f, "key", dir, false, &y->key), f.text("profile", &y->profile), f.text("folder_id", &o.folder_id),
+                 f.text("subnet_id", &o.subnet_id), f.text("image_id", &o.image_id), f.text("image_family", &o.image_family),
+                 endpoint(f, "vpc_endpoint", &o.vpc_endpoint), f.text("zone", &o.zone),
                  f.text("currency", &o.currency), f.integer("disk_gb", &o.disk_gb, 5, 65536),
                  f.text("disk_type", &o.disk_type), endpoint(f, "iam_endpoint", &o.iam_endpoint),
                  endpoint(f, "compute_endpoint", &o.compute_endpoint),

@@ -66,7 +66,11 @@ struct HetznerSection {
 struct YandexSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("yandex");  // startup_deadline_s
   providers::yandex::YandexOptions options;
-  SecretRef key;  // the authorized key file's JSON
+  SecretRef key;                   // the authorized key file's JSON; none named: the yc CLI's login
+  std::string profile;             // the yc profile to use; "" the current one
+  bool folder_set = false, zone_set = false;  // named; else the login's
+  std::string login;               // what resolve_cloud_secrets found
+  std::string login_error;         // or why there is none, with the fix
 };
 
 struct CloudConfig {
@@ -83,7 +87,7 @@ struct CloudConfig {
 
 inline constexpr std::string_view kCloudNames[] = {"aws", "gce", "azure", "hetzner", "yandex"};
 // The clouds whose empty section means "my login and the defaults".
-inline constexpr std::string_view kLoginClouds[] = {"aws", "gce", "hetzner"};
+inline constexpr std::string_view kLoginClouds[] = {"aws", "gce", "hetzner", "yandex"};
 
 // Parses providers.<name> for one of kCloudNames into `out`. `dir` resolves relative file paths. Pure: no
 // file or environment is read.

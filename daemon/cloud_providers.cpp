@@ -12,6 +12,7 @@
 #include "daemon/config_fields.h"
 #include "providers/gce/gce_login.h"
 #include "providers/hetzner/hetzner_login.h"
+#include "providers/yandex/yandex_login.h"
 
 namespace tsum::daemon {
 
@@ -129,6 +130,23 @@ void hetzner_login(HetznerSection& h, const providers::http::LoginEnvironment& e
   h.login = login->source;
 }
 
+// The yc CLI's login for a section that names no key; a folder or zone the section names wins.
+void yandex_login(YandexSection& y, const providers::http::LoginEnvironment& env) {
+  auto login = providers::yandex::resolve_yandex_login(env, y.profile);
+  if (!login) {
+    y.login_error = login.error().detail;
+    y.options.unusable = y.login_error;
+    return;
+  }
+  const auto& c = login->credentials;
+  y.options.key = c.key;
+  y.options.oauth_token = c.oauth_token;
+  y.options.metadata = c.kind == "metadata";
+  if (!y.folder_set) y.options.folder_id = login->folder_id;
+  if (!y.zone_set && !login->zone.empty()) y.options.zone = login->zone;
+  y.login = login->source + ", folder " + y.options.folder_id + ", zone " + y.options.zone;
+}
+
 template <class P, class Section>
 Status add(const std::optional<Section>& sec, std::string_view name, std::vector<std::unique_ptr<providers::Provider>>* out) {
   if (!sec) return {};
@@ -167,8 +185,19 @@ Status resolve_cloud_secrets(CloudConfig& c) {
     if (h.token.named()) h.login = "token (the config file)";
     else hetzner_login(h, providers::http::LoginEnvironment::current());
   }
-  if (c.yandex)
-    if (auto s = read_key(c.yandex->key, &c.yandex->options.key, providers::yandex::parse_authorized_key); !s) return s;
+  if (c.yandex) {
+    auto& y = *c.yandex;
+    if (y.key.named()) {
+      if (auto s = read_key(y.key, &y.options.key, providers::yandex::parse_authorized_key); !s) return s;
+      y.login = "service account " + y.options.key.service_account_id + " (the config file)";
+    } else {
+      yandex_login(y, providers::http::LoginEnvironment::current());
+    }
+    if (y.options.folder_id.empty() && y.login_error.empty()) {
+      y.login_error = "yandex: no folder: set folder_id, YC_FOLDER_ID or 'yc config set folder-id ID'";
+      y.options.unusable = y.login_error;
+    }
+  }
   return {};
 }
 

@@ -35,28 +35,20 @@ bool plain_id(const std::string& id) {
 
 }  // namespace
 
-Result<AuthorizedKey> key_from_env() {
-  const char* path = std::getenv("YC_SERVICE_ACCOUNT_KEY_FILE");
-  if (!path || !*path) return make_error(Code::invalid_argument, "YC_SERVICE_ACCOUNT_KEY_FILE must name an authorized key file");
-  return load_authorized_key(path);
-}
-
-Result<std::string> folder_from_env() {
-  const char* folder = std::getenv("YC_FOLDER_ID");
-  if (!folder || !*folder) return make_error(Code::invalid_argument, "YC_FOLDER_ID must be set");
-  return std::string(folder);
-}
-
 Result<std::unique_ptr<YandexProvider>> YandexProvider::make(YandexOptions opts) {
   auto bad = [](const std::string& why) { return make_error(Code::invalid_argument, "yandex: " + why); };
+  if (opts.folder_id.empty() && !opts.unusable.empty()) opts.folder_id = "none";  // never asked: every call fails first
   if (!plain_id(opts.folder_id)) return bad("no valid folder id");
-  if (!plain_id(opts.subnet_id)) return bad("no valid subnet id");
-  if (!plain_id(opts.image_id)) return bad("no valid image id");
+  if (!opts.subnet_id.empty() && !plain_id(opts.subnet_id)) return bad("no valid subnet id");
+  if (!opts.image_id.empty() && !plain_id(opts.image_id)) return bad("no valid image id");
+  if (!plain_id(opts.image_family) || !plain_id(opts.image_folder)) return bad("no valid image family or folder");
   if (!valid_instance_name(opts.zone)) return bad("zone '" + opts.zone + "' is not valid");
   if (!valid_label_key(opts.label_key)) return bad("label key '" + opts.label_key + "' is not valid");
   if (opts.shapes.empty()) return bad("no shapes to offer");
-  auto api = YandexApi::make({.key = opts.key, .iam_endpoint = opts.iam_endpoint, .compute_endpoint = opts.compute_endpoint,
-                              .operation_endpoint = opts.operation_endpoint, .billing_endpoint = opts.billing_endpoint,
+  auto api = YandexApi::make({.key = opts.key, .oauth_token = opts.oauth_token, .metadata = opts.metadata,
+                              .unusable = opts.unusable, .iam_endpoint = opts.iam_endpoint,
+                              .compute_endpoint = opts.compute_endpoint, .operation_endpoint = opts.operation_endpoint,
+                              .billing_endpoint = opts.billing_endpoint, .vpc_endpoint = opts.vpc_endpoint,
                               .http = opts.http, .attempt_timeout = opts.attempt_timeout, .clock = opts.clock});
   if (!api) return api.error();
   return std::unique_ptr<YandexProvider>(new YandexProvider(std::move(opts), std::move(*api)));
@@ -143,9 +135,48 @@ Task<Result<InstanceHandle>> YandexProvider::adopt(const CreateInstance& c, cons
   co_return handle_of(i.id, i.name, c.platform_id, created_at);
 }
 
+Task<Result<std::string>> YandexProvider::image() {
+  if (!opts_.image_id.empty()) co_return opts_.image_id;
+  if (!image_id_.empty()) co_return image_id_;
+  const std::string path = "images:latestByFamily?folderId=" + http::uri_encode(opts_.image_folder) +
+                           "&family=" + http::uri_encode(opts_.image_family);
+  const std::string method = "GET", body;
+  auto answer = co_await api_->call(Service::compute, method, path, body);
+  if (!answer) co_return answer.error();
+  const std::string id = answer->value("id", "");
+  if (!plain_id(id)) co_return make_error(Code::internal, "yandex: the latest image of family " + opts_.image_family + " has no id");
+  image_id_ = id;
+  co_return id;
+}
+
+Task<Result<std::pair<std::string, std::string>>> YandexProvider::image_and_subnet() {
+  auto img = co_await image();
+  if (!img) co_return img.error();
+  if (!opts_.subnet_id.empty()) co_return std::pair{*img, opts_.subnet_id};
+  if (subnet_id_.empty()) {
+    const std::string path = "subnets?folderId=" + http::uri_encode(opts_.folder_id), method = "GET", body;
+    auto answer = co_await api_->call(Service::vpc, method, path, body);
+    if (!answer) co_return answer.error();
+    if (auto list = answer->find("subnets"); list != answer->end() && list->is_array())
+      for (const auto& sn : *list)
+        if (sn.is_object() && sn.value("zoneId", "") == opts_.zone && plain_id(sn.value("id", ""))) {
+          subnet_id_ = sn.value("id", "");
+          break;
+        }
+    if (subnet_id_.empty())
+      co_return make_error(Code::invalid_argument, "yandex: folder " + opts_.folder_id + " has no subnet in " + opts_.zone +
+                                                       "; create one ('yc vpc subnet create') or give subnet_id");
+  }
+  co_return std::pair{*img, subnet_id_};
+}
+
 Task<Result<InstanceHandle>> YandexProvider::create(const Offer& offer, const LaunchSpec& spec) {
+  auto found = co_await image_and_subnet();
+  if (!found) co_return found.error();
   auto c = create_spec(offer, spec);
   if (!c) co_return c.error();
+  c->image_id = found->first;
+  c->subnet_id = found->second;
   const double created_at = now_s();
   const std::string path = "instances", method = "POST", body = create_body(*c).dump();
   auto answer = co_await api_->call(Service::compute, method, path, body);

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -37,11 +38,16 @@
 namespace tsum::providers::yandex {
 
 struct YandexOptions {
-  AuthorizedKey key = {};                  // see key_from_env()
-  std::string folder_id = {};              // see folder_from_env()
+  AuthorizedKey key = {};                  // a service account's authorized key, unless a login below says otherwise
+  std::string oauth_token = {};            // or a user's OAuth token (the yc CLI's; yandex_login.h)
+  bool metadata = false;                   // or the VM's service account (the metadata server)
+  std::string unusable = {};               // no login was found: every call fails with this (its fix)
+  std::string folder_id = {};              // required
   std::string zone = "ru-central1-a";
-  std::string subnet_id = {};              // a subnet of the zone; required
-  std::string image_id = {};               // e.g. the latest of family ubuntu-2204-lts in folder standard-images; required
+  std::string subnet_id = {};              // a subnet of the zone; empty: the folder's first subnet in the zone
+  std::string image_id = {};               // empty: the latest image of image_family in image_folder
+  std::string image_family = "ubuntu-2204-lts";
+  std::string image_folder = "standard-images";
   int disk_gb = 30;
   std::string disk_type = "network-ssd";
   std::vector<Shape> shapes = default_shapes();
@@ -51,6 +57,7 @@ struct YandexOptions {
   std::string compute_endpoint = {};
   std::string operation_endpoint = {};
   std::string billing_endpoint = {};
+  std::string vpc_endpoint = {};
   CloudInitOptions cloud_init = {};
   http::HttpClientOptions http = {};       // CA file, retry policy
   std::chrono::milliseconds attempt_timeout{30000};
@@ -61,15 +68,10 @@ struct YandexOptions {
   const Clock* clock = nullptr;            // null: the system clock
 };
 
-// The authorized key file named by YC_SERVICE_ACCOUNT_KEY_FILE; invalid_argument when unset or unreadable.
-Result<AuthorizedKey> key_from_env();
-// YC_FOLDER_ID; invalid_argument when unset.
-Result<std::string> folder_from_env();
-
 class YandexProvider final : public Provider {
  public:
-  // invalid_argument for a missing key, folder, subnet or image, a bad zone or label key, an empty shape
-  // list or a malformed endpoint.
+  // invalid_argument for a missing key (and login) or folder, a malformed subnet or image id, a bad zone or
+  // label key, an empty shape list or a malformed endpoint. With `unusable` set, the folder may be missing.
   static Result<std::unique_ptr<YandexProvider>> make(YandexOptions opts);
 
   std::string_view name() const override { return "yandex"; }
@@ -84,10 +86,16 @@ class YandexProvider final : public Provider {
   // The instance name for a launch: tsum-<run id, cleaned>-<8 hex of the token's SHA-256>.
   static std::string instance_name(const LaunchSpec& spec);
 
+  // The image its machines boot: image_id, else the latest of image_family (images:latestByFamily).
+  Task<Result<std::string>> image();
+
  private:
   YandexProvider(YandexOptions opts, std::unique_ptr<YandexApi> api);
   double now_s() const;
   Result<CreateInstance> create_spec(const Offer& offer, const LaunchSpec& spec) const;
+  // The image and subnet a create names: the configured ones, else found once (the family's latest image, the
+  // folder's first subnet in the zone) and kept.
+  Task<Result<std::pair<std::string, std::string>>> image_and_subnet();
   Task<Result<YandexOperation>> wait_for(YandexOperation op, std::chrono::milliseconds deadline);
   Task<Result<InstanceHandle>> adopt(const CreateInstance& c, const LaunchSpec& spec, double created_at);
   InstanceHandle handle_of(const std::string& id, const std::string& name, const std::string& platform, double created_at) const;
@@ -99,6 +107,7 @@ class YandexProvider final : public Provider {
   SystemClock system_clock_;
   std::optional<std::vector<Offer>> catalog_;
   double catalog_at_s_ = 0;
+  std::string image_id_, subnet_id_;  // found, when not configured
 };
 
 }  // namespace tsum::providers::yandex

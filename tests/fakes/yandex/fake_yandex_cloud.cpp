@@ -67,6 +67,16 @@ http::LoopbackReply FakeYandexCloud::fault_answer(int status, const std::string&
 
 Route FakeYandexCloud::token(const http::LoopbackRequest& req) {
   auto doc = parse_json_safely(req.body);
+  auto issue = [this] {
+    const double expires = server_.clock().now_s() + opts_.token_lifetime_s;
+    const std::string token = server_.book().issue("t1.fake-", expires);
+    return reply_of({200, {{"iamToken", token}, {"expiresAt", fake_cloud::rfc3339(expires)}}});
+  };
+  if (req.method == "POST" && doc && doc->is_object() && (*doc)["yandexPassportOauthToken"].is_string()) {
+    if ((*doc)["yandexPassportOauthToken"] != opts_.oauth_token)
+      return Route::refuse(reply_of(yc_error(401, "The OAuth token is invalid or expired")));
+    return Route::to("iam.token", issue);
+  }
   if (req.method != "POST" || !doc || !doc->is_object() || !(*doc)["jwt"].is_string())
     return Route::reply(reply_of(yc_error(400, "POST {\"jwt\": ...} to the token endpoint")));
   const std::string jwt = (*doc)["jwt"].get<std::string>();
@@ -74,11 +84,7 @@ Route FakeYandexCloud::token(const http::LoopbackRequest& req) {
   auto verified = verify_ps256_jwt(jwt, opts_.public_key_pem);
   if (!verified) return refuse("Invalid JWT: " + verified.error().detail);
   if (auto why = jwt_refusal(*verified, opts_, iam_url(), server_.clock().now_s()); !why.empty()) return refuse(why);
-  return Route::to("iam.token", [this] {
-    const double expires = server_.clock().now_s() + opts_.token_lifetime_s;
-    const std::string token = server_.book().issue("t1.fake-", expires);
-    return reply_of({200, {{"iamToken", token}, {"expiresAt", fake_cloud::rfc3339(expires)}}});
-  });
+  return Route::to("iam.token", issue);
 }
 
 Route FakeYandexCloud::route(const http::LoopbackRequest& req) {
@@ -91,6 +97,25 @@ Route FakeYandexCloud::route(const http::LoopbackRequest& req) {
   if (!server_.book().valid(*bearer, server_.clock().now_s()))
     return Route::refuse(reply_of(yc_error(401, "The token is invalid or expired: '" + *bearer + "'")));
   const auto segments = fake_cloud::split_path(path);
+  if (path == "/compute/v1/images:latestByFamily" && req.method == "GET") {
+    fake_cloud::Query q(target->query.begin(), target->query.end());
+    auto it = opts_.image_families.find(q["family"]);
+    if (q["folderId"] != "standard-images" || it == opts_.image_families.end())
+      return Route::reply(reply_of(yc_error(404, "Image family " + q["family"] + " not found in folder " + q["folderId"])));
+    return Route::to("images.getLatestByFamily", [id = it->second, family = it->first] {
+      return reply_of({200, {{"id", id}, {"folderId", "standard-images"}, {"family", family}, {"status", "READY"}}});
+    });
+  }
+  if (path == "/vpc/v1/subnets" && req.method == "GET") {
+    fake_cloud::Query q(target->query.begin(), target->query.end());
+    if (q["folderId"] != opts_.compute.folder_id)
+      return Route::reply(reply_of(yc_error(403, "Permission denied to folder " + q["folderId"])));
+    return Route::to("subnets.list", [this, folder = q["folderId"]] {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& [zone, id] : opts_.subnets) list.push_back({{"id", id}, {"folderId", folder}, {"zoneId", zone}});
+      return reply_of({200, {{"subnets", list}}});
+    });
+  }
   if (path.starts_with("/compute/v1/")) {
     ComputeCall call{req.method, fake_cloud::split_path(std::string_view(path).substr(12)), target->query, req.body};
     std::string method = compute_method(call);

@@ -2,20 +2,25 @@
 // shared fake server (fake_cloud/fake_server.h: loopback HTTP(S), call book, faults, guests). It answers:
 //   POST /iam/v1/tokens          {"jwt": ...}: a PS256 JWT signed by the authorized key (kid = its id,
 //                                iss = its service account, aud = iam_url(), at most an hour long and current)
-//                                gives {"iamToken", "expiresAt"}
+//                                gives {"iamToken", "expiresAt"}; so does {"yandexPassportOauthToken": the
+//                                user's OAuth token the yc CLI keeps}
 //   /compute/v1/instances...     Compute (fake_yandex_compute.h)
+//   GET /compute/v1/images:latestByFamily   the latest image of a family in standard-images
+//   GET /vpc/v1/subnets          the folder's subnets, one per zone
 //   GET /operations/{id}         the Operation API
 //   GET /billing/v1/skus         Billing SKUs (fake_yandex_billing.h)
 // Everything but the token endpoint needs "Authorization: Bearer <an IAM token issued and not expired>".
 // Refusals quote the credential they got back (as a careless proxy might), so tests can check that the
 // client redacts it. Method names (for faults and the call book): iam.token, instances.create,
-// instances.get, instances.list, instances.delete, operations.get, skus.list.
+// instances.get, instances.list, instances.delete, operations.get, skus.list, images.getLatestByFamily,
+// subnets.list.
 // Point the provider at it with iam_endpoint = iam_url(), compute_endpoint = compute_url(),
 // operation_endpoint = operation_url(), billing_endpoint = billing_url() and, for HTTPS, http.ca_file.
 // Guests: an instance's guest id is its id; its metadata user-data is up while PROVISIONING, STARTING or
 // RUNNING.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +37,10 @@ struct FakeYandexCloudOptions {
   FakeYandexComputeOptions compute = {};
   int sku_page_size = 1000;
   double token_lifetime_s = 12 * 3600;
+  std::string oauth_token = "y0_tsumfakeoauthtoken";  // a user's OAuth token the IAM endpoint exchanges
+  // images:latestByFamily in standard-images: family -> image id; and the folder's subnet in each zone.
+  std::map<std::string, std::string> image_families = {{"ubuntu-2204-lts", "fd8fakeubuntu2204"}, {"debian-12", "fd8fakedebian12"}};
+  std::map<std::string, std::string> subnets = {{"ru-central1-a", "e9bfakesubneta"}, {"ru-central1-b", "e2lfakesubnetb"}};
 };
 
 class FakeYandexCloud final : public fake_cloud::FakeCloudApi {

@@ -1,6 +1,6 @@
 // tsum-login-probe: resolves one cloud's login chain for cases read as JSON lines on stdin and prints one JSON
 // line per case, for the differential tests beside it (each holds a chain against its SDK or CLI).
-//   in:  {"cloud": "aws" | "gce" | "hetzner" | "kubernetes", "env": {NAME: value}, "home": DIR, and what tsum's config may name: "profile"
+//   in:  {"cloud": "aws" | "gce" | "hetzner" | "kubernetes" | "yandex", "env": {NAME: value}, "home": DIR, and what tsum's config may name: "profile"
 //        (aws), "context" (hetzner)}
 //   out: {"error": true, "detail"} or {"error": false, ...}:
 //     aws      "region", "creds": PLAN; PLAN is {"method", "access_key", "secret_key", "token"} for keys (a
@@ -11,6 +11,7 @@
 //              metadata server is asked (its ping and project) as google-auth asks it
 //     hetzner  "token", "endpoint", "context"
 //     kubernetes  "server", "ca", "token", "cert", "key" (PEM or the file's text), "namespace"; "context" in
+//     yandex   "kind" (key, oauth, metadata), "service_account_id", "oauth_token", "folder", "zone"; "profile" in
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +24,7 @@
 #include "providers/gce/gce_login.h"
 #include "providers/hetzner/hetzner_login.h"
 #include "providers/kubernetes/kubeconfig.h"
+#include "providers/yandex/yandex_login.h"
 
 using nlohmann::json;
 using tsum::providers::http::LoginEnvironment;
@@ -100,6 +102,13 @@ json resolve(const json& in, const LoginEnvironment& env) {
     return {{"error", false}, {"server", o.api_url}, {"ca", text(o.ca_pem, o.ca_file)},
             {"token", text(o.token, o.token_file)}, {"cert", text(o.client_cert_pem, o.client_cert_file)},
             {"key", text(o.client_key_pem, o.client_key_file)}, {"namespace", o.namespace_}};
+  }
+  if (cloud == "yandex") {
+    auto login = tsum::providers::yandex::resolve_yandex_login(env, in.value("profile", ""));
+    if (!login) return {{"error", true}, {"detail", login.error().detail}};
+    const auto& c = login->credentials;
+    return {{"error", false}, {"kind", c.kind}, {"service_account_id", c.key.service_account_id},
+            {"oauth_token", c.oauth_token}, {"folder", login->folder_id}, {"zone", login->zone}};
   }
   if (cloud == "hetzner") {
     auto login = tsum::providers::hetzner::resolve_hetzner_login(env, in.value("context", ""));

@@ -178,7 +178,7 @@ TEST_CASE("create refuses what it cannot launch, naming why; make() checks its o
 
   auto o = c.options(test_key());
   CHECK(YandexProvider::make(o).ok());
-  for (auto change : {+[](YandexOptions& x) { x.folder_id.clear(); }, +[](YandexOptions& x) { x.subnet_id.clear(); },
+  for (auto change : {+[](YandexOptions& x) { x.folder_id.clear(); }, +[](YandexOptions& x) { x.subnet_id = "e9b/x"; },
                       +[](YandexOptions& x) { x.image_id = "a/b"; }, +[](YandexOptions& x) { x.zone = "RU"; },
                       +[](YandexOptions& x) { x.shapes.clear(); }, +[](YandexOptions& x) { x.key.id.clear(); },
                       +[](YandexOptions& x) { x.compute_endpoint = "ftp://x"; }}) {
