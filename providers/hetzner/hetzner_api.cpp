@@ -22,6 +22,9 @@ Error api_error(const std::string& what, int status, const std::string& body) {
   }
   std::string detail = what + " (HTTP " + std::to_string(status) + "): " + (code.empty() ? "no error code" : code) +
                        (message.empty() ? "" : ": " + message);
+  if (status == 401)  // the fix, in the words of the Cloud Console and the CLI
+    detail += "; the project's API token is refused: make a new one (Cloud Console, Security, API tokens) and run "
+              "'hcloud context create NAME'";
   Code c = Code::invalid_argument;
   if (code == "not_found" || (code.empty() && status == 404)) c = Code::not_found;
   else if (code == "uniqueness_error") c = Code::already_exists;

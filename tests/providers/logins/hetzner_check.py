@@ -33,7 +33,8 @@ def main():
             check(rc == 0 and re.search(r"hetzner: usable, context work \(~/.config/hcloud/cli.toml\), \d+ offers", out),
                   f"an empty section takes the active context: {out.strip()}")
             rc, out = run(home, {"HCLOUD_CONTEXT": "old"}, "check", "--config", config)
-            check(rc == 1 and "hetzner: not usable with context old" in out and "401" in out and out.count("\n") == 1,
+            check(rc == 1 and "hetzner: not usable with context old" in out and "401" in out and out.count("\n") == 1 and
+                  "run 'hcloud context create NAME'" in out,
                   f"a context whose token the cloud refuses: one line: {out.strip()}")
             rc, out = run(home, {"HCLOUD_CONTEXT": "gone"}, "check", "--config", config)
             check(rc == 1 and "context 'gone' is not in ~/.config/hcloud/cli.toml (it has work, old)" in out and
