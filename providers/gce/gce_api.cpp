@@ -77,8 +77,13 @@ Error GceApi::redacted(Error e) const {
   return e;
 }
 
+const std::string& GceApi::login_kind() const {
+  static const std::string service_account = "service_account";
+  return opts_.login ? opts_.login->kind : service_account;
+}
+
 Result<http::HttpRequest> GceApi::token_request(double now) {
-  const std::string kind = opts_.login ? opts_.login->kind : "service_account";
+  const std::string& kind = login_kind();
   http::HttpRequest req{.method = "POST", .url = opts_.token_endpoint,
                         .headers = {{"Content-Type", "application/x-www-form-urlencoded"}}, .timeout = opts_.attempt_timeout};
   if (kind == "metadata") {
@@ -104,7 +109,7 @@ Task<Status> GceApi::refresh_token() {
   auto req = token_request(now);
   if (!req) co_return req.error();
   auto res = co_await http_.send(*req);
-  const std::string kind = opts_.login ? opts_.login->kind : "service_account";
+  const std::string& kind = login_kind();
   const std::string what = kind == "metadata"          ? "OAuth2 token from the metadata server"
                            : kind == "authorized_user" ? "OAuth2 token for client " + opts_.login->user.client_id
                                                        : "OAuth2 token for " + opts_.account.client_email;

@@ -64,6 +64,8 @@ class GceApi {
   double now_s() const;
   // A new access token: a new assertion exchanged, the user's refresh token exchanged, or the metadata server's.
   Task<Status> refresh_token();
+  // How tokens are got: "service_account" (the account's JWT), or the login's kind.
+  const std::string& login_kind() const;
   // The token request for the credentials held.
   Result<http::HttpRequest> token_request(double now);
   // e with every credential this client holds removed from its detail.

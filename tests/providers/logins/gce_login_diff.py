@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 
-from login_testing import arguments, probe, verdict
+from login_testing import arguments, compare, failed_alike, probe
 
 
 GCLOUD = r'''#!/usr/bin/python3
@@ -203,26 +203,18 @@ def main():
         pem = subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
                              capture_output=True, text=True, check=True).stdout
         cases = [make_case(rng, root, pem, i, present, absent) for i in range(count)]
-        expected = [google_resolve(c, bindir) for c in cases]
-        differences, kinds = 0, {}
-        for case, want, got in zip(cases, expected, probe(tool, cases)):
-            kind = "error" if want["error"] else want["kind"]
-            kinds[kind] = kinds.get(kind, 0) + 1
-            if want["error"] or got["error"]:
-                same = want["error"] and got["error"] and got["detail"].startswith("gce: ") and "run '" in got["detail"]
-            else:
-                if not want["project"] and want["kind"] != "metadata":
-                    # tsum's own rule: gcloud's configured project where google-auth finds none
-                    want = {**want, "project": gcloud_project(case, bindir)}
-                same = got == want
-            if not same:
-                differences += 1
-                if differences <= 5:
-                    print(f"case: {json.dumps(case)}\n  google-auth: {json.dumps(want)}\n  tsum:        {json.dumps(got)}")
+        expected = []
+        for case in cases:
+            want = google_resolve(case, bindir)
+            if not want["error"] and not want["project"] and want["kind"] != "metadata":
+                # tsum's own rule: gcloud's configured project where google-auth finds none
+                want["project"] = gcloud_project(case, bindir)
+            expected.append(want)
+        compare(cases, expected, probe(tool, cases),
+                lambda want, got: failed_alike(want, got, "gce: ", ["run '"]) if want["error"] or got["error"] else got == want,
+                "google-auth")
     present_server.shutdown()
     absent_server.shutdown()
-    print(f"{count} logins, by google-auth's answer: {json.dumps(kinds, sort_keys=True)}")
-    verdict(differences, count, "google-auth")
 
 
 if __name__ == "__main__":

@@ -13,13 +13,12 @@ Generates N seeded random files and environments (missing files, unknown context
 broken TOML) and compares: error or not, token, endpoint and context.
 Usage: hetzner_login_diff.py <path to tsum-login-probe> [count] [seed]
 """
-import json
 import os
 import random
 import sys
 import tempfile
 
-from login_testing import arguments, probe, verdict
+from login_testing import arguments, compare, failed_alike, probe
 
 try:
     import toml
@@ -112,21 +111,10 @@ def main():
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="tsum-hetzner-login-") as root:
         cases = [make_case(rng, root, i) for i in range(count)]
-        differences, kinds = 0, {"error": 0, "token": 0}
-        for case, got in zip(cases, probe(tool, cases)):
-            want = reference(case)
-            kinds["error" if got["error"] else "token"] += 1
-            if got["error"] and want["error"]:
-                if not got["detail"].startswith("hetzner: ") or "run '" not in got["detail"] and "set " not in got["detail"]:
-                    differences += 1
-                    print(f"DIFF (no fix named): {json.dumps(case)}\n  tsum: {got['detail']}")
-                continue
-            if got != want:
-                differences += 1
-                print(f"DIFF: {json.dumps(case)}\n  tsum: {json.dumps(got)}\n  cli:  {json.dumps(want)}")
-    print(f"{count} cases (seed {seed}): {kinds['token']} logins, {kinds['error']} errors")
-    verdict(differences, count, "the hcloud CLI's order")
-
+        compare(cases, [reference(c) for c in cases], probe(tool, cases),
+                lambda want, got: (failed_alike(want, got, "hetzner: ", ["run '", "set "]) if want["error"] or got["error"]
+                                   else got == want),
+                "the hcloud CLI's order")
 
 if __name__ == "__main__":
     main()

@@ -20,7 +20,7 @@ import tempfile
 
 import yaml
 
-from login_testing import arguments, probe, verdict
+from login_testing import arguments, compare, probe
 
 CLUSTERS, USERS, CONTEXTS = ["c1", "c2"], ["u1", "u2"], ["dev", "prod", "ml"]
 
@@ -113,18 +113,8 @@ def main():
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="tsum-kubeconfig-") as root:
         cases = [make_case(rng, root, i) for i in range(count)]
-        differences, errors = 0, 0
-        for case, got in zip(cases, probe(tool, cases)):
-            want = kubectl(case)
-            errors += want["error"]
-            same = (want["error"] and got["error"]) if want["error"] or got["error"] else want == got
-            if not same:
-                differences += 1
-                if differences <= 5:
-                    print(f"case: {json.dumps(case)}\n  kubectl: {json.dumps(want)}\n  tsum:    {json.dumps(got)}")
-    print(f"{count} kubeconfigs: {count - errors} resolved by kubectl, {errors} refused")
-    verdict(differences, count, "kubectl")
-
+        compare(cases, [kubectl(c) for c in cases], probe(tool, cases),
+                lambda want, got: want["error"] and got["error"] if want["error"] or got["error"] else got == want, "kubectl")
 
 if __name__ == "__main__":
     main()

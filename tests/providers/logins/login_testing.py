@@ -16,6 +16,26 @@ def arguments(default_count):
     return sys.argv[1], count, seed
 
 
+def failed_alike(want, got, prefix, fixes):
+    """Both refused the login, and tsum's one line names the cloud and a fix (one of `fixes`)."""
+    return want["error"] and got["error"] and got["detail"].startswith(prefix) and any(f in got["detail"] for f in fixes)
+
+
+def compare(cases, expected, answers, same, reference):
+    """Counts the cases where tsum's answer and the reference's differ (not same(want, got)), printing the first
+    five, tallies the reference's answers by kind, and exits non-zero on any difference."""
+    differences, kinds = 0, {}
+    for case, want, got in zip(cases, expected, answers):
+        kind = "error" if want["error"] else want.get("kind", "resolved")
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if not same(want, got):
+            differences += 1
+            if differences <= 5:
+                print(f"case: {json.dumps(case)}\n  {reference}: {json.dumps(want)}\n  tsum: {json.dumps(got)}")
+    print(f"{len(cases)} cases, by {reference}'s answer: {json.dumps(kinds, sort_keys=True)}")
+    verdict(differences, len(cases), reference)
+
+
 def verdict(differences, count, reference):
     if differences:
         sys.exit(f"FAIL: {differences} of {count} differ from {reference}")

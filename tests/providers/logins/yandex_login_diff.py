@@ -19,7 +19,7 @@ import tempfile
 
 import yaml
 
-from login_testing import arguments, probe, verdict
+from login_testing import arguments, compare, failed_alike, probe
 
 NAMES = ["default", "prod", "sa"]
 
@@ -130,22 +130,9 @@ def main():
                          capture_output=True, text=True, check=True).stdout
     with tempfile.TemporaryDirectory(prefix="tsum-yandex-login-") as root:
         cases = [make_case(rng, root, pem, i) for i in range(count)]
-        differences, kinds = 0, {}
-        for case, got in zip(cases, probe(tool, cases)):
-            want = reference(case)
-            kind = "error" if want["error"] else want["kind"]
-            kinds[kind] = kinds.get(kind, 0) + 1
-            if want["error"] or got["error"]:
-                same = want["error"] and got["error"] and got["detail"].startswith("yandex: ") and "'yc " in got["detail"]
-            else:
-                same = got == want
-            if not same:
-                differences += 1
-                if differences <= 5:
-                    print(f"case: {json.dumps(case)}\n  yc:   {json.dumps(want)}\n  tsum: {json.dumps(got)}")
-    print(f"{count} logins, by the documented order: {json.dumps(kinds, sort_keys=True)}")
-    verdict(differences, count, "the yc CLI's documented configuration")
-
+        compare(cases, [reference(c) for c in cases], probe(tool, cases),
+                lambda want, got: failed_alike(want, got, "yandex: ", ["'yc "]) if want["error"] or got["error"] else got == want,
+                "the yc CLI's documented configuration")
 
 if __name__ == "__main__":
     main()
