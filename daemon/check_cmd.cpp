@@ -35,6 +35,7 @@ struct Found {
 Found found(const CloudConfig& c, std::string_view name) {
   if (name == "aws" && c.aws) return {c.aws->login, c.aws->login_error};
   if (name == "gce" && c.gce) return {c.gce->login, c.gce->login_error};
+  if (name == "azure" && c.azure) return {c.azure->login, c.azure->login_error};
   if (name == "hetzner" && c.hetzner) return {c.hetzner->login, c.hetzner->login_error};
   if (name == "yandex" && c.yandex) return {c.yandex->login, c.yandex->login_error};
   return {};

@@ -95,9 +95,10 @@ Status parse_gce(Fields& f, const std::string& dir, GceSection* g) {
 Status parse_azure(Fields& f, const std::string& dir, AzureSection* a) {
   auto& o = a->options;
   auto& c = o.credentials;
-  for (auto s : {f.text("tenant_id", &c.tenant_id, true), f.text("client_id", &c.client_id, true),
-                 f.text("subscription_id", &c.subscription_id, true),
-                 secret(f, "client_secret", dir, true, &a->client_secret), f.text("location", &o.location),
+  const bool keys = f.has("client_id") || f.has("tenant_id") || f.has("client_secret_env") || f.has("client_secret_file");
+  for (auto s : {f.text("tenant_id", &c.tenant_id, keys), f.text("client_id", &c.client_id, keys),
+                 f.text("subscription_id", &c.subscription_id),
+                 secret(f, "client_secret", dir, keys, &a->client_secret), f.text("location", &o.location),
                  f.integer("disk_gb", &o.disk_gb, 30, 65536), f.text("admin_username", &o.admin_username),
                  endpoint(f, "login_endpoint", &o.login_endpoint),
                  endpoint(f, "management_endpoint", &o.management_endpoint),

@@ -53,7 +53,9 @@ struct GceSection {
 struct AzureSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("azure");  // startup_deadline_s
   providers::azure::AzureOptions options;
-  SecretRef client_secret;
+  SecretRef client_secret;  // with tenant_id and client_id; none named: the user's login (azure_login.h)
+  std::string login;        // what resolve_cloud_secrets found
+  std::string login_error;  // or why there is none, with the fix
 };
 struct HetznerSection {
   std::chrono::seconds startup_deadline = default_startup_deadline("hetzner");  // startup_deadline_s
@@ -87,7 +89,7 @@ struct CloudConfig {
 
 inline constexpr std::string_view kCloudNames[] = {"aws", "gce", "azure", "hetzner", "yandex"};
 // The clouds whose empty section means "my login and the defaults".
-inline constexpr std::string_view kLoginClouds[] = {"aws", "gce", "hetzner", "yandex"};
+inline constexpr std::string_view kLoginClouds[] = {"aws", "gce", "azure", "hetzner", "yandex"};
 
 // Parses providers.<name> for one of kCloudNames into `out`. `dir` resolves relative file paths. Pure: no
 // file or environment is read.

@@ -10,6 +10,7 @@
 
 #include "daemon/cloud_config.h"
 #include "daemon/config_fields.h"
+#include "providers/azure/azure_login.h"
 #include "providers/gce/gce_login.h"
 #include "providers/hetzner/hetzner_login.h"
 #include "providers/yandex/yandex_login.h"
@@ -117,6 +118,40 @@ void gce_login(GceSection& g, const providers::http::LoginEnvironment& env) {
             (g.project_set ? " (the config file)" : " (" + login->project_from + ")");
 }
 
+// The user's Azure login for a section that names no service principal; a subscription or login endpoint the
+// section names wins. A managed identity is asked for here (1 s to answer, when probed).
+void azure_login(AzureSection& a, const providers::http::LoginEnvironment& env) {
+  namespace azure = providers::azure;
+  auto& o = a.options;
+  const std::string configured = o.credentials.subscription_id;
+  auto login = azure::resolve_azure_login(env);
+  if (login && login->fallback) {
+    boost::asio::io_context io;
+    providers::http::HttpClient http(o.http);
+    Result<azure::AzureLogin> settled = make_error(Code::internal, "not asked");
+    boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> { settled = co_await azure::settle_azure_login(http, *login); },
+                          boost::asio::detached);
+    io.run();
+    login = std::move(settled);
+  }
+  if (!login) {
+    a.login_error = login.error().detail;
+    o.unusable = a.login_error;
+    return;
+  }
+  o.credentials = login->credentials;
+  if (!configured.empty()) o.credentials.subscription_id = configured;
+  if (o.login_endpoint.empty()) o.login_endpoint = login->login_endpoint;
+  if (o.credentials.subscription_id.empty()) {
+    a.login_error = "azure: " + login->source + " names no subscription; set AZURE_SUBSCRIPTION_ID, run 'az account set "
+                    "--subscription ID', or give subscription_id";
+    o.unusable = a.login_error;
+    return;
+  }
+  a.login = login->source + ", subscription " + o.credentials.subscription_id +
+            (configured.empty() ? " (" + login->subscription_from + ")" : " (the config file)");
+}
+
 // The hcloud CLI's login for a section that names no token; an endpoint the section names wins.
 void hetzner_login(HetznerSection& h, const providers::http::LoginEnvironment& env) {
   auto login = providers::hetzner::resolve_hetzner_login(env, h.context);
@@ -177,8 +212,26 @@ Status resolve_cloud_secrets(CloudConfig& c) {
       gce_login(g, providers::http::LoginEnvironment::current());
     }
   }
-  if (c.azure)
-    if (auto s = read_into(c.azure->client_secret, &c.azure->options.credentials.client_secret); !s) return s;
+  if (c.azure) {
+    auto& a = *c.azure;
+    if (a.client_secret.named()) {
+      if (auto s = read_into(a.client_secret, &a.options.credentials.client_secret); !s) return s;
+      auto& sub = a.options.credentials.subscription_id;
+      if (sub.empty()) {  // the keys in the file, the subscription as found: AZURE_SUBSCRIPTION_ID or the CLI's
+        const auto env = providers::http::LoginEnvironment::current();
+        auto login = providers::azure::resolve_azure_login(env);
+        sub = env.get("AZURE_SUBSCRIPTION_ID");
+        if (sub.empty() && login) sub = login->credentials.subscription_id;
+        if (sub.empty())
+          return make_error(Code::invalid_argument, "providers.azure.subscription_id: not given, and neither AZURE_SUBSCRIPTION_ID "
+                                                    "nor the Azure CLI names one");
+      }
+      a.login = "service principal " + a.options.credentials.client_id + " (the config file), subscription " +
+                a.options.credentials.subscription_id;
+    } else {
+      azure_login(a, providers::http::LoginEnvironment::current());
+    }
+  }
   if (c.hetzner) {
     auto& h = *c.hetzner;
     if (auto s = read_into(h.token, &h.options.token); !s) return s;

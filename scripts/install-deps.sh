@@ -15,7 +15,7 @@ runtime="dataset-fashion-mnist curl ca-certificates gzip procps sqlite3"
 libs="libtorch1.13 libopenblas0-openmp libsqlite3-0 libssl3 libcurl4 libxml2 zlib1g libturbojpeg0 libcctz2 tzdata"
 # Tests: the independent reference implementations and the real peers the tests talk to; Chromium for the
 # dashboard's browser test; clang and its libFuzzer runtime for the fuzz targets (bench/fuzz.sh).
-tests="python3-torch python3-jsonschema python3-botocore python3-jwt python3-google-auth python3-hcloud python3-toml python3-yaml python3-azure python3-kubernetes
+tests="python3-torch python3-jsonschema python3-botocore python3-jwt python3-google-auth python3-hcloud python3-toml python3-yaml python3-azure azure-cli python3-kubernetes
   kubernetes-client cloud-init iproute2 iptables libnetfilter-queue-dev
   openssh-server openssh-client openssl chromium docker.io debootstrap docker-registry ccache
   clang libclang-rt-14-dev"

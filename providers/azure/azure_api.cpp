@@ -1,7 +1,10 @@
 #include "providers/azure/azure_api.h"
 
 #include "common/json_util.h"
+#include "providers/azure/azure_login.h"
+#include "providers/gce/jwt.h"
 #include "providers/http/base_url.h"
+#include "providers/http/login_env.h"
 #include "providers/http/codec.h"
 #include "providers/http/redact.h"
 
@@ -86,10 +89,17 @@ bool same_origin(std::string_view url, std::string_view base) {
 
 Result<std::unique_ptr<AzureApi>> AzureApi::make(AzureApiOptions opts) {
   const auto& c = opts.credentials;
-  if (c.tenant_id.empty() || c.client_id.empty() || c.client_secret.empty())
-    return make_error(Code::invalid_argument, "azure: no service principal (tenant id, client id and client secret)");
-  if (c.tenant_id.find_first_of("/?#%& ") != std::string::npos)
-    return make_error(Code::invalid_argument, "azure: tenant id '" + c.tenant_id + "' is not valid");
+  const bool remote = c.kind != "managed_identity";
+  if (opts.unusable.empty()) {
+    if (c.kind != "secret" && c.kind != "certificate" && c.kind != "workload_identity" && c.kind != "cli_user" && remote)
+      return make_error(Code::invalid_argument, "azure: unknown login kind '" + c.kind + "'");
+    if (remote && (c.tenant_id.empty() || c.client_id.empty()))
+      return make_error(Code::invalid_argument, "azure: no service principal (tenant id and client id)");
+    if (c.kind == "secret" && c.client_secret.empty())
+      return make_error(Code::invalid_argument, "azure: no client secret for client " + c.client_id);
+    if (remote && c.tenant_id.find_first_of("/?#%& ") != std::string::npos)
+      return make_error(Code::invalid_argument, "azure: tenant id '" + c.tenant_id + "' is not valid");
+  }
   auto login = endpoint(opts.login_endpoint, "https://login.microsoftonline.com", "login");
   if (!login) return login.error();
   auto management = endpoint(opts.management_endpoint, "https://management.azure.com", "management");
@@ -97,6 +107,12 @@ Result<std::unique_ptr<AzureApi>> AzureApi::make(AzureApiOptions opts) {
   auto prices = endpoint(opts.prices_endpoint, "https://prices.azure.com/api/retail/prices", "prices");
   if (!prices) return prices.error();
   auto api = std::unique_ptr<AzureApi>(new AzureApi(std::move(opts)));
+  if (api->opts_.unusable.empty() && api->opts_.credentials.kind == "certificate") {
+    auto cert = load_client_certificate(api->opts_.credentials.certificate_path, api->opts_.credentials.certificate_password);
+    if (!cert) return cert.error();
+    api->x5t_ = cert->x5t;
+    api->certificate_key_ = cert->private_key_pem;
+  }
   api->management_ = *management;
   api->prices_ = *prices;
   api->token_url_ = *login + "/" + api->opts_.credentials.tenant_id + "/oauth2/v2.0/token";
@@ -108,26 +124,83 @@ AzureApi::AzureApi(AzureApiOptions opts) : opts_(std::move(opts)), http_(opts_.h
 double AzureApi::now_s() const { return opts_.clock ? opts_.clock->now_s() : system_clock_.now_s(); }
 
 Error AzureApi::redacted(Error e) const {
-  e.detail = http::redact(std::move(e.detail), {access_token_, opts_.credentials.client_secret});
+  e.detail = http::redact(std::move(e.detail), {access_token_, opts_.credentials.client_secret, opts_.credentials.refresh_token});
   return e;
+}
+
+// The token request for the login's kind (azure_api.h's AzureCredentials).
+Result<http::HttpRequest> AzureApi::token_request() {
+  const auto& c = opts_.credentials;
+  if (c.kind == "managed_identity")
+    return http::HttpRequest{.method = "GET",
+                             .url = c.imds_url + "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=" +
+                                    http::uri_encode("https://management.azure.com/") + (c.identity.empty() ? "" : "&" + c.identity),
+                             .headers = {{"Metadata", "true"}}, .timeout = opts_.attempt_timeout};
+  const bool user = c.kind == "cli_user";  // MSAL asks a user's token with OpenID's scopes beside the resource's
+  http::Fields form{{"client_id", c.client_id},
+                    {"scope", std::string(kManagementScope) + (user ? " offline_access openid profile" : "")}};
+  if (user) {
+    form.emplace_back("grant_type", "refresh_token");
+    form.emplace_back("refresh_token", c.refresh_token);
+  } else {
+    form.emplace_back("grant_type", "client_credentials");
+    std::string assertion;
+    if (c.kind == "secret") {
+      form.emplace_back("client_secret", c.client_secret);
+    } else if (c.kind == "workload_identity") {
+      auto token = http::read_login_file(c.token_file);
+      if (!token || http::trim(*token).empty())
+        return make_error(Code::invalid_argument, "azure: the federated token file " + c.token_file + " cannot be read");
+      assertion = http::trim(*token);
+    } else {  // certificate: RFC 7523's client assertion, as MSAL signs it
+      const auto now = static_cast<long long>(now_s());
+      const nlohmann::json header = {{"alg", "RS256"}, {"typ", "JWT"}, {"x5t", x5t_}};
+      const nlohmann::json claims = {{"aud", token_url_}, {"iss", c.client_id}, {"sub", c.client_id},
+                                     {"jti", http::sha256_hex(c.client_id + std::to_string(now) + "/" + std::to_string(++assertions_)).substr(0, 32)},
+                                     {"nbf", now}, {"iat", now}, {"exp", now + 600}};
+      const std::string signing_input = gce::base64url_encode(header.dump()) + "." + gce::base64url_encode(claims.dump());
+      auto sig = gce::rs256_sign(certificate_key_, signing_input);
+      if (!sig) return make_error(Code::invalid_argument, "azure: the certificate's key cannot sign: " + sig.error().detail);
+      assertion = signing_input + "." + gce::base64url_encode(*sig);
+    }
+    if (!assertion.empty()) {
+      form.emplace_back("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
+      form.emplace_back("client_assertion", assertion);
+    }
+  }
+  return http::HttpRequest{.method = "POST", .url = token_url_, .headers = {{"Content-Type", "application/x-www-form-urlencoded"}},
+                           .body = http::form_encode(form), .timeout = opts_.attempt_timeout};
 }
 
 Task<Status> AzureApi::refresh_token() {
   const double now = now_s();
-  const http::Fields form{{"grant_type", "client_credentials"}, {"client_id", opts_.credentials.client_id},
-                         {"client_secret", opts_.credentials.client_secret}, {"scope", std::string(kManagementScope)}};
-  const http::HttpRequest req{.method = "POST", .url = token_url_,
-                              .headers = {{"Content-Type", "application/x-www-form-urlencoded"}},
-                              .body = http::form_encode(form), .timeout = opts_.attempt_timeout};
-  auto res = co_await http_.send(req);
-  const std::string what = "Entra ID token for client " + opts_.credentials.client_id;
+  const auto& c = opts_.credentials;
+  if (!opts_.unusable.empty()) co_return make_error(Code::invalid_argument, opts_.unusable);
+  auto req = token_request();
+  if (!req) co_return req.error();
+  auto res = co_await http_.send(*req);
+  const std::string what = c.kind == "managed_identity" ? "managed identity token from " + c.imds_url
+                           : c.kind == "cli_user"       ? "Entra ID token for the Azure CLI's login"
+                                                        : "Entra ID token for client " + c.client_id;
   if (!res) co_return redacted(make_error(res.code(), what + ": " + res.error().detail));
-  if (res->status != 200) co_return redacted(api_error(what, res->status, azure_error(res->body)));
+  if (res->status != 200) {
+    Error e = redacted(api_error(what, res->status, azure_error(res->body)));
+    if (c.kind == "cli_user" && (e.detail.find("invalid_grant") != std::string::npos || res->status == 400 || res->status == 401))
+      e.detail += "; the Azure CLI's login has expired: run 'az login'";
+    co_return e;
+  }
   auto doc = parse_json_safely(res->body);
-  if (!doc || !doc->is_object() || !(*doc)["access_token"].is_string() || !(*doc)["expires_in"].is_number())
+  // expires_in is a number from Entra ID and a string from the metadata service
+  double expires_in = -1;
+  if (doc && doc->is_object() && doc->contains("expires_in")) {
+    const auto& e = (*doc)["expires_in"];
+    if (e.is_number()) expires_in = e.get<double>();
+    else if (e.is_string()) expires_in = std::strtod(e.get<std::string>().c_str(), nullptr);
+  }
+  if (!doc || !doc->is_object() || !(*doc)["access_token"].is_string() || !(expires_in > 0))
     co_return make_error(Code::internal, what + ": the answer has no access_token and expires_in");
   access_token_ = (*doc)["access_token"].get<std::string>();
-  token_expires_s_ = now + (*doc)["expires_in"].get<double>();
+  token_expires_s_ = now + expires_in;
   co_return Status{};
 }
 

@@ -1,6 +1,7 @@
 // AzureApi: the calls tsum's Azure adapter makes, over HttpClient (with its retries):
-//   Microsoft Entra ID   client-credentials grant (POST <login>/<tenant>/oauth2/v2.0/token with the app's
-//                        client id and secret, scope https://management.azure.com/.default); the access
+//   Microsoft Entra ID   a token for scope https://management.azure.com/.default by the login's kind
+//                        (AzureCredentials): POST <login>/<tenant>/oauth2/v2.0/token with a client secret, a
+//                        client assertion or a refresh token, or GET the metadata service's token; the access
 //                        token is kept until 5 minutes before it expires and sent as "Authorization: Bearer"
 //   Azure Resource Manager  JSON calls on the management endpoint; an answer of 401 drops the token and the
 //                        call is tried once more with a fresh one
@@ -32,16 +33,30 @@ using http::Task;
 
 inline constexpr std::string_view kManagementScope = "https://management.azure.com/.default";
 
-// A service principal: an Entra ID app registration with a client secret, and the subscription it works in.
+// How AzureApi gets its Entra ID tokens (azure_login.h finds them), and the subscription it works in:
+//   secret             a service principal's client secret (client-credentials grant)
+//   certificate        its certificate: a signed client assertion (RS256, x5t) instead of the secret
+//   workload_identity  the federated token in token_file as the client assertion (read for every token)
+//   cli_user           the Azure CLI's refresh token for a user (refresh-token grant, the CLI's client id)
+//   managed_identity   the instance metadata service at imds_url (identity: "client_id=..." and the like for
+//                      a user-assigned identity)
 struct AzureCredentials {
+  std::string kind = "secret";
   std::string tenant_id = {};
   std::string client_id = {};
   std::string client_secret = {};
   std::string subscription_id = {};
+  std::string certificate_path = {};
+  std::string certificate_password = {};
+  std::string token_file = {};
+  std::string refresh_token = {};
+  std::string imds_url = {};
+  std::string identity = {};
 };
 
 struct AzureApiOptions {
   AzureCredentials credentials = {};
+  std::string unusable = {};        // no login: every call fails with this (why, and the fix)
   std::string login_endpoint;       // e.g. https://login.microsoftonline.com
   std::string management_endpoint;  // e.g. https://management.azure.com
   std::string prices_endpoint;      // e.g. https://prices.azure.com/api/retail/prices
@@ -84,6 +99,7 @@ class AzureApi {
   explicit AzureApi(AzureApiOptions opts);
   double now_s() const;
   Task<Status> refresh_token();
+  Result<http::HttpRequest> token_request();
   Error redacted(Error e) const;
   Task<Result<ArmReply>> call(const std::string& what, const std::string& method, const std::string& url,
                               const std::string& body);
@@ -92,6 +108,8 @@ class AzureApi {
   std::string management_;
   std::string prices_;
   std::string token_url_;
+  std::string x5t_, certificate_key_;  // certificate
+  int assertions_ = 0;
   SystemClock system_clock_;
   std::string access_token_;
   double token_expires_s_ = 0;

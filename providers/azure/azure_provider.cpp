@@ -47,25 +47,14 @@ std::string data_field(const InstanceHandle& h, const char* name, const std::str
 
 }  // namespace
 
-Result<AzureCredentials> credentials_from_env() {
-  AzureCredentials c;
-  for (auto [name, field] : {std::pair{"AZURE_TENANT_ID", &c.tenant_id}, {"AZURE_CLIENT_ID", &c.client_id},
-                             {"AZURE_CLIENT_SECRET", &c.client_secret}, {"AZURE_SUBSCRIPTION_ID", &c.subscription_id}}) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return make_error(Code::invalid_argument, std::string(name) + " must be set");
-    *field = v;
-  }
-  return c;
-}
-
 Result<std::unique_ptr<AzureProvider>> AzureProvider::make(AzureOptions opts) {
   const std::string& sub = opts.credentials.subscription_id;
   opts.cloud_init.spot_notice = "azure";  // Scheduled Events' Preempt
-  if (sub.empty() || sub.find_first_of("/?#%& ") != std::string::npos)
+  if (opts.unusable.empty() && (sub.empty() || sub.find_first_of("/?#%& ") != std::string::npos))
     return make_error(Code::invalid_argument, "azure: no valid subscription id");
   if (!valid_location(opts.location)) return make_error(Code::invalid_argument, "azure: location '" + opts.location + "' is not valid");
   if (!valid_tag_text(opts.tag_name)) return make_error(Code::invalid_argument, "azure: tag name '" + opts.tag_name + "' is not valid");
-  auto made = AzureApi::make({.credentials = opts.credentials, .login_endpoint = opts.login_endpoint,
+  auto made = AzureApi::make({.credentials = opts.credentials, .unusable = opts.unusable, .login_endpoint = opts.login_endpoint,
                               .management_endpoint = opts.management_endpoint, .prices_endpoint = opts.prices_endpoint,
                               .http = opts.http, .attempt_timeout = opts.attempt_timeout, .clock = opts.clock});
   if (!made) return made.error();

@@ -23,7 +23,7 @@
 //   list_tagged resource groups with $filter=tagName eq '<tag_name>' and tagValue eq '<tag>', every page.
 //   offers     azure_catalog.h, fetched on first use and kept for catalog_ttl.
 // Handles: id = the resource group's name; data holds subscription, location, vm and vm_size.
-// Every ARM call goes through AzureApi: client-credentials OAuth2, retried by HttpClient on 429 and 5xx.
+// Every ARM call goes through AzureApi: the login's OAuth2 tokens, retried by HttpClient on 429 and 5xx.
 // Not thread-safe: call from one thread (the daemon's io_context).
 #pragma once
 
@@ -42,7 +42,8 @@
 namespace tsum::providers::azure {
 
 struct AzureOptions {
-  AzureCredentials credentials = {};       // see credentials_from_env()
+  AzureCredentials credentials = {};       // the login (azure_login.h) and the subscription
+  std::string unusable = {};               // no login: every call fails with this (why, and the fix)
   std::string location = "westeurope";
   std::string login_endpoint = {};         // base URL overrides; empty: Azure's public cloud
   std::string management_endpoint = {};
@@ -61,10 +62,6 @@ struct AzureOptions {
   std::chrono::seconds catalog_ttl{3600};
   const Clock* clock = nullptr;            // null: the system clock
 };
-
-// AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET and AZURE_SUBSCRIPTION_ID (the names azure-identity
-// and the az CLI use); invalid_argument names the first one unset.
-Result<AzureCredentials> credentials_from_env();
 
 class AzureProvider final : public Provider {
  public:

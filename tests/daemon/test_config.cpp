@@ -205,8 +205,10 @@ TEST_CASE("cloud sections: unknown fields, missing and doubled secrets, bad URLs
         "providers.aws.security_group_ids: must be an array of strings");
   CHECK(config_error(R"({"providers":{"gce":{"service_account_env":"G","cloud_init_dir":"opt"}}})") ==
         "providers.gce.cloud_init_dir: must be an absolute path of letters, digits, / _ . -");
-  CHECK(config_error(R"({"providers":{"azure":{"tenant_id":"t","client_id":"c","client_secret_env":"S"}}})") ==
-        "providers.azure.subscription_id: is required");
+  CHECK(config_error(R"({"providers":{"azure":{}}})") == "(ok)");  // the user's login (azure_login.h)
+  CHECK(config_error(R"({"providers":{"azure":{"subscription_id":"s"}}})") == "(ok)");
+  CHECK(config_error(R"({"providers":{"azure":{"client_id":"c","client_secret_env":"S"}}})") ==
+        "providers.azure.tenant_id: is required");
   CHECK(config_error(R"({"providers":{"yandex":{"key_env":"K","folder_id":"f","subnet_id":"s","image_id":"i","operation_poll_ms":1}}})") ==
         "providers.yandex.operation_poll_ms: must be an integer from 10 to 60000");
   CHECK(config_error(R"({"providers":{"aws":[]}})") == "providers.aws: must be an object");

@@ -1,7 +1,13 @@
 // FakeAzureCloud: a stateful fake of the Azure endpoints tsum's Azure provider talks to, on the shared fake
 // server (fake_cloud/fake_server.h: loopback HTTP(S), call book, faults, guests). It answers:
 //   POST /<tenant>/oauth2/v2.0/token             client-credentials grant: the app's client_id and
-//                                                client_secret, scope https://management.azure.com/.default
+//                                                client_secret, or a client assertion: a JWT signed by the
+//                                                certificate's key (x5t its thumbprint, aud this URL) or the
+//                                                federated token (workload identity); refresh-token grant for
+//                                                the Azure CLI's client id; scope https://management.azure.com/.default
+//   GET /metadata/identity/oauth2/token          the instance metadata service's managed identity (Metadata:
+//                                                true), when managed_identity; 400 "no identity" otherwise
+//   GET /metadata/instance/compute/subscriptionId  the VM's subscription
 //   GET /<tenant>/v2.0/.well-known/openid-configuration   for OAuth2 libraries that discover the endpoint
 //   /subscriptions/...                           Resource Manager (fake_arm.h) and Resource SKUs
 //   GET /api/retail/prices                       the Retail Prices API (no authentication)
@@ -30,7 +36,11 @@ struct FakeAzureCloudOptions {
   fake_cloud::FakeServerOptions server = {};
   std::string tenant_id = "11111111-2222-4333-8444-555555555555";
   std::string client_id = "66666666-7777-4888-9999-000000000000";
-  std::string client_secret = {};  // required
+  std::string client_secret = {};    // the grants it takes: at least one of these
+  std::string certificate_pem = {};  // the app's certificate (PEM): assertions signed by its key
+  std::string federated_token = {};  // workload identity's token, as the assertion
+  std::string refresh_token = {};    // the Azure CLI's refresh token for a user
+  bool managed_identity = false;     // the metadata service hands out tokens
   FakeArmOptions arm = {};
   RetailPaging retail = {};
   int sku_page_size = 100;
@@ -41,7 +51,7 @@ class FakeAzureCloud final : public fake_cloud::FakeCloudApi {
  public:
   explicit FakeAzureCloud(FakeAzureCloudOptions opts);
 
-  // invalid_argument without a client secret; else see LoopbackServer::start.
+  // invalid_argument without a grant to take; else see LoopbackServer::start.
   Result<std::uint16_t> start();
   fake_cloud::FakeServer& server() { return server_; }
   const fake_cloud::FakeServer& server() const { return server_; }
@@ -65,6 +75,9 @@ class FakeAzureCloud final : public fake_cloud::FakeCloudApi {
   http::LoopbackReply fault_answer(int status, const std::string& method) const override;
   std::vector<fake_guest::LiveInstance> live_guests() const override;
   fake_cloud::Route token(const http::LoopbackRequest& req);
+  fake_cloud::Route issue();
+  // Why a client assertion is refused; "" when it is the federated token or verifies with the certificate.
+  std::string assertion_refused(const std::string& assertion, const std::string& audience) const;
 
   FakeAzureCloudOptions opts_;
   FakeArm arm_;

@@ -65,9 +65,10 @@ class Checks:
 
     def run(self, home, env, *args):
         """tsumd ARGS with HOME=home and only env (and PATH): the exit code and what it printed. No cloud's
-        metadata server answers (AWS's is off; GCE's is a closed port, refused at once) unless env says so."""
+        metadata server answers (AWS's is off; GCE's and Azure's are a closed port, refused at once) unless env says so."""
         e = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AWS_EC2_METADATA_DISABLED": "true",
-             "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_ROOT": "127.0.0.1:9", **env}
+             "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_ROOT": "127.0.0.1:9",
+             "AZURE_POD_IDENTITY_AUTHORITY_HOST": "http://127.0.0.1:9", **env}
         p = subprocess.run([self.tsumd, *args], env=e, capture_output=True, text=True, timeout=120)
         return p.returncode, p.stdout + p.stderr
 
@@ -96,3 +97,21 @@ def write(path, text, mode=0o600):
     with open(path, "w") as f:
         f.write(text)
     os.chmod(path, mode)
+
+
+AZURE_CLI_CLIENT = "04b07795-8ddb-461a-bbee-02f9e1bf7b46"
+
+
+def azure_cli_login(home, subscription, tenant, user, refresh_token):
+    """The files `az login` leaves for a user: azureProfile.json (the default subscription) and MSAL's token cache."""
+    write(os.path.join(home, ".azure", "azureProfile.json"), json.dumps({"installationId": "i", "subscriptions": [
+        {"id": subscription, "name": "Work", "state": "Enabled", "user": {"name": user, "type": "user"}, "isDefault": True,
+         "tenantId": tenant, "environmentName": "AzureCloud"}]}))
+    home_id = "oid-1." + tenant
+    write(os.path.join(home, ".azure", "msal_token_cache.json"), json.dumps({
+        "Account": {f"{home_id}-login.microsoftonline.com-{tenant}": {
+            "home_account_id": home_id, "environment": "login.microsoftonline.com", "realm": tenant,
+            "local_account_id": "oid-1", "username": user, "authority_type": "MSSTS"}},
+        "RefreshToken": {f"{home_id}-login.microsoftonline.com-refreshtoken-{AZURE_CLI_CLIENT}--": {
+            "credential_type": "RefreshToken", "secret": refresh_token, "home_account_id": home_id,
+            "environment": "login.microsoftonline.com", "client_id": AZURE_CLI_CLIENT, "family_id": "1"}}}))

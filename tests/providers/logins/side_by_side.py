@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """The goal of a user who has only logged in with the cloud's own tool (`aws configure --profile work` with
-AWS_PROFILE=work; `gcloud auth application-default login`; `hcloud context create work`; `yc init`): with an empty section and the default limits, an experiment of
+AWS_PROFILE=work; `gcloud auth application-default login`; `az login`; `hcloud context create work`; `yc init`): with an empty section and the default limits, an experiment of
 2 configurations x 2 repetitions has its 4 machines up at once on the cloud's fake (its instances seen by the
-cloud's own client or API: botocore, Compute Engine's aggregated list, hcloud-python, Yandex Compute's list), and cancelling it leaves none running.
-Usage: side_by_side.py aws|gce|hetzner|yandex <tsumd> <the cloud's fake>
+cloud's own client or API: botocore, Compute Engine's aggregated list, ARM's list of VMs, hcloud-python, Yandex
+Compute's list), and cancelling it leaves none running.
+Usage: side_by_side.py aws|gce|azure|hetzner|yandex <tsumd> <the cloud's fake>
 """
 import json
 import os
@@ -16,7 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from login_testing import Checks, write
+from login_testing import AZURE_CLI_CLIENT, Checks, azure_cli_login, write
 
 CLOUD, TSUMD, FAKE = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -95,6 +96,32 @@ class Yandex:
         return [(i["resources"]["cores"], i["id"]) for i in items if i["status"] in ("PROVISIONING", "STARTING", "RUNNING")]
 
 
+class Azure:
+    tenant, subscription = "11111111-2222-4333-8444-555555555555", "00000000-0000-4000-8000-000000000001"
+    refresh = "tsum-fake-refresh-token"  # what the fake's token endpoint takes for the Azure CLI's client
+    fake_args = ["--refresh-token", refresh, "--operation-s", "0.2", "--starting-s", "0.2"]
+    types = ["Standard_D2s_v5", "Standard_D4s_v5"]
+
+    def login(self, home, url):
+        azure_cli_login(home, self.subscription, self.tenant, "me@example.com", self.refresh)
+        self.url = url
+        # The fake's endpoints (the CLI's cloud settings hold them for a sovereign cloud): the only fields.
+        self.section = {"login_endpoint": url, "management_endpoint": url, "prices_endpoint": url + "/api/retail/prices"}
+        return {"AZURE_POD_IDENTITY_AUTHORITY_HOST": "http://127.0.0.1:9"}, "azure: login Azure CLI (~/.azure, user me@example.com)"
+
+    def live(self):
+        form = urllib.parse.urlencode({"grant_type": "refresh_token", "client_id": AZURE_CLI_CLIENT, "refresh_token": self.refresh,
+                                       "scope": "https://management.azure.com/.default offline_access"})
+        with urllib.request.urlopen(f"{self.url}/{self.tenant}/oauth2/v2.0/token", data=form.encode(), timeout=30) as r:
+            token = json.loads(r.read())["access_token"]
+        req = urllib.request.Request(f"{self.url}/subscriptions/{self.subscription}/providers/Microsoft.Compute/"
+                                     "virtualMachines?api-version=2023-03-01", headers={"Authorization": "Bearer " + token})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            items = json.loads(r.read()).get("value", [])
+        return [(v["properties"]["hardwareProfile"]["vmSize"], v["id"]) for v in items
+                if v["properties"]["provisioningState"] in ("Creating", "Succeeded")]
+
+
 class Hetzner:
     fake_args = ["--initializing-s", "0.2", "--starting-s", "0.2", "--deleting-s", "0.2"]
     types = ["cx22", "cpx11"]
@@ -124,7 +151,7 @@ def until(what, predicate, timeout_s=90):
 
 
 def main():
-    cloud = {"aws": Aws, "gce": Gce, "hetzner": Hetzner, "yandex": Yandex}[CLOUD]()
+    cloud = {"aws": Aws, "gce": Gce, "azure": Azure, "hetzner": Hetzner, "yandex": Yandex}[CLOUD]()
     c = Checks(TSUMD)
     url = c.start_fake(FAKE, "--listen", "127.0.0.1:0", *cloud.fake_args)
     daemon = None

@@ -12,6 +12,9 @@
 //     hetzner  "token", "endpoint", "context"
 //     kubernetes  "server", "ca", "token", "cert", "key" (PEM or the file's text), "namespace"; "context" in
 //     yandex   "kind" (key, oauth, metadata), "service_account_id", "oauth_token", "folder", "zone"; "profile" in
+//     azure    "kind" (secret, certificate, workload_identity, managed_identity, cli_user), "tenant", "client_id",
+//              "secret", "certificate", "token_file", "refresh_token", "username", "identity", "subscription";
+//              the metadata service is asked as azure-identity asks it
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,6 +24,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "providers/aws/aws_login.h"
+#include "providers/azure/azure_login.h"
 #include "providers/gce/gce_login.h"
 #include "providers/hetzner/hetzner_login.h"
 #include "providers/kubernetes/kubeconfig.h"
@@ -102,6 +106,25 @@ json resolve(const json& in, const LoginEnvironment& env) {
     return {{"error", false}, {"server", o.api_url}, {"ca", text(o.ca_pem, o.ca_file)},
             {"token", text(o.token, o.token_file)}, {"cert", text(o.client_cert_pem, o.client_cert_file)},
             {"key", text(o.client_key_pem, o.client_key_file)}, {"namespace", o.namespace_}};
+  }
+  if (cloud == "azure") {
+    namespace azure = tsum::providers::azure;
+    auto login = azure::resolve_azure_login(env);
+    if (login && login->fallback) {
+      boost::asio::io_context io;
+      tsum::providers::http::HttpClient http(tsum::providers::http::HttpClientOptions{});
+      tsum::Result<azure::AzureLogin> settled = tsum::make_error(tsum::Code::internal, "not asked");
+      boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> { settled = co_await azure::settle_azure_login(http, *login); },
+                            boost::asio::detached);
+      io.run();
+      login = std::move(settled);
+    }
+    if (!login) return {{"error", true}, {"detail", login.error().detail}};
+    const auto& c = login->credentials;
+    return {{"error", false}, {"kind", c.kind}, {"tenant", c.tenant_id}, {"client_id", c.client_id},
+            {"secret", c.client_secret}, {"certificate", c.certificate_path}, {"token_file", c.token_file},
+            {"refresh_token", c.refresh_token}, {"username", login->username}, {"identity", c.identity},
+            {"subscription", c.subscription_id}};
   }
   if (cloud == "yandex") {
     auto login = tsum::providers::yandex::resolve_yandex_login(env, in.value("profile", ""));
