@@ -553,8 +553,9 @@ int offers(cli::Context& c, const Args& a) {
     rows.push_back({o.value("provider", ""), o.value("instance_type", ""), o["vcpus"].dump(),
                     cli::fixed(o.value("memory_gib", json()), 1), o["gpus"].dump() + (o.value("gpu_type", "").empty() ? "" : " " + o["gpu_type"].get<std::string>()),
                     cli::fixed(o.value("hourly_price", json()), 4) + " " + o.value("currency", ""),
-                    o.contains("spot_hourly_price") ? cli::fixed(o["spot_hourly_price"], 4) : "-"});
-  cli::print_table(c.out, {"PROVIDER", "INSTANCE", "VCPUS", "MEM_GIB", "GPUS", "PRICE/H", "SPOT/H"}, rows);
+                    o.contains("spot_hourly_price") ? cli::fixed(o["spot_hourly_price"], 4) : "-",
+                    o.value("image", "").empty() ? "-" : o.value("image", "")});
+  cli::print_table(c.out, {"PROVIDER", "INSTANCE", "VCPUS", "MEM_GIB", "GPUS", "PRICE/H", "SPOT/H", "IMAGE"}, rows);
   for (const auto& e : r->json["errors"])
     c.err << "tsumd: provider " << e.value("provider", "") << ": " << e.value("detail", "") << "\n";
   return kExitOk;

@@ -171,7 +171,7 @@ void add_health_and_offer_routes(Router& router, const RestContext& c) {
         json row = {{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
                     {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
                     {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
-                    {"note", o.note}, {"billing_rule", o.billing_rule},
+                    {"note", o.note}, {"billing_rule", o.billing_rule}, {"image", o.image},
                     {"markets", spot ? json{"on-demand", "spot"} : json{"on-demand"}}};
         if (spot) {
           row["spot_hourly_price"] = o.spot_hourly_price > 0 ? json(o.spot_hourly_price) : json(nullptr);

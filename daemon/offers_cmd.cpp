@@ -59,11 +59,12 @@ Result<billing::Catalog> refreshed_catalog(const std::string& provider, const st
 }
 
 void print_table(const std::vector<providers::Offer>& all) {
-  std::printf("%-8s %-24s %6s %5s %12s %-4s  %-20s %s\n", "PROVIDER", "TYPE", "VCPUS", "GPUS", "PER HOUR", "CUR",
-              "BILLING", "REGION");
+  std::printf("%-8s %-24s %6s %5s %12s %-4s  %-20s %-14s %s\n", "PROVIDER", "TYPE", "VCPUS", "GPUS", "PER HOUR", "CUR",
+              "BILLING", "REGION", "IMAGE");
   for (const auto& o : all)
-    std::printf("%-8s %-24s %6d %5d %12.4f %-4s  %-20s %s\n", o.provider.c_str(), o.instance_type.c_str(), o.vcpus,
-                o.gpus, o.hourly_price, o.currency.c_str(), o.billing_rule.c_str(), o.region.c_str());
+    std::printf("%-8s %-24s %6d %5d %12.4f %-4s  %-20s %-14s %s\n", o.provider.c_str(), o.instance_type.c_str(), o.vcpus,
+                o.gpus, o.hourly_price, o.currency.c_str(), o.billing_rule.c_str(), o.region.c_str(),
+                o.image.empty() ? "-" : o.image.c_str());
 }
 
 }  // namespace
@@ -136,7 +137,8 @@ int offers_command(const std::string& config_path, const std::string& only, bool
       offers.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
                      {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
                      {"hourly_price", o.hourly_price}, {"spot_hourly_price", o.spot_hourly_price},
-                     {"currency", o.currency}, {"region", o.region}, {"billing_rule", o.billing_rule}, {"note", o.note}});
+                     {"currency", o.currency}, {"region", o.region}, {"billing_rule", o.billing_rule}, {"note", o.note},
+                        {"image", o.image}});
     std::cout << nlohmann::json{{"offers", offers}, {"errors", errors}}.dump(2) << "\n";
   } else {
     print_table(all);

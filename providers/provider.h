@@ -61,10 +61,11 @@ struct Offer {
   std::string billing_rule = {};  // the rule this offer is billed by (billing/rule_book); empty: the provider's
   std::string family = {};     // the machine family ("c4", "n2", "Standard_D"); empty: from the instance type's name
   std::string cpu_model = {};  // where the provider says it
+  std::string image = {};      // what its machines boot (an AMI id, an image family, a marketplace URN); "" unknown
 };
 
 // What a run on `offer` runs on, as stored with the run (runs.machine) and read back by the planner:
-// family (the offer's, else billing::instance_family of its type), vcpus, memory_gib, gpus, gpu_type, cpu_model;
+// family (the offer's, else billing::instance_family of its type), vcpus, memory_gib, gpus, gpu_type, cpu_model, image;
 // unknown fields are left out.
 inline nlohmann::json machine_of(const Offer& offer) {
   nlohmann::json m = nlohmann::json::object();
@@ -74,6 +75,7 @@ inline nlohmann::json machine_of(const Offer& offer) {
   if (offer.memory_gib > 0) m["memory_gib"] = offer.memory_gib;
   if (offer.gpus > 0) m["gpus"] = offer.gpus, m["gpu_type"] = offer.gpu_type;
   if (!offer.cpu_model.empty()) m["cpu_model"] = offer.cpu_model;
+  if (!offer.image.empty()) m["image"] = offer.image;
   return m;
 }
 

@@ -96,6 +96,10 @@ Task<Result<std::vector<Offer>>> AwsProvider::offers(const Requirements& req) {
       if (!fetched) co_return make_error(fetched.code(), region + ": " + fetched.error().detail);
       catalog_[region] = std::move(*fetched);
       catalog_at_s_[region] = now_s();
+      for (auto& o : catalog_[region]) {  // each type's image (amd64 or arm64), found once with the prices
+        auto ami = co_await image(region, o.instance_type);
+        o.image = ami ? *ami : std::string();
+      }
     }
     for (const auto& o : catalog_[region])
       if (satisfies(o, req)) out.push_back(o);

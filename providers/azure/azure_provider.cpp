@@ -78,6 +78,8 @@ Task<Result<std::vector<Offer>>> AzureProvider::offers(const Requirements& req) 
     if (!fetched) co_return fetched.error();
     catalog_ = std::move(*fetched);
     catalog_at_s_ = now_s();
+    const auto& i = opts_.image;  // the marketplace image as `az vm create --image` names it; "latest" resolved at create
+    for (auto& o : *catalog_) o.image = i.publisher + ":" + i.offer + ":" + i.sku + ":" + i.version;
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)

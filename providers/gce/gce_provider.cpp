@@ -64,6 +64,7 @@ Task<Result<std::vector<Offer>>> GceProvider::offers(const Requirements& req) {
     if (!fetched) co_return fetched.error();
     catalog_ = std::move(*fetched);
     catalog_at_s_ = now_s();
+    for (auto& o : *catalog_) o.image = opts_.source_image;  // a family: GCE takes its newest image at create
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)

@@ -215,6 +215,7 @@ Task<Result<std::vector<Offer>>> HetznerProvider::offers(const Requirements& req
     if (!fetched) co_return fetched.error();
     catalog_ = std::move(*fetched);
     catalog_at_s_ = now_s();
+    for (auto& o : *catalog_) o.image = opts_.image;  // a system image's name, e.g. ubuntu-22.04
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)

@@ -66,6 +66,8 @@ Task<Result<std::vector<Offer>>> YandexProvider::offers(const Requirements& req)
     if (!fetched) co_return fetched.error();
     catalog_ = std::move(*fetched);
     catalog_at_s_ = now_s();
+    auto found = co_await image();  // the family's latest, found once with the prices; unknown if it cannot be
+    for (auto& o : *catalog_) o.image = found ? *found : std::string();
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)

@@ -85,6 +85,8 @@ def main():
             offers = json.loads(out[out.index("{"):]).get("offers", []) if "{" in out else []
             check(rc == 0 and offers and all(o["region"] == "eu-central-1" for o in offers),
                   f"offers through the login, in its region: {len(offers)} offers")
+            check(offers and all(o["image"].startswith("ami-") for o in offers),
+                  f"each offer names its AMI, found in SSM: {sorted({o['image'] for o in offers})}")
     finally:
         c.finish()
 

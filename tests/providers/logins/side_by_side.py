@@ -205,6 +205,8 @@ def main():
             runs = until("4 machines up at once", four_at_once)
             c.check(len(runs) == 4, f"2 configs x 2 repetitions: {types}, {len(runs)} runs")
             c.check(len({t for t, _ in live()}) == 2, "the fake has all 4 machines running, of both types")
+            images = {r["id"]: api("GET", f"/v1/runs/{r['id']}").get("machine", {}).get("image", "") for r in runs}
+            c.check(all(images.values()), f"each run shows the image its machine boots, found, not typed: {set(images.values())}")
             log.seek(0)
             text = log.read()
             limits = next((l for l in text.splitlines() if "runs at once: 64 in all;" in l), "")
