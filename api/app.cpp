@@ -334,7 +334,26 @@ boost::asio::awaitable<Result<uint16_t>> App::start() {
   runs_->start();
   boost::asio::co_spawn(io_, schedules_->run(), boost::asio::detached);
   boost::asio::co_spawn(io_, settle_loop(), boost::asio::detached);
+  boost::asio::co_spawn(io_, ask_quotas(), boost::asio::detached);
   co_return port_;
+}
+
+// Each cloud whose cap no flag named takes the account's quota as its cap, asked once after start (in the
+// background: a slow cloud delays nothing); one that reports none, or cannot be asked, keeps the default.
+boost::asio::awaitable<void> App::ask_quotas() {
+  for (auto* p : providers_.all()) {
+    const std::string name(p->name());
+    if (!runs_->limits().defaulted.count(name)) continue;
+    auto quota = co_await p->machine_quota();
+    if (stopping_) co_return;
+    if (quota) {
+      runs_->set_provider_cap(name, quota->machines);
+      std::cerr << "tsumd: " << name << ": " << quota->machines << " machines at once (" << quota->source << ")\n";
+    } else if (quota.code() != Code::not_found && quota.code() != Code::invalid_argument) {  // a login's error is logged already
+      std::cerr << "tsumd: " << name << ": its quota could not be read (" << quota.error().detail << "); "
+                << runs_->limits().per_provider.at(name) << " machines at once\n";
+    }
+  }
 }
 
 boost::asio::awaitable<void> App::settle_loop() {

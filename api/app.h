@@ -111,6 +111,7 @@ class App {
   Result<std::vector<billing::CsvRun>> trace_runs() const;
   // Settles finished runs' costs into the sums (daemon/totals.h) every second until shutdown.
   boost::asio::awaitable<void> settle_loop();
+  boost::asio::awaitable<void> ask_quotas();
   // One batch of retention (AppOptions::keep_logs_days); false when nothing more is due.
   bool let_go_batch();
 

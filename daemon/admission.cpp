@@ -56,7 +56,8 @@ std::vector<int64_t> admit(const std::vector<QueueEntry>& queued, const std::vec
 
 void default_caps(QueueLimits& limits, const std::vector<std::string>& providers) {
   for (const auto& p : providers)
-    if (p != "local" && p != "ssh" && p != "trace") limits.per_provider.try_emplace(p, kDefaultProviderCap);
+    if (p != "local" && p != "ssh" && p != "trace" && limits.per_provider.try_emplace(p, kDefaultProviderCap).second)
+      limits.defaulted.insert(p);
 }
 
 std::string describe_limits(const QueueLimits& limits, const std::vector<std::string>& providers) {

@@ -12,12 +12,14 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <set>
 #include <vector>
 
 namespace tsum::daemon {
 
 // What runs at once unless the flags say otherwise: 64 runs in all; each cloud or cluster provider 8 machines
-// (default_caps); the local provider by its cores, an ssh host one run, a trace replay only by the global cap.
+// (default_caps), a cloud's then the account's quota where the cloud reports one (Provider::machine_quota,
+// asked after start); the local provider by its cores, an ssh host one run, a trace replay only by the global cap.
 inline constexpr int kDefaultGlobalCap = 64;
 inline constexpr int kDefaultProviderCap = 8;
 
@@ -26,6 +28,7 @@ struct QueueLimits {
   std::map<std::string, int> per_provider;   // absent: no cap beyond the global one
   std::map<std::string, int> per_type;       // by instance type
   int local_cores = 0;                       // host cores for the local provider; 0: do not check
+  std::set<std::string> defaulted;           // the per_provider caps default_caps set (no flag named them)
 };
 
 struct QueueEntry {

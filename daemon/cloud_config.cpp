@@ -66,7 +66,7 @@ Status parse_aws(Fields& f, const std::string& dir, AwsSection* a) {
   if (f.has("profile") && keys) return Fields::bad(f.at("profile"), "give profile (a login) or access_key_id (keys), not both");
   for (auto s : {f.text("region", &o.region), f.strings("regions", &o.regions), f.text("image_id", &o.image_id),
                  f.text("image_parameter", &o.image_parameter),
-                 endpoint(f, "ssm_endpoint", &o.ssm_endpoint),
+                 endpoint(f, "ssm_endpoint", &o.ssm_endpoint), endpoint(f, "quotas_endpoint", &o.quotas_endpoint),
                  f.text("access_key_id", &o.credentials.access_key_id, keys), f.text("profile", &a->profile),
                  secret(f, "secret_access_key", dir, keys, &a->secret_access_key),
                  secret(f, "session_token", dir, false, &a->session_token), f.text("key_name", &o.key_name),
@@ -128,7 +128,8 @@ Status parse_yandex(Fields& f, const std::string& dir, YandexSection* y) {
     return Fields::bad(f.at("image_family"), "give image_id (one image) or image_family (its latest), not both");
   for (auto s : {secret(f, "key", dir, false, &y->key), f.text("profile", &y->profile), f.text("folder_id", &o.folder_id),
                  f.text("subnet_id", &o.subnet_id), f.text("image_id", &o.image_id), f.text("image_family", &o.image_family),
-                 endpoint(f, "vpc_endpoint", &o.vpc_endpoint), f.text("zone", &o.zone),
+                 endpoint(f, "vpc_endpoint", &o.vpc_endpoint), endpoint(f, "metadata_endpoint", &y->metadata_endpoint),
+                 f.text("zone", &o.zone),
                  f.text("currency", &o.currency), f.integer("disk_gb", &o.disk_gb, 5, 65536),
                  f.text("disk_type", &o.disk_type), endpoint(f, "iam_endpoint", &o.iam_endpoint),
                  endpoint(f, "compute_endpoint", &o.compute_endpoint),

@@ -70,6 +70,7 @@ struct YandexSection {
   providers::yandex::YandexOptions options;
   SecretRef key;                   // the authorized key file's JSON; none named: the yc CLI's login
   std::string profile;             // the yc profile to use; "" the current one
+  std::string metadata_endpoint;   // the VM's metadata server (instance-service-account); "" 169.254.169.254
   bool folder_set = false, zone_set = false;  // named; else the login's
   std::string login;               // what resolve_cloud_secrets found
   std::string login_error;         // or why there is none, with the fix

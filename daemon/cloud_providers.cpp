@@ -75,6 +75,7 @@ void aws_login(AwsSection& a, const providers::aws::AwsEnvironment& env) {
     if (o.ec2_endpoint.empty()) o.ec2_endpoint = login->endpoints.ec2;
     if (o.pricing_endpoint.empty()) o.pricing_endpoint = login->endpoints.pricing;
     if (o.ssm_endpoint.empty()) o.ssm_endpoint = login->endpoints.ssm;
+    if (o.quotas_endpoint.empty()) o.quotas_endpoint = login->endpoints.quotas;
     so.endpoints = login->endpoints;
     plan = login->plan;
     a.login = plan.describe(env.home) + ", region " + (o.regions.empty() ? o.region : o.regions.front()) +
@@ -177,6 +178,7 @@ void yandex_login(YandexSection& y, const providers::http::LoginEnvironment& env
   y.options.key = c.key;
   y.options.oauth_token = c.oauth_token;
   y.options.metadata = c.kind == "metadata";
+  if (!y.metadata_endpoint.empty()) y.options.metadata_host = y.metadata_endpoint.substr(y.metadata_endpoint.find("://") + 3);
   if (!y.folder_set) y.options.folder_id = login->folder_id;
   if (!y.zone_set && !login->zone.empty()) y.options.zone = login->zone;
   y.login = login->source + ", folder " + y.options.folder_id + ", zone " + y.options.zone;

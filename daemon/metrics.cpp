@@ -130,6 +130,13 @@ providers::Task<Result<std::vector<providers::InstanceHandle>>> MeteredProvider:
   co_return r;
 }
 
+providers::Task<Result<providers::MachineQuota>> MeteredProvider::machine_quota() {
+  auto t0 = Steady::now();
+  auto r = co_await inner_->machine_quota();
+  if (r || r.code() != Code::not_found) metrics_.record(name(), "machine_quota", since(t0), r.ok());
+  co_return r;
+}
+
 namespace {
 
 // What instances cost under their providers' rules (daemon/budget.h), and the monthly budget.

@@ -70,6 +70,7 @@ class MeteredProvider final : public providers::Provider {
       const std::vector<providers::InstanceHandle>& handles) override;
   providers::Task<Status> terminate(const providers::InstanceHandle& h) override;
   providers::Task<Result<std::vector<providers::InstanceHandle>>> list_tagged(std::string_view tag) override;
+  providers::Task<Result<providers::MachineQuota>> machine_quota() override;
 
  private:
   std::unique_ptr<providers::Provider> inner_;

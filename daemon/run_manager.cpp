@@ -85,6 +85,11 @@ void RunManager::start() {
   asio::co_spawn(io_, dispatch_loop(), asio::detached);
 }
 
+void RunManager::set_provider_cap(const std::string& provider, int machines) {
+  opts_.limits.per_provider[provider] = std::max(1, machines);
+  notify();
+}
+
 void RunManager::notify() {
   if (dispatch_due_) return;  // a pass is coming, and it will see this change too
   dispatch_due_ = true;

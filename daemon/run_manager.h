@@ -81,6 +81,9 @@ class RunManager {
   void start();
   // New queued runs exist: look now rather than at the next poll.
   void notify();
+  // A provider's cap, from now (the account's quota found after start); the limits in force.
+  void set_provider_cap(const std::string& provider, int machines);
+  const QueueLimits& limits() const { return opts_.limits; }
 
   // Cancels a run: a live one is terminated by its coroutine, a queued one is marked cancelled at once.
   // already_exists for a finished run, not_found for an unknown one.

@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -158,6 +159,24 @@ struct InstanceStatus {
   std::optional<int> exit_status = std::nullopt;
 };
 
+// The most machines of a provider that may run at once by the account's quota, and what it was read from.
+struct MachineQuota {
+  int machines = 0;
+  std::string source;  // e.g. "the vCPU quota 32 over 2-vCPU machines"
+};
+
+// A vCPU quota as machines: vcpu_limit over the fewest vCPUs an offer has, at least 1; nullopt with no offers
+// or a limit that is not a positive number.
+inline std::optional<MachineQuota> machines_within(double vcpu_limit, const std::vector<Offer>& offers, const std::string& what) {
+  int fewest = 0;
+  for (const auto& o : offers)
+    if (o.vcpus > 0 && (fewest == 0 || o.vcpus < fewest)) fewest = o.vcpus;
+  if (fewest == 0 || !(vcpu_limit >= 1) || vcpu_limit > 1e7) return std::nullopt;
+  const int machines = std::max(1, static_cast<int>(vcpu_limit) / fewest);
+  return MachineQuota{machines, what + " " + std::to_string(static_cast<long long>(vcpu_limit)) + " over " +
+                                    std::to_string(fewest) + "-vCPU machines"};
+}
+
 class Provider {
  public:
   virtual ~Provider() = default;
@@ -179,6 +198,9 @@ class Provider {
   }
   virtual Task<Status> terminate(const InstanceHandle& h) = 0;
   virtual Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) = 0;
+  // The account's quota as machines at once (the daemon's default cap for this provider); not_found where the
+  // cloud reports none.
+  virtual Task<Result<MachineQuota>> machine_quota() { co_return make_error(Code::not_found, "no quota reported"); }
 };
 
 }  // namespace tsum::providers

@@ -64,11 +64,16 @@ Result<std::unique_ptr<AwsApi>> AwsApi::make(AwsApiOptions opts) {
   if (opts.ssm_endpoint.empty()) opts.ssm_endpoint = "https://ssm." + opts.region + ".amazonaws.com";
   auto ssm = parse_base_url(opts.ssm_endpoint);
   if (!ssm) return ssm.error();
-  return std::unique_ptr<AwsApi>(new AwsApi(std::move(opts), std::move(*ec2), std::move(*pricing), std::move(*ssm)));
+  if (opts.quotas_endpoint.empty()) opts.quotas_endpoint = "https://servicequotas." + opts.region + ".amazonaws.com";
+  auto quotas = parse_base_url(opts.quotas_endpoint);
+  if (!quotas) return quotas.error();
+  return std::unique_ptr<AwsApi>(
+      new AwsApi(std::move(opts), std::move(*ec2), std::move(*pricing), std::move(*ssm), std::move(*quotas)));
 }
 
-AwsApi::AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing, BaseUrl ssm)
-    : opts_(std::move(opts)), ec2_(std::move(ec2)), pricing_(std::move(pricing)), ssm_(std::move(ssm)), http_(opts_.http) {}
+AwsApi::AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing, BaseUrl ssm, BaseUrl quotas)
+    : opts_(std::move(opts)), ec2_(std::move(ec2)), pricing_(std::move(pricing)), ssm_(std::move(ssm)),
+      quotas_(std::move(quotas)), http_(opts_.http) {}
 
 Task<Result<Credentials>> AwsApi::credentials() {
   if (!opts_.credential_source) co_return opts_.credentials;
@@ -115,6 +120,10 @@ Task<Result<std::string>> AwsApi::pricing(std::string_view target, const std::st
 
 Task<Result<std::string>> AwsApi::ssm(std::string_view target, const std::string& json_body) {
   co_return co_await json_call(ssm_, opts_.region, "ssm", target, json_body, "SSM " + std::string(target));
+}
+
+Task<Result<std::string>> AwsApi::service_quotas(std::string_view target, const std::string& json_body) {
+  co_return co_await json_call(quotas_, opts_.region, "servicequotas", target, json_body, "Service Quotas " + std::string(target));
 }
 
 Task<Result<std::string>> AwsApi::json_call(const BaseUrl& base, const std::string& region, const char* service,

@@ -34,6 +34,7 @@ struct AwsApiOptions {
   std::string pricing_endpoint;         // base URL, e.g. https://api.pricing.us-east-1.amazonaws.com
   std::string pricing_region = "us-east-1";
   std::string ssm_endpoint;             // base URL, e.g. https://ssm.us-east-1.amazonaws.com
+  std::string quotas_endpoint = {};     // Service Quotas' base URL; empty: https://servicequotas.<region>.amazonaws.com
   http::HttpClientOptions http = {};
   std::chrono::milliseconds attempt_timeout{30000};
   const Clock* clock = nullptr;         // signing time; null: the system clock
@@ -55,11 +56,13 @@ class AwsApi {
   Task<Result<std::string>> pricing(std::string_view target, const std::string& json_body);
   // A Systems Manager operation ("AmazonSSM.GetParameter") in the API's region; the answer's body.
   Task<Result<std::string>> ssm(std::string_view target, const std::string& json_body);
+  // A Service Quotas call (X-Amz-Target ServiceQuotasV20190624.*, JSON 1.1, service "servicequotas").
+  Task<Result<std::string>> service_quotas(std::string_view target, const std::string& json_body);
 
   const AwsApiOptions& options() const { return opts_; }
 
  private:
-  AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing, BaseUrl ssm);
+  AwsApi(AwsApiOptions opts, BaseUrl ec2, BaseUrl pricing, BaseUrl ssm, BaseUrl quotas);
   Task<Result<std::string>> json_call(const BaseUrl& base, const std::string& region, const char* service,
                                       std::string_view target, const std::string& json_body, const std::string& what);
   Task<Result<Credentials>> credentials();
@@ -70,6 +73,7 @@ class AwsApi {
   BaseUrl ec2_;
   BaseUrl pricing_;
   BaseUrl ssm_;
+  BaseUrl quotas_;
   SystemClock system_clock_;
   http::HttpClient http_;
 };

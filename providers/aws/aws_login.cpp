@@ -437,6 +437,7 @@ Result<AwsLogin> resolve_aws_login(const AwsEnvironment& env, const std::string&
   ep.sts = strip_slash(endpoint_for(env, *files, profile, "STS"));
   ep.ssm = strip_slash(endpoint_for(env, *files, profile, "SSM"));
   ep.sso = strip_slash(endpoint_for(env, *files, profile, "SSO"));
+  ep.quotas = strip_slash(endpoint_for(env, *files, profile, "Service Quotas"));
   ep.imds = strip_slash(env.has("AWS_EC2_METADATA_SERVICE_ENDPOINT") ? env.get("AWS_EC2_METADATA_SERVICE_ENDPOINT")
                                                                        : value_or(profile, "ec2_metadata_service_endpoint"));
   ep.imds_disabled = is_true(env.get("AWS_EC2_METADATA_DISABLED"));

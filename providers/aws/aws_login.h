@@ -87,7 +87,7 @@ struct AwsLoginPlan {
 
 // Where the calls go: base URLs with no trailing slash.
 struct AwsEndpoints {
-  std::string ec2, pricing, sts, ssm, sso, imds;  // empty: the service's own for the region
+  std::string ec2, pricing, sts, ssm, sso, imds, quotas;  // empty: the service's own for the region
   bool imds_disabled = false;
 };
 

@@ -55,6 +55,7 @@ Result<std::unique_ptr<AwsProvider>> AwsProvider::make(AwsOptions opts) {
                       .pricing_endpoint = opts.pricing_endpoint.empty() ? "https://api.pricing.us-east-1.amazonaws.com"
                                                                         : opts.pricing_endpoint,
                       .ssm_endpoint = opts.ssm_endpoint,
+                      .quotas_endpoint = opts.quotas_endpoint,
                       .http = opts.http,
                       .attempt_timeout = opts.attempt_timeout,
                       .clock = opts.clock};
@@ -137,6 +138,26 @@ Task<Result<std::string>> AwsProvider::image(const std::string& region, const st
   if (!ami.starts_with("ami-")) co_return make_error(Code::internal, "aws: SSM parameter " + name + " holds no AMI id");
   images_[key] = ami;
   co_return ami;
+}
+
+Task<Result<MachineQuota>> AwsProvider::machine_quota() {
+  const Requirements any;
+  auto all = co_await offers(any);
+  if (!all) co_return all.error();
+  std::vector<Offer> standard;  // the quota counts the standard families' vCPUs (A, C, D, H, I, M, R, T, Z)
+  for (auto& o : *all)
+    if (o.region == opts_.regions.front() && o.gpus == 0) standard.push_back(o);
+  const std::string body = nlohmann::json{{"ServiceCode", "ec2"}, {"QuotaCode", "L-1216C47A"}}.dump();
+  auto got = co_await apis_.at(opts_.regions.front())->service_quotas("ServiceQuotasV20190624.GetServiceQuota", body);
+  if (!got) co_return got.error();
+  auto doc = parse_json_safely(*got);
+  double limit = 0;
+  if (doc && doc->is_object() && doc->contains("Quota") && (*doc)["Quota"].is_object() && (*doc)["Quota"].contains("Value") &&
+      (*doc)["Quota"]["Value"].is_number())
+    limit = (*doc)["Quota"]["Value"].get<double>();
+  auto q = machines_within(limit, standard, "the On-Demand Standard vCPU quota");
+  if (!q) co_return make_error(Code::not_found, "aws: Service Quotas gave no vCPU quota");
+  co_return *q;
 }
 
 Result<Fields> AwsProvider::run_instances_params(const Offer& offer, const LaunchSpec& spec, const std::string& image) const {

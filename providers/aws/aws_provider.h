@@ -49,6 +49,7 @@ struct AwsOptions {
   // "arm64" for Graviton types.
   std::string image_parameter = "/aws/service/debian/release/bookworm/latest/amd64";
   std::string ssm_endpoint = {};           // empty: https://ssm.<region>.amazonaws.com
+  std::string quotas_endpoint = {};        // empty: https://servicequotas.<region>.amazonaws.com
   std::string key_name = {};               // optional EC2 key pair
   std::string subnet_id = {};              // optional
   std::vector<std::string> security_group_ids = {};
@@ -74,6 +75,9 @@ class AwsProvider final : public Provider {
   Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
+  // The default region's "Running On-Demand Standard instances" vCPU quota (Service Quotas L-1216C47A) over
+  // the fewest vCPUs of its offers.
+  Task<Result<MachineQuota>> machine_quota() override;
 
   // The AMI instances of `instance_type` boot in `region` ("": the first): image_id, or image_parameter's
   // value, asked once per region and architecture.

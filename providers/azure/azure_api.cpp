@@ -222,7 +222,8 @@ Task<Result<ArmReply>> AzureApi::call(const std::string& what, const std::string
     }
     if (res->status < 200 || res->status > 299) co_return redacted(api_error(what, res->status, azure_error(res->body)));
     auto doc = parse_json_safely(res->body.empty() ? "{}" : res->body);
-    if (!doc || !doc->is_object()) co_return make_error(Code::internal, what + ": the answer is not a JSON object");
+    if (!doc || (!doc->is_object() && !doc->is_array()))  // a few lists (image versions) are bare arrays
+      co_return make_error(Code::internal, what + ": the answer is not JSON");
     ArmReply out{.status = res->status, .body = std::move(*doc)};
     if (auto h = res->header("Azure-AsyncOperation")) out.async_operation = std::string(*h);
     if (auto h = res->header("Location")) out.location = std::string(*h);

@@ -65,7 +65,8 @@ struct AzureApiOptions {
   const Clock* clock = nullptr;     // token-expiry time; null: the system clock
 };
 
-// An ARM answer: its status (2xx), JSON body ({} when empty) and the headers of an asynchronous operation.
+// An ARM answer: its status (2xx), JSON body ({} when empty; an object, or an array for the few bare lists) and the
+// headers of an asynchronous operation.
 struct ArmReply {
   int status = 200;
   nlohmann::json body = nlohmann::json::object();

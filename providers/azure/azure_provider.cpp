@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "common/json_util.h"
 #include "providers/azure/azure_catalog.h"
 #include "providers/azure/ssh_key.h"
 #include "providers/http/codec.h"
@@ -39,6 +40,42 @@ Error provisioning_error(const std::string& what, const AsyncStatus& s) {
   return make_error(capacity ? Code::unavailable : Code::invalid_argument,
                     what + " " + s.status + ": " + (s.error_code.empty() ? "no error code" : s.error_code) +
                         (s.error_message.empty() ? "" : ": " + s.error_message));
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  for (std::size_t at = 0;;) {
+    const auto end = text.find(sep, at);
+    parts.push_back(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) return parts;
+    at = end + 1;
+  }
+}
+
+// "22.04.202611200" > "22.04.9": dotted versions compared part by part, as numbers where both parts are digits.
+bool version_less(const std::string& a, const std::string& b) {
+  const auto pa = split(a, '.'), pb = split(b, '.');
+  const auto digits = [](const std::string& p) { return !p.empty() && p.find_first_not_of("0123456789") == std::string::npos; };
+  for (std::size_t k = 0; k < std::min(pa.size(), pb.size()); ++k) {
+    std::string x = pa[k], y = pb[k];
+    if (digits(x) && digits(y)) {
+      x.erase(0, std::min(x.find_first_not_of('0'), x.size() - 1));
+      y.erase(0, std::min(y.find_first_not_of('0'), y.size() - 1));
+      if (x.size() != y.size()) return x.size() < y.size();
+    }
+    if (x != y) return x < y;
+  }
+  return pa.size() < pb.size();
+}
+
+// publisher:offer:sku:version, as `az vm create --image` takes it; and back.
+std::string urn_of(const ImageReference& i) { return i.publisher + ":" + i.offer + ":" + i.sku + ":" + i.version; }
+std::optional<ImageReference> image_of(const std::string& urn) {
+  const auto parts = split(urn, ':');
+  if (parts.size() != 4) return std::nullopt;
+  for (const auto& p : parts)
+    if (p.empty()) return std::nullopt;
+  return ImageReference{parts[0], parts[1], parts[2], parts[3]};
 }
 
 std::string data_field(const InstanceHandle& h, const char* name, const std::string& fallback) {
@@ -78,14 +115,57 @@ Task<Result<std::vector<Offer>>> AzureProvider::offers(const Requirements& req) 
     if (!fetched) co_return fetched.error();
     catalog_ = std::move(*fetched);
     catalog_at_s_ = now_s();
-    const auto& i = opts_.image;  // the marketplace image as `az vm create --image` names it; "latest" resolved at create
-    for (auto& o : *catalog_) o.image = i.publisher + ":" + i.offer + ":" + i.sku + ":" + i.version;
+    auto image = co_await current_image();
+    for (auto& o : *catalog_) o.image = urn_of(image);
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)
     if (satisfies(o, req))
       out.push_back(o);
   co_return out;
+}
+
+Task<Result<MachineQuota>> AzureProvider::machine_quota() {
+  const Requirements any;
+  auto all = co_await offers(any);
+  if (!all) co_return all.error();
+  const std::string method = "GET", body;
+  const std::string path = "subscriptions/" + opts_.credentials.subscription_id + "/providers/Microsoft.Compute/locations/" +
+                           opts_.location + "/usages?" + api("2023-03-01");
+  auto got = co_await api_->arm(method, path, body);
+  if (!got) co_return got.error();
+  double cores = 0, vms = 0;
+  if (got->body.contains("value") && got->body["value"].is_array())
+    for (const auto& u : got->body["value"]) {
+      if (!u.is_object() || !u.contains("name") || !u["name"].is_object() || !u.contains("limit") || !u["limit"].is_number()) continue;
+      const std::string name = json_str(u["name"], "value");
+      if (name == "cores") cores = u["limit"].get<double>();
+      if (name == "virtualMachines") vms = u["limit"].get<double>();
+    }
+  auto out = machines_within(cores, *all, opts_.location + "'s Total Regional vCPUs quota");
+  if (vms >= 1 && vms <= 1e7 && (!out || vms < out->machines))
+    out = MachineQuota{static_cast<int>(vms), opts_.location + "'s Virtual Machines quota"};
+  if (!out) co_return make_error(Code::not_found, "azure: " + opts_.location + " reports no vCPU or VM quota");
+  co_return *out;
+}
+
+// The marketplace image as Azure has it now: version "latest" asked for the newest version in the location
+// (VirtualMachineImages list, the highest version number), as `az vm image list --all` shows it; the configured
+// reference when that cannot be asked.
+Task<ImageReference> AzureProvider::current_image() {
+  ImageReference i = opts_.image;
+  if (i.version != "latest") co_return i;
+  const std::string method = "GET", body;
+  const std::string path = "subscriptions/" + opts_.credentials.subscription_id + "/providers/Microsoft.Compute/locations/" +
+                           opts_.location + "/publishers/" + i.publisher + "/artifacttypes/vmimage/offers/" + i.offer +
+                           "/skus/" + i.sku + "/versions?" + api("2023-03-01");
+  auto got = co_await api_->arm(method, path, body);
+  if (!got || !got->body.is_array()) co_return i;
+  std::string best;
+  for (const auto& v : got->body)
+    if (v.is_object() && !json_str(v, "name").empty() && (best.empty() || version_less(best, json_str(v, "name")))) best = json_str(v, "name");
+  if (!best.empty()) i.version = best;
+  co_return i;
 }
 
 Result<VmSpec> AzureProvider::vm_spec(const Offer& offer, const LaunchSpec& spec) {
@@ -103,7 +183,8 @@ Result<VmSpec> AzureProvider::vm_spec(const Offer& offer, const LaunchSpec& spec
     ssh_public_key_ = *key;
   }
   const std::string group = group_name(spec);
-  return VmSpec{.name = group, .location = opts_.location, .size = offer.instance_type, .image = opts_.image,
+  return VmSpec{.name = group, .location = opts_.location, .size = offer.instance_type,
+                .image = image_of(offer.image).value_or(opts_.image),
                 .disk_gb = opts_.disk_gb, .admin_username = opts_.admin_username, .ssh_public_key = ssh_public_key_,
                 .user_data = *user_data,
                 .subnet_id = "/" + group_path(group) + "/providers/Microsoft.Network/virtualNetworks/" + group + "-vnet/subnets/default",

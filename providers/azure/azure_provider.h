@@ -77,6 +77,9 @@ class AzureProvider final : public Provider {
   Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
+  // The location's usages: "virtualMachines", and "cores" (Total Regional vCPUs) over the fewest vCPUs of the
+  // offers.
+  Task<Result<MachineQuota>> machine_quota() override;
 
   // The resource group (and VM) name for a launch: tsum-<run id, cleaned>-<8 hex of the token's SHA-256>.
   static std::string group_name(const LaunchSpec& spec);
@@ -86,7 +89,8 @@ class AzureProvider final : public Provider {
   double now_s() const;
   std::string group_path(const std::string& group) const;
   // The VM for a launch; makes the throwaway SSH key on first use when none is configured.
-  Result<VmSpec> vm_spec(const Offer& offer, const LaunchSpec& spec);
+  Result<VmSpec> vm_spec(const Offer& offer, const LaunchSpec& spec);  // boots offer.image, else the configured image
+  Task<ImageReference> current_image();
   Task<Status> claim_group(const VmSpec& vm, const LaunchSpec& spec);
   Task<Status> wait_for(const std::string& what, const ArmReply& reply, std::chrono::milliseconds deadline);
   Task<Result<std::string>> public_ip(const std::string& group);

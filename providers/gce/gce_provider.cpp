@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "common/json_util.h"
 #include "providers/gce/gce_catalog.h"
 #include "providers/http/codec.h"
 #include "providers/instance_name.h"
@@ -64,12 +65,48 @@ Task<Result<std::vector<Offer>>> GceProvider::offers(const Requirements& req) {
     if (!fetched) co_return fetched.error();
     catalog_ = std::move(*fetched);
     catalog_at_s_ = now_s();
-    for (auto& o : *catalog_) o.image = opts_.source_image;  // a family: GCE takes its newest image at create
+    auto image = co_await current_image();
+    for (auto& o : *catalog_) o.image = image;
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)
     if (satisfies(o, req)) out.push_back(o);
   co_return out;
+}
+
+Task<Result<MachineQuota>> GceProvider::machine_quota() {
+  const Requirements any;
+  auto all = co_await offers(any);
+  if (!all) co_return all.error();
+  const std::string region = opts_.zone.substr(0, opts_.zone.rfind('-'));
+  const std::string method = "GET", body, path = "projects/" + opts_.project + "/regions/" + region;
+  auto got = co_await api_->compute(method, path, body);
+  if (!got) co_return got.error();
+  double cpus = 0, instances = 0;
+  if (got->is_object() && got->contains("quotas") && (*got)["quotas"].is_array())
+    for (const auto& q : (*got)["quotas"]) {
+      const double limit = q.is_object() && q.contains("limit") && q["limit"].is_number() ? q["limit"].get<double>() : 0;
+      if (json_str(q, "metric") == "CPUS") cpus = limit;
+      if (json_str(q, "metric") == "INSTANCES") instances = limit;
+    }
+  auto out = machines_within(cpus, *all, "region " + region + "'s CPUS quota");
+  if (instances >= 1 && instances <= 1e7 && (!out || instances < out->machines))
+    out = MachineQuota{static_cast<int>(instances), "region " + region + "'s INSTANCES quota"};
+  if (!out) co_return make_error(Code::not_found, "gce: region " + region + " reports no CPUS or INSTANCES quota");
+  co_return *out;
+}
+
+// source_image as GCE has it now: a family (projects/P/global/images/family/F) is asked for its current image
+// (images.getFromFamily), as `gcloud compute instances create --image-family` does; anything else, or a family
+// that cannot be asked, is what the config names.
+Task<std::string> GceProvider::current_image() {
+  const std::string& family = opts_.source_image;
+  const auto at = family.find("/global/images/family/");
+  if (!family.starts_with("projects/") || at == std::string::npos) co_return family;
+  const std::string method = "GET", body;
+  auto got = co_await api_->compute(method, family, body);
+  const std::string name = got && got->is_object() ? json_str(*got, "name") : "";
+  co_return name.empty() || !valid_resource_name(name) ? family : family.substr(0, at) + "/global/images/" + name;
 }
 
 Result<InsertSpec> GceProvider::insert_spec(const Offer& offer, const LaunchSpec& spec) const {
@@ -85,7 +122,7 @@ Result<InsertSpec> GceProvider::insert_spec(const Offer& offer, const LaunchSpec
   if (!user_data) return user_data.error();
   return InsertSpec{.name = instance_name(spec), .zone = spec.zone.empty() ? opts_.zone : spec.zone,
                     .machine_type = offer.instance_type,
-                    .source_image = opts_.source_image, .disk_gb = opts_.disk_gb, .network = opts_.network,
+                    .source_image = offer.image.empty() ? opts_.source_image : offer.image, .disk_gb = opts_.disk_gb, .network = opts_.network,
                     .labels = {{opts_.label_key, spec.tag}, {std::string(kRunLabel), spec.run_id}},
                     .metadata = {{"user-data", *user_data}}, .max_run_duration = opts_.max_run_duration,
                     .gpus = offer.gpus > 0, .spot = spec.market == "spot"};

@@ -73,6 +73,8 @@ class GceProvider final : public Provider {
   Task<std::vector<Result<InstanceStatus>>> describe_many(const std::vector<InstanceHandle>& handles) override;
   Task<Status> terminate(const InstanceHandle& h) override;
   Task<Result<std::vector<InstanceHandle>>> list_tagged(std::string_view tag) override;
+  // The zone's region's quotas (regions.get): INSTANCES, and CPUS over the fewest vCPUs of the offers.
+  Task<Result<MachineQuota>> machine_quota() override;
 
   // The instance name for a launch: tsum-<run id, cleaned>-<8 hex of the token's SHA-256>.
   static std::string instance_name(const LaunchSpec& spec);
@@ -81,7 +83,8 @@ class GceProvider final : public Provider {
   GceProvider(GceOptions opts, std::unique_ptr<GceApi> api);
   double now_s() const;
   std::string nonce();
-  Result<InsertSpec> insert_spec(const Offer& offer, const LaunchSpec& spec) const;
+  Result<InsertSpec> insert_spec(const Offer& offer, const LaunchSpec& spec) const;  // boots offer.image, else source_image
+  Task<std::string> current_image();
   std::string zone_path(const std::string& zone) const;
   Task<Result<GceOperation>> wait_for(const std::string& zone, GceOperation op);
   // st, marked interrupted when GCE preempted the (Spot) instance.

@@ -46,6 +46,7 @@ Result<std::unique_ptr<YandexProvider>> YandexProvider::make(YandexOptions opts)
   if (!valid_label_key(opts.label_key)) return bad("label key '" + opts.label_key + "' is not valid");
   if (opts.shapes.empty()) return bad("no shapes to offer");
   auto api = YandexApi::make({.key = opts.key, .oauth_token = opts.oauth_token, .metadata = opts.metadata,
+                              .metadata_host = opts.metadata_host,
                               .unusable = opts.unusable, .iam_endpoint = opts.iam_endpoint,
                               .compute_endpoint = opts.compute_endpoint, .operation_endpoint = opts.operation_endpoint,
                               .billing_endpoint = opts.billing_endpoint, .vpc_endpoint = opts.vpc_endpoint,

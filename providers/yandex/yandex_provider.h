@@ -41,6 +41,7 @@ struct YandexOptions {
   AuthorizedKey key = {};                  // a service account's authorized key, unless a login below says otherwise
   std::string oauth_token = {};            // or a user's OAuth token (the yc CLI's; yandex_login.h)
   bool metadata = false;                   // or the VM's service account (the metadata server)
+  std::string metadata_host = "169.254.169.254";  // the metadata server's host[:port]
   std::string unusable = {};               // no login was found: every call fails with this (its fix)
   std::string folder_id = {};              // required
   std::string zone = "ru-central1-a";

@@ -6,6 +6,7 @@
 #include "providers/aws/ec2_xml.h"
 #include "tests/fakes/aws/fake_auth.h"
 #include "tests/fakes/aws/fake_catalog.h"
+#include "tests/fakes/cloud/request.h"
 
 namespace tsum::providers::aws::fake {
 
@@ -150,21 +151,79 @@ FakeAnswer FakeAwsCloud::sts(const std::string& action, const Fields& params, co
   int duration = 3600;
   if (auto d = param(params, "DurationSeconds")) duration = std::atoi(d->c_str());
   if (duration < 900 || duration > 43200) return sts_error(400, "ValidationError", "DurationSeconds must be 900 to 43200");
-  Issued i;
-  {
-    std::lock_guard lock(issued_mu_);
-    char id[32];
-    std::snprintf(id, sizeof id, "ASIAFAKE%08d", ++issued_count_);
-    i.credentials = {id, "fake-secret-" + std::to_string(issued_count_), "fake-session-token-" + std::to_string(issued_count_)};
-    i.expires_s = server_.clock().now_s() + duration;
-    i.arn = "arn:aws:sts::" + std::string(kOwnerId) + ":assumed-role/" + role.substr(role.find(":role/") + 6) + "/" + session;
-    issued_[id] = i;
-  }
+  const Issued i = issue("arn:aws:sts::" + std::string(kOwnerId) + ":assumed-role/" + role.substr(role.find(":role/") + 6) + "/" + session,
+                         duration);
   return sts_ok(action, "<Credentials>" + el("AccessKeyId", i.credentials.access_key_id) +
                             el("SecretAccessKey", i.credentials.secret_access_key) +
                             el("SessionToken", i.credentials.session_token) + el("Expiration", iso8601(i.expires_s)) +
                             "</Credentials><AssumedRoleUser>" + el("Arn", i.arn) + el("AssumedRoleId", "AROAFAKE:" + session) +
                             "</AssumedRoleUser>");
+}
+
+FakeAwsCloud::Issued FakeAwsCloud::issue(const std::string& arn, int duration_s) {
+  std::lock_guard lock(issued_mu_);
+  char id[32];
+  std::snprintf(id, sizeof id, "ASIAFAKE%08d", ++issued_count_);
+  Issued i{{id, "fake-secret-" + std::to_string(issued_count_), "fake-session-token-" + std::to_string(issued_count_)},
+           server_.clock().now_s() + duration_s, arn};
+  issued_[id] = i;
+  return i;
+}
+
+FakeAnswer FakeAwsCloud::sso(const http::LoopbackRequest& req) {
+  auto unauthorized = [] {
+    return FakeAnswer{401, R"({"message":"Session token not found or invalid"})", "application/json",
+                      {{"x-amzn-ErrorType", "UnauthorizedException"}}};
+  };
+  const auto token = http::find_header(req.headers, "x-amz-sso_bearer_token");
+  if (req.method != "GET" || opts_.sso_access_token.empty() || !token || *token != opts_.sso_access_token) return unauthorized();
+  auto target = fake_cloud::parse_target(req);
+  const std::string account = target && target->query.contains("account_id") ? target->query.at("account_id") : "";
+  const std::string role = target && target->query.contains("role_name") ? target->query.at("role_name") : "";
+  if (account.empty() || role.empty())
+    return {400, R"({"message":"account_id and role_name are required"})", "application/json", {{"x-amzn-ErrorType", "InvalidRequestException"}}};
+  const Issued i = issue("arn:aws:sts::" + account + ":assumed-role/AWSReservedSSO_" + role + "_0123456789abcdef/me", 3600);
+  const nlohmann::json answer = {{"roleCredentials", {{"accessKeyId", i.credentials.access_key_id},
+                                                      {"secretAccessKey", i.credentials.secret_access_key},
+                                                      {"sessionToken", i.credentials.session_token},
+                                                      {"expiration", static_cast<long long>(i.expires_s * 1000)}}}};
+  return {200, answer.dump(), "application/json"};
+}
+
+FakeAnswer FakeAwsCloud::host_imds(const http::LoopbackRequest& req) {
+  const std::string path = req.target.substr(0, req.target.find('?'));
+  if (path == "/latest/api/token") {
+    if (req.method != "PUT" || !http::find_header(req.headers, "X-aws-ec2-metadata-token-ttl-seconds"))
+      return {400, "", "text/plain"};
+    std::lock_guard lock(issued_mu_);
+    imds_tokens_.push_back("imds-token-" + std::to_string(imds_tokens_.size() + 1));
+    return {200, imds_tokens_.back(), "text/plain"};
+  }
+  const std::string token(http::find_header(req.headers, "X-aws-ec2-metadata-token").value_or(""));
+  {
+    std::lock_guard lock(issued_mu_);
+    if (std::find(imds_tokens_.begin(), imds_tokens_.end(), token) == imds_tokens_.end()) return {401, "", "text/plain"};
+  }
+  const std::string prefix = "/latest/meta-data/iam/security-credentials/";
+  if (!path.starts_with(prefix) || opts_.instance_role.empty()) return {404, "", "text/plain"};
+  if (path == prefix) return {200, opts_.instance_role, "text/plain"};
+  if (path.substr(prefix.size()) != opts_.instance_role) return {404, "", "text/plain"};
+  const Issued i = issue("arn:aws:sts::" + std::string(kOwnerId) + ":assumed-role/" + opts_.instance_role + "/i-0fakehost", 21600);
+  const nlohmann::json answer = {{"Code", "Success"}, {"LastUpdated", iso8601(server_.clock().now_s())}, {"Type", "AWS-HMAC"},
+                                 {"AccessKeyId", i.credentials.access_key_id}, {"SecretAccessKey", i.credentials.secret_access_key},
+                                 {"Token", i.credentials.session_token}, {"Expiration", iso8601(i.expires_s)}};
+  return {200, answer.dump(), "text/plain"};
+}
+
+FakeAnswer FakeAwsCloud::quotas(const std::string& action, const std::string& body) const {
+  if (action != "GetServiceQuota") return json_error(400, "InvalidAction", "unsupported operation " + action);
+  auto doc = nlohmann::json::parse(body, nullptr, false);
+  const bool known = doc.is_object() && doc.value("ServiceCode", "") == "ec2" && doc.value("QuotaCode", "") == "L-1216C47A";
+  if (!known) return json_error(400, "NoSuchResourceException", "The request failed because the specified quota does not exist.");
+  const nlohmann::json answer = {{"Quota", {{"ServiceCode", "ec2"}, {"QuotaCode", "L-1216C47A"}, {"Value", opts_.standard_vcpu_quota},
+                                            {"QuotaName", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"},
+                                            {"Unit", "None"}, {"Adjustable", true}, {"GlobalQuota", false}}}};
+  return {200, answer.dump(), "application/x-amz-json-1.1"};
 }
 
 FakeAnswer FakeAwsCloud::ssm(const std::string& action, const std::string& region, const std::string& body) const {
@@ -181,13 +240,17 @@ FakeAnswer FakeAwsCloud::ssm(const std::string& action, const std::string& regio
 }
 
 fake_cloud::Route FakeAwsCloud::route(const http::LoopbackRequest& req) {
+  const std::string path = req.target.substr(0, req.target.find('?'));
+  if (path == "/federation/credentials") return fake_cloud::Route::to("GetRoleCredentials", [this, req] { return reply_of(sso(req)); });
+  if (path.starts_with("/latest/")) return fake_cloud::Route::reply(reply_of(host_imds(req)));
   auto target = http::find_header(req.headers, "X-Amz-Target");
-  const bool ssm_call = target && target->starts_with("AmazonSSM.");
+  const bool quotas_call = target && target->starts_with("ServiceQuotasV20190624.");
+  const bool ssm_call = (target && target->starts_with("AmazonSSM.")) || quotas_call;  // JSON 1.1 services alike
   const bool pricing = target.has_value() && !ssm_call;
   std::string action;
   Fields params;
   if (ssm_call) {
-    action = std::string(target->substr(std::string_view("AmazonSSM.").size()));
+    action = std::string(target->substr(target->find('.') + 1));
   } else if (pricing) {
     if (!target->starts_with(kPricingPrefix))
       return fake_cloud::Route::reply(reply_of(json_error(400, "UnknownOperationException", "unknown target " + std::string(*target))));
@@ -203,7 +266,7 @@ fake_cloud::Route FakeAwsCloud::route(const http::LoopbackRequest& req) {
   if (auto h = http::find_header(req.headers, "Authorization"))
     if (auto parsed = parse_authorization(*h)) auth = *parsed;
   const bool sts_call = !pricing && !ssm_call && (auth ? auth->service == "sts" : action == "AssumeRoleWithWebIdentity");
-  const char* service = sts_call ? "sts" : ssm_call ? "ssm" : pricing ? "pricing" : "ec2";
+  const char* service = sts_call ? "sts" : quotas_call ? "servicequotas" : ssm_call ? "ssm" : pricing ? "pricing" : "ec2";
   std::string region = pricing ? std::string(kPricingRegion) : regions_.front();
   if (auth && !pricing && (ec2_.count(auth->region) || sts_call || ssm_call)) region = auth->region;
   auto refuse = [&](int status, std::string_view code, std::string_view message) {
@@ -222,6 +285,8 @@ fake_cloud::Route FakeAwsCloud::route(const http::LoopbackRequest& req) {
     return fake_cloud::Route::to(action, [this, action, params = std::move(params), caller] {
       return reply_of(sts(action, params, caller));
     });
+  if (quotas_call)
+    return fake_cloud::Route::to(action, [this, action, body = req.body] { return reply_of(quotas(action, body)); });
   if (ssm_call)
     return fake_cloud::Route::to(action, [this, action, region, body = req.body] { return reply_of(ssm(action, region, body)); });
   return fake_cloud::Route::to(action, [this, region, action, params = std::move(params), body = req.body, pricing] {

@@ -9,6 +9,13 @@
 //     for every API here until they expire), AssumeRoleWithWebIdentity (unsigned, any non-empty token).
 //   - SSM (X-Amz-Target AmazonSSM.*; service "ssm"): GetParameter of the public image parameters
 //     /aws/service/debian/release/bookworm/latest/{amd64,arm64}: an AMI id per region and architecture.
+//   - Service Quotas (X-Amz-Target ServiceQuotasV20190624.*; service "servicequotas"): GetServiceQuota of EC2's
+//     On-Demand Standard vCPUs (L-1216C47A): standard_vcpu_quota.
+//   - the IAM Identity Center portal's GetRoleCredentials (GET /federation/credentials?account_id=&role_name=,
+//     x-amz-sso_bearer_token: the access token `aws sso login` cached; sso_access_token) and the host's own
+//     IMDSv2 (PUT /latest/api/token, then the instance role's credentials under
+//     /latest/meta-data/iam/security-credentials/; instance_role, else 404 as an instance without one): both
+//     issue temporary credentials, as STS does.
 // Every request must carry a valid SigV4 signature for the configured credentials (fake_auth.h); bad ones
 // get AWS's error answer and count as rejected. Faults apply to authenticated requests, by action name.
 // Point the provider at it with AwsOptions::ec2_endpoint = pricing_endpoint = server().base_url() and, for
@@ -36,6 +43,9 @@ struct FakeAwsCloudOptions {
   // Further regions, each with its own instances (ids apart) and spot prices (each region's 15 % above the one
   // before it), served on the same endpoint.
   std::vector<std::string> more_regions = {};
+  std::string sso_access_token = {};  // the SSO portal takes it ("" refuses every token)
+  std::string instance_role = {};     // the host's IMDS instance role ("" none)
+  double standard_vcpu_quota = 32;    // Service Quotas' L-1216C47A
 };
 
 class FakeAwsCloud final : public fake_cloud::FakeCloudApi {
@@ -63,6 +73,9 @@ class FakeAwsCloud final : public fake_cloud::FakeCloudApi {
   FakeEc2* holding(const std::string& id) const;  // the region's EC2 that knows instance `id`; null: none
   FakeAnswer sts(const std::string& action, const Fields& params, const std::string& caller);
   FakeAnswer ssm(const std::string& action, const std::string& region, const std::string& body) const;
+  FakeAnswer sso(const http::LoopbackRequest& req);
+  FakeAnswer quotas(const std::string& action, const std::string& body) const;
+  FakeAnswer host_imds(const http::LoopbackRequest& req);
   // The credentials a request signed with `access_key_id` must match: the configured ones or issued ones.
   std::optional<Credentials> signer(const std::string& access_key_id);
 
@@ -71,6 +84,8 @@ class FakeAwsCloud final : public fake_cloud::FakeCloudApi {
     double expires_s = 0;
     std::string arn;
   };
+  Issued issue(const std::string& arn, int duration_s);  // temporary credentials every API here takes
+  std::vector<std::string> imds_tokens_;  // under issued_mu_
   std::mutex issued_mu_;
   std::map<std::string, Issued> issued_;  // by access key id
   int issued_count_ = 0;

@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   flags.seconds("--terminated-visible-s", &o.ec2.terminated_visible_s, "how long terminated instances stay listed");
   flags.seconds("--visibility-delay-s", &o.ec2.visibility_delay_s, "how long a new instance is unknown to Describe");
   flags.count("--page-size", &o.ec2.page_size, "most items per page of any listing");
+  flags.text("--sso-access-token", "TOKEN", &o.sso_access_token, "the SSO portal takes this access token (aws sso login's)");
+  flags.seconds("--vcpu-quota", &o.standard_vcpu_quota, "Service Quotas' On-Demand Standard vCPUs (L-1216C47A)");
+  flags.text("--instance-role", "NAME", &o.instance_role, "the host's IMDSv2 hands out this instance role's credentials");
   if (auto exit = flags.parse(argc, argv)) return *exit;
   for (std::size_t at = 0; !regions.empty() && at <= regions.size();) {
     const auto comma = std::min(regions.find(',', at), regions.size());

@@ -84,6 +84,13 @@ std::string arm_method(const ArmCall& c) {
     return s.size() == 5 && ieq(s[2], "providers") && ieq(s[3], ns) && ieq(s[4], type) && m == "GET";
   };
   if (subscription_wide("Microsoft.Compute", "virtualMachines")) return "virtualMachines.listAll";
+  if (s.size() == 15 && ieq(s[2], "providers") && ieq(s[3], "Microsoft.Compute") && ieq(s[4], "locations") &&
+      ieq(s[6], "publishers") && ieq(s[8], "artifacttypes") && ieq(s[9], "vmimage") && ieq(s[10], "offers") &&
+      ieq(s[12], "skus") && ieq(s[14], "versions") && m == "GET")
+    return "virtualMachineImages.list";
+  if (s.size() == 7 && ieq(s[2], "providers") && ieq(s[3], "Microsoft.Compute") && ieq(s[4], "locations") &&
+      ieq(s[6], "usages") && m == "GET")
+    return "usage.list";
   if (subscription_wide("Microsoft.Network", "publicIPAddresses")) return "publicIPAddresses.listAll";
   if (s.size() == 8 && ieq(s[2], "providers") && ieq(s[4], "locations") && ieq(s[6], "operations") && m == "GET")
     return "operations.get";
@@ -96,6 +103,22 @@ std::string arm_method(const ArmCall& c) {
   if (type == "microsoft.network/virtualnetworks") return "virtualNetworks" + verb;
   if (type == "microsoft.compute/virtualmachines") return "virtualMachines" + verb;
   return {};
+}
+
+// The marketplace images' versions in a location, unsorted as Azure lists them: a bare JSON array.
+ArmAnswer FakeArm::image_versions(const std::string& location, const std::string& publisher, const std::string& offer,
+                                  const std::string& sku) const {
+  static const std::map<std::string, std::vector<std::string>> kImages = {
+      {"canonical/0001-com-ubuntu-server-jammy/22_04-lts-gen2", {"22.04.202309200", "22.04.202611200", "22.04.202610150", "22.04.9"}},
+      {"debian/debian-12/12-gen2", {"0.20261110.1234", "0.20260901.1000"}}};
+  auto it = kImages.find(lower(publisher + "/" + offer + "/" + sku));
+  if (it == kImages.end()) return arm_error(404, "NotFound", "Artifact: VMImage was not found.");
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& v : it->second)
+    out.push_back({{"location", location}, {"name", v},
+                   {"id", "/Subscriptions/" + opts_.subscription + "/Providers/Microsoft.Compute/Locations/" + location +
+                              "/Publishers/" + publisher + "/ArtifactTypes/VMImage/Offers/" + offer + "/Skus/" + sku + "/Versions/" + v}});
+  return {200, out, {}};
 }
 
 FakeArm::FakeArm(FakeArmOptions opts, const Clock& clock)
@@ -125,6 +148,15 @@ ArmAnswer FakeArm::handle(const std::string& method_name, const ArmCall& c) {
   if (method_name == "virtualMachines.createOrUpdate") return put_vm(s[3], s[7], c, now);
   if (method_name == "virtualMachines.get") return get_vm(s[3], s[7], c.query.contains("$expand") && c.query.at("$expand") == "instanceView", now);
   if (method_name == "publicIPAddresses.list") return list_ips(s[3]);
+  if (method_name == "virtualMachineImages.list") return image_versions(s[5], s[7], s[11], s[13]);
+  if (method_name == "usage.list") {  // a pay-as-you-go subscription's regional limits
+    auto usage = [](const char* name, const char* shown, double limit) {
+      return nlohmann::json{{"name", {{"value", name}, {"localizedValue", shown}}}, {"limit", limit}, {"currentValue", 0}, {"unit", "Count"}};
+    };
+    return {200, {{"value", {usage("availabilitySets", "Availability Sets", 2500), usage("cores", "Total Regional vCPUs", opts_.cores_quota),
+                             usage("virtualMachines", "Virtual Machines", 25000),
+                             usage("standardDSv5Family", "Standard DSv5 Family vCPUs", opts_.cores_quota)}}}, {}};
+  }
   if (method_name == "virtualMachines.listAll" || method_name == "publicIPAddresses.listAll")
     return list_all(method_name, c, now);
   if (method_name == "virtualNetworks.get") {

@@ -43,6 +43,7 @@ ArmAnswer arm_error(int status, const std::string& code, const std::string& mess
 
 struct FakeArmOptions {
   std::string subscription = "00000000-0000-4000-8000-000000000001";
+  double cores_quota = 20;  // each location's Total Regional vCPUs (usages)
   double starting_s = 2;
   int operation_polls = 1;
   double operation_s = 30;
@@ -116,6 +117,8 @@ class FakeArm {
   std::pair<int, std::string> scheduled_events(const std::string& guest_id, bool metadata_header) const;
 
  private:
+  ArmAnswer image_versions(const std::string& location, const std::string& publisher, const std::string& offer,
+                           const std::string& sku) const;
   struct Vm {
     FakeVm vm = {};
     std::string op = {};  // the create operation

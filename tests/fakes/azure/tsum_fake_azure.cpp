@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   flags.seconds("--operation-s", &o.arm.operation_s, "an operation is done this long after it started");
   flags.count("--operation-polls", &o.arm.operation_polls, "or after this many polls");
   flags.count("--page-size", &o.arm.page_size, "resource groups per page");
+  flags.seconds("--cores-quota", &o.arm.cores_quota, "each location's Total Regional vCPUs quota (usages)");
   flags.count("--prices-page-size", &o.retail.page_size, "Retail Prices items per page");
   flags.toggle("--drop-next-page-link", &o.retail.drop_next_page_link, "Retail Prices pages without NextPageLink (clients must use $skip)");
   if (auto exit = flags.parse(argc, argv)) return *exit;

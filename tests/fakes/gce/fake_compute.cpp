@@ -127,6 +127,8 @@ std::optional<std::pair<std::string, std::string>> parse_filter(std::string_view
 std::string compute_method(const ComputeCall& c) {
   const auto& s = c.segments;
   if (s.size() < 3 || s[0] != "projects") return {};
+  if (s.size() == 6 && s[2] == "global" && s[3] == "images" && s[4] == "family" && c.method == "GET") return "images.getFromFamily";
+  if (s.size() == 4 && s[2] == "regions" && c.method == "GET") return "regions.get";
   if (s.size() == 4 && s[2] == "aggregated" && s[3] == "instances" && c.method == "GET") return "instances.aggregatedList";
   if (s.size() < 5 || s[2] != "zones") return {};
   if (s[4] == "instances" && is(c, 5, "POST")) return "instances.insert";
@@ -148,7 +150,17 @@ FakeCompute::FakeCompute(FakeComputeOptions opts, const Clock& clock)
 JsonAnswer FakeCompute::handle(const ComputeCall& c) {
   const std::string method = compute_method(c);
   if (method.empty()) return google_error(404, "notFound", "No such Compute method: " + c.method);
+  if (method == "images.getFromFamily") return image_from_family(c.segments[1], c.segments[5]);
   if (c.segments[1] != opts_.project) return google_error(404, "notFound", "The resource 'projects/" + c.segments[1] + "' was not found");
+  if (method == "regions.get") {  // a new project's regional quotas
+    const std::string& region = c.segments[3];
+    const bool known = std::any_of(kFakeZones.begin(), kFakeZones.end(), [&](const std::string& z) { return z.starts_with(region + "-"); });
+    if (!known) return google_error(404, "notFound", "The resource 'projects/" + opts_.project + "/regions/" + region + "' was not found");
+    return {200, {{"kind", "compute#region"}, {"name", region}, {"status", "UP"},
+                  {"quotas", {{{"metric", "CPUS"}, {"limit", opts_.cpus_quota}, {"usage", 0}},
+                              {{"metric", "INSTANCES"}, {"limit", 6000}, {"usage", 0}},
+                              {{"metric", "PREEMPTIBLE_CPUS"}, {"limit", 0}, {"usage", 0}}}}}};
+  }
   if (method == "instances.aggregatedList") {
     std::lock_guard lock(mu_);
     return aggregated(c);
@@ -163,6 +175,18 @@ JsonAnswer FakeCompute::handle(const ComputeCall& c) {
   if (method == "instances.delete") return remove(zone, c.segments[5], c);
   if (method == "zoneOperations.list") return list_operations(zone, c);
   return operation(zone, c.segments[5]);
+}
+
+JsonAnswer FakeCompute::image_from_family(const std::string& project, const std::string& family) const {
+  // The public images' families, each with its newest image (what Google's image projects advertise)
+  static const std::map<std::string, std::string> kFamilies = {
+      {"ubuntu-os-cloud/ubuntu-2204-lts", "ubuntu-2204-jammy-v20261120"},
+      {"debian-cloud/debian-12", "debian-12-bookworm-v20261118"}};
+  auto it = kFamilies.find(project + "/" + family);
+  if (it == kFamilies.end())
+    return google_error(404, "notFound", "The resource 'projects/" + project + "/global/images/family/" + family + "' was not found");
+  return {200, {{"kind", "compute#image"}, {"name", it->second}, {"family", family}, {"status", "READY"},
+                {"selfLink", std::string(kApi) + "projects/" + project + "/global/images/" + it->second}}};
 }
 
 std::string FakeCompute::zone_url(const std::string& zone) const {

@@ -36,6 +36,7 @@ struct FakeComputeOptions {
   double operation_s = 0;
   double request_id_ttl_s = 3600;
   int page_size = 500;  // caps every page whatever maxResults asks, so tests can force pagination
+  double cpus_quota = 24;  // each region's CPUS quota (regions.get), a new project's
 };
 
 struct FakeGceInstance {
@@ -118,6 +119,7 @@ class FakeCompute {
   nlohmann::json instance_json(const Record& r, double now) const;
   nlohmann::json operation_json(const Operation& op, double now, bool fresh) const;
   std::string zone_url(const std::string& zone) const;
+  JsonAnswer image_from_family(const std::string& project, const std::string& family) const;
 
   FakeComputeOptions opts_;
   fake_cloud::Lifecycle life_;

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   flags.seconds("--provisioning-s", &o.compute.provisioning_s, "PROVISIONING -> STAGING");
   flags.seconds("--staging-s", &o.compute.staging_s, "STAGING -> RUNNING");
   flags.seconds("--stopping-s", &o.compute.stopping_s, "STOPPING -> gone or TERMINATED");
+  flags.seconds("--cpus-quota", &o.compute.cpus_quota, "each region's CPUS quota (regions.get)");
   flags.count("--page-size", &o.compute.page_size, "most items per page of any listing");
   if (auto exit = flags.parse(argc, argv)) return *exit;
 

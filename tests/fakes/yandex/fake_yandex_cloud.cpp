@@ -92,6 +92,16 @@ Route FakeYandexCloud::route(const http::LoopbackRequest& req) {
   if (!target) return Route::reply(reply_of(yc_error(400, "malformed query: " + target.error().detail)));
   const std::string& path = target->path;
   if (path == "/iam/v1/tokens") return token(req);
+  if (path == "/computeMetadata/v1/instance/service-accounts/default/token") {  // the VM's metadata server
+    if (http::find_header(req.headers, "Metadata-Flavor").value_or("") != "Google")
+      return Route::reply({.status = 403, .headers = {}, .body = "Missing required header: Metadata-Flavor"});
+    if (!opts_.instance_service_account)
+      return Route::reply({.status = 404, .headers = {}, .body = "No service account is linked to this instance"});
+    return Route::to("metadata.token", [this] {
+      const std::string token = server_.book().issue("t1.fake-vm-", server_.clock().now_s() + 3600);
+      return reply_of({200, {{"access_token", token}, {"expires_in", 3600}, {"token_type", "Bearer"}}});
+    });
+  }
   auto bearer = fake_cloud::CallBook::bearer(req);
   if (!bearer) return Route::refuse(reply_of(yc_error(401, "The token is missing")));
   if (!server_.book().valid(*bearer, server_.clock().now_s()))

@@ -38,6 +38,7 @@ struct FakeYandexCloudOptions {
   int sku_page_size = 1000;
   double token_lifetime_s = 12 * 3600;
   std::string oauth_token = "y0_tsumfakeoauthtoken";  // a user's OAuth token the IAM endpoint exchanges
+  bool instance_service_account = false;  // it is also the VM's metadata server, with a service account's tokens
   // images:latestByFamily in standard-images: family -> image id; and the folder's subnet in each zone.
   std::map<std::string, std::string> image_families = {{"ubuntu-2204-lts", "fd8fakeubuntu2204"}, {"debian-12", "fd8fakedebian12"}};
   std::map<std::string, std::string> subnets = {{"ru-central1-a", "e9bfakesubneta"}, {"ru-central1-b", "e2lfakesubnetb"}};

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   flags.rename_tls_key("--key-pem");
   flags.text("--key", "FILE", &key_in, "trust this authorized key file (its id, service account and public key)");
   flags.text("--key-out", "FILE", &key_out, "else: make an authorized key and write its key file here (default: none)");
+  flags.toggle("--instance-service-account", &o.instance_service_account, "be the VM's metadata server, with a service account");
   flags.text("--folder", "ID", &o.compute.folder_id, "the folder requests must name (default b1gfakefolder0000001)");
   flags.seconds("--provisioning-s", &o.compute.provisioning_s, "PROVISIONING -> STARTING");
   flags.seconds("--starting-s", &o.compute.starting_s, "STARTING -> RUNNING");

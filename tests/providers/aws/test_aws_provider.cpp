@@ -41,6 +41,7 @@ struct Cloud {
                                     std::string parameter = "/aws/service/debian/release/bookworm/latest/amd64") {
     AwsOptions o{.credentials = creds, .ec2_endpoint = fake.server().base_url(), .pricing_endpoint = fake.server().base_url(),
                  .image_id = image, .image_parameter = parameter, .ssm_endpoint = fake.server().base_url(),
+                 .quotas_endpoint = fake.server().base_url(),
                  .http = testing::fake_http(tls.ca_file()),
                  .attempt_timeout = 1500ms, .clock = &clock};
     auto p = AwsProvider::make(o);
@@ -139,6 +140,16 @@ TEST_CASE("offers join instance shapes, Linux on-demand prices and the lowest sp
   auto gpus = run_sync(c.provider->offers({.gpus = 1}));
   REQUIRE(gpus->size() == 3);
   for (const auto& o : *gpus) CHECK(o.gpu_type.starts_with("NVIDIA "));
+  for (const auto& o : *all) CHECK(o.image == "ami-0tsum0test");  // image_id: the image every offer boots
+  auto quota = run_sync(c.provider->machine_quota());
+  REQUIRE_MESSAGE(quota.ok(), quota.error().detail);
+  CHECK(quota->machines == 16);  // Service Quotas' 32 On-Demand Standard vCPUs over 2-vCPU machines
+  CHECK(quota->source == "the On-Demand Standard vCPU quota 32 over 2-vCPU machines");
+
+  auto found = c.make(kCreds, "");  // no image_id: each type's AMI from SSM, amd64 or arm64
+  auto listed = run_sync(found->offers({}));
+  REQUIRE(listed.ok());
+  for (const auto& o : *listed) CHECK(o.image.starts_with("ami-0deb12"));
 }
 
 TEST_CASE("a refused signature names AWS's code: SignatureDoesNotMatch, AuthFailure") {

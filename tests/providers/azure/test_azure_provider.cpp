@@ -258,6 +258,23 @@ TEST_CASE("offers: Resource SKUs and Retail Prices over every page; Linux on-dem
   CHECK(b2s->hourly_price == doctest::Approx(0.041));
 }
 
+TEST_CASE("offers name the marketplace image's newest version, the VM boots it; the quota caps the machines") {
+  Cloud c;
+  auto all = run_sync(c.provider->offers({}));
+  REQUIRE_MESSAGE(all.ok(), all.error().detail);
+  for (const auto& o : *all) CHECK(o.image == "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:22.04.202611200");
+  auto d2 = std::find_if(all->begin(), all->end(), [](const Offer& o) { return o.instance_type == "Standard_D2s_v5"; });
+  REQUIRE(d2 != all->end());
+  auto h = run_sync(c.provider->create(*d2, launch_spec("8")));
+  REQUIRE_MESSAGE(h.ok(), h.error().detail);
+  REQUIRE(c.fake.vms().size() == 1);
+  CHECK(c.fake.vms()[0].image == d2->image);  // what the offer named, not "latest"
+  auto quota = run_sync(c.provider->machine_quota());
+  REQUIRE_MESSAGE(quota.ok(), quota.error().detail);
+  CHECK(quota->machines == 10);  // the fake's 20 regional vCPUs over Standard_B2s's 2
+  CHECK(quota->source.find("Total Regional vCPUs quota 20 over 2-vCPU machines") != std::string::npos);
+}
+
 TEST_CASE("create refuses what it cannot launch, naming why; make() checks its options") {
   Cloud c;
   auto no_token = launch_spec("1");

@@ -194,6 +194,13 @@ TEST_CASE("offers sum vCPU, RAM and GPU SKUs per machine type from every page") 
   CHECK(a2->gpu_type == "nvidia-tesla-a100");
   CHECK(c.fake.server().requests("skus.list") == 7);          // 21 SKUs, 3 a page
   CHECK(c.fake.server().requests("machineTypes.list") == 4);  // 10 types
+  for (const auto& o : *all)  // the family's current image, asked once with the prices
+    CHECK(o.image == "projects/ubuntu-os-cloud/global/images/ubuntu-2204-jammy-v20261120");
+  CHECK(c.fake.server().requests("images.getFromFamily") == 1);
+  auto quota = run_sync(c.provider->machine_quota());
+  REQUIRE_MESSAGE(quota.ok(), quota.error().detail);
+  CHECK(quota->machines == 12);  // the region's 24 CPUS over e2-standard-2's 2 (INSTANCES allows 6000)
+  CHECK(quota->source == "region us-central1's CPUS quota 24 over 2-vCPU machines");
 
   Cloud eu({}, "europe-west4-a");
   auto eu_offers = run_sync(eu.provider->offers({}));

@@ -84,8 +84,8 @@ def main():
             rc, out = run(home, {}, "offers", "--config", config, "--json")
             offers = json.loads(out[out.index("{"):]).get("offers", []) if "{" in out else []
             check(rc == 0 and offers and all(o["provider"] == "azure" for o in offers), f"offers through the login: {len(offers)}")
-            check(all(o["image"] == "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest" for o in offers),
-                  f"each offer names the marketplace image: {offers[0]['image'] if offers else None}")
+            check(offers and all(o["image"] == "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:22.04.202611200" for o in offers),
+                  f"each offer names the marketplace image's newest version: {offers[0]['image'] if offers else None}")
         finally:
             c.finish()
 

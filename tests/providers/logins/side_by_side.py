@@ -4,7 +4,9 @@ AWS_PROFILE=work; `gcloud auth application-default login`; `az login`; `hcloud c
 2 configurations x 2 repetitions has its 4 machines up at once on the cloud's fake (its instances seen by the
 cloud's own client or API: botocore, Compute Engine's aggregated list, ARM's list of VMs, hcloud-python, Yandex
 Compute's list), and cancelling it leaves none running.
-Usage: side_by_side.py aws|gce|azure|hetzner|yandex <tsumd> <the cloud's fake>
+With --tight-quota (AWS), the account's quota is 4 vCPUs: the daemon's cap follows it, and only 2 of the 4
+machines run at once while the other 2 wait in the queue.
+Usage: side_by_side.py aws|gce|azure|hetzner|yandex <tsumd> <the cloud's fake> [--tight-quota]
 """
 import json
 import os
@@ -20,6 +22,7 @@ import urllib.request
 from login_testing import AZURE_CLI_CLIENT, Checks, azure_cli_login, write
 
 CLOUD, TSUMD, FAKE = sys.argv[1], sys.argv[2], sys.argv[3]
+TIGHT = sys.argv[4:] == ["--tight-quota"]
 
 
 class Aws:
@@ -153,7 +156,7 @@ def until(what, predicate, timeout_s=90):
 def main():
     cloud = {"aws": Aws, "gce": Gce, "azure": Azure, "hetzner": Hetzner, "yandex": Yandex}[CLOUD]()
     c = Checks(TSUMD)
-    url = c.start_fake(FAKE, "--listen", "127.0.0.1:0", *cloud.fake_args)
+    url = c.start_fake(FAKE, "--listen", "127.0.0.1:0", *cloud.fake_args, *(["--vcpu-quota", "4"] if TIGHT else []))
     daemon = None
     with tempfile.TemporaryDirectory(prefix="tsum-aws-runs-") as root:
         try:
@@ -191,6 +194,12 @@ def main():
                     return None
 
             until("tsumd to answer", up)
+            if TIGHT:
+                def quota_line():
+                    log.seek(0)
+                    return next((l for l in log.read().splitlines() if "tsumd: aws: 2 machines at once (" in l), None)
+                line = until("the cap from the quota", quota_line)
+                c.check("vCPU quota 4 over 2-vCPU machines" in line, f"the account's 4 vCPUs: {line}")
             types = cloud.types
             created = api("POST", "/v1/experiments", {"name": "side by side", "repetitions": 2,
                                                       "workload": {"epochs": 1, "limit": 300, "test_limit": 200},
@@ -202,6 +211,17 @@ def main():
                 booting = [r for r in runs if r["status"] in ("provisioning", "booting")]
                 return len(booting) == 4 and len(live()) == 4 and runs
 
+            if TIGHT:
+                def two_and_two():
+                    runs = api("GET", f"/v1/runs?experiment={created['id']}")["runs"]
+                    booting = [r for r in runs if r["status"] in ("provisioning", "booting")]
+                    queued = [r for r in runs if r["status"] == "queued"]
+                    return len(booting) == 2 and len(queued) == 2 and len(live()) == 2 and runs
+                until("2 machines up, 2 runs queued", two_and_two)
+                c.check(len(live()) == 2, "the quota holds: 2 machines at once, the other 2 runs wait")
+                api("DELETE", f"/v1/experiments/{created['id']}")
+                until("every machine terminated", lambda: not live())
+                return
             runs = until("4 machines up at once", four_at_once)
             c.check(len(runs) == 4, f"2 configs x 2 repetitions: {types}, {len(runs)} runs")
             c.check(len({t for t, _ in live()}) == 2, "the fake has all 4 machines running, of both types")
@@ -212,6 +232,10 @@ def main():
             limits = next((l for l in text.splitlines() if "runs at once: 64 in all;" in l), "")
             c.check(f"; {CLOUD} 8 machines" in limits and login_line in text,
                     "the daemon logs its limits and the login: " + " | ".join(l for l in text.splitlines() if CLOUD in l))
+            if CLOUD in ("aws", "gce", "azure"):  # the clouds that report a quota: the fakes' are 16, 12 and 10 machines
+                quota = next((l for l in text.splitlines() if f"tsumd: {CLOUD}: " in l and "machines at once (" in l), "")
+                c.check(quota and int(quota.split(": ")[2].split()[0]) >= 4,
+                        f"then the account's quota as the cap: {quota or text}")
             api("DELETE", f"/v1/experiments/{created['id']}")
             until("every machine terminated", lambda: not live())
             c.check(True, "cancelled: no machine left running")

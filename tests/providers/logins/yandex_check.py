@@ -24,7 +24,7 @@ def main():
     c = Checks(TSUMD)
     with tempfile.TemporaryDirectory(prefix="tsum-yandex-login-") as root:
         key_file = os.path.join(root, "key.json")
-        url = c.start_fake(FAKE, "--listen", "127.0.0.1:0", "--key-out", key_file)
+        url = c.start_fake(FAKE, "--listen", "127.0.0.1:0", "--key-out", key_file, "--instance-service-account")
         try:
             home = os.path.join(root, "home")
             key = json.load(open(key_file))
@@ -34,7 +34,8 @@ def main():
                                          "compute-default-zone": "ru-central1-a"},
                              "sa": {"service-account-key": key, "folder-id": FOLDER},
                              "old": {"token": "y0_revoked", "folder-id": FOLDER},
-                             "corp": {"federation-id": "bpffed", "folder-id": FOLDER}}}))
+                             "corp": {"federation-id": "bpffed", "folder-id": FOLDER},
+                             "vm": {"instance-service-account": True, "folder-id": FOLDER}}}))
             endpoints = {"iam_endpoint": url + "/iam/v1/tokens", "compute_endpoint": url + "/compute/v1",
                          "operation_endpoint": url + "/operations", "billing_endpoint": url + "/billing/v1",
                          "vpc_endpoint": url + "/vpc/v1"}
@@ -57,6 +58,9 @@ def main():
             rc, out = c.run(home, {}, "check", "--config", config(profile="corp"))
             c.check(rc == 1 and "federation" in out and "yc config set service-account-key" in out,
                     f"a federation profile: why and the fix: {out.strip()}")
+            rc, out = c.run(home, {}, "check", "--config", config(profile="vm", metadata_endpoint=url))
+            c.check(rc == 0 and "yandex: usable, yc profile vm" in out and "the VM's service account" in out,
+                    f"on a Yandex VM: the metadata server's service account: {out.strip()}")
             empty = os.path.join(root, "empty")
             os.makedirs(empty)
             rc, out = c.run(empty, {}, "check", "--config", config())
