@@ -33,6 +33,7 @@ constexpr const char* kClientUsage = R"(client commands (talk to a running tsumd
   tsumd preset list                  the seeds' experiments for the providers configured, runs and worst case
   tsumd experiment list [--limit N] [--all] [--order asc|desc]   a page of experiments (100 unless --limit)
   tsumd experiment show ID | cancel ID | export ID [--format csv|json]
+  tsumd experiment logs ID [-f]      every run's output, run after run; -f follows them until the experiment ends
   tsumd runs list [--experiment ID] [--status S[,S]] [--provider P] [--config TYPE] [--limit N] [--all]
                                      a page of runs; --all follows every page
   tsumd runs join ID                 the command that joins a machine to a waiting byo run
@@ -79,7 +80,7 @@ Result<Args> parse_args(const std::vector<std::string>& in) {
       (arg == "--json" ? a.json : arg == "--wait" ? a.wait : a.all) = true;
       continue;
     }
-    const bool logs = a.words.size() >= 2 && a.words[0] == "runs" && a.words[1] == "logs";
+    const bool logs = a.words.size() >= 2 && (a.words[0] == "runs" || a.words[0] == "experiment") && a.words[1] == "logs";
     if ((arg == "-f" && logs) || arg == "--follow") {
       a.follow = true;
       continue;
@@ -652,15 +653,70 @@ int search(cli::Context& c, const Args& a) {
   }
 }
 
+// One run's lines (see runs_logs), each after `prefix` (the run, when an experiment's runs are shown together).
+int run_lines(cli::Context& c, bool follow, const std::string& id, const std::string& prefix) {
+  int code = 0;
+  int64_t after = 0;
+  std::map<std::string, int64_t> next_n;
+  for (;;) {
+    auto r = c.call("GET", "/v1/runs/" + id + "/logs?after=" + std::to_string(after) + (follow ? "&wait=20" : ""),
+                    &code);
+    if (!r) return code;
+    const json& lines = r->json["lines"];
+    for (const auto& l : lines) {
+      if (c.json) {
+        c.out << l.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+        continue;
+      }
+      const std::string source = l["source"];
+      const int64_t n = l["n"];
+      if (auto it = next_n.find(source); it != next_n.end() && n > it->second)
+        c.out << prefix << "[... " << n - it->second << " lines not kept: a run keeps its first and its last lines ...]\n";
+      next_n[source] = n + 1;
+      c.out << prefix;
+      if (next_n.size() > 1 || source != "a1n0") c.out << "[" << source << "] ";
+      c.out << l["text"].get<std::string>() << "\n";
+    }
+    c.out.flush();
+    after = r->json["after"].get<int64_t>();
+    if (r->json["done"].get<bool>() || (!follow && lines.empty())) break;
+  }
+  return kExitOk;
+}
+
+// `experiment logs ID [-f]`: every run's lines, run after run in the order they were made, each line after its
+// run's id; with -f each run is followed to its end, so the command returns when the experiment has ended.
+int experiment_logs(cli::Context& c, const Args& a, const std::string& id) {
+  int code = 0;
+  std::vector<int64_t> runs;
+  for (std::string cursor;;) {
+    auto r = c.call("GET", "/v1/runs?experiment=" + id + "&order=asc&limit=500" + (cursor.empty() ? "" : "&cursor=" + encode(cursor)),
+                    &code);
+    if (!r) return code;
+    for (const auto& run : r->json["runs"]) runs.push_back(run["id"].get<int64_t>());
+    cursor = r->json.value("next_cursor", json()).is_string() ? r->json["next_cursor"].get<std::string>() : "";
+    if (cursor.empty()) break;
+  }
+  if (runs.empty()) {
+    c.err << "tsumd: experiment " << id << " has no runs\n";
+    return kExitNotFound;
+  }
+  for (int64_t run : runs)
+    if (int rc = run_lines(c, a.follow, std::to_string(run), runs.size() > 1 ? "run " + std::to_string(run) + " " : ""); rc != kExitOk)
+      return rc;
+  return kExitOk;
+}
+
 int experiment(cli::Context& c, const Args& a) {
   const std::string& verb = a.words.size() > 1 ? a.words[1] : "";
   if (verb == "create") return experiment_create(c, a);
   if (verb == "list") return experiment_list(c, a);
-  if (verb != "show" && verb != "cancel" && verb != "export")
-    return usage(c.err, "experiment needs create, list, show, cancel or export");
+  if (verb != "show" && verb != "cancel" && verb != "export" && verb != "logs")
+    return usage(c.err, "experiment needs create, list, show, logs, cancel or export");
   if (a.words.size() != 3 || !positive_id(a.words[2]))
     return usage(c.err, "experiment " + verb + " needs an experiment ID");
   if (verb == "show") return experiment_show(c, a.words[2]);
+  if (verb == "logs") return experiment_logs(c, a, a.words[2]);
   if (verb == "cancel") return experiment_cancel(c, a.words[2]);
   return experiment_export(c, a, a.words[2]);
 }
@@ -685,32 +741,7 @@ bool is_client_command(const std::vector<std::string>& args) {
 // jump in a source's line numbers (the middle a long log does not keep) is said where it is.
 int runs_logs(cli::Context& c, const Args& a, const std::string& id) {
   if (!positive_id(id)) return usage(c.err, "runs logs needs a run id, a positive number");
-  int code = 0;
-  int64_t after = 0;
-  std::map<std::string, int64_t> next_n;
-  for (;;) {
-    auto r = c.call("GET", "/v1/runs/" + id + "/logs?after=" + std::to_string(after) + (a.follow ? "&wait=20" : ""),
-                    &code);
-    if (!r) return code;
-    const json& lines = r->json["lines"];
-    for (const auto& l : lines) {
-      if (c.json) {
-        c.out << l.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
-        continue;
-      }
-      const std::string source = l["source"];
-      const int64_t n = l["n"];
-      if (auto it = next_n.find(source); it != next_n.end() && n > it->second)
-        c.out << "[... " << n - it->second << " lines not kept: a run keeps its first and its last lines ...]\n";
-      next_n[source] = n + 1;
-      if (next_n.size() > 1 || source != "a1n0") c.out << "[" << source << "] ";
-      c.out << l["text"].get<std::string>() << "\n";
-    }
-    c.out.flush();
-    after = r->json["after"].get<int64_t>();
-    if (r->json["done"].get<bool>() || (!a.follow && lines.empty())) break;
-  }
-  return kExitOk;
+  return run_lines(c, a.follow, id, "");
 }
 
 int run_client(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, bool interactive) {

@@ -14,7 +14,9 @@ using nlohmann::json;
 
 namespace {
 
-// {"cpu_pct": {"min": 1, "avg": 2, "max": 3}, ...}: metric names are short identifiers, values finite.
+// {"cpu_pct": {"min": 1, "avg": 2, "max": 3}, ...}: metric names are short identifiers, values finite. A metric
+// no machine could have measured (a negative figure, or min > avg > max out of order) is left out: the mark and
+// its other figures are kept, and no impossible number is ever stored or shown.
 Result<PhaseStats> parse_stats(const json& j) {
   auto bad = [](std::string d) { return make_error(Code::invalid_argument, "'stats': " + std::move(d)); };
   if (!j.is_object()) return bad("must be an object");
@@ -31,6 +33,8 @@ Result<PhaseStats> parse_stats(const json& j) {
         return bad(metric + "." + key + " must be a finite number");
       *field = v[key].get<double>();
     }
+    const double slack = 1e-9 * std::max({1.0, std::fabs(m.min), std::fabs(m.max)});
+    if (m.min < 0 || m.min > m.avg + slack || m.avg > m.max + slack) continue;
     out[metric] = m;
   }
   return out;

@@ -128,6 +128,7 @@ stamp() {
 SID=$(awk '{sub(/^[0-9]+ \(.*\) /, ""); print $4}' /proc/$$/stat)
 PAGE=$(getconf PAGESIZE)
 HZ=$(getconf CLK_TCK)
+CORES=$(nproc 2>/dev/null || echo 1)  # the cores this agent may run on (its affinity): CPU tops out at 100 x CORES
 GPUSTAT="$WORK/tsum/bin/tsum-gpustat"  # from the trainer bundle; $WORK/have_gpu once it found a GPU
 # docker run's GPU flag: none without a GPU; the machine's GPUs that CUDA_VISIBLE_DEVICES names where it is a list
 # (the local provider's, on a host it shares; docker's CSV syntax wants the quotes), else all of them.
@@ -151,26 +152,33 @@ sample() {
       END { printf "%s %.0f %.0f %.0f %.0f%s\n", up, cpu, rss * page, rb, wb, gpu }' >> "$WORK/samples"
 }
 
-# stats BEGIN_MONO: min/avg/max of each metric from BEGIN_MONO to the newest sample, as a JSON object.
+# stats BEGIN_MONO: min/avg/max of each metric from BEGIN_MONO to the newest sample, as a JSON object. Every figure
+# is one that could be: the counters are summed over the session's processes, and one that leaves it (reaped by a
+# process outside it, or gone before the sample read it) takes its ticks and bytes with it, so a sum can fall;
+# what was spent stays spent, so a fall is carried as an offset and the sums only grow. CPU is then at most
+# 100 x CORES (ticks of a child reaped at once land in one span) and no rate is negative. Rates cover spans of
+# at least 0.25 s (shorter ones are mostly tick quantization), the phase's average its whole length.
 stats() {
-  sort -n "$WORK/samples" | awk -v b="$1" -v hz="$HZ" '
+  sort -n "$WORK/samples" | awk -v b="$1" -v hz="$HZ" -v top="$((100 * CORES))" '
     function acc(k, v) { if (!(k in mn) || v < mn[k]) mn[k] = v; if (!(k in mx) || v > mx[k]) mx[k] = v }
     function out(k, avg) { printf "%s\"%s\":{\"min\":%.6g,\"avg\":%.6g,\"max\":%.6g}", (o++ ? "," : ""), k, mn[k], avg, mx[k] }
+    function cpu(ticks, dt) { v = 100 * ticks / hz / dt; return v > top ? top : v }
+    function grown(x, k) { if (n > 1 && x + off[k] < last[k]) off[k] = last[k] - x; last[k] = x + off[k]; return last[k] }
     $1 + 0.01 <= b { next }  # /proc/uptime is cut to 10 ms: a sample stamped up to 10 ms before b may follow it
     { n++; t[n] = $1; acc("rss_bytes", $3); rss += $3
       if (NF >= 7) { acc("gpu_util_pct", $6); acc("gpu_mem_bytes", $7); gu += $6; gm += $7; gn++ }
-      c[n] = $2; r[n] = $4; w[n] = $5
-      if (n == 1) l = 1  # rates over spans of at least 0.25 s: shorter ones are mostly tick quantization
+      c[n] = grown($2, "c"); r[n] = grown($4, "r"); w[n] = grown($5, "w")
+      if (n == 1) l = 1
       else if ((dt = t[n] - t[l]) >= 0.25) {
-        acc("cpu_pct", 100 * (c[n] - c[l]) / hz / dt); acc("read_bps", (r[n] - r[l]) / dt)
+        acc("cpu_pct", cpu(c[n] - c[l], dt)); acc("read_bps", (r[n] - r[l]) / dt)
         acc("write_bps", (w[n] - w[l]) / dt); l = n } }
     END { printf "{"
       if (n) { out("rss_bytes", rss / n); if ("gpu_util_pct" in mn) { out("gpu_util_pct", gu / gn); out("gpu_mem_bytes", gm / gn) } }
       if (n > 1 && (dt = t[n] - t[1]) >= 0.005) {
         # The average covers the whole phase, the spans only its first part: widen min/max to hold it.
-        acc("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); acc("read_bps", (r[n] - r[1]) / dt)
+        acc("cpu_pct", cpu(c[n] - c[1], dt)); acc("read_bps", (r[n] - r[1]) / dt)
         acc("write_bps", (w[n] - w[1]) / dt)
-        out("cpu_pct", 100 * (c[n] - c[1]) / hz / dt); out("read_bps", (r[n] - r[1]) / dt); out("write_bps", (w[n] - w[1]) / dt) }
+        out("cpu_pct", cpu(c[n] - c[1], dt)); out("read_bps", (r[n] - r[1]) / dt); out("write_bps", (w[n] - w[1]) / dt) }
       printf "}" }'
 }
 # Every request to the daemon: its CA, the tunnel socket if any, the run token.
@@ -253,14 +261,18 @@ logs_final() {
 # last_lines N: the run log's last N lines, without their stamps.
 last_lines() { tail -n "$1" "$LOG" | cut -d' ' -f2-; }
 
-# samples_csv: every sample so far as dstat-like CSV, rates between consecutive samples.
+# samples_csv: every sample so far as dstat-like CSV, rates between consecutive samples (the counters only grow
+# and CPU is at most 100 x CORES, as in stats).
 samples_csv() {
   echo "mono_s,cpu_pct,rss_bytes,read_bps,write_bps,gpu_util_pct,gpu_mem_bytes"
-  sort -n "$WORK/samples" | awk -v hz="$HZ" '
-    n++ && (dt = $1 - t) >= 0.005 {
-      printf "%s,%.1f,%.0f,%.0f,%.0f,%s,%s\n", $1, 100 * ($2 - c) / hz / dt, $3, ($4 - r) / dt, ($5 - w) / dt,
+  sort -n "$WORK/samples" | awk -v hz="$HZ" -v top="$((100 * CORES))" '
+    function grown(x, k) { if (NR > 1 && x + off[k] < last[k]) off[k] = last[k] - x; last[k] = x + off[k]; return last[k] }
+    { cc = grown($2, "c"); rr = grown($4, "r"); ww = grown($5, "w") }
+    NR > 1 && (dt = $1 - t) >= 0.005 {
+      v = 100 * (cc - c) / hz / dt
+      printf "%s,%.1f,%.0f,%.0f,%.0f,%s,%s\n", $1, (v > top ? top : v), $3, (rr - r) / dt, (ww - w) / dt,
              (NF >= 7 ? $6 : ""), (NF >= 7 ? $7 : "") }
-    { t = $1; c = $2; r = $4; w = $5 }'
+    { t = $1; c = cc; r = rr; w = ww }'
 }
 
 # emit PHASE MARK MONO_S [ATTRS_JSON]. An end mark also carries the phase's stats since its begin mark.
@@ -692,6 +704,13 @@ job_attrs() {
   printf '%s' "$1" | tr -d ' \t\r' | sed -n 's/.*"attrs":\({[^{}]*}\).*/\1/p' |
     grep -E '^\{("[A-Za-z0-9_]{1,64}":-?[0-9]{1,20}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?,?){0,32}\}$' | sed 's/,}$/}/'
 }
+# job_numbers LINE: an epoch line's "name": number fields but event and epoch (the job's loss, images_per_s, ...), as
+# JSON members to append (",\"loss\":0.5"): what the run's epochs table shows, as tsum-train's lines give it.
+job_numbers() {
+  printf '%s' "$1" | tr -d ' \t\r' |
+    grep -oE '"[A-Za-z0-9_]{1,64}":-?[0-9]{1,20}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?' |
+    grep -vE '^"(event|epoch)":' | head -n 32 | awk '{ printf ",%s", $0 }'
+}
 job_reach() {  # INDEX TIME [ATTRS]: the program's mark (ATTRS its attrs); the ones it skipped are derived now
   if [ "$pos" -ge "$1" ]; then malformed=$((malformed + 1)); return; fi
   while [ "$pos" -lt "$1" ]; do
@@ -756,7 +775,7 @@ run_job() {
       *'"event":"checkpoint"'*) checkpoint_upload "{}" ;;
       *'"event":"epoch"'*)
         if [ "$pos" -lt 2 ]; then job_reach 2 "$t"; derived="$derived learn.begin"; fi
-        if [ "$pos" -eq 2 ]; then epochs=$((epochs + 1)); emit learn progress "$t" "{\"epoch\":$epochs}"
+        if [ "$pos" -eq 2 ]; then epochs=$((epochs + 1)); emit learn progress "$t" "{\"epoch\":$epochs$(job_numbers "$line")}"
         else malformed=$((malformed + 1)); fi ;;
       *) malformed=$((malformed + 1)) ;;
     esac
@@ -770,10 +789,14 @@ run_job() {
     checkpoint_upload '{"reason":"signal"}'
     interrupted_exit "the job exited with status ${rc:-unknown}"
   fi
+  if [ "${rc:-1}" -ne 0 ]; then  # the phase it failed in ends with the failure; the ones after it never ran
+    failed=learn
+    if [ "$pos" -ge 3 ]; then failed=verify; [ "$pos" -eq 3 ] && job_mark 4 "$t"; fi
+    fail "$failed" "the job exited with status ${rc:-unknown}: $(tail -n 3 "$WORK/job.log")"
+  fi
   while [ "$pos" -lt 5 ]; do
     pos=$((pos + 1)); job_mark "$pos" "$t"; derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
   done
-  [ "${rc:-1}" -eq 0 ] || fail learn "the job exited with status ${rc:-unknown}: $(tail -n 3 "$WORK/job.log")"
   list=""; for d in $derived; do list="$list${list:+,}\"$d\""; done
   saved="{\"exit_status\":0,\"derived\":[$list],\"malformed\":$malformed}"
   emit save begin "$t"

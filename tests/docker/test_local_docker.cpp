@@ -102,9 +102,9 @@ std::string job_script(const std::string& token) {
   return R"(set -e
 ls /tsum/data > /tsum/out/data-files.txt
 echo '{"phase": "start", "mark": "end"}' > "$TSUM_EVENTS"
-echo '{"event": "epoch", "loss": 0.5}' > "$TSUM_EVENTS"
+echo '{"event": "epoch", "epoch": 1, "loss": 0.5, "images_per_s": 100}' > "$TSUM_EVENTS"
 echo 'not json at all' > "$TSUM_EVENTS"
-echo '{"event": "epoch", "loss": 0.25}' > "$TSUM_EVENTS"
+echo '{"event": "epoch", "loss": 0.25, "images_per_s": 1.5e2, "note": "text is not a number"}' > "$TSUM_EVENTS"
 )" + DockerEnv::wait_for_release(token) +
          R"(echo '{"phase": "learn", "mark": "end", "attrs": {"note": "done"}}' > "$TSUM_EVENTS"
 mkdir -p /tsum/out/ckpt
@@ -157,7 +157,12 @@ TEST_CASE("a user's job runs in its image: data read-only at /tsum/data, its mar
   CHECK(run["phases"].size() == 8);
   // learn ran from its begin (derived at the first epoch) to the learn end mark, written after the release.
   CHECK(run["phases"]["learn"].get<double>() >= 0.98);  // /proc/uptime's hundredths on either end
-  CHECK(run["epochs"].size() == 2);
+  REQUIRE(run["epochs"].size() == 2);  // every number of the job's epoch lines, as tsum-train's reach the run
+  CHECK(run["epochs"][0].value("loss", -1.0) == 0.5);
+  CHECK(run["epochs"][0].value("images_per_s", -1.0) == 100);
+  CHECK(run["epochs"][1].value("loss", -1.0) == 0.25);
+  CHECK(run["epochs"][1].value("images_per_s", -1.0) == 150);
+  CHECK(!run["epochs"][1].contains("note"));
   CHECK(run["metrics"]["marks"]["derived"] == json{"learn.begin", "verify.begin", "verify.end"});
   CHECK(run["metrics"]["marks"]["malformed"] == 1);
   const std::string rid = std::to_string(run["id"].get<int64_t>());
@@ -191,6 +196,7 @@ TEST_CASE("a job that fails fails its run naming the exit status and its output;
   }, std::chrono::seconds(300)));
   CHECK(run["status"] == "failed");
   CHECK(run["reason"].get<std::string>().find("the job exited with status 3: out of memory") != std::string::npos);
+  CHECK(run["phases"]["verify"].is_null());  // it failed in learn: verify never ran, and is not timed
   for (const auto& [workload, names] : std::vector<std::pair<json, std::string>>{
            {{{"image", env.image()}, {"command", json::array()}}, "workload.command: must be a non-empty list"},
            {{{"command", {"true"}}}, "workload.image: a job's command runs in a container image"},
