@@ -188,6 +188,15 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
                          {"amount", r.nodes * billing::cost(rule, r.hourly_price, pv.t_sum)},  // every node billed
                          {"currency", r.currency}};
   }
+  if (cost.empty() && is_terminal(r.status) && r.status != RunStatus::done) {
+    // A failed or cancelled run: not every phase ran, but its machine was up and the user paid for that time
+    // (each attempt's bill); "partial" says the phases do not add up to it.
+    for (const auto& rule : rules)
+      if (all->billed_s[rule.name] > 0)
+        cost[rule.name] = {{"billed_s", all->billed_s[rule.name]},
+                           {"amount", (r.attempt > 1 ? 1 : r.nodes) * all->amount[rule.name]},
+                           {"currency", r.currency}, {"partial", true}};
+  }
   const auto variant = static_cast<size_t>(r.config_index);
   json out{{"id", r.id},
               {"experiment_id", r.experiment_id},

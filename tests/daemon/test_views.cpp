@@ -49,6 +49,34 @@ TEST_CASE("a finished run shows 8 phases, t_sum as their sum, accuracy and cost 
   CHECK(v.run(77).code() == Code::not_found);
 }
 
+TEST_CASE("a failed run shows what its machine's up-time billed, marked partial; its untimed phases stay null") {
+  DaemonFixture f;
+  REQUIRE(f.ledger.begin_attempt(2, {"local", "local-2c", "on-demand", 0.085}).ok());  // as dispatch writes it
+  double t = 1000;
+  for (auto p : {Phase::startup, Phase::install}) {  // up 30 s, failed in install
+    auto clock = is_agent_phase(p) ? ClockDomain::agent : ClockDomain::daemon;
+    REQUIRE(f.ledger.record_mark(2, p, Mark::begin, t, clock).ok());
+    REQUIRE(f.ledger.record_mark(2, p, Mark::end, t + 10, clock).ok());
+    t += 10;
+  }
+  REQUIRE(f.ledger.record_mark(2, Phase::poweroff, Mark::begin, t, ClockDomain::daemon).ok());
+  REQUIRE(f.ledger.record_mark(2, Phase::poweroff, Mark::end, t + 10, ClockDomain::daemon).ok());
+  REQUIRE(f.ledger.advance(2, RunStatus::terminating, "install failed").ok());
+  REQUIRE(f.ledger.advance(2, RunStatus::failed, "install failed").ok());
+  Views v(f.store, f.ledger);
+  auto r = v.run(2);
+  REQUIRE(r.ok());
+  INFO(r->dump(2));
+  CHECK((*r)["status"] == "failed");
+  CHECK((*r)["t_sum"].is_null());
+  CHECK((*r)["phases"]["learn"].is_null());
+  REQUIRE((*r)["cost"].contains("per_hour"));
+  CHECK((*r)["cost"]["per_hour"]["billed_s"] == 3600);
+  CHECK((*r)["cost"]["per_hour"]["amount"].get<double>() > 0);
+  CHECK((*r)["cost"]["per_hour"]["amount"] == (*r)["attempts"][0]["cost"]["per_hour"]["amount"]);
+  CHECK((*r)["cost"]["per_hour"]["partial"] == true);
+}
+
 namespace {
 // The summary of `runs` (run views as GET /v1/runs/{id} shows them; ids and the experiment's id filled in here), each
 // recorded as the settling of a finished run records it.

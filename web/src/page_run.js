@@ -163,9 +163,11 @@ function attemptsBlock(run) {
 function costBlock(run) {
   const rules = Object.entries(run.cost);
   if (!rules.length) return empty('The cost is known once all 8 phases are timed.');
-  return table(['Billing rule', 'Billed', 'Cost'], rules.map(([rule, c]) => h('tr', {},
+  const rows = table(['Billing rule', 'Billed', 'Cost'], rules.map(([rule, c]) => h('tr', {},
     h('th', { scope: 'row' }, rule), h('td', { class: 'num' }, seconds(c.billed_s, 0)),
     h('td', { class: 'num' }, money(c.amount, c.currency)))));
+  if (!rules.some(([, c]) => c.partial)) return rows;
+  return h('div', {}, h('p', { class: 'hint' }, 'What the machine\'s up-time billed: the run ended before all 8 phases ran.'), rows);
 }
 
 const OUTPUT_KEEP = 2000;  // pieces (one per answer) the page holds; the daemon keeps the head and the tail
