@@ -220,13 +220,11 @@ Status resolve_cloud_secrets(CloudConfig& c) {
       if (auto s = read_into(a.client_secret, &a.options.credentials.client_secret); !s) return s;
       auto& sub = a.options.credentials.subscription_id;
       if (sub.empty()) {  // the keys in the file, the subscription as found: AZURE_SUBSCRIPTION_ID or the CLI's
-        const auto env = providers::http::LoginEnvironment::current();
-        auto login = providers::azure::resolve_azure_login(env);
-        sub = env.get("AZURE_SUBSCRIPTION_ID");
-        if (sub.empty() && login) sub = login->credentials.subscription_id;
-        if (sub.empty())
+        auto found = providers::azure::find_azure_subscription(providers::http::LoginEnvironment::current());
+        if (!found)
           return make_error(Code::invalid_argument, "providers.azure.subscription_id: not given, and neither AZURE_SUBSCRIPTION_ID "
                                                     "nor the Azure CLI names one");
+        sub = found->id;
       }
       a.login = "service principal " + a.options.credentials.client_id + " (the config file), subscription " +
                 a.options.credentials.subscription_id;

@@ -133,8 +133,7 @@ Result<http::HttpRequest> AzureApi::token_request() {
   const auto& c = opts_.credentials;
   if (c.kind == "managed_identity")
     return http::HttpRequest{.method = "GET",
-                             .url = c.imds_url + "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=" +
-                                    http::uri_encode("https://management.azure.com/") + (c.identity.empty() ? "" : "&" + c.identity),
+                             .url = imds_token_url(c.imds_url, c.identity),
                              .headers = {{"Metadata", "true"}}, .timeout = opts_.attempt_timeout};
   const bool user = c.kind == "cli_user";  // MSAL asks a user's token with OpenID's scopes beside the resource's
   http::Fields form{{"client_id", c.client_id},

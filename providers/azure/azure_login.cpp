@@ -30,6 +30,14 @@ CliDir cli_dir(const http::LoginEnvironment& env) {
   return {dir, http::tilde(dir, env.home)};
 }
 
+// AZURE_POD_IDENTITY_AUTHORITY_HOST (azure-identity's override), else the VM's own metadata service; no final '/'.
+std::string imds_base(const http::LoginEnvironment& env) {
+  std::string url = env.has("AZURE_POD_IDENTITY_AUTHORITY_HOST") ? env.get("AZURE_POD_IDENTITY_AUTHORITY_HOST") : "";
+  if (url.empty()) url = std::string(kImdsHost);
+  while (url.ends_with('/')) url.pop_back();
+  return url;
+}
+
 // The CLI's files in their own order: MSAL and the CLI take the first account, token or entry that matches.
 using Json = nlohmann::ordered_json;
 
@@ -134,8 +142,7 @@ Result<AzureLogin> cli_login(const http::LoginEnvironment& env) {
   if ((name == "systemAssignedIdentity" || name == "userAssignedIdentity") && identity) {
     c.kind = "managed_identity";
     c.identity = *identity;
-    c.imds_url = env.has("AZURE_POD_IDENTITY_AUTHORITY_HOST") ? env.get("AZURE_POD_IDENTITY_AUTHORITY_HOST") : std::string(kImdsHost);
-    while (c.imds_url.ends_with('/')) c.imds_url.pop_back();
+    c.imds_url = imds_base(env);
     out.source = "Azure CLI (" + cli.shown + ", the managed identity" + (c.identity.empty() ? "" : " " + c.identity) + ")";
     return out;
   }
@@ -178,6 +185,17 @@ std::string authority_url(const std::string& host) {
 }
 
 }  // namespace
+
+std::optional<AzureSubscription> find_azure_subscription(const http::LoginEnvironment& env) {
+  if (!env.get("AZURE_SUBSCRIPTION_ID").empty()) return AzureSubscription{env.get("AZURE_SUBSCRIPTION_ID"), "AZURE_SUBSCRIPTION_ID"};
+  if (auto sub = cli_subscription(cli_dir(env))) return AzureSubscription{str(*sub, "id"), "the Azure CLI's default subscription"};
+  return std::nullopt;
+}
+
+std::string imds_token_url(const std::string& imds_url, const std::string& identity) {
+  return imds_url + "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=" +
+         http::uri_encode("https://management.azure.com/") + (identity.empty() ? "" : "&" + identity);
+}
 
 Result<AzureLogin> resolve_azure_login(const http::LoginEnvironment& env) {
   AzureLogin out;
@@ -225,21 +243,15 @@ Result<AzureLogin> resolve_azure_login(const http::LoginEnvironment& env) {
   } else {
     c.kind = "managed_identity";
     c.client_secret.clear();
-    const std::string host = env.get("AZURE_POD_IDENTITY_AUTHORITY_HOST");
-    c.imds_url = host.empty() ? std::string(kImdsHost) : host;
-    while (c.imds_url.ends_with('/')) c.imds_url.pop_back();
+    c.imds_url = imds_base(env);
     out.probe = !env.has("AZURE_POD_IDENTITY_AUTHORITY_HOST");
     if (!c.client_id.empty()) c.identity = "client_id=" + c.client_id;
     out.source = "managed identity (" + c.imds_url + (c.identity.empty() ? "" : ", " + c.identity) + ")";
     out.fallback = std::make_shared<Result<AzureLogin>>(cli_login(env));
   }
-  // The subscription: the environment's, else the CLI's default one (what `az account show` says).
-  if (!env.get("AZURE_SUBSCRIPTION_ID").empty()) {
-    c.subscription_id = env.get("AZURE_SUBSCRIPTION_ID");
-    out.subscription_from = "AZURE_SUBSCRIPTION_ID";
-  } else if (auto sub = cli_subscription(cli_dir(env))) {
-    c.subscription_id = str(*sub, "id");
-    out.subscription_from = "the Azure CLI's default subscription";
+  if (auto sub = find_azure_subscription(env)) {
+    c.subscription_id = sub->id;
+    out.subscription_from = sub->from;
   }
   if (out.fallback && *out.fallback && !c.subscription_id.empty()) {
     (*out.fallback)->credentials.subscription_id = c.subscription_id;
@@ -252,8 +264,7 @@ Result<AzureLogin> resolve_azure_login(const http::LoginEnvironment& env) {
 Task<Result<AzureLogin>> settle_azure_login(http::HttpClient& http, AzureLogin login) {
   if (login.credentials.kind != "managed_identity") co_return login;
   const auto& c = login.credentials;
-  const std::string url = c.imds_url + "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=" +
-                          http::uri_encode("https://management.azure.com/") + (c.identity.empty() ? "" : "&" + c.identity);
+  const std::string url = imds_token_url(c.imds_url, c.identity);
   bool answers = true;
   if (login.probe) {  // is anything there? (a machine off Azure: nothing answers 169.254.169.254)
     const http::HttpRequest ping{.method = "GET", .url = url, .timeout = std::chrono::seconds(1)};

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -43,6 +44,16 @@ struct AzureLogin {
   std::shared_ptr<Result<AzureLogin>> fallback;
   bool probe = false;             // ask IMDS without the Metadata header first (AZURE_POD_IDENTITY_AUTHORITY_HOST unset)
 };
+
+// The subscription when the login names none: AZURE_SUBSCRIPTION_ID, else the CLI's default one (what `az account
+// show` says), with where it came from; nullopt when neither names one.
+struct AzureSubscription {
+  std::string id, from;
+};
+std::optional<AzureSubscription> find_azure_subscription(const http::LoginEnvironment& env);
+
+// The metadata service's managed-identity token URL for ARM (identity: "client_id=..." and the like, or "").
+std::string imds_token_url(const std::string& imds_url, const std::string& identity);
 
 // Steps 1, 2 and 4 from the files and environment; a login whose fallback is set still needs
 // settle_azure_login. invalid_argument with where it looked and the fix.
