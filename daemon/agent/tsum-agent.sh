@@ -107,10 +107,12 @@ NODE_FIELD=""; [ "$NODES" -gt 1 ] && NODE_FIELD=",\"node\":$NODE"
 
 LOG="$WORK/run.log"
 : >> "$LOG"
+# log MESSAGE: to stderr and the run's log, every line of it stamped (the daemon takes only "MONO_S TEXT" lines: a
+# detail that quotes a job's last lines, as a failed setup's does, would otherwise hold up every line after it).
 log() {
   echo "tsum-agent: $*" >&2
   read -r up _ < /proc/uptime
-  printf '%s tsum-agent: %s\n' "$up" "$*" | tr -d '\r' >> "$LOG"
+  printf 'tsum-agent: %s\n' "$*" | tr -d '\r' | while IFS= read -r line; do printf '%s %s\n' "$up" "$line"; done >> "$LOG"
 }
 now() { read -r up _ < /proc/uptime; echo "$up"; }
 # stamp [COPY]: each line of stdin into the run's log, stamped as it is read (a job's output, tsum-train's stderr),

@@ -36,30 +36,41 @@ std::string texts(const json& lines) {
   return s;
 }
 
-// A folder with setup.sh and run.sh, packed as `tsumd experiment create` would, and uploaded.
-std::string upload_folder(const DaemonProcess& d, const std::string& admin, TempDir& dir) {
-  const auto folder = dir.path() / "job";
+// A folder of FILES (name, text), packed as `tsumd experiment create` would, and uploaded: its "sha256:..." name.
+std::string upload_files(const DaemonProcess& d, const std::string& admin, TempDir& dir,
+                         const std::vector<std::pair<std::string, std::string>>& files) {
+  static int uploads = 0;
+  const std::string name = "job" + std::to_string(++uploads);
+  const auto folder = dir.path() / name;
   std::filesystem::create_directories(folder);
-  // setup leaves a file in the folder that run reads: the folder as setup left it is what run sees.
-  std::ofstream(folder / "setup.sh") << "echo setting up; echo prepared > prepared.txt\n";
-  // run prints, waits for the test's go-ahead (a file the local machine sees), then prints 50 more lines.
-  std::ofstream(folder / "run.sh") << "echo first: $(cat prepared.txt)\n"
-                                      "while [ ! -e \"$GO\" ]; do sleep 0.1; done\n"
-                                      "i=1; while [ $i -le 50 ]; do echo second $i; i=$((i + 1)); done\n"
-                                      "echo to stderr >&2\n";
-  const std::string archive = dir.file("job.tar.gz");
-  REQUIRE(daemon::write_tar_gz(archive, std::vector<daemon::TarMember>{{"run.sh", (folder / "run.sh").string()},
-                                                                       {"setup.sh", (folder / "setup.sh").string()}}));
+  std::vector<daemon::TarMember> members;
+  for (const auto& [name, text] : files) {
+    std::ofstream(folder / name) << text;
+    members.push_back({name, (folder / name).string()});
+  }
+  const std::string archive = dir.file(name + ".tar.gz");
+  REQUIRE(daemon::write_tar_gz(archive, members));
   std::ifstream in(archive, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   auto up = d.call("POST", "/v1/workdirs", admin, bytes);
   REQUIRE(up.status == 201);
   const std::string sha = up.json()["sha256"];
-  CHECK(up.json()["files"] == 2);
-  auto again = d.call("GET", "/v1/workdirs/" + sha, admin);
-  CHECK(again.status == 200);
+  CHECK(up.json()["files"] == files.size());
+  CHECK(d.call("GET", "/v1/workdirs/" + sha, admin).status == 200);
   CHECK(d.call("POST", "/v1/workdirs", admin, bytes).json()["sha256"] == sha);  // the same bytes, the same record
   return "sha256:" + sha;
+}
+
+// A folder with setup.sh and run.sh. setup leaves a file in the folder that run reads: the folder as setup left it
+// is what run sees. run prints, waits for the test's go-ahead (a file the local machine sees), then prints 50 more
+// lines.
+std::string upload_folder(const DaemonProcess& d, const std::string& admin, TempDir& dir) {
+  return upload_files(d, admin, dir,
+                      {{"run.sh", "echo first: $(cat prepared.txt)\n"
+                                  "while [ ! -e \"$GO\" ]; do sleep 0.1; done\n"
+                                  "i=1; while [ $i -le 50 ]; do echo second $i; i=$((i + 1)); done\n"
+                                  "echo to stderr >&2\n"},
+                       {"setup.sh", "echo setting up; echo prepared > prepared.txt\n"}});
 }
 
 json folder_job(const std::string& workdir, const std::string& go) {
@@ -164,6 +175,48 @@ TEST_CASE("a folder job's output arrives while it runs, in order, and a kill -9 
   CHECK(text2.find("first: prepared\n") != std::string::npos);
   CHECK(text2.find("setting up\n") == std::string::npos);  // its warm-up found setup's result cached
   CHECK(text2.find("setup (cached)") != std::string::npos);
+}
+
+TEST_CASE("a failed setup's every line, and why it failed, are in the run's log (issue 63)") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  const std::string admin = d.admin_token();
+  d.start();
+  // A setup that prints, then fails with a traceback of several lines: the reason quotes them.
+  const std::string workdir = upload_files(d, admin, dir,
+      {{"setup.sh", "echo hello from setup\n"
+                    "printf 'Traceback (most recent call last):\\n  File x\\nModuleNotFoundError: no_such_module\\n' >&2\n"
+                    "exit 3\n"},
+       {"run.sh", "echo never\n"}});
+  json spec = folder_job(workdir, "/nonexistent");
+  spec["repetitions"] = 2;
+  const int64_t exp = submit_experiment(d, admin, spec);
+  json done = wait_experiment(d, admin, exp, std::chrono::seconds(180));
+  INFO(d.log());
+  REQUIRE(done["runs"].size() == 2);
+  for (const auto& run : done["runs"]) {
+    const int64_t id = run["id"];
+    CAPTURE(id);
+    const json r = d.call("GET", "/v1/runs/" + std::to_string(id), admin).json();
+    INFO(r.dump(2));
+    CHECK(r["status"] == "failed");
+    CHECK(r["reason"].get<std::string>().find("install failed: setup exited with status 3") != std::string::npos);
+    // Both the warm-up (w1) and the run's own attempt (a1n0) hold the setup's lines and why it failed.
+    json by_source = json::object();
+    for (const auto& l : all_lines(d, admin, id)) {
+      const std::string source = l["source"];
+      by_source[source] = by_source.value(source, std::string()) + l["text"].get<std::string>() + "\n";
+    }
+    for (const char* source : {"w1", "a1n0"}) {
+      CAPTURE(source);
+      const std::string text = by_source.value(source, std::string());
+      INFO(text);
+      CHECK(text.find("hello from setup\n") != std::string::npos);
+      CHECK(text.find("ModuleNotFoundError: no_such_module\n") != std::string::npos);
+      CHECK(text.find("install failed: setup exited with status 3") != std::string::npos);
+    }
+    CHECK(r["phases"]["learn"].is_null());  // nothing after install ran
+  }
 }
 
 TEST_CASE("the logs door: resends, gaps, bad bodies, the cap, and folders it does not have") {
