@@ -92,7 +92,7 @@ void add_artifact_routes(Router& router, ArtifactContext c) {
     const std::string sha = req.params["sha256"];
     if (!daemon::is_sha256_hex(sha)) co_return error_response(404, "not_found", "not a sha256: " + sha);
     if (!info->admin && !(info->run_id > 0 && run_may_fetch(c, sha)))
-      co_return error_response(401, "unauthenticated", "this token may not fetch blob " + sha);
+      co_return error_response(403, "forbidden", "this token may not fetch blob " + sha);
     co_return file_response(req, c.blobs.path_of(sha), "application/octet-stream");
   });
 

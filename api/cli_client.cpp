@@ -20,6 +20,7 @@
 #include "api/workdir_pack.h"
 #include "billing/serving.h"
 #include "common/json_util.h"
+#include "daemon/experiment_spec.h"
 
 namespace tsum::api {
 
@@ -210,6 +211,14 @@ int upload_workdir(cli::Context& c, const Args& a, json& spec) {
     return kExitOk;
   std::filesystem::path dir(w["workdir"].get<std::string>());
   if (dir.is_relative()) dir = std::filesystem::path(a.flags.at("file")).parent_path() / dir;
+  // The spec checked first, by the daemon's own rules, so that one it would refuse uploads nothing: a folder sent
+  // for it would stay on the daemon, named by no experiment.
+  json probe = spec;
+  probe["workload"]["workdir"] = "sha256:" + std::string(64, '0');
+  if (auto checked = daemon::experiment_spec_from_json(probe); !checked) {
+    c.err << "tsumd: " << checked.error().detail << " (nothing was uploaded)\n";
+    return kExitUsage;
+  }
   double limit_mb = 100;
   if (auto it = a.flags.find("workdir-limit"); it != a.flags.end()) {
     auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), limit_mb);
@@ -357,7 +366,7 @@ int experiment_show(cli::Context& c, const std::string& id) {
           << " --all\n";
   const json& cheapest = e["summary"]["cheapest"];
   if (cheapest.is_object() && cheapest.contains(rule))
-    c.out << "cheapest under " << rule << ": " << cheapest[rule]["config"]["instance_type"].get<std::string>()
+    c.out << "cheapest under " << rule << ": " << cli::config_label(cheapest[rule]["config"])
           << " at " << cli::fixed(cheapest[rule]["amount"], 6) << " "
           << cheapest[rule]["currency"].get<std::string>() << "\n";
   return kExitOk;
@@ -458,15 +467,34 @@ int plan(cli::Context& c, const Args& a) {
   c.out << "objective " << r->json["objective"].get<std::string>() << ", from " << r->json["history_runs"]
         << " done runs\n";
   if (r->json.contains("machine_cache")) c.out << "install and load_data: " << r->json["machine_cache"]["note"].get<std::string>() << "\n";
+  // What tells two rows of one config apart: its market (when spot is ranked) and, for several repetitions, how
+  // they are packed (each on a fresh machine, or one after another on one).
+  bool spot = false, repeated = false;
+  for (const auto& e : r->json["ranked"]) {
+    spot = spot || e.value("market", "") == "spot";
+    repeated = repeated || e.value("repetitions", 1) > 1;
+  }
+  std::vector<std::string> header = {"RANK", "CONFIG"};
+  if (spot) header.push_back("MARKET");
+  if (repeated) header.push_back("MACHINES");
+  for (const char* h : {"BILLING", "T_SUM", "P10..P90", "BILLED_S", "COST", "FEASIBLE", "REASON"}) header.push_back(h);
   std::vector<std::vector<std::string>> rows;
   int rank = 0;
-  for (const auto& e : r->json["ranked"])
-    rows.push_back({std::to_string(++rank), e["config"], e["billing"], cli::fixed(e["t_sum"], 1),
-                    cli::fixed(e["t_sum_p10"], 1) + ".." + cli::fixed(e["t_sum_p90"], 1), cli::fixed(e["billed_s"], 0),
-                    cli::fixed(e["cost"], 6) + " " + e["currency"].get<std::string>(), e["feasible"] ? "yes" : "no",
-                    e["reason"]});
-  cli::print_table(c.out, {"RANK", "CONFIG", "BILLING", "T_SUM", "P10..P90", "BILLED_S", "COST", "FEASIBLE", "REASON"},
-                   rows);
+  for (const auto& e : r->json["ranked"]) {
+    std::vector<std::string> row = {std::to_string(++rank), e["config"]};
+    if (spot) row.push_back(e.value("market", ""));
+    if (repeated) {
+      const int64_t n = e.value("instances", int64_t{1});
+      row.push_back(std::to_string(n) + (e.value("packing", "") == "packed" ? " (packed)" : " (fresh)"));
+    }
+    for (std::string cell : {e["billing"].get<std::string>(), cli::fixed(e["t_sum"], 1),
+                             cli::fixed(e["t_sum_p10"], 1) + ".." + cli::fixed(e["t_sum_p90"], 1),
+                             cli::fixed(e["billed_s"], 0), cli::fixed(e["cost"], 6) + " " + e["currency"].get<std::string>(),
+                             std::string(e["feasible"] ? "yes" : "no"), e["reason"].get<std::string>()})
+      row.push_back(std::move(cell));
+    rows.push_back(std::move(row));
+  }
+  cli::print_table(c.out, header, rows);
   return kExitOk;
 }
 

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "api/cli_context.h"
@@ -22,6 +23,8 @@ std::optional<Reply> Context::call(const std::string& method, const std::string&
     err << "tsumd: " << r->detail() << " (HTTP " << r->status << " from " << method << " " << target << ")\n";
     if (r->status == 401)
       err << "tsumd: pass --token, set TSUM_TOKEN or put {\"token\": ...} in " << default_config_path() << "\n";
+    if (r->status == 403)
+      err << "tsumd: this token does not reach that route: use an admin token (tsumd token create --db DB)\n";
     *code = exit_code_for(r->status);
     return std::nullopt;
   }
@@ -60,13 +63,23 @@ const std::vector<std::string>& run_header() {
   return kHeader;
 }
 
+std::string config_label(const json& config) {
+  std::string s = config.value("instance_type", "");
+  if (const int64_t nodes = config.value("nodes", int64_t{1}); nodes > 1) s += " x" + std::to_string(nodes);
+  if (const std::string market = config.value("market", ""); !market.empty() && market != "on-demand") s += " " + market;
+  if (const std::string runtime = config.value("runtime", ""); !runtime.empty() && runtime != "native") s += " " + runtime;
+  if (config.contains("workload") && config["workload"].is_object())
+    for (const auto& [k, v] : config["workload"].items()) s += " " + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  return s;
+}
+
 std::vector<std::string> run_row(const json& run, const std::string& rule, bool name_rule) {
   std::string cost = "-";
   if (run["cost"].contains(rule))
     cost = fixed(run["cost"][rule]["amount"], 6) + " " + run["cost"][rule]["currency"].get<std::string>() +
            (name_rule ? " (" + rule + ")" : "");
   return {std::to_string(run["id"].get<int64_t>()),
-          run["config"]["instance_type"].get<std::string>(),
+          config_label(run["config"]),
           std::to_string(run["repetition"].get<int>()),
           run["status"].get<std::string>(),
           fixed(run["t_sum"], 3),
@@ -76,8 +89,7 @@ std::vector<std::string> run_row(const json& run, const std::string& rule, bool 
 }
 
 std::string progress_line(const json& run, int epochs) {
-  std::string s = "run " + std::to_string(run["id"].get<int64_t>()) + " " +
-                  run["config"]["instance_type"].get<std::string>() + " #" +
+  std::string s = "run " + std::to_string(run["id"].get<int64_t>()) + " " + config_label(run["config"]) + " #" +
                   std::to_string(run["repetition"].get<int>()) + ": " + run["status"].get<std::string>();
   const std::string status = run["status"];
   // Only training counts epochs: an inference sweep or a serving run learns nothing, and says what it measures.
@@ -97,12 +109,24 @@ namespace {
 
 bool finished(const json& e) { return e["status"] != "queued" && e["status"] != "running"; }
 
+constexpr const char* kPhases[] = {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"};
+// The phase a status is in, as an index of kPhases (8 once finished: every phase is before it).
+size_t phase_of(const std::string& status) {
+  static const std::map<std::string, size_t> kOf = {{"queued", 0},    {"provisioning", 0}, {"booting", 0},
+                                                    {"installing", 1}, {"loading", 2},      {"starting", 3},
+                                                    {"learning", 4},   {"verifying", 5},    {"saving", 6},
+                                                    {"terminating", 7}};
+  auto it = kOf.find(status);
+  return it == kOf.end() ? 8 : it->second;
+}
+
 }  // namespace
 
 int follow_experiment(Context& c, int64_t id, double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   const std::string target = "/v1/experiments/" + std::to_string(id);
   std::map<int64_t, std::string> last;  // per run, the line printed last
+  std::map<int64_t, std::set<std::string>> ended;  // per run, the phases whose time was printed
   size_t drawn = 0;                     // lines of the live block on a terminal
   for (;;) {
     int code = 0;
@@ -117,10 +141,22 @@ int follow_experiment(Context& c, int64_t id, double timeout_s) {
       c.out.flush();
     } else if (!c.json) {
       for (const auto& run : e["runs"]) {
+        const int64_t rid = run["id"].get<int64_t>();
+        // Every phase that ended, once, in order: a phase shorter than a poll is not skipped, though the status it
+        // gave the run was never seen. Those before the run's status come before its line, the others after it.
+        const json phases = run.value("phases", json::object());
+        auto took = [&](size_t from, size_t to) {
+          for (size_t i = from; i < to; ++i)
+            if (phases.is_object() && phases.value(kPhases[i], json()).is_number() && ended[rid].insert(kPhases[i]).second)
+              c.out << "run " << rid << " " << config_label(run["config"]) << " #" << run["repetition"].get<int>()
+                    << ": " << kPhases[i] << " took " << fixed(phases[kPhases[i]], 3) << " s\n";
+        };
+        const size_t now = phase_of(run["status"].get<std::string>());
+        took(0, now);
         std::string line = progress_line(run, epochs);
-        if (last[run["id"].get<int64_t>()] == line) continue;
-        last[run["id"].get<int64_t>()] = line;
-        c.out << line << "\n";
+        if (last[rid] != line) c.out << line << "\n";
+        last[rid] = line;
+        took(now, 8);
       }
       c.out.flush();
     }

@@ -44,6 +44,10 @@ std::string fixed(const nlohmann::json& v, int digits);
 // One row of the run table: RUN CONFIG REP STATUS T_SUM ACCURACY COST REASON, the cost under `rule`, followed
 // by the rule's name when `name_rule`.
 std::vector<std::string> run_row(const nlohmann::json& run, const std::string& rule, bool name_rule = false);
+// A run's config as the dashboard names it (web/src/format.js configName), without the provider: its instance type,
+// its nodes, market and runtime where not the default, and each workload field its variant sets
+// ("local-1c mode=async").
+std::string config_label(const nlohmann::json& config);
 const std::vector<std::string>& run_header();
 
 // "run 3 local-1c #1: learning (epoch 1/2)" (a training run; a sweep's or a serving run's learn says what it

@@ -169,7 +169,8 @@ void add_health_and_offer_routes(Router& router, const RestContext& c) {
       const bool spot = p->capabilities().spot;
       for (const auto& o : *offers) {
         json row = {{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
-                    {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
+                    {"memory_gib", o.memory_gib > 0 ? json(o.memory_gib) : json(nullptr)},  // null: not said
+                    {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
                     {"hourly_price", o.hourly_price}, {"currency", o.currency}, {"region", o.region},
                     {"note", o.note}, {"billing_rule", o.billing_rule}, {"image", o.image},
                     {"markets", spot ? json{"on-demand", "spot"} : json{"on-demand"}}};
@@ -437,8 +438,9 @@ void add_rest_routes(Router& router, RestContext c) {
 void add_metrics_route(Router& router, MetricsContext m) {
   router.add("GET", "/metrics", [m](Request& req) -> Awaitable {
     auto info = bearer(req, m.tokens);
-    if (!info || !(info->admin || info->metrics))
-      co_return error_response(401, "unauthenticated", "GET /metrics needs an admin or a metrics token");
+    if (!info) co_return error_response(401, "unauthenticated", "GET /metrics needs an admin or a metrics token");
+    if (!(info->admin || info->metrics))
+      co_return error_response(403, "forbidden", "GET /metrics needs an admin or a metrics token, not a run token");
     auto body = daemon::render_metrics(m.db, m.totals, m.calls, m.budget, m.wal);
     if (!body) co_return error_response(body.error());
     Response r;

@@ -49,8 +49,9 @@ std::optional<Response> check_auth(const Request& req, daemon::TokenStore& token
   if (!info) return error_response(401, "unauthenticated", info.error().detail);
   if (info->admin) return std::nullopt;
   if (run_id != 0 && info->run_id == run_id) return std::nullopt;
-  if (info->metrics) return error_response(401, "unauthenticated", "a metrics token may only read GET /metrics");
-  return error_response(401, "unauthenticated",
+  // A token that is good but does not reach this route: 403, so that a client does not ask for a token it has.
+  if (info->metrics) return error_response(403, "forbidden", "a metrics token may only read GET /metrics");
+  return error_response(403, "forbidden",
                         run_id ? "this run token belongs to another run" : "a run token cannot use this route");
 }
 

@@ -86,8 +86,12 @@ Result<json> parse_spec(const std::string& text, const std::string& name) {
     why = "nested more than 64 levels";
   } catch (const json::parse_error& e) {
     byte = e.byte == 0 ? 0 : e.byte - 1;
+    // "[json.exception.parse_error.101] parse error at line 2, column 24: syntax error while parsing value -
+    // invalid literal; last read: '"a": m'": what follows the position (which this message gives as its own).
     const std::string what = e.what();
-    why = "not valid JSON: " + what.substr(what.find(": ") == std::string::npos ? 0 : what.rfind(": ") + 2);
+    const size_t column = what.find(", column ");
+    const size_t from = column == std::string::npos ? std::string::npos : what.find(": ", column);
+    why = "not valid JSON: " + (from == std::string::npos ? what : what.substr(from + 2));
   }
   byte = std::min(byte, text.size());
   const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(byte), '\n'));

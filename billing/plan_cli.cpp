@@ -19,8 +19,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kUsage = 2;
-constexpr int kFailed = 1;
+constexpr int kUsage = 2;   // bad input: a flag, a file that is not there, a CSV or rules file that does not parse
+constexpr int kFailed = 1;  // anything else
+// The exit code for an error: bad input (invalid_argument, a file not found) is the user's to fix, as every client
+// command says (docs/cli.md: 2); anything else failed.
+int exit_for(const Error& e) { return e.code == Code::invalid_argument || e.code == Code::not_found ? kUsage : kFailed; }
 
 constexpr const char* kHelp =
     "usage: plan --from-csv FILE [--objective cost|time|cost_under_deadline|budget] [--deadline S]\n"
@@ -182,7 +185,7 @@ int plan_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
     auto rules = load_rules_file(a->values.at("--rules"));
     if (!rules) {
       err << "plan: " << rules.error().detail << "\n";
-      return kFailed;
+      return exit_for(rules.error());
     }
     opt.user_rules = std::move(*rules);
   }
@@ -196,12 +199,12 @@ int plan_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   auto text = read_file(a->values.at("--from-csv"));
   if (!text) {
     err << "plan: " << text.error().detail << "\n";
-    return kFailed;
+    return exit_for(text.error());
   }
   auto plan = plan_from_csv(*text, req, opt);
   if (!plan) {
     err << "plan: " << plan.error().detail << "\n";
-    return kFailed;
+    return exit_for(plan.error());
   }
   if (a->has("--json")) out << plan->dump(2) << "\n";
   else print_table(*plan, out);

@@ -19,6 +19,14 @@ nlohmann::json parse_attrs(const std::string& text) {
   return j.is_discarded() ? nlohmann::json::object() : j;
 }
 
+// What an epoch keeps: the progress event's attrs, with the machine's time of it (mono_s) where they lack it (a
+// job's epochs), so that its page can say when it ended.
+nlohmann::json epoch_attrs(const AgentEvent& ev) {
+  nlohmann::json a = ev.attrs.is_object() ? ev.attrs : nlohmann::json::object();
+  if (!a.contains("mono_s")) a["mono_s"] = ev.mono_s;
+  return a;
+}
+
 }  // namespace
 
 std::optional<double> PhaseRecord::seconds() const {
@@ -139,7 +147,7 @@ Result<EventOutcome> Ledger::apply_run_event(int64_t run_id, const AgentEvent& e
     auto st = db_.prepare("INSERT INTO run_epochs (run_id, epoch, attrs) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
     if (!st) return st.error();
     int64_t epoch = ev.attrs.value("epoch", int64_t{0});
-    if (auto s = st->bind(run_id, epoch, ev.attrs.dump()).run(); !s) return s.error();
+    if (auto s = st->bind(run_id, epoch, epoch_attrs(ev).dump()).run(); !s) return s.error();
     out.recorded = db_.changes() == 1;
   } else if (ev.kind == Kind::interrupted || ev.kind == Kind::checkpoint) {
     auto kept = record_spot_event(run_id, 1, ev);
@@ -213,7 +221,8 @@ Result<EventOutcome> Ledger::apply_node_event(int64_t run_id, int nodes, const A
     if (ev.node == 0 || ev.attrs.value("event", "") == "load_level") {
       auto st = db_.prepare("INSERT INTO run_epochs (run_id, epoch, attrs) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
       if (!st) return st.error();
-      if (auto s = st->bind(run_id, ev.attrs.value("epoch", int64_t{0}), ev.attrs.dump()).run(); !s) return s.error();
+      if (auto s = st->bind(run_id, ev.attrs.value("epoch", int64_t{0}), epoch_attrs(ev).dump()).run(); !s)
+        return s.error();
       out.recorded = db_.changes() == 1;
     }
   } else if (ev.kind == Kind::interrupted || ev.kind == Kind::checkpoint) {

@@ -135,7 +135,8 @@ int offers_command(const std::string& config_path, const std::string& only, bool
     nlohmann::json offers = nlohmann::json::array();
     for (const auto& o : all)
       offers.push_back({{"provider", o.provider}, {"instance_type", o.instance_type}, {"vcpus", o.vcpus},
-                     {"memory_gib", o.memory_gib}, {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
+                     {"memory_gib", o.memory_gib > 0 ? nlohmann::json(o.memory_gib) : nlohmann::json(nullptr)},
+                     {"gpus", o.gpus}, {"gpu_type", o.gpu_type},
                      {"hourly_price", o.hourly_price}, {"spot_hourly_price", o.spot_hourly_price},
                      {"currency", o.currency}, {"region", o.region}, {"billing_rule", o.billing_rule}, {"note", o.note},
                         {"image", o.image}});

@@ -28,7 +28,9 @@ std::vector<double> restarts_of(const json& run_view) {
 
 json one_machine_phases(const json& run_view) {
   const json attempts = run_view.value("attempts", json::array());
-  const json phases = run_view.value("phases", json::object());
+  json phases = run_view.value("phases", json::object());
+  for (const auto& p : run_view.value("unmarked", json::array()))
+    if (p.is_string() && phases.is_object() && phases.value(p.get<std::string>(), json()).is_null()) phases[p.get<std::string>()] = 0.0;
   if (attempts.size() < 2) return phases;
   json out = phases;
   for (const char* ph : {"startup", "install", "load_data", "start"}) out[ph] = attempts.front()["phases"][ph];

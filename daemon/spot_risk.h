@@ -22,8 +22,8 @@ std::vector<double> restarts_of(const nlohmann::json& run_view);
 
 // A run view's phases as one machine's run of the workload, for the predictor: for a run of one attempt its own;
 // for a run that needed several, the first attempt's startup, install, load_data and start, the learning every
-// attempt kept (learned less redone) plus the last one's, and the last one's verify, save and poweroff. Null where
-// a phase is not known.
+// attempt kept (learned less redone) plus the last one's, and the last one's verify, save and poweroff. A phase the
+// job did not mark (the view's `unmarked`) took no time of its own: 0. Null where a phase is not known.
 nlohmann::json one_machine_phases(const nlohmann::json& run_view);
 
 // Whether a run view's install or load_data was cold: it downloaded the bundle or the data set, or pulled its

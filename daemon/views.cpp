@@ -25,9 +25,12 @@ const json* end_attrs(const Phases& phases, Phase phase) {
 }
 
 // Seconds per phase (null where not measured), their sum, whether all eight are in, and each phase's resources.
+// A phase a job did not mark, which the agent derived at no length (its begin and end at the next mark the job
+// wrote, or at its exit), did not run on its own: it is null, listed in `unmarked`, and adds 0 s to t_sum.
 struct PhaseView {
   json seconds = json::object();
   json stats = json::object();
+  json unmarked = json::array();
   double t_sum = 0;
   bool complete = true;
 };
@@ -41,11 +44,53 @@ PhaseView phase_view(const Phases& phases) {
       for (const auto& [metric, x] : it->second.stats) m[metric] = {{"min", x.min}, {"avg", x.avg}, {"max", x.max}};
     }
     std::optional<double> secs = it == phases.end() ? std::nullopt : it->second.seconds();
+    if (secs && *secs == 0 && it->second.end->attrs.is_object() &&
+        it->second.end->attrs.value("derived", json()) == json(true)) {
+      v.unmarked.push_back(name);
+      secs.reset();
+      v.stats.erase(std::string(name));
+    } else if (!secs) {
+      v.complete = false;
+    }
     v.seconds[std::string(name)] = secs ? json(*secs) : json(nullptr);
     if (secs) v.t_sum += *secs;
-    else v.complete = false;
   }
   return v;
+}
+
+// When each phase began and ended on the daemon's clock (unix seconds; null where it has not), so that what a
+// page shows of a finished run is stamped with when it happened. The daemon's own marks (startup, poweroff) are on
+// its clock; the agent's are on the machine's, moved by the offset its fastest-arriving mark shows (the least of
+// received_at - t: a mark can arrive late, never early). A run of several nodes, whose marks are the slowest node's
+// on that node's clock, is stamped with when each mark arrived.
+struct PhaseClock {
+  std::optional<double> offset;
+  json at(const PhaseMark& m) const {
+    if (m.clock == ClockDomain::daemon) return m.t;
+    return offset ? json(m.t + *offset) : json(m.received_at);
+  }
+};
+
+PhaseClock phase_clock(const Phases& phases, int nodes) {
+  PhaseClock c;
+  if (nodes > 1) return c;
+  for (const auto& [phase, rec] : phases)
+    for (const auto* m : {&rec.begin, &rec.end})
+      if (*m && (*m)->clock == ClockDomain::agent && (*m)->received_at > 0 &&
+          (!c.offset || (*m)->received_at - (*m)->t < *c.offset))
+        c.offset = (*m)->received_at - (*m)->t;
+  return c;
+}
+
+json phase_times(const Phases& phases, const PhaseClock& clock) {
+  json out = json::object();
+  for (auto name : kPhaseNames) {
+    auto it = phases.find(*parse_phase(name));
+    const PhaseRecord* rec = it == phases.end() ? nullptr : &it->second;
+    out[std::string(name)] = {{"began_at", rec && rec->begin ? clock.at(*rec->begin) : json(nullptr)},
+                              {"ended_at", rec && rec->end ? clock.at(*rec->end) : json(nullptr)}};
+  }
+  return out;
 }
 
 // What the phases' end marks measured: accuracy, throughput, threads; how install got the trainer (bundle
@@ -157,8 +202,14 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
   auto phases = ledger_.phases(r.id);
   if (!phases) return phases.error();
   PhaseView pv = phase_view(*phases);
+  const PhaseClock clock = phase_clock(*phases, r.nodes);
   auto epochs = store_.epochs_of(r.id);
   if (!epochs) return epochs.error();
+  // Each epoch's end on the daemon's clock, where the machine's time of it is known (this machine's epochs).
+  for (auto& e : *epochs)
+    if (e.is_object())
+      e["at"] = clock.offset && e.value("mono_s", json()).is_number() && r.attempt == 1
+                    ? json(e["mono_s"].get<double>() + *clock.offset) : json(nullptr);
   json metrics = phase_metrics(*phases, *epochs);
   if (r.queue_wait_s) metrics["queue_wait_s"] = *r.queue_wait_s;  // part of startup: submit to start
   json per_node = nullptr;
@@ -210,6 +261,8 @@ Result<json> Views::run_json(const RunRow& r, const ExperimentRow& e) {
               {"reason", r.reason},
               {"hourly_price", r.hourly_price},
               {"phases", pv.seconds},
+              {"phase_times", phase_times(*phases, clock)},
+              {"unmarked", pv.unmarked},
               {"nodes", r.nodes},
               {"machine", r.machine},
               {"node_phases", per_node},

@@ -696,6 +696,9 @@ emit load_data end "$(now)" "$data_attrs"
 # skips is derived at the time of the next one it writes (or its exit), and with no mark at all learn is the
 # whole command. Lines that are not such marks, and marks out of order, are counted as malformed, never fatal.
 JOB_MARKS="start.end learn.begin learn.end verify.begin verify.end"
+# A derived mark says so: a phase between two of them took no time of its own (the daemon shows it as unmarked,
+# not as 0 s).
+DERIVED='{"derived":true}'
 job_mark() {  # INDEX TIME [ATTRS]: emits mark INDEX of JOB_MARKS
   m=$(echo $JOB_MARKS | cut -d' ' -f"$1")
   emit "${m%.*}" "${m#*.}" "$2" "${3:-}"
@@ -717,7 +720,7 @@ job_reach() {  # INDEX TIME [ATTRS]: the program's mark (ATTRS its attrs); the o
   if [ "$pos" -ge "$1" ]; then malformed=$((malformed + 1)); return; fi
   while [ "$pos" -lt "$1" ]; do
     pos=$((pos + 1))
-    if [ "$pos" -eq "$1" ]; then job_mark "$pos" "$2" "${3:-}"; else job_mark "$pos" "$2"; fi
+    if [ "$pos" -eq "$1" ]; then job_mark "$pos" "$2" "${3:-}"; else job_mark "$pos" "$2" "$DERIVED"; fi
     [ "$pos" -lt "$1" ] && derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
   done
   [ "$pos" -eq 1 ] && start_end=$2
@@ -785,8 +788,8 @@ run_job() {
   exec 4<&- 5<&-
   t=$(now)
   # Unmarked: start ends at the launch (or where the program ended it) and learn runs from there to the exit.
-  if [ "$pos" -eq 0 ]; then pos=1; job_mark 1 "$t0"; derived="$derived start.end"; fi
-  if [ "$pos" -eq 1 ]; then pos=2; job_mark 2 "$start_end"; derived="$derived learn.begin"; fi
+  if [ "$pos" -eq 0 ]; then pos=1; job_mark 1 "$t0" "$DERIVED"; derived="$derived start.end"; fi
+  if [ "$pos" -eq 1 ]; then pos=2; job_mark 2 "$start_end" "$DERIVED"; derived="$derived learn.begin"; fi
   if [ -e "$WORK/notice" ]; then  # whatever the job left in its checkpoint directory goes to the daemon
     checkpoint_upload '{"reason":"signal"}'
     interrupted_exit "the job exited with status ${rc:-unknown}"
@@ -797,7 +800,7 @@ run_job() {
     fail "$failed" "the job exited with status ${rc:-unknown}: $(tail -n 3 "$WORK/job.log")"
   fi
   while [ "$pos" -lt 5 ]; do
-    pos=$((pos + 1)); job_mark "$pos" "$t"; derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
+    pos=$((pos + 1)); job_mark "$pos" "$t" "$DERIVED"; derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
   done
   list=""; for d in $derived; do list="$list${list:+,}\"$d\""; done
   saved="{\"exit_status\":0,\"derived\":[$list],\"malformed\":$malformed}"

@@ -145,12 +145,13 @@ TEST_CASE("plan_main: the tsumd plan command line") {
   CHECK(run_cli({"--from-csv", f.path.string(), "--billing", "per_week"}, out, err) == 2);
   CHECK(run_cli({"--from-csv", f.path.string(), "--frobnicate"}, out, err) == 2);
   CHECK(run_cli({"--from-csv"}, out, err) == 2);
-  CHECK(run_cli({"--from-csv", "/nonexistent/runs.csv"}, out, err) == 1);
+  // Bad input is 2, as for every client command (docs/cli.md): a file that is not there, a CSV that does not parse.
+  CHECK(run_cli({"--from-csv", "/nonexistent/runs.csv"}, out, err) == 2);
   CHECK(err.find("cannot read '/nonexistent/runs.csv'") != std::string::npos);
-  CHECK(run_cli({"--from-csv", f.path.string(), "--rules", "/nonexistent/rules.json"}, out, err) == 1);
+  CHECK(run_cli({"--from-csv", f.path.string(), "--rules", "/nonexistent/rules.json"}, out, err) == 2);
 
   TempFile bad(kHeader + "a,local,l,1,0,0.1,1,0,2,1,100,2,1\n");
-  CHECK(run_cli({"--from-csv", bad.path.string()}, out, err) == 1);
+  CHECK(run_cli({"--from-csv", bad.path.string()}, out, err) == 2);
   CHECK(err.find("csv line 2: expected 14 fields, got 13") != std::string::npos);
   CHECK(run_cli({"--help"}, out, err) == 0);
   CHECK(out.find("usage: plan") != std::string::npos);

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <set>
+#include <sstream>
 
 #include "api/workdir_pack.h"
 #include "cli/cli_process.h"
@@ -55,6 +57,14 @@ TEST_CASE("experiment create --wait follows the runs; list, show, runs, export a
   CHECK(created.out.rfind("experiment 1 created; following its runs\n", 0) == 0);
   CHECK(created.out.find("run 1 local-1c #1: done, t_sum ") != std::string::npos);
   CHECK(lines_starting(created.out, "run 1 local-1c #1: ") >= 2);  // a line per status change, then done
+  // Every phase, in order, however short (install and load_data take milliseconds: far less than a poll).
+  size_t at = 0;
+  for (const char* p : {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"}) {
+    CAPTURE(p);
+    const size_t next = created.out.find(std::string("run 1 local-1c #1: ") + p + " took ", at);
+    CHECK(next != std::string::npos);
+    if (next != std::string::npos) at = next;
+  }
   CHECK(created.out.find("\x1b[") == std::string::npos);           // piped: no terminal redraws
   CHECK(created.out.ends_with("experiment 1 done\n"));
 
@@ -72,6 +82,17 @@ TEST_CASE("experiment create --wait follows the runs; list, show, runs, export a
   auto shown = json::parse(s.cli({"experiment", "show", "1", "--json"}).out);
   CHECK(shown["id"] == 1);
   CHECK(shown["runs"][0]["status"] == "done");
+
+  // A workload field that takes two values: each run's config says which, as the dashboard does.
+  auto matrix = s.cli({"experiment", "create", "-f", s.spec("matrix.json", R"({"name": "matrix",
+      "workload": {"epochs": 1, "limit": [100, 200], "test_limit": 100},
+      "configs": [{"provider": "local", "instance_type": "local-1c"}]})")});
+  REQUIRE(matrix.code == 0);
+  auto labelled = s.cli({"experiment", "show", "2"});
+  CAPTURE(labelled.out);
+  CHECK(labelled.out.find(" local-1c limit=100 ") != std::string::npos);
+  CHECK(labelled.out.find(" local-1c limit=200 ") != std::string::npos);
+  CHECK(s.cli({"experiment", "cancel", "2"}).code == 0);
 
   auto runs = s.cli({"runs", "list", "--experiment", "1", "--json"});
   CHECK(runs.code == 0);
@@ -93,7 +114,7 @@ TEST_CASE("experiment create --wait follows the runs; list, show, runs, export a
   CHECK(offline.out.find("local/local-1c") != std::string::npos);
   write_file(s.dir.file("short.csv"), "config,provider\nlocal/x,local\n");
   auto short_csv = run_cli(s.dir, {"plan", "--from-csv", s.dir.file("short.csv")});
-  CHECK(short_csv.code != 0);
+  CHECK(short_csv.code == 2);  // bad input, as docs/cli.md says
   CHECK(short_csv.err.find("header is missing column 'instance_type': a runs CSV has the columns config, provider, "
                            "instance_type, cores, gpus, price_per_hour, startup") != std::string::npos);
 
@@ -105,6 +126,25 @@ TEST_CASE("experiment create --wait follows the runs; list, show, runs, export a
                        "found the machine warm", 0) == 0);
   CHECK(plan.out.find("\nRANK  CONFIG") != std::string::npos);
   CHECK(plan.out.find("local/local-1c") != std::string::npos);
+  CHECK(plan.out.find("MACHINES") == std::string::npos);  // one repetition: nothing to pack
+
+  // Ten repetitions: each config fresh (ten machines) and packed (one), told apart in their own column; no two
+  // rows read alike.
+  auto ten = s.cli({"plan", "--experiment", "1", "--objective", "cost", "--repetitions", "10"});
+  CAPTURE(ten.out);
+  CHECK(ten.code == 0);
+  CHECK(ten.out.find("\nRANK  CONFIG          MACHINES    BILLING") != std::string::npos);
+  CHECK(ten.out.find(" 10 (fresh) ") != std::string::npos);
+  CHECK(ten.out.find(" 1 (packed) ") != std::string::npos);
+  std::set<std::string> seen;
+  std::istringstream lines(ten.out.substr(ten.out.find("\nRANK")));
+  std::string line;
+  std::getline(lines, line);
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    const std::string unranked = line.substr(line.find(' '));
+    CHECK_MESSAGE(seen.insert(unranked.substr(0, unranked.find(" USD") + 4)).second, line);
+  }
 }
 
 TEST_CASE("URL and token come from flags, then TSUM_URL/TSUM_TOKEN, then ~/.config/tsum/client.json") {
@@ -133,6 +173,11 @@ TEST_CASE("exit codes: bad input 2, unknown 3, wrong token 4, daemon down 5") {
   auto garbage = s.cli({"experiment", "create", "-f", s.spec("bad.json", "{\"workload\": {},\n  \"configs\": [1,]}")});
   CHECK(garbage.code == 2);
   CHECK(garbage.err.rfind("tsumd: spec file " + s.dir.file("bad.json") + ":2:17: not valid JSON", 0) == 0);
+  // The parser's reason whole, not cut at a colon inside what it last read.
+  auto literal = s.cli({"experiment", "create", "-f", s.spec("literal.json", "{\"name\": \"x\",\n \"workload\": m}")});
+  CHECK(literal.code == 2);
+  CHECK(literal.err.find("literal.json:2:14: not valid JSON: syntax error while parsing value - invalid literal; "
+                         "last read: '\"workload\": m'") != std::string::npos);
   auto bad_yaml = s.cli({"experiment", "create", "-f", s.spec("bad.yaml", "workload: {}\nconfigs: [a\n")});
   CHECK(bad_yaml.code == 2);
   CHECK(bad_yaml.err.find(s.dir.file("bad.yaml") + ":3:1: not valid YAML") != std::string::npos);
@@ -170,6 +215,17 @@ TEST_CASE("exit codes: bad input 2, unknown 3, wrong token 4, daemon down 5") {
   CHECK(wrong.code == 4);
   CHECK(wrong.err.find("invalid or revoked token (HTTP 401") != std::string::npos);
   CHECK(run_cli(s.dir, {"experiment", "list", "--url", s.url}).code == 4);  // no token at all
+  CHECK(wrong.err.find("pass --token") != std::string::npos);
+  // A good token of the metrics scope: refused as one that does not reach the route, not as a missing token.
+  auto metrics = s.cli({"token", "create", "--scope", "metrics", "--json"});
+  REQUIRE(metrics.code == 0);
+  const std::string metrics_token = nlohmann::json::parse(metrics.out).value("token", "");
+  REQUIRE(metrics_token.starts_with("tsum_"));
+  auto scoped = run_cli(s.dir, {"experiment", "list", "--url", s.url, "--token", metrics_token});
+  CHECK(scoped.code == 4);
+  CHECK(scoped.err.find("a metrics token may only read GET /metrics (HTTP 403") != std::string::npos);
+  CHECK(scoped.err.find("use an admin token") != std::string::npos);
+  CHECK(scoped.err.find("pass --token") == std::string::npos);
 
   auto down = run_cli(s.dir, {"experiment", "list", "--url", "http://127.0.0.1:" + std::to_string(free_port())});
   CHECK(down.code == 5);
@@ -364,6 +420,15 @@ TEST_CASE("a folder job from the command line: packed with its ignores, uploaded
   CHECK(s.cli({"experiment", "list", "--json"}).out.find("\"folder\"") == std::string::npos);
 
   write_file((job / ".tsumignore").string(), "__pycache__/\n*.bin\n");
+  // A spec the daemon would refuse is refused before its folder goes: nothing is left behind on the daemon (the
+  // create below still uploads it).
+  auto typo = s.cli({"experiment", "create", "-f", s.spec("typo.yaml", "name: folder\n"
+                                                          "workload: {workdir: job, run: sh run.sh, setpu: x}\n"
+                                                          "configs: [{provider: local, instance_type: local-1c}]\n")});
+  CHECK(typo.code == 2);
+  CHECK(typo.err.find("unknown field 'workload.setpu'") != std::string::npos);
+  CHECK(typo.err.find("(nothing was uploaded)") != std::string::npos);
+  CHECK(typo.err.find("uploaded as") == std::string::npos);
   auto created = s.cli({"experiment", "create", "-f", spec});
   CAPTURE(created.err);
   REQUIRE(created.code == 0);

@@ -50,6 +50,13 @@ TEST_CASE("one_machine_phases: the first machine's setup, the learning every mac
   json unknown = three_machines();
   unknown["attempts"][0]["lost_s"] = nullptr;
   CHECK(one_machine_phases(unknown)["learn"].is_null());
+  // A job's unmarked phases took no time of their own: 0 for the predictor, not unknown.
+  json unmarked = one;
+  unmarked["phases"]["start"] = nullptr;
+  unmarked["unmarked"] = json::array({"start"});
+  CHECK(one_machine_phases(unmarked)["start"] == 0.0);
+  unmarked["unmarked"] = json::array();
+  CHECK(one_machine_phases(unmarked)["start"].is_null());
 }
 
 TEST_CASE("spot_model: the type's measured rate over the prior, the run's recovery policy, AWS's free hour, the "

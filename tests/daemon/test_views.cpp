@@ -77,6 +77,83 @@ TEST_CASE("a failed run shows what its machine's up-time billed, marked partial;
   CHECK((*r)["cost"]["per_hour"]["partial"] == true);
 }
 
+TEST_CASE("a job's phases that took no time of their own are unmarked, not 0 s; each phase and epoch at the daemon's time") {
+  DaemonFixture f;
+  REQUIRE(f.ledger.begin_attempt(2, {"local", "local-2c", "on-demand", 0.085}).ok());
+  const double created = f.clock.now_s();
+  REQUIRE(f.ledger.record_mark(2, Phase::startup, Mark::begin, created, ClockDomain::daemon).ok());
+  REQUIRE(f.ledger.advance(2, RunStatus::booting, "instance created").ok());
+  // The agent's marks on the machine's clock (its uptime, from 500 s), each arriving some time after it was made:
+  // the install begin 2 s late (it is the first sign of life), the rest 0.25 s late but one, held 30 s in a spool.
+  auto event = [&](Phase p, AgentEvent::Kind k, double mono, double late, json attrs = json::object()) {
+    f.clock.set(created + 10 + (mono - 500) + late);
+    AgentEvent ev;
+    ev.phase = p;
+    ev.kind = k;
+    ev.mono_s = mono;
+    ev.attrs = std::move(attrs);
+    REQUIRE(f.ledger.apply_agent_event(2, ev).ok());
+  };
+  using K = AgentEvent::Kind;
+  const json derived = {{"derived", true}};
+  event(Phase::install, K::begin, 500, 2);
+  event(Phase::install, K::end, 501, 0.25);
+  event(Phase::load_data, K::begin, 501, 0.25);
+  event(Phase::load_data, K::end, 502, 0.25);
+  event(Phase::start, K::begin, 502, 0.25);
+  event(Phase::start, K::end, 502, 0.25, derived);  // unmarked: learn is the whole command
+  event(Phase::learn, K::begin, 502, 0.25, derived);
+  event(Phase::learn, K::progress, 505, 30, {{"epoch", 1}, {"loss", 0.5}});
+  event(Phase::learn, K::end, 510, 0.25, derived);
+  event(Phase::verify, K::begin, 510, 0.25, derived);
+  event(Phase::verify, K::end, 510, 0.25, derived);
+  event(Phase::save, K::begin, 510, 0.25);
+  event(Phase::save, K::end, 511, 0.25);
+  const double off_at = created + 10 + 11 + 0.5;
+  REQUIRE(f.ledger.record_mark(2, Phase::poweroff, Mark::begin, off_at, ClockDomain::daemon).ok());
+  REQUIRE(f.ledger.record_mark(2, Phase::poweroff, Mark::end, off_at + 1, ClockDomain::daemon).ok());
+  REQUIRE(f.ledger.advance(2, RunStatus::terminating, "saved").ok());
+  REQUIRE(f.ledger.advance(2, RunStatus::done, "done").ok());
+  Views v(f.store, f.ledger);
+  auto r = v.run(2);
+  REQUIRE(r.ok());
+  INFO(r->dump(2));
+  CHECK((*r)["unmarked"] == json::array({"start", "verify"}));
+  CHECK((*r)["phases"]["start"].is_null());
+  CHECK((*r)["phases"]["verify"].is_null());
+  CHECK((*r)["phases"]["learn"] == 8.0);
+  // t_sum is the phases that ran, and the run is priced.
+  double sum = 0;
+  for (const auto& [name, secs] : (*r)["phases"].items()) sum += secs.is_null() ? 0.0 : secs.get<double>();
+  CHECK((*r)["t_sum"].get<double>() == doctest::Approx(sum));
+  CHECK((*r)["cost"].contains("per_hour"));
+  CHECK_FALSE((*r)["cost"]["per_hour"].contains("partial"));
+  // The offset is the fastest arrival's (0.25 s): the phases' ends are when they happened, not when they arrived.
+  const json& at = (*r)["phase_times"];
+  CHECK(at["startup"]["began_at"] == created);
+  CHECK(at["startup"]["ended_at"].get<double>() == doctest::Approx(created + 12));  // the first sign of life
+  CHECK(at["install"]["ended_at"].get<double>() == doctest::Approx(created + 11.25));
+  CHECK(at["learn"]["ended_at"].get<double>() == doctest::Approx(created + 20.25));
+  CHECK(at["save"]["ended_at"].get<double>() == doctest::Approx(created + 21.25));
+  CHECK(at["poweroff"]["ended_at"].get<double>() == doctest::Approx(off_at + 1));
+  // The epoch that sat 30 s in a spool is stamped with when it ended, and keeps its numbers.
+  REQUIRE((*r)["epochs"].size() == 1);
+  CHECK((*r)["epochs"][0]["at"].get<double>() == doctest::Approx(created + 15.25));
+  CHECK((*r)["epochs"][0]["loss"] == 0.5);
+}
+
+TEST_CASE("a user's number named derived leaves the phase as measured") {
+  DaemonFixture f;
+  REQUIRE(f.ledger.begin_attempt(2, {"local", "local-2c", "on-demand", 0.085}).ok());
+  REQUIRE(f.ledger.record_mark(2, Phase::verify, Mark::begin, 10, ClockDomain::agent).ok());
+  REQUIRE(f.ledger.record_mark(2, Phase::verify, Mark::end, 10, ClockDomain::agent, {{"derived", 1}}).ok());
+  Views v(f.store, f.ledger);
+  auto r = v.run(2);
+  REQUIRE(r.ok());
+  CHECK((*r)["phases"]["verify"] == 0.0);
+  CHECK((*r)["unmarked"].empty());
+}
+
 namespace {
 // The summary of `runs` (run views as GET /v1/runs/{id} shows them; ids and the experiment's id filled in here), each
 // recorded as the settling of a finished run records it.

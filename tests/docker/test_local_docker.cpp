@@ -164,6 +164,9 @@ TEST_CASE("a user's job runs in its image: data read-only at /tsum/data, its mar
   CHECK(run["epochs"][1].value("images_per_s", -1.0) == 150);
   CHECK(!run["epochs"][1].contains("note"));
   CHECK(run["metrics"]["marks"]["derived"] == json{"learn.begin", "verify.begin", "verify.end"});
+  CHECK(run["unmarked"] == json{"verify"});  // no verify of its own: not shown as 0 s
+  CHECK(run["phases"]["verify"].is_null());
+  CHECK(run["t_sum"].is_number());
   CHECK(run["metrics"]["marks"]["malformed"] == 1);
   const std::string rid = std::to_string(run["id"].get<int64_t>());
   const json listing = d.call("GET", "/v1/runs/" + rid + "/artifacts", admin).json();

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every command docs/cli.md shows, run as written (issue 52): its code blocks are sessions, in order.
+"""Every command docs/cli.md shows, run as written (issue 52), and the README's worked example (issue 63): their code
+blocks are sessions, in order.
 
 usage: run_cli_doc.py SOURCE_DIR BUILD_BIN_DIR
 
@@ -9,7 +10,10 @@ that daemon is started with its flags (on a free port; `TOKEN=$(...)` and `expor
 harness does). The other blocks share one daemon of the local provider; a block whose files name the trace provider
 gets one that replays a small trace. Every other `$ ...` line runs in sh with `tsumd` on PATH, and must end with
 the `[exit N]` the doc shows after it (0 when it shows none), its first output line starting with the doc's
-first word (numbers, hashes and times aside). Prints each command and its verdict; exit status 1 if any differs.
+first word (numbers, hashes and times aside); a plan's first line (`objective cost, from 2 done runs`) must be as
+the doc shows it, number of runs and all. A `$ cat` of a file the repository has (`examples/...`) is not written:
+the doc must show that file as it is (its comment lines aside). The README's blocks run against a daemon of their
+own, after docs/cli.md's. Prints each command and its verdict; exit status 1 if any differs.
 """
 import os
 import re
@@ -105,11 +109,22 @@ def shape(line):
     return re.sub(r"[0-9a-f]{8,}|\d+", "", word)
 
 
+def uncommented(text):
+    return [l for l in text.rstrip("\n").split("\n") if not l.lstrip().startswith("#")]
+
+
 def run_block(block, daemon, work):
     for cmd, shown, code in steps(block):
         m = re.fullmatch(r"cat (\S+)", cmd)
         if m:
-            with open(os.path.join(work, m.group(1)), "w") as f:
+            path = os.path.join(work, m.group(1))
+            if os.path.exists(path):  # the repository's own file: shown as it is
+                same = uncommented(open(path, encoding="utf-8").read()) == uncommented("\n".join(shown))
+                print(f"{'ok  ' if same else 'FAIL'} $ {cmd} (the repository's file as the doc shows it)", flush=True)
+                if not same:
+                    problems.append(cmd)
+                continue
+            with open(path, "w") as f:
                 f.write("\n".join(shown) + "\n")
             continue
         if cmd.startswith(("TOKEN=", "export ", "tsumd serve ")):
@@ -118,6 +133,8 @@ def run_block(block, daemon, work):
                            stderr=subprocess.STDOUT, text=True, timeout=900)
         got = r.stdout.split("\n")
         ok = r.returncode == code and (not shown or shape(got[0]) == shape(shown[0]))
+        if shown and re.fullmatch(r"objective \S+, from \d+ done runs", shown[0]):
+            ok = ok and got[0] == shown[0]  # the plan from as many runs as the doc says
         print(f"{'ok  ' if ok else 'FAIL'} [exit {r.returncode}] $ {cmd}", flush=True)
         if not ok:
             problems.append(cmd)
@@ -159,6 +176,14 @@ def main():
                 if shared is None:
                     shared = Daemon(os.path.join(root, "shared"), [])
                 run_block(block, shared, work)
+        # The README's worked example, on a daemon of its own (its experiment is number 1, as written).
+        readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+        d = Daemon(os.path.join(root, "readme"), [])
+        try:
+            for block in blocks(readme):
+                run_block(block, d, work)
+        finally:
+            d.stop()
     finally:
         if shared:
             shared.stop()

@@ -31,6 +31,7 @@ TEST_CASE("auth: no token, a wrong token, and a run token used on another run") 
   });
   REQUIRE(local1 != listed.end());
   CHECK((*local1)["hourly_price"].get<double>() > 0);
+  CHECK((*local1)["memory_gib"].is_null());  // the local provider does not say: not 0 GiB
 
   // Two queued-then-running runs; a token for run 1 (made as the daemon makes it) is refused on run 2.
   auto created = d.call("POST", "/v1/experiments", admin, tiny_experiment(200, 100, {"local-1c", "local-1c"}));
@@ -51,15 +52,17 @@ TEST_CASE("auth: no token, a wrong token, and a run token used on another run") 
   // A metrics token reads /metrics and nothing else; a run token cannot read it.
   CHECK(d.call("GET", "/metrics", metrics_token).status == 200);
   auto scoped = d.call("GET", "/v1/experiments", metrics_token);
-  CHECK(scoped.status == 401);
+  CHECK(scoped.status == 403);  // a good token, of a scope that does not reach the route
+  CHECK(scoped.json()["error"] == "forbidden");
   CHECK(scoped.json()["detail"] == "a metrics token may only read GET /metrics");
-  CHECK(d.call("GET", "/metrics", run1_token).status == 401);
+  CHECK(d.call("GET", "/metrics", run1_token).status == 403);
+  CHECK(d.call("GET", "/metrics", "tsum_wrong").status == 401);
   const std::string ev = R"({"phase":"install","mark":"begin","mono_s":1.5})";
   auto other = d.call("POST", "/v1/runs/2/events", run1_token, ev);
-  CHECK(other.status == 401);
+  CHECK(other.status == 403);
   CHECK(other.json()["detail"] == "this run token belongs to another run");
-  CHECK(d.call("GET", "/v1/runs/1", run1_token).status == 401);           // not an admin route for it
-  CHECK(d.call("GET", "/v1/experiments/1", run1_token).status == 401);
+  CHECK(d.call("GET", "/v1/runs/1", run1_token).status == 403);           // not an admin route for it
+  CHECK(d.call("GET", "/v1/experiments/1", run1_token).status == 403);
   CHECK(d.call("POST", "/v1/runs/1/events", "", ev).status == 401);
   auto own = d.call("POST", "/v1/runs/1/events", run1_token, R"({"phase":"nope","mark":"begin","mono_s":1})");
   CHECK(own.status == 422);  // authenticated, then validated

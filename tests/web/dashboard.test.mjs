@@ -5,6 +5,7 @@
 // a search's probes, bands and stop reason on its probes' pages (trace provider), both viewport sizes, no console
 // errors and no request leaving 127.0.0.1. Screenshots go to TSUM_WEB_ARTIFACTS.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -167,10 +168,27 @@ test('the run page follows a run live over SSE until it is done', { timeout: 300
   const stamped = await page.$$eval('#event-log li', (items) => items.map((li) => [Date.parse(li.querySelector('time').getAttribute('datetime')) / 1000, li.textContent]));
   const at = (re) => stamped.find(([, text]) => re.test(text))[0];
   assert.ok(Math.abs(at(/status done/) - run.updated_at) < 0.01, `status done at ${at(/status done/)}, the run's ${run.updated_at}`);
-  assert.ok(at(/status done/) - at(/startup took/) > run.t_sum / 2, `startup ended ${at(/startup took/)}, the run ${at(/status done/)}`);
-  assert.ok(Math.abs(at(/poweroff took/) - at(/startup took/) - (run.t_sum - run.phases.startup)) < 0.01);
+  assertHistory(stamped, run);
   assert.ok(await page.$$eval('#stats tbody tr', (rows) => rows.length) >= 6, 'resource statistics for the inner phases');
 });
+
+// The event log of a finished run, as a page opened after it shows it: every line at the daemon's time of it (each
+// phase's end from phase_times, each epoch's from its `at`), in the order it happened, within the run's life.
+function assertHistory(stamped, run) {
+  const lines = stamped.map(([t, text]) => `${new Date(t * 1000).toISOString()} ${text}`).join(' | ');
+  for (const [t, text] of stamped) {
+    assert.ok(Number.isFinite(t), `every line has a time: ${lines}`);
+    assert.ok(t >= run.created_at - 0.001 && t <= run.updated_at + 0.001, `${text} within the run's life: ${lines}`);
+    const phase = /^(\w+) (took|not marked)/.exec(text.replace(/^\S+ /, ''))?.[1];
+    if (phase) assert.ok(Math.abs(t - run.phase_times[phase].ended_at) < 0.001, `${text} at its phase's end: ${lines}`);
+    const epoch = /epoch (\d+):/.exec(text)?.[1];
+    if (epoch) assert.ok(Math.abs(t - run.epochs.find((e) => e.epoch === Number(epoch)).at) < 0.001, `${text} at its epoch's end: ${lines}`);
+  }
+  const times = stamped.map(([t]) => t);
+  assert.deepEqual(times, [...times].sort((a, b) => a - b), `in time order: ${lines}`);
+  const took = PHASES.filter((p) => Number.isFinite(run.phases[p])).map((p) => run.phase_times[p].ended_at);
+  assert.deepEqual(took, [...took].sort((a, b) => a - b), `the phases ended in their order: ${JSON.stringify(run.phase_times)}`);
+}
 
 test('the experiment page updates live and charts phases, scaling and cost', { timeout: 300000 }, async () => {
   const { page } = main;
@@ -188,6 +206,7 @@ test('the experiment page updates live and charts phases, scaling and cost', { t
     labels: c.data.labels,
     datasets: c.data.datasets.map((d) => ({ label: d.label, data: d.data, colour: d.backgroundColor })),
     markers: c.options.plugins.costMarkers,
+    y: c.scales.y ? { type: c.scales.y.type, ticks: c.scales.y.ticks.map((t) => ({ value: t.value, label: t.label })) } : null,
     painted: (() => {
       const { width, height } = c.canvas;
       const pixels = c.canvas.getContext('2d').getImageData(0, 0, width, height).data;
@@ -225,6 +244,11 @@ test('the experiment page updates live and charts phases, scaling and cost', { t
   const cost = charts.cost;
   assert.deepEqual(cost.datasets.map((d) => d.label), RULES);
   cost.datasets.forEach((d) => assert.deepEqual(d.data, [one.cost[d.label].amount, two.cost[d.label].amount]));
+  // On its log axis (per_hour's bars are ~60 times the rest), a labelled tick stands at or above the tallest bar.
+  const tallest = Math.max(...cost.datasets.flatMap((d) => d.data));
+  assert.equal(cost.y.type, 'logarithmic');
+  const labelled = cost.y.ticks.filter((t) => t.label !== '' && t.label !== undefined).map((t) => t.value);
+  assert.ok(Math.max(...labelled) >= tallest, `labelled ticks ${labelled} under the tallest bar ${tallest}`);
   const expectedCheapest = RULES.map((rule, ri) => [ri, exp.summary.cheapest[rule].config_index]);
   assert.deepEqual(cost.markers.cheapest, expectedCheapest);
   const cheapestItems = await page.$$eval('#cost-markers li[data-marker=cheapest]',
@@ -392,7 +416,7 @@ test('the cancel button cancels a live run, and the page hears it over the strea
 
 // Creates the experiment of one run and waits until that run is done. Earlier tests' queued runs would go first:
 // they are cancelled, so it need not wait for them.
-async function runAlone(body, within, what) {
+async function runAlone(body, within, what, expect = 'done') {
   for (const e of (await daemon.api('/v1/experiments')).experiments)
     if (e.status === 'queued' || e.status === 'running') await daemon.api(`/v1/experiments/${e.id}`, { method: 'DELETE' });
   const { id } = await daemon.api('/v1/experiments', { method: 'POST', body: JSON.stringify(body),
@@ -402,9 +426,88 @@ async function runAlone(body, within, what) {
     const r = await daemon.api(`/v1/runs/${runId}`);
     return ['done', 'failed', 'cancelled'].includes(r.status) && r;
   }, within, what);
-  assert.equal(done.status, 'done', done.reason);
+  assert.equal(done.status, expect, done.reason);
   return { id, runId, done };
 }
+
+// A folder of one run.sh, uploaded: its workdir name.
+async function uploadRunScript(text) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tsum-web-job-'));
+  writeFileSync(path.join(dir, 'run.sh'), text);
+  const archive = execFileSync('tar', ['-czf', '-', '-C', dir, 'run.sh']);
+  rmSync(dir, { recursive: true, force: true });
+  const folder = await daemon.api('/v1/workdirs', { method: 'POST', body: archive, headers: { 'Content-Type': 'application/gzip' } });
+  return `sha256:${folder.sha256}`;
+}
+
+const stampedLog = (page) => page.$$eval('#event-log li', (items) => items.map((li) => [Date.parse(li.querySelector('time').getAttribute('datetime')) / 1000, li.textContent]));
+const timelineOf = (page) => page.$$eval('#timeline li', (items) => Object.fromEntries(items.map((li) => [li.dataset.phase, [li.dataset.state, li.querySelector('.secs').textContent]])));
+
+test('a failed job\'s page: its epoch\'s numbers, no phase that did not run, its history at the daemon\'s times, what it billed', { timeout: 240000 }, async () => {
+  const { page } = main;
+  // A folder job that reports an epoch (learn is under way from there), then fails.
+  const workdir = await uploadRunScript('echo \'{"event": "epoch", "epoch": 1, "loss": 0.5, "images_per_s": 100}\' > "$TSUM_EVENTS"\n' +
+    'sleep 1\necho giving up\nexit 3\n');
+  const { id: failedId, runId, done: run } = await runAlone({
+    name: 'fails in learn', workload: { workdir, run: 'sh run.sh' }, configs: [{ provider: 'local', instance_type: 'local-1c' }], repetitions: 1,
+  }, 180000, 'the failing job to end', 'failed');
+  assert.match(run.reason, /^learn failed: the job exited with status 3/);
+  for (const p of ['learn', 'verify', 'save']) assert.equal(run.phases[p], null, `${p} is not timed`);
+  for (const p of ['startup', 'install', 'load_data', 'start', 'poweroff']) assert.ok(run.phases[p] >= 0, `${p} is timed`);
+  assert.deepEqual(run.epochs.map((e) => [e.epoch, e.loss, e.images_per_s]), [[1, 0.5, 100]]);
+  assert.ok(Object.values(run.cost).every((c) => c.partial && c.amount > 0), JSON.stringify(run.cost));
+
+  await page.goto(`${daemon.url}/#/runs/${runId}`);
+  await page.waitForSelector('#timeline[data-status=failed]');
+  await page.waitForSelector('#event-log li');
+  const timeline = await timelineOf(page);
+  assert.deepEqual(timeline.learn, ['failed', 'failed']);
+  for (const p of ['verify', 'save']) assert.deepEqual(timeline[p], ['pending', ''], `${p} did not run: ${JSON.stringify(timeline)}`);
+  assert.deepEqual((await page.$$eval('#epochs tbody tr td', (cells) => cells.map((c) => c.textContent))).slice(0, 3), ['1', '0.5000', '100']);
+  const stamped = await stampedLog(page);
+  assert.ok(stamped.some(([, text]) => /epoch 1: loss 0\.5000, 100 images\/s/.test(text)), JSON.stringify(stamped));
+  assert.ok(stamped.some(([, text]) => /poweroff took/.test(text)), JSON.stringify(stamped));
+  assert.ok(!stamped.some(([, text]) => /(learn|verify|save) took/.test(text)), JSON.stringify(stamped));
+  assertHistory(stamped, run);
+  assert.match(await page.textContent('main'), /the run ended before all 8 phases ran/);
+  await shot(page, 'run-failed');
+
+  // A job that marks nothing and succeeds: all of it is learn; start and verify took no time of their own, and
+  // are shown so rather than as 0 s; t_sum is the phases that ran.
+  const plain = await uploadRunScript('echo working\n');
+  const { id: doneId, runId: plainId, done: ok } = await runAlone({
+    name: 'unmarked', workload: { workdir: plain, run: 'sh run.sh' }, configs: [{ provider: 'local', instance_type: 'local-1c' }], repetitions: 1,
+  }, 180000, 'the unmarked job to end');
+  assert.deepEqual(ok.unmarked, ['start', 'verify']);
+  assert.equal(ok.phases.start, null);
+  assert.equal(ok.phases.verify, null);
+  const sum = PHASES.map((p) => ok.phases[p] ?? 0).reduce((a, b) => a + b, 0);
+  assert.ok(Math.abs(ok.t_sum - sum) < 1e-9, `t_sum ${ok.t_sum} is the phases that ran: ${sum}`);
+  await page.goto(`${daemon.url}/#/runs/${plainId}`);
+  await page.waitForSelector('#timeline[data-status=done]');
+  await page.waitForSelector('#event-log li');
+  const unmarked = await timelineOf(page);
+  for (const p of ['start', 'verify']) assert.deepEqual(unmarked[p], ['unmarked', 'not marked'], JSON.stringify(unmarked));
+  const history = await stampedLog(page);
+  assert.ok(history.some(([, text]) => /start not marked by the job/.test(text)), JSON.stringify(history));
+  assertHistory(history, ok);
+
+  // The experiments' progress bars: done, failed and cancelled runs each in their own colour.
+  await page.goto(`${daemon.url}/#/experiments`);
+  await page.waitForSelector('#experiments');
+  const bars = await page.$$eval('#experiments tbody tr', (rows) => Object.fromEntries(rows.map((r) => [r.dataset.experiment,
+    Object.fromEntries([...r.querySelectorAll('.progress .segment')].map((seg) => [seg.classList[1],
+      { runs: Number(seg.dataset.runs), colour: getComputedStyle(seg).backgroundColor, width: seg.getBoundingClientRect().width }]))])));
+  const cancelled = Object.values(bars).find((b) => b.cancelled?.runs > 0);
+  assert.ok(cancelled, `an experiment with a cancelled run: ${JSON.stringify(bars)}`);
+  const failedExp = await daemon.api(`/v1/experiments/${failedId}`);
+  assert.equal(bars[failedId].failed.runs, failedExp.progress.failed, `${JSON.stringify(bars[failedId])} ${JSON.stringify(failedExp.progress)}`);
+  assert.equal(failedExp.progress.failed, 1, JSON.stringify(failedExp.progress));
+  assert.ok(bars[failedId].failed.width > 0 && bars[failedId].done.width === 0, JSON.stringify(bars[failedId]));
+  assert.ok(bars[doneId].done.width > 0, JSON.stringify(bars[doneId]));
+  const colours = new Set([bars[doneId].done.colour, bars[failedId].failed.colour, cancelled.cancelled.colour]);
+  assert.equal(colours.size, 3, `three colours: ${[...colours]}`);
+});
 
 test('an inference sweep\'s run page charts images/s and p50/p99 latency against the batch size', { timeout: 240000 }, async () => {
   const { page } = main;

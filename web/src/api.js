@@ -1,4 +1,4 @@
-// The /v1 API with the user's bearer token. The token lives in sessionStorage (this tab only). A 401 from any
+// The /v1 API with the user's bearer token. The token lives in sessionStorage (this tab only). A 401 or 403 from any
 // call forgets the token and sends the user back to the login form with the server's reason.
 
 const TOKEN_KEY = 'tsum.token';
@@ -18,7 +18,7 @@ export const token = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
-// `handler(message)` runs after a 401 has cleared the token.
+// `handler(message)` runs after a 401 or 403 has cleared the token.
 export function setUnauthorizedHandler(handler) {
   onUnauthorized = handler;
 }
@@ -46,7 +46,7 @@ export async function apiResponse(path, { method = 'GET', body, signal, tokenOve
   });
   if (res.ok) return res;
   const err = await errorOf(res);
-  if (res.status === 401 && tokenOverride === undefined && !signal?.aborted) {
+  if ((res.status === 401 || res.status === 403) && tokenOverride === undefined && !signal?.aborted) {
     token.clear();
     onUnauthorized(`The server rejected your token (${err.message}). Sign in again.`);
   }

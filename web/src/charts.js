@@ -174,12 +174,20 @@ function logTick(value) {
   return [1, 2, 5].some((m) => Math.abs(mantissa - m) < 1e-6) ? String(Number(value.toPrecision(1))) : '';
 }
 
+// The least of 1, 2, 5 times a power of ten at or above `v`: a log axis's top, so that a labelled tick (logTick)
+// stands above the tallest bar.
+export function logTop(v) {
+  const decade = 10 ** Math.floor(Math.log10(v));
+  return [1, 2, 5, 10].map((m) => m * decade).find((t) => t >= v * (1 - 1e-9));
+}
+
 // (c) The cost of each configuration under each billing rule, side by side.
 export function costChart(canvas, groups, table) {
   const values = table.cells.flat().filter((v) => Number.isFinite(v) && v > 0);
   const logarithmic = values.length > 1 && Math.max(...values) / Math.min(...values) > 20;
   // On a log axis a bar starts at the axis minimum: put it a decade below the smallest cost so every bar shows.
   const logMin = logarithmic ? 10 ** (Math.floor(Math.log10(Math.min(...values))) - 1) : undefined;
+  const logMax = logarithmic ? logTop(Math.max(...values)) : undefined;
   const currency = groups.find((g) => g.done && g.currency)?.currency || 'USD';
   return make('cost', canvas, {
     type: 'bar',
@@ -199,6 +207,7 @@ export function costChart(canvas, groups, table) {
           type: logarithmic ? 'logarithmic' : 'linear',
           beginAtZero: !logarithmic,
           min: logMin,
+          max: logMax,
           ticks: logarithmic ? { callback: logTick } : {},
           title: { display: true, text: `${currency} per run${logarithmic ? ' (log scale)' : ''}` },
         },

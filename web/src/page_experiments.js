@@ -14,12 +14,20 @@ export function badge(status) {
   return h('span', { class: `badge ${status}` }, status);
 }
 
+// How far an experiment is: a bar whose segments are its done, failed and cancelled runs, each in its own colour
+// (the badges'), the rest of the track still to run.
 function progress(p) {
   const pct = p.runs ? Math.round((100 * p.finished) / p.runs) : 0;
   const failed = p.failed ? `, ${p.failed} failed` : '';
   const cancelled = p.cancelled ? `, ${p.cancelled} cancelled` : '';
+  const segment = (kind) => {
+    const s = h('span', { class: `segment ${kind}`, dataset: { runs: p[kind] ?? 0 } });
+    s.style.width = `${p.runs ? (100 * (p[kind] ?? 0)) / p.runs : 0}%`;
+    return s;
+  };
   return h('div', { class: 'progress-cell' },
-    h('progress', { max: p.runs || 1, value: p.finished, 'aria-label': `${pct}% of runs finished` }),
+    h('span', { class: 'progress', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': p.runs || 1, 'aria-valuenow': p.finished,
+      'aria-label': `${pct}% of runs finished` }, segment('done'), segment('failed'), segment('cancelled')),
     h('span', {}, `${p.finished}/${p.runs} finished${failed}${cancelled}`));
 }
 

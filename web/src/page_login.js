@@ -25,7 +25,7 @@ export function loginPage(root, params, { signal, message, signedIn }) {
       signedIn();
     } catch (err) {
       if (signal.aborted) return;
-      say(err instanceof ApiError && err.status === 401
+      say(err instanceof ApiError && (err.status === 401 || err.status === 403)
         ? `That token was rejected: ${err.message}.`
         : `Could not reach tsumd: ${err.message}`, 'error');
       button.disabled = false;

@@ -15,16 +15,20 @@ function timeline(run) {
   const known = PHASES.map((p) => run.phases[p]).filter(Number.isFinite);
   const total = known.reduce((a, b) => a + b, 0);
   const current = TERMINAL.has(run.status) ? null : PHASE_OF_STATUS[run.status];
+  const failed = run.status === 'failed' ? /^(\w+) failed/.exec(run.reason)?.[1] : null;  // "learn failed: ..."
   const rows = PHASES.map((phase) => {
     const secs = run.phases[phase];
-    const state = Number.isFinite(secs) ? 'done' : phase === current ? 'active' : 'pending';
+    const unmarked = run.unmarked?.includes(phase);
+    const state = Number.isFinite(secs) ? 'done' : unmarked ? 'unmarked' : phase === current ? 'active'
+      : phase === failed ? 'failed' : 'pending';
     const bar = h('span', { class: `bar ${phase}` });
     // Only a measured phase has a bar: the running one shows its striped track, a pending one an empty track.
     bar.style.width = state === 'done' && total > 0 ? `${Math.max(0.5, (100 * secs) / total)}%` : '0%';
     return h('li', { class: `phase ${state}`, dataset: { phase, state } },
       h('span', { class: 'name' }, phase),
       h('span', { class: 'track' }, bar),
-      h('span', { class: 'secs' }, state === 'done' ? seconds(secs, 2) : state === 'active' ? 'running…' : ''));
+      h('span', { class: 'secs', title: unmarked ? 'The job marked no such phase: its time is in the phase around it.' : null },
+        state === 'done' ? seconds(secs, 2) : state === 'active' ? 'running…' : unmarked ? 'not marked' : state === 'failed' ? 'failed' : ''));
   });
   return h('div', {},
     h('ol', { id: 'timeline', class: 'timeline', dataset: { status: run.status } }, rows),
@@ -32,38 +36,24 @@ function timeline(run) {
       : `${seconds(total, 2)} measured so far`));
 }
 
-// When each measured phase of a run ended, on the daemon's clock (unix seconds): its machine's start plus the
-// phases before it and its own (they follow each other without gaps); null where unknown.
-export function phaseEnds(run) {
-  const start = run.attempts?.at(-1)?.started_at;
-  const ends = {};
-  let t = Number.isFinite(start) ? start : null;
-  for (const p of PHASES) {
-    const secs = run.phases[p];
-    if (t === null || !Number.isFinite(secs)) { t = null; ends[p] = null; continue; }
-    t += secs;
-    ends[p] = t;
-  }
-  return ends;
-}
-
 // What changed between two states of a run, as log lines stamped with when it happened on the daemon's clock
-// (not when this page heard of it: a page opened late shows the run's history at its own times).
+// (not when this page heard of it: a page opened late shows the run's history at its own times): the phases'
+// ends and the epochs' from the run's phase_times and epochs[].at; null where the daemon does not know it.
 function changes(before, after) {
   const lines = [];
-  const ends = phaseEnds(after);
   if (!before || before.status !== after.status) {
     lines.push({ at: after.updated_at, text: `status ${after.status}${after.reason ? ` (${after.reason})` : ''}` });
   }
+  const ended = (p) => after.phase_times?.[p]?.ended_at ?? null;
   for (const p of PHASES) {
-    if (Number.isFinite(after.phases[p]) && !Number.isFinite(before?.phases[p])) lines.push({ at: ends[p], text: `${p} took ${seconds(after.phases[p], 2)}` });
+    if (Number.isFinite(after.phases[p]) && !Number.isFinite(before?.phases[p])) lines.push({ at: ended(p), text: `${p} took ${seconds(after.phases[p], 2)}` });
+    if (after.unmarked?.includes(p) && !before?.unmarked?.includes(p)) lines.push({ at: ended(p), text: `${p} not marked by the job: no time of its own` });
   }
-  let t = Number.isFinite(ends.start) ? ends.start : null;  // epochs follow each other from learn's start
   const shown = before ? before.epochs.length : 0;
-  after.epochs.forEach((e, i) => {
-    t = t !== null && Number.isFinite(e.seconds) ? t + e.seconds : null;
-    if (i >= shown) lines.push({ at: t, text: `epoch ${e.epoch}: loss ${number(e.loss, 4)}, ${number(e.images_per_s)} images/s` });
+  after.epochs.slice(shown).forEach((e) => {
+    lines.push({ at: e.at ?? null, text: `epoch ${e.epoch}: loss ${number(e.loss, 4)}, ${number(e.images_per_s)} images/s` });
   });
+  // In time order; a line whose time is unknown goes last (the sort is stable).
   return lines.sort((a, b) => (a.at ?? Infinity) - (b.at ?? Infinity));
 }
 
@@ -286,8 +276,8 @@ export function runPage(root, [id], { signal }) {
 
   function addLog(lines) {
     for (const { at, text } of lines) {
-      const when = Number.isFinite(at) ? new Date(at * 1000) : new Date();
-      logList.append(h('li', {}, h('time', { datetime: when.toISOString() }, clock(when)), ` ${text}`));
+      const when = Number.isFinite(at) ? new Date(at * 1000) : null;
+      logList.append(h('li', {}, when ? h('time', { datetime: when.toISOString() }, clock(when)) : h('time', {}, '--:--:--'), ` ${text}`));
     }
   }
 
@@ -304,7 +294,7 @@ export function runPage(root, [id], { signal }) {
     onState(state, detail) {
       connection = state;
       if (state === 'failed' && !run) replace(root, failure(`Could not follow run ${id}: ${detail}`));
-      else if (state === 'retrying') addLog([{ at: null, text: detail }]);
+      else if (state === 'retrying') addLog([{ at: Date.now() / 1000, text: detail }]);
       draw();
     },
   });
