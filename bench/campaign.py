@@ -182,7 +182,7 @@ def check(d, run, kind, problems):
 
 
 def main():
-    started = time.monotonic()
+    started = time.time()
     work = tempfile.mkdtemp(prefix="tsum-campaign-")
     d = Daemon(TSUMD, work, os.path.join(work, "tsum.db"), [])
     d.start()
@@ -221,7 +221,7 @@ def main():
         for name in ("figures", "setup_lines", "billed", "phases"):
             found = problems.get(name, [])
             print(f"check {name:<12} {len(found)} violations" + ("" if not found else ": " + "; ".join(found[:5])))
-        print(f"wall {time.monotonic() - started:.0f} s")
+        print(f"wall {time.time() - started:.0f} s")
         return 1 if problems else 0
     finally:
         d.kill(15)
