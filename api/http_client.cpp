@@ -83,16 +83,14 @@ HttpResult HttpConnection::call(const std::string& method, const std::string& ta
   m.run([&]() -> boost::asio::awaitable<void> {
     m.stream.expires_after(m.timeout);
     auto [wec, wn] = co_await http::async_write(m.stream, req, kTuple);
-    if (wec) {
-      out.error = "write: " + wec.message();
-      co_return;
-    }
+    // A server may answer before it has read the whole body (413 for a body over its limit) and close: its answer
+    // is then what it said, not the write's broken pipe. Read it where there is one.
     http::response_parser<http::string_body> parser;
     parser.body_limit(64u << 20);
-    m.stream.expires_after(m.timeout);
+    m.stream.expires_after(wec ? std::min(m.timeout, std::chrono::milliseconds(2000)) : m.timeout);
     auto [rec, rn] = co_await http::async_read(m.stream, m.buffer, parser, kTuple);
     if (rec) {
-      out.error = "read: " + rec.message();
+      out.error = wec ? "write: " + wec.message() : "read: " + rec.message();
       co_return;
     }
     const auto& res = parser.get();

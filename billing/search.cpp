@@ -247,9 +247,11 @@ std::optional<Prediction> prior_prediction(const ConfigSpec& cfg, const std::vec
   return p;
 }
 
-// The probe worth most: the unprobed config of the largest net value of information, future_runs × its expected
-// improvement on the incumbent (the best measured config) less its expected probe cost, among those whose p90
-// probe cost fits what is left of the budget. `best_any` gets the same over every config, affordable or not.
+// The probe the budget buys: the unprobed config of the largest net value of information, future_runs × its expected
+// improvement on the incumbent (the best measured config) less its expected probe cost, among those whose p90 probe
+// cost fits what is left of the budget. `best_any` gets the same over every config, affordable or not. (Ranking the
+// affordable ones by saving per unit of probe cost instead, CherryPick's and Spearmint's EI per second, did worse on
+// every trace of `bench/planner.sh --totals`: docs/planner.md.)
 std::optional<Choice> pick_by_value(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
                                     const std::set<std::string>& probed, const std::set<std::string>& excluded,
                                     const SearchRequest& req, double budget_left, double discount,
@@ -744,14 +746,20 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
                      ", is expected to save " + money(best_any->gain) + " over the " + money(req.future_runs) +
                      " planned runs for a probe of " + money(best_any->probe_cost));
   if (choice && choice->gain > choice->probe_cost) return probe_next(*choice);
+  // What the budget could still buy, and why it is not bought: the affordable probe worth most saves less than it
+  // costs, or none fits.
   const Scored& b = scored[best_any->index];
+  const std::string affordable =
+      choice ? "; the affordable probe worth most, " + candidates[choice->index].cfg.config + ", is expected to save " +
+                   money(choice->gain) + " for a probe of " + money(choice->probe_cost) + ": not worth it"
+             : "; no other probe's p90 cost fits the " + money(budget_left) + " left";
   return stop_with(
           "the exploration budget is spent: spent " + money(out.spent) + ", budget " + money(out.budget) +
               (req.probe_budget ? "" : " (the first measurement's " + money(entry) + " + " +
                                            percent(req.budget_share.value_or(kDefaultBudgetShare)) +
                                            " of the planned runs at the first measured config)") +
               "; the probe worth most, " + candidates[b.index].cfg.config + " (expected saving " +
-              money(best_any->gain) + "), may cost " + money(b.probe_cost_p90) + " (p90)",
+              money(best_any->gain) + "), may cost " + money(b.probe_cost_p90) + " (p90)" + affordable,
           !req.probe_budget);
 }
 

@@ -148,6 +148,10 @@ TEST_CASE("the default budget is a share of the planned runs at the first measur
     if (share == 1e-4) {
       CHECK(r->stop_reason.find("the exploration budget is spent") == 0);
       CHECK(r->stop_reason.find("(p90)") != std::string::npos);
+      // ...and what the budget could still buy, and why not (issue 64): the affordable probe worth most saves less
+      // than it costs, or no probe fits what is left.
+      CHECK((r->stop_reason.find("; the affordable probe worth most, ") != std::string::npos ||
+             r->stop_reason.find("; no other probe's p90 cost fits the ") != std::string::npos));
     }
     CHECK(checked == static_cast<int>(r->trace.size()) - 1);
   }

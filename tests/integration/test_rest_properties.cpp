@@ -178,7 +178,10 @@ TEST_CASE("every POST and PUT route answers generated bodies with 2xx or 4xx, ne
     for (int i = 0; i < mutations; ++i)
       mutate(body, *rc::gen::inRange(0, 1000), *rc::gen::inRange(0, 10), *rc::gen::inRange(0, 1000),
              *rc::gen::container<std::vector<int>>(8, rc::gen::inRange(0, 1000)));
-    const std::string text = text_of(body, *rc::gen::inRange(0, 1000));
+    std::string text = text_of(body, *rc::gen::inRange(0, 1000));
+    // Mutations compound (a huge array of huge strings is 2 GB): past every route's limit, more bytes only cost the
+    // test time and memory. The cut keeps it over the limit, which the door must answer with 413.
+    if (text.size() > (16u << 20)) text.resize(16u << 20);
     std::string target = route;
     if (*rc::gen::inRange(0, 4) == 0) {  // the path's id too: 0, -1, 2^31, 2^63, words
       const std::string ids[] = {"0", "-1", "2147483648", "9223372036854775808", "abc", "1e9", "%00"};
@@ -191,7 +194,7 @@ TEST_CASE("every POST and PUT route answers generated bodies with 2xx or 4xx, ne
         }
     }
     const auto r = send(target, text);
-    RC_LOG() << route << " -> " << target << " " << text.substr(0, 400) << "\n=> " << r.status << " "
+    RC_LOG() << route << " -> " << target << " (" << text.size() << " bytes) " << text.substr(0, 400) << "\n=> " << r.status << " "
              << r.body.substr(0, 400) << r.error;
     RC_ASSERT(answered(r));
     if (route == "POST /v1/searches" && r.status == 202) door().searches.insert(r.json()["id"].get<int64_t>());
