@@ -709,12 +709,13 @@ job_attrs() {
   printf '%s' "$1" | tr -d ' \t\r' | sed -n 's/.*"attrs":\({[^{}]*}\).*/\1/p' |
     grep -E '^\{("[A-Za-z0-9_]{1,64}":-?[0-9]{1,20}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?,?){0,32}\}$' | sed 's/,}$/}/'
 }
-# job_numbers LINE: an epoch line's "name": number fields but event and epoch (the job's loss, images_per_s, ...), as
-# JSON members to append (",\"loss\":0.5"): what the run's epochs table shows, as tsum-train's lines give it.
+# job_numbers LINE: an epoch line's "name": number fields (the job's loss, images_per_s, ...) but event, epoch, mono_s
+# and at (the daemon's own: when it happened), as JSON members to append (",\"loss\":0.5"): what the run's epochs
+# table shows, as tsum-train's lines give it.
 job_numbers() {
   printf '%s' "$1" | tr -d ' \t\r' |
     grep -oE '"[A-Za-z0-9_]{1,64}":-?[0-9]{1,20}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?' |
-    grep -vE '^"(event|epoch)":' | head -n 32 | awk '{ printf ",%s", $0 }'
+    grep -vE '^"(event|epoch|mono_s|at)":' | head -n 32 | awk '{ printf ",%s", $0 }'
 }
 job_reach() {  # INDEX TIME [ATTRS]: the program's mark (ATTRS its attrs); the ones it skipped are derived now
   if [ "$pos" -ge "$1" ]; then malformed=$((malformed + 1)); return; fi
