@@ -184,7 +184,9 @@ std::vector<TraceCase> load_trimtuner(const std::string& path, const std::string
   return cases;
 }
 
-TraceCase generated_case(uint64_t seed) {
+namespace {
+
+TraceCase make_case(uint64_t seed, bool high_cliff) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 12345);
   auto uniform = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
   auto chance = [&](double p) { return uniform(0, 1) < p; };
@@ -248,9 +250,17 @@ TraceCase generated_case(uint64_t seed) {
     mem_lo = std::min(mem_lo, r.cand.cfg.memory_gib * r.cand.cfg.nodes);
     mem_hi = std::max(mem_hi, r.cand.cfg.memory_gib * r.cand.cfg.nodes);
   }
-  const double working_set = chance(0.7) ? std::exp(uniform(std::log(mem_lo), std::log(mem_hi))) : 0;
+  double working_set = chance(0.7) ? std::exp(uniform(std::log(mem_lo), std::log(mem_hi))) : 0;
+  double cliff = uniform(2, 8);
+  if (high_cliff) {  // just above the 85th percentile of the configs' memory
+    std::vector<double> memory;
+    for (const auto& r : all) memory.push_back(r.cand.cfg.memory_gib * r.cand.cfg.nodes);
+    std::sort(memory.begin(), memory.end());
+    working_set = memory[static_cast<size_t>(0.85 * static_cast<double>(memory.size() - 1))] * 1.001;
+    cliff = uniform(6, 9);
+    c.name = "cliff " + std::to_string(seed);
+  }
   c.working_set_gib = working_set;
-  const double cliff = uniform(2, 8);
   std::vector<double> times;
   for (auto& r : all) {
     const auto& cfg = r.cand.cfg;
@@ -272,6 +282,11 @@ TraceCase generated_case(uint64_t seed) {
   c.rows = std::move(all);
   return c;
 }
+
+}  // namespace
+
+TraceCase generated_case(uint64_t seed) { return make_case(seed, false); }
+TraceCase cliff_case(uint64_t seed) { return make_case(seed, true); }
 
 MeasuredRun run_of(const TraceCase& c, const TraceRow& r) {
   MeasuredRun m;

@@ -57,6 +57,10 @@ std::vector<TraceCase> load_ibm(const std::string& csv);
 std::vector<TraceCase> load_trimtuner(const std::string& csv, const std::string& model);
 
 TraceCase generated_case(uint64_t seed);
+// A table of the same shape whose job has a working set above all but its most memory-rich ~15% of configs, and runs
+// 6-9x slower below it (issue 64: Scout's Spark job whose runtime falls 6-9x past ~200 GiB): the cheap small
+// clusters a search probes first all sit below the cliff.
+TraceCase cliff_case(uint64_t seed);
 
 billing::MeasuredRun run_of(const TraceCase& c, const TraceRow& r);
 double row_t_sum(const TraceCase& c, const TraceRow& r);
