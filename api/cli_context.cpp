@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "api/cli_context.h"
+#include "daemon/run_status.h"
 
 namespace tsum::api::cli {
 
@@ -88,9 +89,18 @@ std::vector<std::string> run_row(const json& run, const std::string& rule, bool 
           run["reason"].get<std::string>()};
 }
 
+namespace {
+
+// "run 3 local-1c #1: ", what begins each line a run prints while it is followed.
+std::string run_prefix(const json& run) {
+  return "run " + std::to_string(run["id"].get<int64_t>()) + " " + config_label(run["config"]) + " #" +
+         std::to_string(run["repetition"].get<int>()) + ": ";
+}
+
+}  // namespace
+
 std::string progress_line(const json& run, int epochs) {
-  std::string s = "run " + std::to_string(run["id"].get<int64_t>()) + " " + config_label(run["config"]) + " #" +
-                  std::to_string(run["repetition"].get<int>()) + ": " + run["status"].get<std::string>();
+  std::string s = run_prefix(run) + run["status"].get<std::string>();
   const std::string status = run["status"];
   // Only training counts epochs: an inference sweep or a serving run learns nothing, and says what it measures.
   const std::string kind = run.value("workload", json::object()).is_object()
@@ -109,15 +119,14 @@ namespace {
 
 bool finished(const json& e) { return e["status"] != "queued" && e["status"] != "running"; }
 
-constexpr const char* kPhases[] = {"startup", "install", "load_data", "start", "learn", "verify", "save", "poweroff"};
-// The phase a status is in, as an index of kPhases (8 once finished: every phase is before it).
+// The phase a status is in, as an index of kPhaseNames: how many phases' statuses come before it (0 until booting
+// ends, 8 once finished).
 size_t phase_of(const std::string& status) {
-  static const std::map<std::string, size_t> kOf = {{"queued", 0},    {"provisioning", 0}, {"booting", 0},
-                                                    {"installing", 1}, {"loading", 2},      {"starting", 3},
-                                                    {"learning", 4},   {"verifying", 5},    {"saving", 6},
-                                                    {"terminating", 7}};
-  auto it = kOf.find(status);
-  return it == kOf.end() ? 8 : it->second;
+  const auto s = daemon::parse_status(status);
+  size_t before = 0;
+  for (size_t i = 0; i < daemon::kPhaseNames.size(); ++i)
+    before += !s || daemon::status_of(static_cast<daemon::Phase>(i)) < *s;
+  return before;
 }
 
 }  // namespace
@@ -146,17 +155,18 @@ int follow_experiment(Context& c, int64_t id, double timeout_s) {
         // gave the run was never seen. Those before the run's status come before its line, the others after it.
         const json phases = run.value("phases", json::object());
         auto took = [&](size_t from, size_t to) {
-          for (size_t i = from; i < to; ++i)
-            if (phases.is_object() && phases.value(kPhases[i], json()).is_number() && ended[rid].insert(kPhases[i]).second)
-              c.out << "run " << rid << " " << config_label(run["config"]) << " #" << run["repetition"].get<int>()
-                    << ": " << kPhases[i] << " took " << fixed(phases[kPhases[i]], 3) << " s\n";
+          for (size_t i = from; i < to; ++i) {
+            const std::string p(daemon::kPhaseNames[i]);
+            if (phases.is_object() && phases.value(p, json()).is_number() && ended[rid].insert(p).second)
+              c.out << run_prefix(run) << p << " took " << fixed(phases[p], 3) << " s\n";
+          }
         };
         const size_t now = phase_of(run["status"].get<std::string>());
         took(0, now);
         std::string line = progress_line(run, epochs);
         if (last[rid] != line) c.out << line << "\n";
         last[rid] = line;
-        took(now, 8);
+        took(now, daemon::kPhaseNames.size());
       }
       c.out.flush();
     }
