@@ -1,6 +1,6 @@
 #include "api/app.h"
 
-#include "daemon/check_cmd.h"
+#include "daemon/config/check_cmd.h"
 
 #include <openssl/rand.h>
 #include <boost/asio/co_spawn.hpp>
@@ -16,28 +16,28 @@
 #include <fstream>
 #include <iostream>
 
-#include "api/artifact_routes.h"
-#include "api/log_routes.h"
+#include "api/routes/artifact_routes.h"
+#include "api/routes/log_routes.h"
 #include "api/openapi_route.h"
-#include "api/plan_route.h"
-#include "api/rest_routes.h"
-#include "api/schedule_routes.h"
-#include "api/search_routes.h"
-#include "api/token_routes.h"
-#include "api/web_routes.h"
-#include "billing/catalog.h"
+#include "api/routes/plan_route.h"
+#include "api/routes/rest_routes.h"
+#include "api/routes/schedule_routes.h"
+#include "api/routes/search_routes.h"
+#include "api/routes/token_routes.h"
+#include "api/http/web_routes.h"
+#include "billing/prices/catalog.h"
 #include "common/embedded.h"
-#include "daemon/check_cmd.h"
-#include "daemon/past_runs.h"
+#include "daemon/config/check_cmd.h"
+#include "daemon/planning/past_runs.h"
 #include "providers/byo/byo_provider.h"
-#include "daemon/startup_deadline.h"
+#include "daemon/runs/startup_deadline.h"
 #include "providers/local/local_provider.h"
 #include "providers/kubernetes/kubernetes_provider.h"
 #include "providers/slurm/slurm_provider.h"
 #include "providers/ssh/ssh_provider.h"
 #include "providers/trace/trace_provider.h"
 #include "sql/migrations.h"
-#include "workload/nvml.h"
+#include "workload/machine/nvml.h"
 
 namespace tsum::web {
 std::span<const EmbeddedFile> assets();  // the bundled dashboard, compiled in from web/ (target tsum_web_assets)
@@ -252,7 +252,7 @@ Status App::add_artifacts() {
 
 Result<std::vector<billing::CsvRun>> App::trace_runs() const {
   if (!opts_.trace_db.empty()) {
-    std::vector<billing::Catalog> shipped;  // for the cores and GPUs of past cloud runs (daemon/past_runs.h)
+    std::vector<billing::Catalog> shipped;  // for the cores and GPUs of past cloud runs (daemon/planning/past_runs.h)
     for (const auto& f : billing::embedded_catalogs())
       if (auto c = billing::parse_catalog(f.data)) shipped.push_back(std::move(*c));
     return daemon::read_past_runs(opts_.trace_db, opts_.trace_experiments, shipped);

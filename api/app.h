@@ -13,34 +13,34 @@
 #include <string>
 #include <vector>
 
-#include "api/http_server.h"
-#include "api/router.h"
+#include "api/http/http_server.h"
+#include "api/http/router.h"
 #include "common/clock.h"
 #include "daemon/artifacts/blob_store.h"
 #include "daemon/artifacts/datasets.h"
 #include "daemon/artifacts/run_artifacts.h"
-#include "daemon/budget.h"
-#include "daemon/config.h"
-#include "daemon/db.h"
-#include "daemon/db_lock.h"
-#include "daemon/group_commit.h"
-#include "daemon/ledger.h"
-#include "daemon/listing.h"
-#include "daemon/metrics.h"
-#include "daemon/provider_registry.h"
-#include "daemon/retention.h"
-#include "billing/catalog.h"
+#include "daemon/schedules/budget.h"
+#include "daemon/config/config.h"
+#include "daemon/store/db.h"
+#include "daemon/store/db_lock.h"
+#include "daemon/store/group_commit.h"
+#include "daemon/runs/ledger.h"
+#include "daemon/views/listing.h"
+#include "daemon/views/metrics.h"
+#include "daemon/config/provider_registry.h"
+#include "daemon/store/retention.h"
+#include "billing/prices/catalog.h"
 #include "billing/plan_csv.h"
-#include "daemon/run_manager.h"
-#include "daemon/scheduler.h"
-#include "daemon/search_runner.h"
-#include "daemon/run_logs.h"
-#include "daemon/run_watch.h"
-#include "daemon/store.h"
-#include "daemon/token_store.h"
-#include "daemon/totals.h"
-#include "daemon/views.h"
-#include "daemon/wal_checkpointer.h"
+#include "daemon/runs/run_manager.h"
+#include "daemon/schedules/scheduler.h"
+#include "daemon/planning/search_runner.h"
+#include "daemon/agent/run_logs.h"
+#include "daemon/runs/run_watch.h"
+#include "daemon/store/store.h"
+#include "daemon/store/token_store.h"
+#include "daemon/views/totals.h"
+#include "daemon/views/views.h"
+#include "daemon/store/wal_checkpointer.h"
 #include "providers/byo/byo_provider.h"
 
 namespace tsum::api {
@@ -59,12 +59,12 @@ struct AppOptions {
   daemon::QueueLimits limits;          // local_cores 0: this host's CPU count
   std::string web_dir;                 // serve the dashboard from here; default: the files built into tsumd
   std::optional<double> monthly_budget;  // spend cap per calendar month (UTC) over every run
-  // --keep-logs DAYS: what finished runs grew besides their facts is let go after this long (daemon/retention.h);
+  // --keep-logs DAYS: what finished runs grew besides their facts is let go after this long (daemon/store/retention.h);
   // absent: kept for ever.
   std::optional<double> keep_logs_days;
-  daemon::DaemonConfig config;         // --config FILE: providers beyond local (daemon/config.h)
+  daemon::DaemonConfig config;         // --config FILE: providers beyond local (daemon/config/config.h)
   std::string trace_csv;               // register the trace provider replaying this CSV (providers/trace/)
-  std::string trace_db;                // … or replaying the done runs of this tsum database (daemon/past_runs.h)
+  std::string trace_db;                // … or replaying the done runs of this tsum database (daemon/planning/past_runs.h)
   std::vector<int64_t> trace_experiments;  // with trace_db: only these experiments' runs; empty: all
   double trace_speed = 1;              // its time compression: wall seconds = recorded seconds / speed
   std::string trace_billing = "per_second_60s_min";  // the billing rule its offers name
@@ -72,7 +72,7 @@ struct AppOptions {
   // (what is left, the next start settles). Below Docker's and systemd's stop timeouts (10 s, 90 s) by default.
   std::chrono::milliseconds shutdown_grace{8000};
   // Where connections are read, parsed and written when not on the daemon's own io_context: io_contexts that
-  // other threads run, one each (api/http_server.h); empty: all on one thread. tsumd serve gives one per core.
+  // other threads run, one each (api/http/http_server.h); empty: all on one thread. tsumd serve gives one per core.
   std::vector<boost::asio::io_context*> network;
 };
 
@@ -109,7 +109,7 @@ class App {
   // Stores the trainer bundle and registers the built-in data set (fashion-mnist from data_dir).
   Status add_artifacts();
   Result<std::vector<billing::CsvRun>> trace_runs() const;
-  // Settles finished runs' costs into the sums (daemon/totals.h) every second until shutdown.
+  // Settles finished runs' costs into the sums (daemon/views/totals.h) every second until shutdown.
   boost::asio::awaitable<void> settle_loop();
   boost::asio::awaitable<void> ask_quotas();
   // One batch of retention (AppOptions::keep_logs_days); false when nothing more is due.

@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "api/router.h"
+#include "api/http/router.h"
 
 namespace tsum::api {
 

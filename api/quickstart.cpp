@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "api/app.h"
-#include "api/http_client.h"
-#include "daemon/run_status.h"
-#include "daemon/spot_risk.h"
+#include "api/http/http_client.h"
+#include "daemon/runs/run_status.h"
+#include "daemon/planning/spot_risk.h"
 
 namespace tsum::api {
 

@@ -7,10 +7,10 @@
 //               [--trace-speed N] [--trace-billing RULE]
 //               [--config FILE]
 //   tsumd offers --config FILE [--provider NAME] [--json] [--catalog-out FILE.json]   (docs/config.md)
-//   tsumd check [--config FILE] [--json]   which clouds will work, with which login (daemon/check_cmd.h)
+//   tsumd check [--config FILE] [--json]   which clouds will work, with which login (daemon/config/check_cmd.h)
 //   tsumd token create --db PATH [--scope admin|metrics]
 //   tsumd quickstart [--db PATH] [--epochs N] [--limit N] [--test-limit N]
-//   tsumd experiment|runs|plan|schedule|token ...   client commands against a running daemon (api/cli_client.h)
+//   tsumd experiment|runs|plan|schedule|token ...   client commands against a running daemon (api/cli/cli_client.h)
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -30,11 +30,11 @@
 #include <vector>
 
 #include "api/app.h"
-#include "api/cli_client.h"
+#include "api/cli/cli_client.h"
 #include "api/quickstart.h"
-#include "daemon/config.h"
-#include "daemon/check_cmd.h"
-#include "daemon/offers_cmd.h"
+#include "daemon/config/config.h"
+#include "daemon/config/check_cmd.h"
+#include "daemon/config/offers_cmd.h"
 #include "billing/plan_cli.h"
 #include "sql/migrations.h"
 
@@ -231,7 +231,7 @@ std::optional<int> serve_options(std::map<std::string, std::string>& flags, api:
 // Runs the daemon until a signal has cancelled its runs and terminated their instances (or a second signal).
 int run_daemon(api::AppOptions o) {
   // Connections are read, parsed and written on threads of their own; the routes run on `io`, this thread
-  // (api/http_server.h). Declared before `io`, so it outlives the routes still pending there.
+  // (api/http/http_server.h). Declared before `io`, so it outlives the routes still pending there.
   NetworkThreads network;
   o.network = network.all();
   // Every connection is a file: the soft limit (often 1024) goes up to the hard one, and the server caps its
@@ -286,7 +286,7 @@ int serve(std::map<std::string, std::string> flags) {
 }
 
 // `tsumd db compact`: rewrites the database without its free pages (VACUUM) and empties its log. The whole file is
-// rewritten, so no daemon may hold it: the lock a daemon takes (daemon/db_lock.h) is taken here too.
+// rewritten, so no daemon may hold it: the lock a daemon takes (daemon/store/db_lock.h) is taken here too.
 int db_compact(std::map<std::string, std::string> flags) {
   if (flags["db"].empty()) return usage_error("db compact needs --db PATH");
   const std::string path = flags["db"];

@@ -123,7 +123,7 @@ def local_experiment(limit=300, test_limit=200, epochs=1, reps=2):
             "billing": ["per_second_60s_min"]}
 
 
-def charge(price, up_s):  # per_second_60s_min, as billing/rules.json has it
+def charge(price, up_s):  # per_second_60s_min, as billing/prices/rules.json has it
     import math
     return price * max(60.0, math.ceil(max(0.0, up_s) - 1e-9)) / 3600.0
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "billing/search.h"
+#include "billing/search/search.h"
 #include "planner_calibration.h"
 #include "planner_scout.h"
 #include "planner_tables.h"

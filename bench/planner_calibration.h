@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "billing/search.h"
+#include "billing/search/search.h"
 
 namespace tsum::bench {
 

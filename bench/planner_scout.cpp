@@ -26,7 +26,7 @@
 #include <random>
 #include <vector>
 
-#include "billing/search.h"
+#include "billing/search/search.h"
 #include "planner_calibration.h"
 #include "trace_replay.h"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "billing/predictor.h"
+#include "billing/model/predictor.h"
 
 namespace tsum::bench {
 

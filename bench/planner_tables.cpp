@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 
 namespace tsum::bench {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "billing/predictor.h"
+#include "billing/model/predictor.h"
 
 namespace tsum::bench {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ResNet-50 inference in PyTorch-Python, the same network as tsum-train's (workload/resnet50.cpp: torchvision's
+"""ResNet-50 inference in PyTorch-Python, the same network as tsum-train's (workload/models/resnet50.cpp: torchvision's
 ResNet-50 v1.5, stride on the 3x3 convolution, 1000 classes, 224 x 224), for bench/resnet50_cpu.sh. Written out
 here because Debian has no torchvision. Run as a user would: eval(), inference_mode(), the default memory format.
 Prints one JSON line: {"event": "infer", "batch", "iterations", "images_per_s", "p50_ms", "p99_ms", "threads"}.

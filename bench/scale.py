@@ -12,7 +12,7 @@ Experiments are created as the queue drains (at most AHEAD runs queued), so the 
 would; the experiment of 10,000 is the third, created once the first mark is measured. At each mark no new
 experiment is created until the queue is empty (so the mark after 1,000 is at 11,000 runs); then the endpoints are
 read on a quiet daemon. Runs per second count only the time runs flowed. The deep page's cursor is made as the
-daemon makes it (api/paging.cpp): "runs:asc:<id>" in base64url.
+daemon makes it (api/routes/paging.cpp): "runs:asc:<id>" in base64url.
 """
 import argparse
 import base64

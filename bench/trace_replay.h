@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "billing/search.h"
+#include "billing/search/search.h"
 #include "planner_calibration.h"
 
 namespace tsum::bench {

@@ -11,7 +11,7 @@
 
 #include "billing/plan_csv.h"
 #include "billing/plan_explain.h"
-#include "billing/rule_book.h"
+#include "billing/prices/rule_book.h"
 
 namespace tsum::billing {
 

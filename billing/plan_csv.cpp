@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "billing/rule_book.h"
+#include "billing/prices/rule_book.h"
 
 namespace tsum::billing {
 

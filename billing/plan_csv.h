@@ -19,10 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 #include "billing/measured_run.h"
 #include "billing/planner.h"
-#include "billing/predictor.h"
+#include "billing/model/predictor.h"
 #include "common/result.h"
 
 namespace tsum::billing {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "billing/plan_explain.h"
-#include "billing/rule_book.h"
+#include "billing/prices/rule_book.h"
 
 namespace tsum::billing {
 

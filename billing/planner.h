@@ -28,10 +28,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "billing/billing_rule.h"
-#include "billing/catalog.h"
+#include "billing/prices/billing_rule.h"
+#include "billing/prices/catalog.h"
 #include "billing/measured_run.h"
-#include "billing/predictor.h"
+#include "billing/model/predictor.h"
 #include "common/result.h"
 
 namespace tsum::billing {
@@ -63,7 +63,7 @@ struct SpotModel {
   int on_demand_after = 0;
   double on_demand_price = 0;
   bool free_first_hour = false;
-  // Where the recovery policy sends the attempts after the first interruption (daemon/recovery.h): the offer
+  // Where the recovery policy sends the attempts after the first interruption (daemon/runs/recovery.h): the offer
   // it would pick, at recovery_price (0: this offer's) and recovery_rate interruptions per hour (< 0: this
   // offer's). policy names the spot_recovery.policy this plan assumes, recovery_offer that offer.
   std::string policy = "zone";

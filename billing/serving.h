@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 
 namespace tsum::billing {
 

@@ -59,7 +59,7 @@ struct Offer {
   std::string note = {};  // e.g. which cloud family a local type emulates
   double spot_hourly_price = 0;  // the current spot price where the provider has one; 0: none known
   std::string spot_source = {};   // where spot_hourly_price came from, and when
-  std::string billing_rule = {};  // the rule this offer is billed by (billing/rule_book); empty: the provider's
+  std::string billing_rule = {};  // the rule this offer is billed by (billing/prices/rule_book); empty: the provider's
   std::string family = {};     // the machine family ("c4", "n2", "Standard_D"); empty: from the instance type's name
   std::string cpu_model = {};  // where the provider says it
   std::string image = {};      // what its machines boot (an AMI id, an image family, a marketplace URN); "" unknown

@@ -1,5 +1,5 @@
 -- Adaptive searches (POST /v1/searches): the request, its status, the probes so far (one experiment each) and,
--- once finished, the search's result (billing/search.h search_to_json: recommendation, trace, plan).
+-- once finished, the search's result (billing/search/search.h search_to_json: recommendation, trace, plan).
 CREATE TABLE searches (
   id         INTEGER PRIMARY KEY,
   request    TEXT NOT NULL,                 -- the validated request body

@@ -1,7 +1,7 @@
 -- A run's output (issue 52): what its job, or tsum-train, wrote to stdout and stderr, line by line, as its agents
 -- sent it. Each source (one machine of one attempt, "a1n0") numbers its lines from 0, and run_log_sources holds
 -- the next number the daemon expects from it: a line sent again is dropped, and an agent whose connection broke
--- resends from there. A run keeps its first and its last lines (daemon/run_logs.h: the cap); `next` still counts
+-- resends from there. A run keeps its first and its last lines (daemon/agent/run_logs.h: the cap); `next` still counts
 -- the ones dropped in between.
 CREATE TABLE run_log_lines (
   seq    INTEGER PRIMARY KEY,      -- arrival order, across runs and sources

@@ -48,7 +48,7 @@ BEGIN
 END;
 
 -- The histogram of measured phase durations (tsum_phase_seconds), kept as each phase's second mark arrives. A
--- bucket is the number of bounds below the duration (0 .. 12; 12 is +Inf); the bounds are daemon/metrics.cpp's.
+-- bucket is the number of bounds below the duration (0 .. 12; 12 is +Inf); the bounds are daemon/views/metrics.cpp's.
 -- Marks are write-once, so each (run, attempt, phase) is counted once, whichever of its marks comes last.
 CREATE TABLE phase_bounds (le REAL PRIMARY KEY) WITHOUT ROWID;
 INSERT INTO phase_bounds VALUES (0.1), (0.5), (1), (2.5), (5), (10), (30), (60), (300), (900), (3600), (14400);
@@ -82,7 +82,7 @@ BEGIN
     ON CONFLICT (phase, bucket) DO UPDATE SET n = n + 1, sum = sum + excluded.sum;
 END;
 
--- What a finished run cost, settled once after it finishes (daemon/totals.h): under each of its experiment's
+-- What a finished run cost, settled once after it finishes (daemon/views/totals.h): under each of its experiment's
 -- rules (run_costs: the spend), and its instance under its provider's own rule (run_charges: what the budget and
 -- tsum_billed_total count). run_settle holds the runs to settle: every run that just finished, and a finished
 -- run that took a late mark (settled again: its old figures are taken out by the triggers below).

@@ -1,6 +1,6 @@
 -- The planner's inputs, kept as runs finish (issue 61). A plan learns from every run of every experiment with the
 -- same workload; it read them by building each run's view. Now each finished run leaves one row here when it is
--- settled (daemon/totals.h, daemon/plan_history.h): a done run's phases as one machine's run of the workload, and
+-- settled (daemon/views/totals.h, daemon/planning/plan_history.h): a done run's phases as one machine's run of the workload, and
 -- any run's restart overheads. A plan reads its workload's rows, the newest of each config first, through an index.
 CREATE TABLE plan_workloads (
   id       INTEGER PRIMARY KEY,
@@ -15,7 +15,7 @@ CREATE TABLE plan_samples (
   nodes         INTEGER NOT NULL,
   machine       TEXT NOT NULL,     -- the run's machine as its offer described it (JSON)
   measured      INTEGER NOT NULL,  -- 1: done, with all eight phases below; 0: only its restarts count
-  cold          INTEGER NOT NULL,  -- its install or load_data downloaded (daemon/spot_risk.h ran_cold)
+  cold          INTEGER NOT NULL,  -- its install or load_data downloaded (daemon/planning/spot_risk.h ran_cold)
   startup REAL, install REAL, load_data REAL, start REAL, learn REAL, verify REAL, save REAL, poweroff REAL,
   restarts      TEXT               -- its resumed attempts' restart overheads, a JSON array; NULL: none
 );

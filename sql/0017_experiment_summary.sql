@@ -1,6 +1,6 @@
 -- An experiment's summary, kept as runs finish (issue 61): per config, each phase, t_sum and the cost under each
 -- rule as {n, mean, stderr, min, max} over its done runs. GET /v1/experiments/{id} read every run's view to build it.
--- Now a done run leaves its numbers in run_values when it is settled (daemon/totals.h), and the triggers below add
+-- Now a done run leaves its numbers in run_values when it is settled (daemon/views/totals.h), and the triggers below add
 -- them to summary_values; the summary reads an experiment's rows there (configs x 13 or so), whatever its runs.
 CREATE TABLE run_values (
   experiment_id INTEGER NOT NULL,

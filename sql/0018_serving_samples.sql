@@ -1,5 +1,5 @@
 -- A serving plan's inputs, kept as runs finish (issue 61), as plan_samples keeps a training plan's: each done run
--- that measured a serving curve leaves its view here when it is settled (daemon/plan_history.h), without its epochs
+-- that measured a serving curve leaves its view here when it is settled (daemon/planning/plan_history.h), without its epochs
 -- and resource statistics. A serving plan reads its workload's newest rows through the index, instead of building
 -- the view of every run of every experiment.
 CREATE TABLE serving_samples (

@@ -1,4 +1,4 @@
-#include "api/cli_client.h"
+#include "api/cli/cli_client.h"
 
 #include <unistd.h>
 
@@ -15,12 +15,12 @@
 #include <sstream>
 #include <thread>
 
-#include "api/cli_context.h"
-#include "api/spec_file.h"
-#include "api/workdir_pack.h"
+#include "api/cli/cli_context.h"
+#include "api/cli/spec_file.h"
+#include "api/cli/workdir_pack.h"
 #include "billing/serving.h"
 #include "common/json_util.h"
-#include "daemon/experiment_spec.h"
+#include "daemon/experiments/experiment_spec.h"
 
 namespace tsum::api {
 
@@ -202,7 +202,7 @@ int preset_list(cli::Context& c) {
 }
 
 // A spec whose workload.workdir names a folder (a path, relative to the spec file's directory, not "sha256:..."):
-// the folder is packed (api/workdir_pack.h), uploaded unless the daemon has those bytes already, and named by its
+// the folder is packed (api/cli/workdir_pack.h), uploaded unless the daemon has those bytes already, and named by its
 // hash in the spec sent. kExitOk, or the exit code after the message.
 int upload_workdir(cli::Context& c, const Args& a, json& spec) {
   if (!spec.is_object() || !spec.contains("workload") || !spec["workload"].is_object()) return kExitOk;

@@ -1,8 +1,8 @@
-// tsumd's client commands: they talk to a running daemon over HTTP (api/cli_http.h) and print tables, or the
+// tsumd's client commands: they talk to a running daemon over HTTP (api/cli/cli_http.h) and print tables, or the
 // daemon's JSON with --json. Exit codes are api::ExitCode (docs/cli.md).
 //
 // client_usage() lists them; every command takes --url URL, --token TOKEN and --json. A spec file (-f) is JSON,
-// or YAML by its suffix (api/spec_file.h).
+// or YAML by its suffix (api/cli/spec_file.h).
 #pragma once
 
 #include <iosfwd>

@@ -1,12 +1,12 @@
-// The client's shared pieces (api/cli_context.h): daemon calls, tables, and following an experiment's runs.
+// The client's shared pieces (api/cli/cli_context.h): daemon calls, tables, and following an experiment's runs.
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
 
-#include "api/cli_context.h"
-#include "daemon/run_status.h"
+#include "api/cli/cli_context.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::api::cli {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "api/cli_http.h"
+#include "api/cli/cli_http.h"
 
 namespace tsum::api::cli {
 

@@ -1,4 +1,4 @@
-#include "api/cli_http.h"
+#include "api/cli/cli_http.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/http_client.h"
+#include "api/http/http_client.h"
 #include "common/json_util.h"
 
 namespace tsum::api {

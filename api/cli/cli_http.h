@@ -1,5 +1,5 @@
 // The command-line client's connection to a running tsumd: where it is and which token to send, and one
-// synchronous call at a time over api/http_client.h (every call has a deadline).
+// synchronous call at a time over api/http/http_client.h (every call has a deadline).
 //
 // The URL and the token each come from, in this order: the --url/--token flags, the TSUM_URL/TSUM_TOKEN
 // environment variables, the config file ($XDG_CONFIG_HOME/tsum/client.json, else ~/.config/tsum/client.json,

@@ -1,4 +1,4 @@
-#include "api/spec_file.h"
+#include "api/cli/spec_file.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -1,4 +1,4 @@
-#include "api/workdir_pack.h"
+#include "api/cli/workdir_pack.h"
 
 #include <fnmatch.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "api/http_client.h"
+#include "api/http/http_client.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

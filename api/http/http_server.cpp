@@ -1,4 +1,4 @@
-#include "api/http_server.h"
+#include "api/http/http_server.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -25,8 +25,8 @@
 
 #include <openssl/ssl.h>
 
-#include "api/http_session.h"
-#include "api/session_support.h"
+#include "api/http/http_session.h"
+#include "api/http/session_support.h"
 
 namespace tsum::api {
 

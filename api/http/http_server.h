@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "api/router.h"
-#include "api/server_options.h"
+#include "api/http/router.h"
+#include "api/http/server_options.h"
 #include "common/result.h"
 
 namespace tsum::api {

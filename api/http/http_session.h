@@ -49,9 +49,9 @@
 #include <optional>
 #include <string>
 
-#include "api/http_types.h"
-#include "api/router.h"
-#include "api/server_options.h"
+#include "api/http/http_types.h"
+#include "api/http/router.h"
+#include "api/http/server_options.h"
 
 namespace tsum::api {
 

@@ -4,7 +4,7 @@
 // no fuzz target speaks TLS. Include nowhere else.
 #pragma once
 
-#include "api/http_session.h"
+#include "api/http/http_session.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -28,8 +28,8 @@
 #include <filesystem>
 #include <type_traits>
 
-#include "api/session_support.h"
-#include "api/socket_writer.h"
+#include "api/http/session_support.h"
+#include "api/http/socket_writer.h"
 
 namespace tsum::api {
 namespace {

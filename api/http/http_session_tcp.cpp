@@ -1,5 +1,5 @@
-// HttpSession over plain TCP (api/http_session_impl.h holds the definitions).
-#include "api/http_session_impl.h"
+// HttpSession over plain TCP (api/http/http_session_impl.h holds the definitions).
+#include "api/http/http_session_impl.h"
 
 namespace tsum::api {
 template class HttpSession<boost::beast::tcp_stream>;

@@ -1,5 +1,5 @@
-// HttpSession over TLS (api/http_session_impl.h holds the definitions).
-#include "api/http_session_impl.h"
+// HttpSession over TLS (api/http/http_session_impl.h holds the definitions).
+#include "api/http/http_session_impl.h"
 
 namespace tsum::api {
 template class HttpSession<boost::beast::ssl_stream<boost::beast::tcp_stream>>;

@@ -1,4 +1,4 @@
-#include "api/http_types.h"
+#include "api/http/http_types.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "api/router.h"
+#include "api/http/router.h"
 
 #include <cctype>
 #include <exception>

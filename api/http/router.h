@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/http_types.h"
+#include "api/http/http_types.h"
 
 namespace tsum::api {
 

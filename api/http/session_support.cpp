@@ -1,4 +1,4 @@
-#include "api/session_support.h"
+#include "api/http/session_support.h"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "api/http_types.h"
+#include "api/http/http_types.h"
 #include "common/result.h"
 
 namespace tsum::api {

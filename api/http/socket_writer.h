@@ -11,7 +11,7 @@
 #include <chrono>
 #include <string_view>
 
-#include "api/http_types.h"
+#include "api/http/http_types.h"
 
 namespace tsum::api {
 

@@ -1,4 +1,4 @@
-#include "api/web_routes.h"
+#include "api/http/web_routes.h"
 
 #include <algorithm>
 #include <cctype>

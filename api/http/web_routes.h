@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/router.h"
+#include "api/http/router.h"
 #include "common/embedded.h"
 
 namespace tsum::api {

@@ -1,6 +1,6 @@
-#include "api/artifact_routes.h"
+#include "api/routes/artifact_routes.h"
 
-#include "api/route_helpers.h"
+#include "api/routes/route_helpers.h"
 
 namespace tsum::api {
 
@@ -24,7 +24,7 @@ bool run_may_fetch(ArtifactContext& c, const std::string& sha) {
   return c.datasets.workdir(sha).ok();  // a folder job's folder
 }
 
-// A folder job's folder, as `tsumd experiment create` packs it (api/workdir_pack.h).
+// A folder job's folder, as `tsumd experiment create` packs it (api/cli/workdir_pack.h).
 void add_workdir_routes(Router& router, ArtifactContext c) {
   router.add(
       "POST", "/v1/workdirs",

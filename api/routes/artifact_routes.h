@@ -16,12 +16,12 @@
 #include <cstdint>
 #include <string>
 
-#include "api/router.h"
+#include "api/http/router.h"
 #include "providers/byo/byo_provider.h"
 #include "daemon/artifacts/datasets.h"
 #include "daemon/artifacts/run_artifacts.h"
-#include "daemon/store.h"
-#include "daemon/token_store.h"
+#include "daemon/store/store.h"
+#include "daemon/store/token_store.h"
 
 namespace tsum::api {
 

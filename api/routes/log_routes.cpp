@@ -1,10 +1,10 @@
-#include "api/log_routes.h"
+#include "api/routes/log_routes.h"
 
 #include <charconv>
 #include <cmath>
 
-#include "api/route_helpers.h"
-#include "daemon/run_status.h"
+#include "api/routes/route_helpers.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::api {
 

@@ -1,4 +1,4 @@
-// A run's output (daemon/run_logs.h) over REST:
+// A run's output (daemon/agent/run_logs.h) over REST:
 //
 //   POST /v1/runs/{id}/logs?source=a1n0&from=N&now=MONO_S   (the run's token) body: lines "MONO_S TEXT\n"
 //        200 {"next": N}; 409 {"error": "already_exists", "next": N} when `from` is past the lines held
@@ -11,12 +11,12 @@
 //        the run has ended (a blank line every 15 s keeps proxies from closing an idle stream)
 #pragma once
 
-#include "api/router.h"
-#include "daemon/group_commit.h"
-#include "daemon/ledger.h"
-#include "daemon/run_logs.h"
-#include "daemon/run_watch.h"
-#include "daemon/token_store.h"
+#include "api/http/router.h"
+#include "daemon/store/group_commit.h"
+#include "daemon/runs/ledger.h"
+#include "daemon/agent/run_logs.h"
+#include "daemon/runs/run_watch.h"
+#include "daemon/store/token_store.h"
 
 namespace tsum::api {
 

@@ -1,4 +1,4 @@
-#include "api/paging.h"
+#include "api/routes/paging.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "daemon/run_status.h"
+#include "daemon/runs/run_status.h"
 #include "providers/http/codec.h"
 
 namespace tsum::api {

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/http_types.h"
+#include "api/http/http_types.h"
 #include "common/result.h"
-#include "daemon/listing.h"
+#include "daemon/views/listing.h"
 
 namespace tsum::api {
 

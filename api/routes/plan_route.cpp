@@ -1,4 +1,4 @@
-#include "api/plan_route.h"
+#include "api/routes/plan_route.h"
 
 #include <charconv>
 #include <map>
@@ -6,18 +6,18 @@
 #include <set>
 #include <sstream>
 
-#include "api/route_helpers.h"
+#include "api/routes/route_helpers.h"
 #include "billing/planner.h"
-#include "billing/predictor.h"
-#include "billing/rule_book.h"
+#include "billing/model/predictor.h"
+#include "billing/prices/rule_book.h"
 #include "billing/serving.h"
 #include "common/memory.h"
-#include "daemon/admission.h"
-#include "daemon/experiment_spec.h"
-#include "daemon/plan_history.h"
-#include "daemon/past_runs.h"
-#include "daemon/recovery.h"
-#include "daemon/spot_risk.h"
+#include "daemon/runs/admission.h"
+#include "daemon/experiments/experiment_spec.h"
+#include "daemon/planning/plan_history.h"
+#include "daemon/planning/past_runs.h"
+#include "daemon/runs/recovery.h"
+#include "daemon/planning/spot_risk.h"
 
 namespace tsum::api {
 

@@ -1,19 +1,19 @@
-#include "api/rest_routes.h"
+#include "api/routes/rest_routes.h"
 
 #include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <optional>
 
-#include "api/paging.h"
-#include "api/route_helpers.h"
-#include "api/run_stream.h"
+#include "api/routes/paging.h"
+#include "api/routes/route_helpers.h"
+#include "api/routes/run_stream.h"
 #include "common/etag.h"
 #include "common/json_util.h"
-#include "daemon/agent_event.h"
-#include "daemon/export.h"
-#include "daemon/presets.h"
-#include "daemon/submit.h"
+#include "daemon/agent/agent_event.h"
+#include "daemon/store/export.h"
+#include "daemon/experiments/presets.h"
+#include "daemon/experiments/submit.h"
 
 namespace tsum::api {
 
@@ -41,7 +41,7 @@ Result<std::string> runs_page(const RestContext& c, const daemon::RunFilter& fil
   return body;
 }
 
-// GET /v1/runs: a page of runs, filtered (api/paging.h), without their epochs and resource statistics.
+// GET /v1/runs: a page of runs, filtered (api/routes/paging.h), without their epochs and resource statistics.
 Result<std::string> list_runs(const RestContext& c, const Request& req) {
   auto filter = run_filter(req);
   if (!filter) return filter.error();
@@ -55,7 +55,7 @@ Result<std::string> list_runs(const RestContext& c, const Request& req) {
 }
 
 // GET /v1/experiments/{id}: the experiment, its progress (from the counters the database keeps), its summary (from
-// the sums kept as its runs finish, daemon/experiment_summary.h) and a page of its runs as GET /v1/runs?experiment=ID
+// the sums kept as its runs finish, daemon/views/experiment_summary.h) and a page of its runs as GET /v1/runs?experiment=ID
 // lists them (the same cursor pages on through either). `with_runs` false leaves the runs out.
 Result<std::string> experiment_detail(const RestContext& c, int64_t id, const daemon::PageRequest& page,
                                       bool with_runs = true) {
@@ -92,7 +92,7 @@ Result<std::string> experiment_detail(const RestContext& c, int64_t id, const da
 }
 
 // GET /v1/experiments: a page of compact rows: name, status, progress and counts by status (from the counters the
-// database keeps), machines, spend per rule of its finished runs (daemon/totals.h). The detail is
+// database keeps), machines, spend per rule of its finished runs (daemon/views/totals.h). The detail is
 // GET /v1/experiments/{id}.
 Result<json> list_experiments(const RestContext& c, const Request& req) {
   auto filter = experiment_filter(req);
@@ -262,7 +262,7 @@ void add_experiment_routes(Router& router, const RestContext& c) {
   });
 }
 
-// The seeds' experiments, filled for the providers configured (daemon/presets.h).
+// The seeds' experiments, filled for the providers configured (daemon/experiments/presets.h).
 void add_preset_routes(Router& router, const RestContext& c) {
   auto all_offers = [c]() -> boost::asio::awaitable<std::vector<providers::Offer>> {
     std::vector<providers::Offer> out;
@@ -372,7 +372,7 @@ void add_run_routes(Router& router, const RestContext& c) {
 // What a run's agents post: events and a multi-node run's rendezvous (a run token reaches these).
 void add_agent_routes(Router& router, const RestContext& c) {
   // An agent's event. The body is parsed where the connection lives (any_thread: the network thread); the token
-  // check and the marks are one job of a group commit (daemon/group_commit.h) on the event loop, so the events
+  // check and the marks are one job of a group commit (daemon/store/group_commit.h) on the event loop, so the events
   // that arrive together share one transaction and one hand-over each way; the answer waits for the commit.
   router.add("POST", "/v1/runs/{id}/events", [c](Request& req) -> Awaitable {
     auto id = id_param(req);

@@ -14,7 +14,7 @@
 //   GET    /v1/experiments/{id}/export?format=csv|json   one row per run (phases, t_sum, cost, resources)
 //   GET    /v1/runs?limit=N&cursor=C&order=asc|desc&experiment=ID&status=S[,S]&provider=P&config=TYPE&schedule=ID
 //          &created_after=T&created_before=T   a page of runs, without epochs and stats; {"runs", "total",
-//                                     "limit", "next_cursor"} (api/paging.h)
+//                                     "limit", "next_cursor"} (api/routes/paging.h)
 //   GET    /v1/runs/{id}              one run
 //   GET    /v1/runs/{id}/samples.csv  the run's resource samples over time, dstat-like
 //   GET    /v1/runs/{id}/stream       Server-Sent Events: the run now and after each change (see run_stream.h)
@@ -27,21 +27,21 @@
 
 #include <vector>
 
-#include "api/router.h"
-#include "billing/catalog.h"
+#include "api/http/router.h"
+#include "billing/prices/catalog.h"
 #include "daemon/artifacts/run_artifacts.h"
-#include "daemon/budget.h"
-#include "daemon/group_commit.h"
-#include "daemon/ledger.h"
-#include "daemon/listing.h"
-#include "daemon/metrics.h"
-#include "daemon/provider_registry.h"
-#include "daemon/run_manager.h"
-#include "daemon/run_watch.h"
-#include "daemon/store.h"
-#include "daemon/token_store.h"
-#include "daemon/totals.h"
-#include "daemon/views.h"
+#include "daemon/schedules/budget.h"
+#include "daemon/store/group_commit.h"
+#include "daemon/runs/ledger.h"
+#include "daemon/views/listing.h"
+#include "daemon/views/metrics.h"
+#include "daemon/config/provider_registry.h"
+#include "daemon/runs/run_manager.h"
+#include "daemon/runs/run_watch.h"
+#include "daemon/store/store.h"
+#include "daemon/store/token_store.h"
+#include "daemon/views/totals.h"
+#include "daemon/views/views.h"
 
 namespace tsum::api {
 
@@ -64,7 +64,7 @@ struct RestContext {
 
 void add_rest_routes(Router& router, RestContext ctx);
 
-// GET /metrics, Prometheus text format (daemon/metrics.h). An admin or a metrics-scope token may read it.
+// GET /metrics, Prometheus text format (daemon/views/metrics.h). An admin or a metrics-scope token may read it.
 struct MetricsContext {
   daemon::Db& db;
   daemon::Totals& totals;

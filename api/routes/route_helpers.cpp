@@ -1,4 +1,4 @@
-#include "api/route_helpers.h"
+#include "api/routes/route_helpers.h"
 
 #include <algorithm>
 #include <charconv>

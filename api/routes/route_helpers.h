@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "api/http_types.h"
-#include "daemon/token_store.h"
+#include "api/http/http_types.h"
+#include "daemon/store/token_store.h"
 
 namespace tsum::api {
 

@@ -1,6 +1,6 @@
-#include "api/run_stream.h"
+#include "api/routes/run_stream.h"
 
-#include "daemon/run_status.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::api {
 

@@ -18,9 +18,9 @@
 #include <chrono>
 #include <cstdint>
 
-#include "api/http_types.h"
-#include "daemon/run_watch.h"
-#include "daemon/views.h"
+#include "api/http/http_types.h"
+#include "daemon/runs/run_watch.h"
+#include "daemon/views/views.h"
 
 namespace tsum::api {
 

@@ -1,9 +1,9 @@
-#include "api/schedule_routes.h"
+#include "api/routes/schedule_routes.h"
 
 #include <charconv>
 
-#include "api/paging.h"
-#include "api/route_helpers.h"
+#include "api/routes/paging.h"
+#include "api/routes/route_helpers.h"
 #include "common/json_util.h"
 
 namespace tsum::api {

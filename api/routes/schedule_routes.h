@@ -9,9 +9,9 @@
 //   GET    /v1/schedules/{id}/next?count=5   the next due times, unix and local
 #pragma once
 
-#include "api/router.h"
-#include "daemon/scheduler.h"
-#include "daemon/token_store.h"
+#include "api/http/router.h"
+#include "daemon/schedules/scheduler.h"
+#include "daemon/store/token_store.h"
 
 namespace tsum::api {
 

@@ -1,7 +1,7 @@
-#include "api/search_routes.h"
+#include "api/routes/search_routes.h"
 
-#include "api/paging.h"
-#include "api/route_helpers.h"
+#include "api/routes/paging.h"
+#include "api/routes/route_helpers.h"
 #include "common/json_util.h"
 
 namespace tsum::api {

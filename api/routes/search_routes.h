@@ -1,4 +1,4 @@
-// REST routes for adaptive searches (admin token), see daemon/search_runner.h:
+// REST routes for adaptive searches (admin token), see daemon/planning/search_runner.h:
 //
 //   POST /v1/searches       {"workload", "candidates": [{"provider", "instance_type"}], "objective",
 //                            "probe_budget", ...}  → 202 {"id", "status"}
@@ -6,9 +6,9 @@
 //                           why it was chosen), the recommendation and the final ranking
 #pragma once
 
-#include "api/router.h"
-#include "daemon/search_runner.h"
-#include "daemon/token_store.h"
+#include "api/http/router.h"
+#include "daemon/planning/search_runner.h"
+#include "daemon/store/token_store.h"
 
 namespace tsum::api {
 

@@ -1,6 +1,6 @@
-#include "api/token_routes.h"
+#include "api/routes/token_routes.h"
 
-#include "api/route_helpers.h"
+#include "api/routes/route_helpers.h"
 #include "common/json_util.h"
 
 namespace tsum::api {

@@ -5,8 +5,8 @@
 //   DELETE /v1/tokens/{id}   revokes it → 200 {"id", "revoked": true}; 404 when no active token has that id
 #pragma once
 
-#include "api/router.h"
-#include "daemon/token_store.h"
+#include "api/http/router.h"
+#include "daemon/store/token_store.h"
 
 namespace tsum::api {
 

@@ -1,4 +1,4 @@
-#include "billing/nnls.h"
+#include "billing/model/nnls.h"
 
 #include <algorithm>
 #include <cmath>

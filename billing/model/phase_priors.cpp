@@ -1,4 +1,4 @@
-#include "billing/phase_priors.h"
+#include "billing/model/phase_priors.h"
 
 #include <array>
 

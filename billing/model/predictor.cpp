@@ -1,4 +1,4 @@
-#include "billing/predictor.h"
+#include "billing/model/predictor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <numeric>
 #include <set>
 
-#include "billing/nnls.h"
-#include "billing/phase_priors.h"
+#include "billing/model/nnls.h"
+#include "billing/model/phase_priors.h"
 
 namespace tsum::billing {
 

@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "billing/measured_run.h"
-#include "billing/resource_model.h"
-#include "billing/scaling.h"
+#include "billing/model/resource_model.h"
+#include "billing/model/scaling.h"
 #include "common/result.h"
 
 namespace tsum::billing {

@@ -1,4 +1,4 @@
-#include "billing/resource_model.h"
+#include "billing/model/resource_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
-#include "billing/scaling.h"
+#include "billing/model/scaling.h"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
-#include "billing/nnls.h"
+#include "billing/model/nnls.h"
 
 namespace tsum::billing {
 

@@ -1,10 +1,10 @@
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-#include "billing/rule_book.h"
+#include "billing/prices/rule_book.h"
 
 namespace tsum::billing {
 
@@ -92,7 +92,7 @@ Result<BillingRule> parse_rule(std::string_view spec, std::span<const BillingRul
   if (!spec.starts_with("step:"))
     return make_error(Code::invalid_argument,
                       "unknown billing rule '" + std::string(spec) +
-                          "': use a rule name from billing/rules.json (e.g. per_second_60s_min, per_minute, "
+                          "': use a rule name from billing/prices/rules.json (e.g. per_second_60s_min, per_minute, "
                           "per_10_minutes, per_hour, aws_ec2_linux), a rules file's name, or step:S,min:M");
   return parse_custom(spec);
 }

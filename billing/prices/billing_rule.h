@@ -7,7 +7,7 @@
 //   cost(t)   = hourly_price * billed(t) / 3600
 //
 // A month is kMonthS (730 h = 8760 h / 12); a run longer than that bills the cap for each whole month and the
-// rule again for the rest. Rules are data (billing/rules.json, see rule_book.h). A rule is asked for by name
+// rule again for the rest. Rules are data (billing/prices/rules.json, see rule_book.h). A rule is asked for by name
 // (a shipped or user rule, e.g. "per_hour", "aws_ec2_linux") or as a custom spec "step:S,min:M" (seconds, M
 // optional and 0 by default).
 #pragma once

@@ -1,4 +1,4 @@
-#include "billing/catalog.h"
+#include "billing/prices/catalog.h"
 
 #include <cmath>
 #include <set>

@@ -1,4 +1,4 @@
-// Price catalogs: data files (billing/catalogs/<provider>.json) that map instance types to hourly prices,
+// Price catalogs: data files (billing/prices/catalogs/<provider>.json) that map instance types to hourly prices,
 // each with its source URL and as_of date. Parsing is pure; the caller supplies the text.
 //
 // Format:
@@ -67,7 +67,7 @@ std::string serialize_catalog(const Catalog& c);
 // offers are kept as they are. invalid_argument when provider or currency differ.
 Result<Catalog> merge_prices(const Catalog& base, const Catalog& update);
 
-// The catalogs shipped in billing/catalogs/, compiled in (target tsum_billing_catalogs).
+// The catalogs shipped in billing/prices/catalogs/, compiled in (target tsum_billing_catalogs).
 std::span<const EmbeddedFile> embedded_catalogs();
 
 }  // namespace tsum::billing

@@ -1,4 +1,4 @@
-#include "billing/rule_book.h"
+#include "billing/prices/rule_book.h"
 
 #include <cmath>
 #include <fstream>

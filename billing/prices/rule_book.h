@@ -1,4 +1,4 @@
-// Billing rules as data: billing/rules.json (compiled in) and user rule files in the same format, so a user
+// Billing rules as data: billing/prices/rules.json (compiled in) and user rule files in the same format, so a user
 // can add or override a rule without recompiling.
 //
 // Format:
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 #include "common/embedded.h"
 #include "common/result.h"
 
@@ -43,7 +43,7 @@ Result<std::vector<BillingRule>> load_rules_file(const std::string& path);
 // matches. nullopt when neither has one.
 std::optional<BillingRule> rule_for_provider(std::string_view provider, std::span<const BillingRule> extra = {});
 
-// billing/rules.json, compiled in (target tsum_billing_rules).
+// billing/prices/rules.json, compiled in (target tsum_billing_rules).
 std::span<const EmbeddedFile> embedded_rules();
 
 }  // namespace tsum::billing

@@ -1,4 +1,4 @@
-#include "billing/search.h"
+#include "billing/search/search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <optional>
 #include <set>
 
-#include "billing/phase_priors.h"
+#include "billing/model/phase_priors.h"
 
 namespace tsum::billing {
 

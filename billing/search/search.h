@@ -55,7 +55,7 @@
 
 #include "billing/measured_run.h"
 #include "billing/planner.h"
-#include "billing/predictor.h"
+#include "billing/model/predictor.h"
 #include "common/result.h"
 
 namespace tsum::billing {

@@ -1,4 +1,4 @@
-#include "daemon/agent_event.h"
+#include "daemon/agent/agent_event.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "daemon/artifacts/blob_store.h"
-#include "daemon/experiment_spec.h"
+#include "daemon/experiments/experiment_spec.h"
 
 namespace tsum::daemon {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "daemon/run_status.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/run_logs.h"
+#include "daemon/agent/run_logs.h"
 
 #include <algorithm>
 #include <charconv>

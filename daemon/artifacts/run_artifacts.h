@@ -13,7 +13,7 @@
 
 #include "common/clock.h"
 #include "daemon/artifacts/blob_store.h"
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/check_cmd.h"
+#include "daemon/config/check_cmd.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -6,8 +6,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "daemon/config.h"
-#include "daemon/kube_config.h"
+#include "daemon/config/config.h"
+#include "daemon/config/kube_config.h"
 #include "providers/kubernetes/kubernetes_provider.h"
 
 namespace tsum::daemon {

@@ -13,7 +13,7 @@
 #include <ostream>
 #include <string>
 
-#include "daemon/cloud_config.h"
+#include "daemon/config/cloud_config.h"
 
 namespace tsum::daemon {
 

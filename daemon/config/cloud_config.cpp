@@ -1,6 +1,6 @@
-#include "daemon/cloud_config.h"
+#include "daemon/config/cloud_config.h"
 
-#include "daemon/config_fields.h"
+#include "daemon/config/config_fields.h"
 
 namespace tsum::daemon {
 

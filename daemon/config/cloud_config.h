@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "daemon/startup_deadline.h"
+#include "daemon/runs/startup_deadline.h"
 #include "providers/aws/aws_provider.h"
 #include "providers/azure/azure_provider.h"
 #include "providers/gce/gce_provider.h"

@@ -1,4 +1,4 @@
-// The cloud sections' secrets read and their providers made (daemon/cloud_config.h); the parsing is in
+// The cloud sections' secrets read and their providers made (daemon/config/cloud_config.h); the parsing is in
 // cloud_config.cpp, which reads nothing.
 #include <sys/stat.h>
 
@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "daemon/cloud_config.h"
-#include "daemon/config_fields.h"
+#include "daemon/config/cloud_config.h"
+#include "daemon/config/config_fields.h"
 #include "providers/azure/azure_login.h"
 #include "providers/gce/gce_login.h"
 #include "providers/hetzner/hetzner_login.h"

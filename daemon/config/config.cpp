@@ -1,13 +1,13 @@
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 #include <algorithm>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "billing/billing_rule.h"
-#include "daemon/config_fields.h"
-#include "daemon/slurm_config.h"
+#include "billing/prices/billing_rule.h"
+#include "daemon/config/config_fields.h"
+#include "daemon/config/slurm_config.h"
 
 namespace tsum::daemon {
 

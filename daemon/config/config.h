@@ -1,7 +1,7 @@
 // The daemon's config file (`tsumd serve --config FILE`): JSON with one section per provider under
-// "providers": "ssh" (providers/ssh), "slurm" (daemon/slurm_config.h), "kubernetes"
-// (daemon/kube_config.h) and the clouds "aws", "gce", "azure", "hetzner", "yandex"
-// (daemon/cloud_config.h). The format is documented in docs/config.md.
+// "providers": "ssh" (providers/ssh), "slurm" (daemon/config/slurm_config.h), "kubernetes"
+// (daemon/config/kube_config.h) and the clouds "aws", "gce", "azure", "hetzner", "yandex"
+// (daemon/config/cloud_config.h). The format is documented in docs/config.md.
 //
 // Every field is checked: an unknown field, a wrong type or a value out of range is an invalid_argument that
 // names the field by its path, e.g. `providers.ssh.hosts[1].prot: unknown field`. Secrets never sit in the
@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "common/result.h"
-#include "daemon/cloud_config.h"
-#include "daemon/kube_config.h"
-#include "daemon/slurm_config.h"
-#include "daemon/startup_deadline.h"
+#include "daemon/config/cloud_config.h"
+#include "daemon/config/kube_config.h"
+#include "daemon/config/slurm_config.h"
+#include "daemon/runs/startup_deadline.h"
 #include "providers/slurm/slurm_options.h"
 #include "providers/ssh/ssh_options.h"
 
@@ -41,10 +41,10 @@ struct DaemonConfig {
   double byo_hourly_price = 0;               // providers.byo.hourly_price: what a joined machine costs
   std::string byo_billing = "per_second_60s_min";  // providers.byo.billing
   std::chrono::seconds ssh_startup_deadline = default_startup_deadline("ssh");  // providers.ssh.startup_deadline_s
-  std::optional<providers::SlurmOptions> slurm;  // providers.slurm (daemon/slurm_config.h); state_dir: the daemon's
+  std::optional<providers::SlurmOptions> slurm;  // providers.slurm (daemon/config/slurm_config.h); state_dir: the daemon's
   SlurmTokenRef slurm_token;                     // providers.slurm.slurmrestd's token, read by load_config
   std::chrono::seconds slurm_startup_deadline = default_startup_deadline("slurm");  // providers.slurm.startup_deadline_s
-  std::optional<providers::KubernetesOptions> kubernetes;  // providers.kubernetes (daemon/kube_config.h)
+  std::optional<providers::KubernetesOptions> kubernetes;  // providers.kubernetes (daemon/config/kube_config.h)
   KubeconfigRef kubeconfig;                                // its kubeconfig, read by load_config
   std::chrono::seconds kubernetes_startup_deadline = default_startup_deadline("kubernetes");
 

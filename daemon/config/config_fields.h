@@ -1,4 +1,4 @@
-// The pieces every section of the config file is read with (daemon/config.cpp, daemon/cloud_config.cpp):
+// The pieces every section of the config file is read with (daemon/config/config.cpp, daemon/config/cloud_config.cpp):
 // Fields takes a JSON object's fields one by one, so whatever is left over is an unknown field, and every
 // error names the field by its path.
 #pragma once

@@ -1,4 +1,4 @@
-// The config file read from disk, its secrets and keys checked and materialized (daemon/config.h); parsing
+// The config file read from disk, its secrets and keys checked and materialized (daemon/config/config.h); parsing
 // the text is config.cpp's, which reads nothing.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/config.h"
-#include "daemon/config_fields.h"
-#include "daemon/slurm_config.h"
+#include "daemon/config/config.h"
+#include "daemon/config/config_fields.h"
+#include "daemon/config/slurm_config.h"
 
 namespace tsum::daemon {
 

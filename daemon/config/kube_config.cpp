@@ -1,7 +1,7 @@
-#include "daemon/kube_config.h"
+#include "daemon/config/kube_config.h"
 
-#include "billing/billing_rule.h"
-#include "daemon/config_fields.h"
+#include "billing/prices/billing_rule.h"
+#include "daemon/config/config_fields.h"
 #include "providers/kubernetes/kubeconfig.h"
 
 namespace tsum::daemon {

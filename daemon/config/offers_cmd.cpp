@@ -1,4 +1,4 @@
-#include "daemon/offers_cmd.h"
+#include "daemon/config/offers_cmd.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,8 +10,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "billing/catalog.h"
-#include "daemon/config.h"
+#include "billing/prices/catalog.h"
+#include "daemon/config/config.h"
 #include "providers/kubernetes/kubernetes_provider.h"
 #include "providers/slurm/slurm_provider.h"
 #include "providers/ssh/ssh_provider.h"

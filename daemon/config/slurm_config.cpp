@@ -1,10 +1,10 @@
-#include "daemon/slurm_config.h"
+#include "daemon/config/slurm_config.h"
 
 #include <cstdlib>
 #include <fstream>
 
-#include "billing/billing_rule.h"
-#include "daemon/config_fields.h"
+#include "billing/prices/billing_rule.h"
+#include "daemon/config/config_fields.h"
 
 namespace tsum::daemon {
 

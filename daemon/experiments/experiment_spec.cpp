@@ -1,4 +1,4 @@
-#include "daemon/experiment_spec.h"
+#include "daemon/experiments/experiment_spec.h"
 
 #include <algorithm>
 #include <tuple>

@@ -3,7 +3,7 @@
 //
 // {"name": "...",
 //  "workload": {"model": "mnist_cnn", "dataset": "fashion-mnist", "optimizer": ["sgd", "adam"], ...}
-//               (daemon/workload.h: every field, lists of alternatives)
+//               (daemon/experiments/workload.h: every field, lists of alternatives)
 //  "configs": [{"provider": "local", "instance_type": "local-1c"}, ...],
 //  "repetitions": 10,
 //  "billing": ["per_second_60s_min", "per_minute", "per_10_minutes", "per_hour", "step:S,min:M"],
@@ -21,7 +21,7 @@
 //   {"provider": "gce", "instance_type": "n2-standard-8", "market": ["on-demand", "spot"]}         → 2 configs
 // repetitions defaults to
 // 10, as the seed ran every configuration. `budget` (optional, in the offers' currency) caps what the
-// experiment's instances may cost (daemon/budget.h); `deadline` (optional, seconds) bounds each run from the
+// experiment's instances may cost (daemon/schedules/budget.h); `deadline` (optional, seconds) bounds each run from the
 // create call to its save, and with the budget prices a run's worst case.
 #pragma once
 
@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 #include "common/result.h"
-#include "daemon/workload.h"
+#include "daemon/experiments/workload.h"
 
 namespace tsum::daemon {
 

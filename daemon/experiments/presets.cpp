@@ -1,11 +1,11 @@
-#include "daemon/presets.h"
+#include "daemon/experiments/presets.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
 
-#include "billing/billing_rule.h"
-#include "daemon/experiment_spec.h"
+#include "billing/prices/billing_rule.h"
+#include "daemon/experiments/experiment_spec.h"
 
 namespace tsum::daemon {
 

@@ -1,6 +1,6 @@
-#include "daemon/submit.h"
+#include "daemon/experiments/submit.h"
 
-#include "daemon/admission.h"
+#include "daemon/runs/admission.h"
 
 #include <algorithm>
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "daemon/artifacts/datasets.h"
-#include "daemon/experiment_spec.h"
-#include "daemon/provider_registry.h"
-#include "daemon/store.h"
+#include "daemon/experiments/experiment_spec.h"
+#include "daemon/config/provider_registry.h"
+#include "daemon/store/store.h"
 
 namespace tsum::daemon {
 

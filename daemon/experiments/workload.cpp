@@ -1,4 +1,4 @@
-#include "daemon/workload.h"
+#include "daemon/experiments/workload.h"
 
 #include <algorithm>
 #include <cctype>

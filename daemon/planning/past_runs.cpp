@@ -1,13 +1,13 @@
-#include "daemon/past_runs.h"
+#include "daemon/planning/past_runs.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
-#include "daemon/admission.h"
-#include "daemon/db.h"
-#include "daemon/ledger.h"
-#include "daemon/store.h"
+#include "daemon/runs/admission.h"
+#include "daemon/store/db.h"
+#include "daemon/runs/ledger.h"
+#include "daemon/store/store.h"
 #include "sql/migrations.h"
 
 namespace tsum::daemon {

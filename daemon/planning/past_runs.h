@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "billing/catalog.h"
+#include "billing/prices/catalog.h"
 #include "billing/plan_csv.h"
 #include "common/result.h"
 

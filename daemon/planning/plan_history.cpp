@@ -1,13 +1,13 @@
-#include "daemon/plan_history.h"
+#include "daemon/planning/plan_history.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
 
-#include "daemon/admission.h"
-#include "daemon/past_runs.h"
-#include "daemon/spot_risk.h"
+#include "daemon/runs/admission.h"
+#include "daemon/planning/past_runs.h"
+#include "daemon/planning/spot_risk.h"
 
 namespace tsum::daemon {
 

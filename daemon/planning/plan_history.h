@@ -11,8 +11,8 @@
 
 #include "billing/measured_run.h"
 #include "common/result.h"
-#include "daemon/db.h"
-#include "daemon/store.h"
+#include "daemon/store/db.h"
+#include "daemon/store/store.h"
 
 namespace tsum::daemon {
 

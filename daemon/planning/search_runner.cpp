@@ -1,4 +1,4 @@
-#include "daemon/search_runner.h"
+#include "daemon/planning/search_runner.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,11 +10,11 @@
 #include <cmath>
 #include <sstream>
 
-#include "billing/phase_priors.h"
-#include "billing/rule_book.h"
+#include "billing/model/phase_priors.h"
+#include "billing/prices/rule_book.h"
 #include "common/json_util.h"
-#include "daemon/spot_risk.h"
-#include "daemon/submit.h"
+#include "daemon/planning/spot_risk.h"
+#include "daemon/experiments/submit.h"
 
 namespace tsum::daemon {
 

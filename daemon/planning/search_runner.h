@@ -1,5 +1,5 @@
 // SearchRunner: adaptive searches over configurations (POST /v1/searches). Each search runs
-// billing::adaptive_search (billing/search.h) on a thread of its own; every probe it asks for is a real run: a
+// billing::adaptive_search (billing/search/search.h) on a thread of its own; every probe it asks for is a real run: a
 // one-config, one-repetition experiment queued through the Store and run by the RunManager, whose ledger phases
 // become the probe's measurement. All database work happens on the daemon's executor; the search thread only
 // waits for probe results (with a deadline) and hands its outcome back there.
@@ -13,7 +13,7 @@
 // carries the search's id (experiments.search_id), shown as "search_id" on the experiment and its run. A search
 // that was running when the daemon stopped is marked failed at the next start.
 //
-// Budget (billing/search.h): a probe is started only when the spend so far plus its p90 cost fits the budget, and
+// Budget (billing/search/search.h): a probe is started only when the spend so far plus its p90 cost fits the budget, and
 // runs with the deadline the rest of the budget buys, so that a probe slower than its p90 is stopped there; a
 // failed probe's measured phases are billed to the search all the same.
 #pragma once
@@ -30,15 +30,15 @@
 #include <vector>
 
 #include "billing/measured_run.h"
-#include "billing/search.h"
+#include "billing/search/search.h"
 #include "common/clock.h"
 #include "daemon/artifacts/datasets.h"
-#include "daemon/db.h"
-#include "daemon/experiment_spec.h"
-#include "daemon/listing.h"
-#include "daemon/provider_registry.h"
-#include "daemon/store.h"
-#include "daemon/views.h"
+#include "daemon/store/db.h"
+#include "daemon/experiments/experiment_spec.h"
+#include "daemon/views/listing.h"
+#include "daemon/config/provider_registry.h"
+#include "daemon/store/store.h"
+#include "daemon/views/views.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/spot_risk.h"
+#include "daemon/planning/spot_risk.h"
 
 #include <cmath>
 #include <cstdio>

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "billing/planner.h"
-#include "daemon/experiment_spec.h"
-#include "daemon/store.h"
+#include "daemon/experiments/experiment_spec.h"
+#include "daemon/store/store.h"
 
 namespace tsum::daemon {
 

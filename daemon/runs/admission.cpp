@@ -1,4 +1,4 @@
-#include "daemon/admission.h"
+#include "daemon/runs/admission.h"
 
 #include <charconv>
 #include <set>

@@ -1,4 +1,4 @@
-#include "daemon/ledger.h"
+#include "daemon/runs/ledger.h"
 
 #include <algorithm>
 #include <vector>

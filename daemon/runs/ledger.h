@@ -26,9 +26,9 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "daemon/agent_event.h"
-#include "daemon/db.h"
-#include "daemon/run_status.h"
+#include "daemon/agent/agent_event.h"
+#include "daemon/store/db.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/recovery.h"
+#include "daemon/runs/recovery.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "daemon/run_manager.h"
+#include "daemon/runs/run_manager.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -14,8 +14,8 @@
 
 #include "billing/planner.h"
 #include "common/embedded.h"
-#include "daemon/recovery.h"
-#include "daemon/startup_deadline.h"
+#include "daemon/runs/recovery.h"
+#include "daemon/runs/startup_deadline.h"
 #include "providers/node_group.h"
 
 namespace tsum::daemon {

@@ -1,19 +1,19 @@
 // RunManager owns every live run. Each run is one coroutine that provisions an instance, watches the agent's
 // progress, and always ends by terminating the instance and timing its poweroff, whatever happened before.
-// A dispatcher starts queued runs as the queue limits allow (daemon/admission.h): caps, local cores, fairness.
+// A dispatcher starts queued runs as the queue limits allow (daemon/runs/admission.h): caps, local cores, fairness.
 // The queue is the runs table, so it survives a restart.
 //
 // At start, reconcile() settles what a previous daemon left behind: every unfinished run's instance is
 // terminated (or found gone) and the run marked failed with a reason; tagged strays with no live run are
 // terminated. All status changes go through the Ledger.
 //
-// Budgets (daemon/budget.h): a picked run starts only if its worst case fits what its caps have left, and a
+// Budgets (daemon/schedules/budget.h): a picked run starts only if its worst case fits what its caps have left, and a
 // live run is stopped (cancelled, reason "budget: ...") once one of its caps is reached; the check runs on
 // every poll (RunManagerOptions::poll).
 //
-// Instances are watched per provider (daemon/status_poller.h): one describe_many call per describe_interval
+// Instances are watched per provider (daemon/runs/status_poller.h): one describe_many call per describe_interval
 // for all of a provider's live runs. A run whose agent has not spoken within its provider's startup
-// deadline (RunManagerOptions::startup_deadlines, daemon/startup_deadline.h) fails, the reason naming it.
+// deadline (RunManagerOptions::startup_deadlines, daemon/runs/startup_deadline.h) fails, the reason naming it.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -26,14 +26,14 @@
 #include <string>
 
 #include "common/clock.h"
-#include "daemon/admission.h"
+#include "daemon/runs/admission.h"
 #include "daemon/artifacts/datasets.h"
-#include "daemon/budget.h"
-#include "daemon/ledger.h"
-#include "daemon/provider_registry.h"
-#include "daemon/status_poller.h"
-#include "daemon/store.h"
-#include "daemon/token_store.h"
+#include "daemon/schedules/budget.h"
+#include "daemon/runs/ledger.h"
+#include "daemon/config/provider_registry.h"
+#include "daemon/runs/status_poller.h"
+#include "daemon/store/store.h"
+#include "daemon/store/token_store.h"
 
 namespace tsum::daemon {
 
@@ -137,7 +137,7 @@ class RunManager {
                                                     const providers::InstanceHandle& h);
   boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d);
   // The machine a spot run's next attempt runs on: the offer its spot_recovery.policy allows that is cheapest by
-  // expected cost (daemon/recovery.h), at the price in effect, passing over offers whose capacity just ran out;
+  // expected cost (daemon/runs/recovery.h), at the price in effect, passing over offers whose capacity just ran out;
   // unavailable once the run has been interrupted more often than it allows, or when no offer is left.
   // same_attempt: the current attempt's machine could not be had (capacity): its replacement, not a next one.
   boost::asio::awaitable<Result<AttemptSpec>> next_attempt_of(int64_t run_id, bool same_attempt = false);

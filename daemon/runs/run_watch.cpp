@@ -1,4 +1,4 @@
-#include "daemon/run_watch.h"
+#include "daemon/runs/run_watch.h"
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>

@@ -1,4 +1,4 @@
-#include "daemon/status_poller.h"
+#include "daemon/runs/status_poller.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

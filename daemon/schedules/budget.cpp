@@ -1,13 +1,13 @@
-#include "daemon/budget.h"
+#include "daemon/schedules/budget.h"
 
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "billing/rule_book.h"
-#include "daemon/experiment_spec.h"
-#include "daemon/run_status.h"
+#include "billing/prices/rule_book.h"
+#include "daemon/experiments/experiment_spec.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::daemon {
 
@@ -35,7 +35,7 @@ constexpr std::string_view kCostQuery =
     "FROM runs r JOIN experiments e ON e.id = r.experiment_id WHERE ";
 
 // Runs whose instance may be up (every status between queued and the end), and finished runs not settled yet
-// (daemon/totals.h): the runs whose charge is not in the sums the database keeps.
+// (daemon/views/totals.h): the runs whose charge is not in the sums the database keeps.
 constexpr std::string_view kLive =
     "'provisioning', 'booting', 'installing', 'loading', 'starting', 'learning', 'verifying', 'saving', 'terminating'";
 constexpr std::string_view kUnsettled =

@@ -5,7 +5,7 @@
 // What a run costs. Its instance bills from the create call (the startup begin mark, daemon clock) until the
 // provider confirms it gone (the poweroff end mark). A run not finished yet accrues up to now; a finished run
 // whose poweroff was never confirmed, up to its last update. The up-time is priced under the provider's own
-// billing rule (billing/rules.json) or, for a provider without one (local), the experiment's first rule:
+// billing rule (billing/prices/rules.json) or, for a provider without one (local), the experiment's first rule:
 //   charge = hourly_price * billed_seconds(rule, up_time) / 3600
 //
 // Admission. A queued run's worst case is its charge at its deadline (the experiment's `deadline`, else the
@@ -30,10 +30,10 @@
 #include <utility>
 #include <vector>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 #include "common/clock.h"
 #include "common/lru.h"
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 
 namespace tsum::daemon {
 
@@ -69,7 +69,7 @@ class Budget {
   Result<double> month_charge();
   // The charge of every run ever, by (provider, currency).
   Result<std::map<std::pair<std::string, std::string>, double>> charge_by_provider();
-  // Both read a finished run's charge from the sums the database keeps (run_charges, daemon/totals.h) once it is
+  // Both read a finished run's charge from the sums the database keeps (run_charges, daemon/views/totals.h) once it is
   // settled, and compute the others' (live runs, runs finished since the last settling) from their marks.
 
   // A finished run's charge, for the sums: nullopt when its instance never started.

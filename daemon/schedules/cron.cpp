@@ -1,4 +1,4 @@
-#include "daemon/cron.h"
+#include "daemon/schedules/cron.h"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
-#include "daemon/schedule_spec.h"
+#include "daemon/schedules/schedule_spec.h"
 
-#include "daemon/cron.h"
-#include "daemon/experiment_spec.h"
+#include "daemon/schedules/cron.h"
+#include "daemon/experiments/experiment_spec.h"
 
 namespace tsum::daemon {
 

@@ -15,7 +15,7 @@ struct ScheduleSpec {
   std::string cron;
   std::string timezone = "UTC";
   nlohmann::json experiment;     // an experiment body, as POST /v1/experiments takes it
-  std::optional<double> budget;  // spend cap over all its firings together (daemon/budget.h)
+  std::optional<double> budget;  // spend cap over all its firings together (daemon/schedules/budget.h)
   std::string missed = "skip";   // or "catch_up"
   bool enabled = true;
 };

@@ -1,4 +1,4 @@
-#include "daemon/scheduler.h"
+#include "daemon/schedules/scheduler.h"
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "daemon/submit.h"
+#include "daemon/experiments/submit.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-// Schedules: an experiment body fired by a cron expression (daemon/cron.h) in a time zone, stored in SQLite
+// Schedules: an experiment body fired by a cron expression (daemon/schedules/cron.h) in a time zone, stored in SQLite
 // so they survive restarts.
 //
 // Firing. One coroutine sleeps until the earliest due schedule (waking at least once a minute, so a wall-clock
@@ -23,13 +23,13 @@
 
 #include "common/clock.h"
 #include "daemon/artifacts/datasets.h"
-#include "daemon/cron.h"
-#include "daemon/db.h"
-#include "daemon/experiment_spec.h"
-#include "daemon/listing.h"
-#include "daemon/provider_registry.h"
-#include "daemon/schedule_spec.h"
-#include "daemon/store.h"
+#include "daemon/schedules/cron.h"
+#include "daemon/store/db.h"
+#include "daemon/experiments/experiment_spec.h"
+#include "daemon/views/listing.h"
+#include "daemon/config/provider_registry.h"
+#include "daemon/schedules/schedule_spec.h"
+#include "daemon/store/store.h"
 
 namespace tsum::daemon {
 

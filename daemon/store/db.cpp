@@ -1,4 +1,4 @@
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "daemon/db_lock.h"
+#include "daemon/store/db_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

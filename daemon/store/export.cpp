@@ -1,9 +1,9 @@
-#include "daemon/export.h"
+#include "daemon/store/export.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "daemon/run_status.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/group_commit.h"
+#include "daemon/store/group_commit.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/retention.h"
+#include "daemon/store/retention.h"
 
 #include <filesystem>
 #include <vector>

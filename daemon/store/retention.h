@@ -15,7 +15,7 @@
 
 #include "common/result.h"
 #include "daemon/artifacts/blob_store.h"
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/store.h"
+#include "daemon/store/store.h"
 
 #include <algorithm>
 

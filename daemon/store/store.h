@@ -10,10 +10,10 @@
 
 #include "common/clock.h"
 #include "common/lru.h"
-#include "daemon/admission.h"
-#include "daemon/db.h"
-#include "daemon/experiment_spec.h"
-#include "daemon/run_status.h"
+#include "daemon/runs/admission.h"
+#include "daemon/store/db.h"
+#include "daemon/experiments/experiment_spec.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::daemon {
 
@@ -100,7 +100,7 @@ class Store {
   // every region's.
   Result<SpotExposure> spot_exposure(const std::string& provider, const std::string& instance_type,
                                      const std::optional<std::string>& region = std::nullopt);
-  // The runs `where` selects ("WHERE ... ORDER BY ... LIMIT ?"), binding args in order (daemon/listing.h).
+  // The runs `where` selects ("WHERE ... ORDER BY ... LIMIT ?"), binding args in order (daemon/views/listing.h).
   Result<std::vector<RunRow>> query_runs(std::string_view where, const std::vector<SqlValue>& args);
 
  private:

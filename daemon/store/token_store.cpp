@@ -1,4 +1,4 @@
-#include "daemon/token_store.h"
+#include "daemon/store/token_store.h"
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>

@@ -8,7 +8,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/wal_checkpointer.h"
+#include "daemon/store/wal_checkpointer.h"
 
 #include <sqlite3.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/experiment_summary.h"
+#include "daemon/views/experiment_summary.h"
 
 #include <cmath>
 #include <map>

@@ -1,5 +1,5 @@
 // An experiment's summary, kept as runs finish (issue 61; sql/0017_experiment_summary.sql): record_run_values
-// writes a done run's numbers when it is settled (daemon/totals.h), the database adds them to per-config sums, and
+// writes a done run's numbers when it is settled (daemon/views/totals.h), the database adds them to per-config sums, and
 // experiment_summary reads those sums: a few rows per config, whatever the number of runs.
 #pragma once
 
@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 #include "common/result.h"
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 
 namespace tsum::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/listing.h"
+#include "daemon/views/listing.h"
 
 #include <algorithm>
 

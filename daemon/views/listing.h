@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/db.h"
-#include "daemon/run_status.h"
-#include "daemon/store.h"
+#include "daemon/store/db.h"
+#include "daemon/runs/run_status.h"
+#include "daemon/store/store.h"
 
 namespace tsum::daemon {
 

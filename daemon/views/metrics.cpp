@@ -1,10 +1,10 @@
-#include "daemon/metrics.h"
+#include "daemon/views/metrics.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
-#include "daemon/run_status.h"
+#include "daemon/runs/run_status.h"
 
 namespace tsum::daemon {
 
@@ -139,7 +139,7 @@ providers::Task<Result<providers::MachineQuota>> MeteredProvider::machine_quota(
 
 namespace {
 
-// What instances cost under their providers' rules (daemon/budget.h), and the monthly budget.
+// What instances cost under their providers' rules (daemon/schedules/budget.h), and the monthly budget.
 Status render_billed(std::string& out, Budget& budget) {
   auto by_provider = budget.charge_by_provider();
   if (!by_provider) return by_provider.error();
@@ -163,7 +163,7 @@ Status render_billed(std::string& out, Budget& budget) {
 
 Result<std::string> render_metrics(Db& db, Totals& totals, const ProviderCallMetrics& calls, Budget& budget,
                                    const WalCheckpointer* wal) {
-  // Each figure reads the sums the database keeps (daemon/totals.h), a row per status, phase bucket, rule or
+  // Each figure reads the sums the database keeps (daemon/views/totals.h), a row per status, phase bucket, rule or
   // provider: a scrape costs the same after a million runs as after ten.
   if (auto s = totals.settle(); !s) return s.error();  // the runs just finished: a batch at most
   std::string out;

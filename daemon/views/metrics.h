@@ -6,12 +6,12 @@
 //   tsum_provider_call_errors_total{provider,op}
 //   tsum_spend_total{rule,currency}           billed cost of finished runs under each experiment's rules
 //   tsum_billed_total{provider,currency}      what instances cost under their provider's rule, unfinished and
-//                                             failed runs included (daemon/budget.h prices them)
+//                                             failed runs included (daemon/schedules/budget.h prices them)
 //   tsum_month_billed                         the same over this calendar month (UTC), the monthly budget's base
 //   tsum_monthly_budget                       the --monthly-budget cap, when set
 //   tsum_wal_checkpoints_total, tsum_wal_checkpoint_failures_total
-//                                             the WAL checkpointer thread's (daemon/wal_checkpointer.h), when given
-// Run, phase and spend figures come from the sums SQLite keeps as runs change (daemon/totals.h), so a scrape reads
+//                                             the WAL checkpointer thread's (daemon/store/wal_checkpointer.h), when given
+// Run, phase and spend figures come from the sums SQLite keeps as runs change (daemon/views/totals.h), so a scrape reads
 // a row per series, not per run, and they survive restarts; provider call figures are
 // counted in memory by MeteredProvider and start from zero with the daemon.
 #pragma once
@@ -21,10 +21,10 @@
 #include <memory>
 #include <string>
 
-#include "daemon/budget.h"
-#include "daemon/db.h"
-#include "daemon/totals.h"
-#include "daemon/wal_checkpointer.h"
+#include "daemon/schedules/budget.h"
+#include "daemon/store/db.h"
+#include "daemon/views/totals.h"
+#include "daemon/store/wal_checkpointer.h"
 #include "providers/provider.h"
 
 namespace tsum::daemon {

@@ -1,7 +1,7 @@
-#include "daemon/totals.h"
+#include "daemon/views/totals.h"
 
-#include "daemon/experiment_summary.h"
-#include "daemon/plan_history.h"
+#include "daemon/views/experiment_summary.h"
+#include "daemon/planning/plan_history.h"
 
 namespace tsum::daemon {
 

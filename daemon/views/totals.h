@@ -6,8 +6,8 @@
 // the runs the database queued in run_settle (a run that just finished, or a finished one that took a late mark),
 // writes each one's cost under its experiment's rules (run_costs, from its view) and its instance's charge under
 // its provider's rule (run_charges, from the budget), and the triggers add them to the sums; it also writes what the
-// planner learns from the run (daemon/plan_history.h) and a done run's numbers for its experiment's summary
-// (daemon/experiment_summary.h). A run settled again has its old figures taken out first. The
+// planner learns from the run (daemon/planning/plan_history.h) and a done run's numbers for its experiment's summary
+// (daemon/views/experiment_summary.h). A run settled again has its old figures taken out first. The
 // daemon settles every second, and a read of the sums (/metrics, the lists, a detail, a plan) settles one batch
 // first: it waits for at most a batch of finished runs, never for a backlog (the runs a new migration queues to be
 // settled again are done in the background, a batch at a time).
@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/budget.h"
-#include "daemon/db.h"
-#include "daemon/views.h"
+#include "daemon/schedules/budget.h"
+#include "daemon/store/db.h"
+#include "daemon/views/views.h"
 
 namespace tsum::daemon {
 
@@ -44,7 +44,7 @@ class Totals {
     int64_t runs = 0;
   };
   Result<std::vector<Spend>> experiment_spend(int64_t experiment_id);
-  // One experiment's summary under its `rules`, from the sums kept of its done runs (daemon/experiment_summary.h).
+  // One experiment's summary under its `rules`, from the sums kept of its done runs (daemon/views/experiment_summary.h).
   Result<nlohmann::json> experiment_summary(int64_t experiment_id, const std::vector<billing::BillingRule>& rules);
   // The phase histogram: per phase, per bucket (0 .. bounds; the last is +Inf) {count, sum}.
   struct Bucket {

@@ -1,11 +1,11 @@
-#include "daemon/views.h"
+#include "daemon/views/views.h"
 
 #include <algorithm>
 #include <cmath>
 #include <tuple>
 #include <vector>
 
-#include "billing/rule_book.h"
+#include "billing/prices/rule_book.h"
 #include "common/etag.h"
 
 namespace tsum::daemon {
@@ -328,7 +328,7 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
       bill[rule.name] = {{"billed_s", billed}, {"amount", amount}, {"currency", a.spec.currency}};
       if (free) bill[rule.name]["note"] = "AWS charges nothing for a spot instance it interrupts within its first hour";
     }
-    // The attempt's own bill: its provider's rule (billing/rules.json), in its provider's currency.
+    // The attempt's own bill: its provider's rule (billing/prices/rules.json), in its provider's currency.
     json own = nullptr;
     if (auto rule = billing::rule_for_provider(a.spec.provider); rule && up) {
       own = {{"rule", rule->name},

@@ -1,6 +1,6 @@
 // The JSON the API returns for runs: phases in seconds, t_sum, metrics, cost under each billing rule. An
-// experiment's detail (api/rest_routes.cpp) lists a page of them, with its summary from the sums the database keeps
-// (daemon/experiment_summary.h).
+// experiment's detail (api/routes/rest_routes.cpp) lists a page of them, with its summary from the sums the database keeps
+// (daemon/views/experiment_summary.h).
 #pragma once
 
 #include <map>
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "common/lru.h"
-#include "daemon/ledger.h"
-#include "daemon/listing.h"
-#include "daemon/store.h"
+#include "daemon/runs/ledger.h"
+#include "daemon/views/listing.h"
+#include "daemon/store/store.h"
 
 namespace tsum::daemon {
 

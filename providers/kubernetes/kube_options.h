@@ -1,7 +1,7 @@
 // What the Kubernetes provider is configured with: how to reach the API server (URL, CA, a bearer token or a
 // client certificate, from files, or a kubeconfig and its context), the namespace its Pods go to, what a node
 // shape costs and how runs are bounded. Plain data, filled by the daemon's config parser
-// (daemon/kube_config.h, providers.kubernetes) or by a test. Secrets are file paths, never values.
+// (daemon/config/kube_config.h, providers.kubernetes) or by a test. Secrets are file paths, never values.
 #pragma once
 
 #include <chrono>
@@ -36,7 +36,7 @@ struct KubernetesOptions {
   std::string client_cert_file;  // or a client certificate and its key (PEM)
   std::string client_key_file;
   // The same as PEM text, as a kubeconfig's certificate-authority-data, client-certificate-data and
-  // client-key-data hold them (daemon/kube_config.h reads a kubeconfig into these).
+  // client-key-data hold them (daemon/config/kube_config.h reads a kubeconfig into these).
   std::string ca_pem, client_cert_pem, client_key_pem;
   std::string namespace_;                        // empty: the kubeconfig context's, else "default"
   std::map<std::string, KubeShapePrice> shapes;  // by shape name (KubeNodeShape::name)

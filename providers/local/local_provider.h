@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "billing/catalog.h"
+#include "billing/prices/catalog.h"
 #include "providers/provider.h"
 
 namespace tsum::providers {

@@ -1,6 +1,6 @@
 // What the Slurm provider is configured with: the cluster's login node (an ssh host), the price of each
 // partition, and how jobs are submitted. Plain data, filled by the daemon's config file parser
-// (daemon/config.h, providers.slurm) or by a test.
+// (daemon/config/config.h, providers.slurm) or by a test.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // What the ssh provider is configured with: the hosts it may use and how it talks to them. Plain data,
-// filled by the daemon's config file parser (daemon/config.h) or by a test.
+// filled by the daemon's config file parser (daemon/config/config.h) or by a test.
 #pragma once
 
 #include <chrono>

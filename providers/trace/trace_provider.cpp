@@ -7,7 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cmath>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 
 namespace tsum::providers {
 

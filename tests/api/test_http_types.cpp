@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "api/http_types.h"
+#include "api/http/http_types.h"
 #include "support/temp_dir.h"
 
 using namespace tsum;

@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "api/router.h"
+#include "api/http/router.h"
 
 using namespace tsum::api;
 namespace asio = boost::asio;

@@ -26,8 +26,8 @@
 #include <string_view>
 #include <thread>
 
-#include "api/http_client.h"
-#include "api/http_server.h"
+#include "api/http/http_client.h"
+#include "api/http/http_server.h"
 #include "support/temp_dir.h"
 
 namespace tsum::api::testing {

@@ -2,7 +2,7 @@
 // the file set (embedded) or the directory (--web-dir).
 #include <fstream>
 
-#include "api/web_routes.h"
+#include "api/http/web_routes.h"
 #include "support/temp_dir.h"
 #include "tests/api/test_server.h"
 

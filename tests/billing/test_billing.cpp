@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "billing/billing_rule.h"
-#include "billing/catalog.h"
+#include "billing/prices/billing_rule.h"
+#include "billing/prices/catalog.h"
 #include "tests/support/billing_rule.h"
 
 using namespace tsum::billing;

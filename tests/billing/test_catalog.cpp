@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "billing/billing_rule.h"
-#include "billing/catalog.h"
-#include "billing/rule_book.h"
+#include "billing/prices/billing_rule.h"
+#include "billing/prices/catalog.h"
+#include "billing/prices/rule_book.h"
 
 using namespace tsum::billing;
 

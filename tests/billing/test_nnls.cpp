@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include "billing/nnls.h"
-#include "billing/scaling.h"
+#include "billing/model/nnls.h"
+#include "billing/model/scaling.h"
 
 using namespace tsum::billing;
 

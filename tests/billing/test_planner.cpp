@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "billing/planner.h"
-#include "billing/rule_book.h"
+#include "billing/prices/rule_book.h"
 #include "tests/support/billing_rule.h"
 
 using namespace tsum::billing;

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "billing/phase_priors.h"
-#include "billing/predictor.h"
+#include "billing/model/phase_priors.h"
+#include "billing/model/predictor.h"
 
 using namespace tsum::billing;
 

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "billing/plan_csv.h"
-#include "billing/predictor.h"
-#include "billing/resource_model.h"
+#include "billing/model/predictor.h"
+#include "billing/model/resource_model.h"
 
 using namespace tsum::billing;
 

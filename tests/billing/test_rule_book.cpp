@@ -7,8 +7,8 @@
 
 #include <unistd.h>
 
-#include "billing/billing_rule.h"
-#include "billing/rule_book.h"
+#include "billing/prices/billing_rule.h"
+#include "billing/prices/rule_book.h"
 
 using namespace tsum::billing;
 

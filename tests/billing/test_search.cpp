@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "billing/search.h"
+#include "billing/search/search.h"
 
 using namespace tsum::billing;
 using tsum::Result;

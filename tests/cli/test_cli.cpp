@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "api/workdir_pack.h"
+#include "api/cli/workdir_pack.h"
 #include "cli/cli_process.h"
 #include "integration/daemon_process.h"
 

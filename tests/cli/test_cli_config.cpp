@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <map>
 
-#include "api/cli_context.h"
-#include "api/cli_http.h"
+#include "api/cli/cli_context.h"
+#include "api/cli/cli_http.h"
 #include "cli/cli_process.h"
 
 using namespace tsum;

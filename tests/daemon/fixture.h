@@ -4,9 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "common/clock.h"
-#include "daemon/db.h"
-#include "daemon/ledger.h"
-#include "daemon/store.h"
+#include "daemon/store/db.h"
+#include "daemon/runs/ledger.h"
+#include "daemon/store/store.h"
 #include "sql/migrations.h"
 #include "support/temp_dir.h"
 

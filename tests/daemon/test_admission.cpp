@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "daemon/admission.h"
+#include "daemon/runs/admission.h"
 
 using namespace tsum::daemon;
 

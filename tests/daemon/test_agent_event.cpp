@@ -1,10 +1,10 @@
-// The agent's events at the door (daemon/agent_event.h): a figure no machine could have measured is left out, the
+// The agent's events at the door (daemon/agent/agent_event.h): a figure no machine could have measured is left out, the
 // mark and its other figures kept.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/agent_event.h"
+#include "daemon/agent/agent_event.h"
 
 using namespace tsum::daemon;
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "daemon/budget.h"
+#include "daemon/schedules/budget.h"
 #include "daemon/fixture.h"
 
 using namespace tsum;

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <map>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "support/temp_dir.h"
 
 using namespace tsum;

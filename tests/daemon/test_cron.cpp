@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "daemon/cron.h"
+#include "daemon/schedules/cron.h"
 
 using namespace tsum;
 using namespace tsum::daemon;

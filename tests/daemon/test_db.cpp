@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 #include "sql/migrations.h"
 #include "support/temp_dir.h"
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "daemon/experiment_spec.h"
+#include "daemon/experiments/experiment_spec.h"
 
 using namespace tsum;
 using namespace tsum::daemon;

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "daemon/export.h"
+#include "daemon/store/export.h"
 
 using namespace tsum::daemon;
 using nlohmann::json;

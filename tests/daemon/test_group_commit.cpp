@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/db.h"
-#include "daemon/group_commit.h"
+#include "daemon/store/db.h"
+#include "daemon/store/group_commit.h"
 #include "support/table_db.h"
 
 using namespace tsum;

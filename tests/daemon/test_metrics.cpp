@@ -7,11 +7,11 @@
 #include <set>
 #include <sstream>
 
-#include "daemon/budget.h"
+#include "daemon/schedules/budget.h"
 #include "daemon/fixture.h"
-#include "daemon/metrics.h"
-#include "daemon/totals.h"
-#include "daemon/views.h"
+#include "daemon/views/metrics.h"
+#include "daemon/views/totals.h"
+#include "daemon/views/views.h"
 
 using namespace tsum;
 using namespace tsum::daemon;

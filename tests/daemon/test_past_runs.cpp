@@ -5,9 +5,9 @@
 
 #include <fstream>
 
-#include "billing/catalog.h"
+#include "billing/prices/catalog.h"
 #include "daemon/fixture.h"
-#include "daemon/past_runs.h"
+#include "daemon/planning/past_runs.h"
 #include "providers/provider.h"
 
 using namespace tsum;

@@ -1,4 +1,4 @@
-// Retention (daemon/retention.h): what a run grew besides its facts goes once it has been finished for long enough,
+// Retention (daemon/store/retention.h): what a run grew besides its facts goes once it has been finished for long enough,
 // and nothing else: a recent run's lines, the phases and costs, a model it saved, a file another row still names.
 #include <doctest/doctest.h>
 
@@ -7,8 +7,8 @@
 
 #include "daemon/artifacts/blob_store.h"
 #include "daemon/fixture.h"
-#include "daemon/retention.h"
-#include "daemon/run_logs.h"
+#include "daemon/store/retention.h"
+#include "daemon/agent/run_logs.h"
 
 using namespace tsum;
 using namespace tsum::daemon;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "daemon/fixture.h"
-#include "daemon/run_watch.h"
+#include "daemon/runs/run_watch.h"
 
 using namespace tsum;
 using namespace tsum::daemon;

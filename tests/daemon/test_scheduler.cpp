@@ -5,9 +5,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
-#include "billing/catalog.h"
+#include "billing/prices/catalog.h"
 #include "daemon/fixture.h"
-#include "daemon/scheduler.h"
+#include "daemon/schedules/scheduler.h"
 #include "providers/local/local_provider.h"
 
 using namespace tsum;

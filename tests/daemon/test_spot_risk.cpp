@@ -1,8 +1,8 @@
-// What the planner reads of spot runs from their views (daemon/spot_risk.h): restarts of resumed attempts, a run
+// What the planner reads of spot runs from their views (daemon/planning/spot_risk.h): restarts of resumed attempts, a run
 // of several machines as one machine's phases, and the interruption model of a candidate.
 #include <doctest/doctest.h>
 
-#include "daemon/spot_risk.h"
+#include "daemon/planning/spot_risk.h"
 
 using namespace tsum::daemon;
 using nlohmann::json;
@@ -91,8 +91,8 @@ TEST_CASE("a run's measured config names its machine and the workload fields its
   CHECK(tsum::daemon::measured_config(json::object()) == "/");
 }
 
-// Where a recovery goes (daemon/recovery.h).
-#include "daemon/recovery.h"
+// Where a recovery goes (daemon/runs/recovery.h).
+#include "daemon/runs/recovery.h"
 
 namespace {
 tsum::providers::Offer offer(const std::string& provider, const std::string& region, const std::string& type,

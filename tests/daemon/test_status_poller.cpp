@@ -7,9 +7,9 @@
 #include <map>
 #include <regex>
 
-#include "billing/catalog.h"
-#include "daemon/metrics.h"
-#include "daemon/status_poller.h"
+#include "billing/prices/catalog.h"
+#include "daemon/views/metrics.h"
+#include "daemon/runs/status_poller.h"
 #include "providers/local/local_provider.h"
 #include "support/temp_dir.h"
 

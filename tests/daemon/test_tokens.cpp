@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "daemon/fixture.h"
-#include "daemon/token_store.h"
+#include "daemon/store/token_store.h"
 
 using namespace tsum;
 using namespace tsum::daemon;

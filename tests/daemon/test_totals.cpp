@@ -1,5 +1,5 @@
-// The sums the database keeps as runs change (sql/0013_totals.sql, daemon/totals.h) and the paged lists
-// (daemon/listing.h): the counters always equal a recount, a finished run's cost is settled once and again after a
+// The sums the database keeps as runs change (sql/0013_totals.sql, daemon/views/totals.h) and the paged lists
+// (daemon/views/listing.h): the counters always equal a recount, a finished run's cost is settled once and again after a
 // late mark, pages walk every row once, and the work of a page or a scrape does not grow with the history.
 #include <doctest/doctest.h>
 
@@ -10,15 +10,15 @@
 #include <set>
 
 #include "common/lru.h"
-#include "daemon/budget.h"
+#include "daemon/schedules/budget.h"
 #include "daemon/fixture.h"
-#include "daemon/listing.h"
-#include "daemon/metrics.h"
-#include "daemon/plan_history.h"
-#include "daemon/spot_risk.h"
-#include "daemon/token_store.h"
-#include "daemon/totals.h"
-#include "daemon/views.h"
+#include "daemon/views/listing.h"
+#include "daemon/views/metrics.h"
+#include "daemon/planning/plan_history.h"
+#include "daemon/planning/spot_risk.h"
+#include "daemon/store/token_store.h"
+#include "daemon/views/totals.h"
+#include "daemon/views/views.h"
 
 using namespace tsum;
 using namespace tsum::daemon;
@@ -375,7 +375,7 @@ struct Work {
   uint64_t summary = 0;                           // an experiment's summary (GET /v1/experiments/{id})
 };
 
-// The work (daemon/db.h count_work) of each read a list endpoint or a scrape makes.
+// The work (daemon/store/db.h count_work) of each read a list endpoint or a scrape makes.
 Work measure(testing::DaemonFixture& f, int64_t big_experiment) {
   Views views(f.store, f.ledger);
   Budget budget(*f.db, f.clock, {});

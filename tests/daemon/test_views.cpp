@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "daemon/fixture.h"
-#include "daemon/experiment_summary.h"
-#include "daemon/views.h"
+#include "daemon/views/experiment_summary.h"
+#include "daemon/views/views.h"
 
 using namespace tsum;
 using namespace tsum::daemon;

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "daemon/db.h"
-#include "daemon/wal_checkpointer.h"
+#include "daemon/store/db.h"
+#include "daemon/store/wal_checkpointer.h"
 #include "support/table_db.h"
 #include "support/temp_dir.h"
 

@@ -1,7 +1,7 @@
 // POST /v1/runs/{id}/events bodies: JSON parsed as the route does, then parse_agent_event.
 #include <cmath>
 
-#include "daemon/agent_event.h"
+#include "daemon/agent/agent_event.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,6 +1,6 @@
 // The daemon's config file (tsumd.json): parse_config with its cloud, Slurm, Kubernetes and billing-rule sections;
 // and the same bytes as a kubeconfig (YAML is a superset of JSON, so the config corpus seeds it too).
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "fuzz_input.h"
 #include "providers/kubernetes/kubeconfig.h"
 

@@ -1,6 +1,6 @@
 // Cron expressions and zones: "ZONE\nEXPR" (no newline: the whole input is the expression, in UTC).
 // Each accepted schedule's firings must come in strictly increasing order.
-#include "daemon/cron.h"
+#include "daemon/schedules/cron.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

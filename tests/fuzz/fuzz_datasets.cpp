@@ -1,10 +1,10 @@
 // The data set formats tsum-train reads, from a file as it does: the first byte picks the reader (IDX images,
 // IDX labels, a CIFAR-10 batch, a token file, a JPEG), the rest is the file.
 #include "fuzz_input.h"
-#include "workload/cifar_batch.h"
-#include "workload/idx_reader.h"
-#include "workload/jpeg.h"
-#include "workload/token_rows.h"
+#include "workload/data/cifar_batch.h"
+#include "workload/data/idx_reader.h"
+#include "workload/infer/jpeg.h"
+#include "workload/data/token_rows.h"
 
 using namespace tsum::workload;
 

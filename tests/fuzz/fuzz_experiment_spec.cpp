@@ -1,5 +1,5 @@
 // POST /v1/experiments bodies: parse_experiment_spec must answer every input with a spec or an error.
-#include "daemon/experiment_spec.h"
+#include "daemon/experiments/experiment_spec.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

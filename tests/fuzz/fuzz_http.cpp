@@ -1,4 +1,4 @@
-// The HTTP/1.1 server as tsumd runs it (api/http_server.h: Beast's parser under our limits, targets, the
+// The HTTP/1.1 server as tsumd runs it (api/http/http_server.h: Beast's parser under our limits, targets, the
 // router, in-memory and to-file bodies, Range on files, pipelining, keep-alive), fed each input as the bytes a
 // client sends on one loopback connection. The client then half-closes and reads until the server closes: a
 // server that has not closed within 10 s has broken its deadline contract, and that is a finding too.
@@ -15,7 +15,7 @@
 #include <memory>
 #include <thread>
 
-#include "api/http_server.h"
+#include "api/http/http_server.h"
 #include "fuzz_input.h"
 
 namespace asio = boost::asio;

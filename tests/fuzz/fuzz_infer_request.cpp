@@ -1,6 +1,6 @@
 // `tsum-train serve`'s request parsing (issues 41, 53): the bytes a client sends on one connection, taken off as the
-// server takes them (Boost.Beast's request parser under the server's limits, workload/serve.h, small here), each
-// message's body read as an Open Inference Protocol infer request (workload/infer_protocol.h) with its
+// server takes them (Boost.Beast's request parser under the server's limits, workload/serve/serve.h, small here), each
+// message's body read as an Open Inference Protocol infer request (workload/serve/infer_protocol.h) with its
 // Inference-Header-Content-Length. A crash, a hang, a refusal answered with a status other than 400-431 or 505,
 // or a request that parses into a tensor whose data does not match its shape is a finding.
 #include <charconv>
@@ -10,8 +10,8 @@
 #include <boost/asio/buffer.hpp>
 
 #include "fuzz_input.h"
-#include "workload/infer_protocol.h"
-#include "workload/serve.h"
+#include "workload/serve/infer_protocol.h"
+#include "workload/serve/serve.h"
 
 namespace w = tsum::workload;
 namespace v2 = tsum::workload::v2;

@@ -1,7 +1,7 @@
 // POST /v1/schedules bodies: JSON parsed as the route does, then parse_schedule (which checks the cron
 // expression, the zone and the experiment), then the schedule's next firings.
-#include "daemon/cron.h"
-#include "daemon/schedule_spec.h"
+#include "daemon/schedules/cron.h"
+#include "daemon/schedules/schedule_spec.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

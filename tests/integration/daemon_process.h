@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/http_client.h"
+#include "api/http/http_client.h"
 #include "support/temp_dir.h"
 
 namespace tsum::testing {

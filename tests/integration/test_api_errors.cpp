@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <doctest/doctest.h>
 
-#include "api/server_options.h"
+#include "api/http/server_options.h"
 #include "common/clock.h"
-#include "daemon/db.h"
-#include "daemon/token_store.h"
+#include "daemon/store/db.h"
+#include "daemon/store/token_store.h"
 #include "integration/daemon_process.h"
 
 using namespace tsum;

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "billing/catalog.h"
+#include "billing/prices/catalog.h"
 #include "integration/cloud_rig.h"
 #include "integration/daemon_process.h"
 #include "integration/fake_clouds.h"

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "api/quickstart.h"
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 #include "integration/daemon_process.h"
 #include "providers/local/process_group.h"
 

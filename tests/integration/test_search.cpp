@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 #include "integration/daemon_process.h"
 
 using namespace tsum;

@@ -7,10 +7,10 @@
 #include <future>
 #include <sstream>
 
-#include "api/http_server.h"
-#include "api/run_stream.h"
+#include "api/http/http_server.h"
+#include "api/routes/run_stream.h"
 #include "daemon/fixture.h"
-#include "daemon/run_status.h"
+#include "daemon/runs/run_status.h"
 #include "integration/daemon_process.h"
 
 using namespace tsum;

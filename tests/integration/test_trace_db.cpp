@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 #include "billing/measured_run.h"
 #include "integration/daemon_process.h"
 

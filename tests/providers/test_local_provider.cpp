@@ -8,7 +8,7 @@
 #include <map>
 #include <thread>
 
-#include "billing/catalog.h"
+#include "billing/prices/catalog.h"
 #include "providers/local/local_provider.h"
 #include "providers/local/process_group.h"
 #include "support/run_sync.h"

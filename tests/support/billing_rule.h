@@ -1,9 +1,9 @@
-// A billing rule by name, for tests: fails the test case when the name is not a rule (billing/billing_rule.h).
+// A billing rule by name, for tests: fails the test case when the name is not a rule (billing/prices/billing_rule.h).
 #pragma once
 
 #include <doctest/doctest.h>
 
-#include "billing/billing_rule.h"
+#include "billing/prices/billing_rule.h"
 
 namespace tsum::billing::testing {
 

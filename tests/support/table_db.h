@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/db.h"
+#include "daemon/store/db.h"
 #include "support/temp_dir.h"
 
 namespace tsum::testing {

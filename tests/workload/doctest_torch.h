@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "workload/device.h"
+#include "workload/train/device.h"
 
 namespace tsum::test {
 

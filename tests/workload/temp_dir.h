@@ -106,7 +106,7 @@ inline std::vector<std::uint8_t> read_all(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-// A --latency-file (workload/latency_file.h): its header line and its (level, latency_ms) rows.
+// A --latency-file (workload/infer/latency_file.h): its header line and its (level, latency_ms) rows.
 struct LatencyCsv {
   std::string header;
   std::vector<std::pair<std::string, double>> rows;

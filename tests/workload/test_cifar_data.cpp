@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "temp_dir.h"
-#include "workload/cifar_data.h"
+#include "workload/data/cifar_data.h"
 
 namespace tw = tsum::workload;
 using namespace tsum::workload::testing;

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "temp_dir.h"
-#include "workload/cpus.h"
+#include "workload/machine/cpus.h"
 
 namespace tw = tsum::workload;
 namespace fs = std::filesystem;

@@ -6,12 +6,12 @@
 #include <set>
 
 #include "temp_dir.h"
-#include "workload/augment.h"
-#include "workload/cifar_data.h"
-#include "workload/data_gen.h"
-#include "workload/dataset.h"
-#include "workload/synthetic_data.h"
-#include "workload/token_data.h"
+#include "workload/data/augment.h"
+#include "workload/data/cifar_data.h"
+#include "workload/data/data_gen.h"
+#include "workload/data/dataset.h"
+#include "workload/data/synthetic_data.h"
+#include "workload/data/token_data.h"
 
 namespace tw = tsum::workload;
 using namespace tsum::workload::testing;

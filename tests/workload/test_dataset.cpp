@@ -1,7 +1,7 @@
 #include "doctest_torch.h"
 
 #include "temp_dir.h"
-#include "workload/dataset.h"
+#include "workload/data/dataset.h"
 
 namespace tw = tsum::workload;
 using namespace tsum::workload::testing;

@@ -4,13 +4,13 @@
 
 #include <cmath>
 
-#include "workload/device.h"
-#include "workload/loss_scaler.h"
-#include "workload/model_registry.h"
-#include "workload/optimizer_registry.h"
-#include "workload/options.h"
-#include "workload/synthetic_data.h"
-#include "workload/trainer.h"
+#include "workload/train/device.h"
+#include "workload/optim/loss_scaler.h"
+#include "workload/models/model_registry.h"
+#include "workload/optim/optimizer_registry.h"
+#include "workload/train/options.h"
+#include "workload/data/synthetic_data.h"
+#include "workload/train/trainer.h"
 
 namespace tw = tsum::workload;
 

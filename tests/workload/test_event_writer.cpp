@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "workload/event_writer.h"
+#include "workload/train/event_writer.h"
 
 namespace tw = tsum::workload;
 

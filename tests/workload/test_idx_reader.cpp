@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "temp_dir.h"
-#include "workload/idx_reader.h"
+#include "workload/data/idx_reader.h"
 
 namespace tw = tsum::workload;
 using namespace tsum::workload::testing;

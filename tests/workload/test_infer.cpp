@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "temp_dir.h"
-#include "workload/bounded_queue.h"
-#include "workload/image_files.h"
-#include "workload/jpeg.h"
-#include "workload/options.h"
+#include "workload/serve/bounded_queue.h"
+#include "workload/infer/image_files.h"
+#include "workload/infer/jpeg.h"
+#include "workload/train/options.h"
 
 namespace tw = tsum::workload;
 using tw::testing::TempDir;

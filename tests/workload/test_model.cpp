@@ -1,10 +1,10 @@
 #include "doctest_torch.h"
 
-#include "workload/fast_dropout.h"
-#include "workload/fused_adam.h"
-#include "workload/mnist_cnn.h"
-#include "workload/model_registry.h"
-#include "workload/optimizer_registry.h"
+#include "workload/models/fast_dropout.h"
+#include "workload/optim/fused_adam.h"
+#include "workload/models/mnist_cnn.h"
+#include "workload/models/model_registry.h"
+#include "workload/optim/optimizer_registry.h"
 
 namespace tw = tsum::workload;
 

@@ -2,9 +2,9 @@
 // ResNet-50 v1.5 structure.
 #include "doctest_torch.h"
 
-#include "workload/bilstm.h"
-#include "workload/model_registry.h"
-#include "workload/resnet50.h"
+#include "workload/models/bilstm.h"
+#include "workload/models/model_registry.h"
+#include "workload/models/resnet50.h"
 
 namespace tw = tsum::workload;
 

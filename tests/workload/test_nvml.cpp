@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "workload/nvml.h"
+#include "workload/machine/nvml.h"
 
 namespace tw = tsum::workload;
 

@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "workload/adadelta.h"
-#include "workload/model_registry.h"
-#include "workload/nadam.h"
-#include "workload/optimizer_registry.h"
-#include "workload/trainer.h"
+#include "workload/optim/adadelta.h"
+#include "workload/models/model_registry.h"
+#include "workload/optim/nadam.h"
+#include "workload/optim/optimizer_registry.h"
+#include "workload/train/trainer.h"
 
 namespace tw = tsum::workload;
 

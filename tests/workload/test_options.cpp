@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "workload/options.h"
-#include "workload/train_run.h"
+#include "workload/train/options.h"
+#include "workload/train/train_run.h"
 
 namespace tw = tsum::workload;
 

@@ -28,12 +28,12 @@
 #include <tuple>
 
 #include "temp_dir.h"
-#include "workload/batcher.h"
-#include "workload/http_client.h"
-#include "workload/infer_protocol.h"
-#include "workload/jpeg.h"
-#include "workload/load_gen.h"
-#include "workload/serve.h"
+#include "workload/serve/batcher.h"
+#include "workload/infer/http_client.h"
+#include "workload/serve/infer_protocol.h"
+#include "workload/infer/jpeg.h"
+#include "workload/infer/load_gen.h"
+#include "workload/serve/serve.h"
 
 namespace tw = tsum::workload;
 namespace http = tsum::workload::http;

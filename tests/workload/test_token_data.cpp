@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "temp_dir.h"
-#include "workload/token_data.h"
+#include "workload/data/token_data.h"
 
 namespace tw = tsum::workload;
 using namespace tsum::workload::testing;

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <numeric>
 
-#include "workload/model_registry.h"
-#include "workload/optimizer_registry.h"
-#include "workload/synthetic_data.h"
-#include "workload/trainer.h"
+#include "workload/models/model_registry.h"
+#include "workload/optim/optimizer_registry.h"
+#include "workload/data/synthetic_data.h"
+#include "workload/train/trainer.h"
 
 namespace tw = tsum::workload;
 

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "temp_dir.h"
-#include "workload/cpus.h"
-#include "workload/options.h"
+#include "workload/machine/cpus.h"
+#include "workload/train/options.h"
 
 using namespace tsum::workload::testing;
 

@@ -1,4 +1,4 @@
-#include "workload/augment.h"
+#include "workload/data/augment.h"
 
 #include <cmath>
 

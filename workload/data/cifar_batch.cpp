@@ -1,4 +1,4 @@
-#include "workload/cifar_batch.h"
+#include "workload/data/cifar_batch.h"
 
 #include <sys/stat.h>
 

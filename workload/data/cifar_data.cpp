@@ -1,4 +1,4 @@
-#include "workload/cifar_data.h"
+#include "workload/data/cifar_data.h"
 
 #include <algorithm>
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/cifar_batch.h"
-#include "workload/dataset.h"
+#include "workload/data/cifar_batch.h"
+#include "workload/data/dataset.h"
 
 namespace tsum::workload {
 

@@ -1,11 +1,11 @@
-#include "workload/data_gen.h"
+#include "workload/data/data_gen.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include "workload/cifar_data.h"
-#include "workload/token_data.h"
+#include "workload/data/cifar_data.h"
+#include "workload/data/token_data.h"
 
 namespace tsum::workload {
 namespace {

@@ -1,13 +1,13 @@
-#include "workload/dataset.h"
+#include "workload/data/dataset.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
 
-#include "workload/cifar_data.h"
-#include "workload/idx_reader.h"
-#include "workload/token_data.h"
+#include "workload/data/cifar_data.h"
+#include "workload/data/idx_reader.h"
+#include "workload/data/token_data.h"
 
 namespace tsum::workload {
 namespace {

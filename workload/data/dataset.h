@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "workload/model.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/idx_reader.h"
+#include "workload/data/idx_reader.h"
 
 #include <sys/stat.h>
 #include <zlib.h>

@@ -1,9 +1,9 @@
-#include "workload/synthetic_data.h"
+#include "workload/data/synthetic_data.h"
 
 #include <vector>
 
-#include "workload/data_gen.h"
-#include "workload/token_data.h"
+#include "workload/data/data_gen.h"
+#include "workload/data/token_data.h"
 
 namespace tsum::workload {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "common/result.h"
-#include "workload/dataset.h"
-#include "workload/model.h"
+#include "workload/data/dataset.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/token_data.h"
+#include "workload/data/token_data.h"
 
 #include <iterator>
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/dataset.h"
-#include "workload/token_rows.h"
+#include "workload/data/dataset.h"
+#include "workload/data/token_rows.h"
 
 namespace tsum::workload {
 

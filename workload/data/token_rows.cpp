@@ -1,4 +1,4 @@
-#include "workload/token_rows.h"
+#include "workload/data/token_rows.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "workload/data_parallel.h"
+#include "workload/distributed/data_parallel.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -6,8 +6,8 @@
 #include <chrono>
 #include <memory>
 
-#include "workload/flat_tensors.h"
-#include "workload/grad_buckets.h"
+#include "workload/distributed/flat_tensors.h"
+#include "workload/distributed/grad_buckets.h"
 
 namespace tsum::workload {
 namespace {

@@ -26,11 +26,11 @@
 #include <optional>
 
 #include "common/result.h"
-#include "workload/dataset.h"
-#include "workload/distributed.h"
-#include "workload/event_writer.h"
-#include "workload/options.h"
-#include "workload/trainer.h"
+#include "workload/data/dataset.h"
+#include "workload/distributed/distributed.h"
+#include "workload/train/event_writer.h"
+#include "workload/train/options.h"
+#include "workload/train/trainer.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/distributed.h"
+#include "workload/distributed/distributed.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -16,7 +16,7 @@
 
 #include <cstring>
 
-#include "workload/rank_watchdog.h"
+#include "workload/distributed/rank_watchdog.h"
 
 namespace tsum::workload {
 namespace {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/options.h"
+#include "workload/train/options.h"
 
 namespace tsum::workload {
 

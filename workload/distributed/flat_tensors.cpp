@@ -1,4 +1,4 @@
-#include "workload/flat_tensors.h"
+#include "workload/distributed/flat_tensors.h"
 
 namespace tsum::workload {
 

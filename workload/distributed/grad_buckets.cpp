@@ -1,4 +1,4 @@
-#include "workload/grad_buckets.h"
+#include "workload/distributed/grad_buckets.h"
 
 namespace tsum::workload {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/distributed.h"
+#include "workload/distributed/distributed.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/rank_watchdog.h"
+#include "workload/distributed/rank_watchdog.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "workload/http_client.h"
+#include "workload/infer/http_client.h"
 
 #include <algorithm>
 #include <cctype>

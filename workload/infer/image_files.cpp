@@ -1,12 +1,12 @@
-#include "workload/image_files.h"
+#include "workload/infer/image_files.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 
-#include "workload/data_gen.h"
-#include "workload/jpeg.h"
+#include "workload/data/data_gen.h"
+#include "workload/infer/jpeg.h"
 
 namespace tsum::workload {
 namespace {

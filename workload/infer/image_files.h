@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/model.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

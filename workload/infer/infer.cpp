@@ -1,4 +1,4 @@
-#include "workload/infer.h"
+#include "workload/infer/infer.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
-#include "workload/bounded_queue.h"
-#include "workload/cpus.h"
-#include "workload/image_files.h"
-#include "workload/latency_file.h"
-#include "workload/model_registry.h"
+#include "workload/serve/bounded_queue.h"
+#include "workload/machine/cpus.h"
+#include "workload/infer/image_files.h"
+#include "workload/infer/latency_file.h"
+#include "workload/models/model_registry.h"
 
 namespace tsum::workload {
 namespace {

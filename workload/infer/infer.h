@@ -22,8 +22,8 @@
 #pragma once
 
 #include "common/result.h"
-#include "workload/event_writer.h"
-#include "workload/options.h"
+#include "workload/train/event_writer.h"
+#include "workload/train/options.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/jpeg.h"
+#include "workload/infer/jpeg.h"
 
 #include <turbojpeg.h>
 

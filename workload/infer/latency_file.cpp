@@ -1,4 +1,4 @@
-#include "workload/latency_file.h"
+#include "workload/infer/latency_file.h"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "workload/load_gen.h"
+#include "workload/infer/load_gen.h"
 
 #include <algorithm>
 #include <atomic>
@@ -17,10 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workload/host_stats.h"
-#include "workload/http_client.h"
-#include "workload/infer_protocol.h"
-#include "workload/latency_file.h"
+#include "workload/machine/host_stats.h"
+#include "workload/infer/http_client.h"
+#include "workload/serve/infer_protocol.h"
+#include "workload/infer/latency_file.h"
 
 namespace tsum::workload {
 namespace {

@@ -1,4 +1,4 @@
-#include "workload/cpus.h"
+#include "workload/machine/cpus.h"
 
 #include <sched.h>
 

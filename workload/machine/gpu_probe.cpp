@@ -1,4 +1,4 @@
-#include "workload/gpu_probe.h"
+#include "workload/machine/gpu_probe.h"
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "workload/device.h"
+#include "workload/train/device.h"
 
 namespace tsum::workload {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/event_writer.h"
+#include "workload/train/event_writer.h"
 
 namespace tsum::workload {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workload/nvml.h"
+#include "workload/machine/nvml.h"
 
 int main(int argc, char** argv) {
   using tsum::workload::Nvml;

@@ -1,4 +1,4 @@
-#include "workload/host_stats.h"
+#include "workload/machine/host_stats.h"
 
 #include <cmath>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "workload/nvml.h"
+#include "workload/machine/nvml.h"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "workload/bilstm.h"
+#include "workload/models/bilstm.h"
 
 namespace tsum::workload {
 namespace {

@@ -7,9 +7,9 @@
 // than Keras's: 128*vocab + 99,457 parameters.
 #pragma once
 
-#include "workload/fast_dropout.h"
-#include "workload/model.h"
-#include "workload/token_data.h"
+#include "workload/models/fast_dropout.h"
+#include "workload/models/model.h"
+#include "workload/data/token_data.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/cifar10_cnn.h"
+#include "workload/models/cifar10_cnn.h"
 
 namespace tsum::workload {
 namespace {

@@ -7,8 +7,8 @@
 // elements, and dropout masks come from FastDropout.
 #pragma once
 
-#include "workload/fast_dropout.h"
-#include "workload/model.h"
+#include "workload/models/fast_dropout.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

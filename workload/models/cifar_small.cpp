@@ -1,4 +1,4 @@
-#include "workload/cifar_small.h"
+#include "workload/models/cifar_small.h"
 
 namespace tsum::workload {
 namespace {

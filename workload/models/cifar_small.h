@@ -4,8 +4,8 @@
 // Convolutions run channels-last; each relu runs after its pool (max and relu commute).
 #pragma once
 
-#include "workload/fast_dropout.h"
-#include "workload/model.h"
+#include "workload/models/fast_dropout.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

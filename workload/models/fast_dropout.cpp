@@ -1,4 +1,4 @@
-#include "workload/fast_dropout.h"
+#include "workload/models/fast_dropout.h"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "workload/mnist_cnn.h"
+#include "workload/models/mnist_cnn.h"
 
 namespace tsum::workload {
 namespace {

@@ -12,8 +12,8 @@
 //   - dropout masks come from FastDropout instead of libtorch's per-element bernoulli_.
 #pragma once
 
-#include "workload/fast_dropout.h"
-#include "workload/model.h"
+#include "workload/models/fast_dropout.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

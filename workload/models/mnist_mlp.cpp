@@ -1,4 +1,4 @@
-#include "workload/mnist_mlp.h"
+#include "workload/models/mnist_mlp.h"
 
 namespace tsum::workload {
 namespace {

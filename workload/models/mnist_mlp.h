@@ -3,8 +3,8 @@
 // 669,706 parameters. Dropout masks come from FastDropout.
 #pragma once
 
-#include "workload/fast_dropout.h"
-#include "workload/model.h"
+#include "workload/models/fast_dropout.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

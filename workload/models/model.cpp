@@ -1,4 +1,4 @@
-#include "workload/model.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "workload/fast_dropout.h"
+#include "workload/models/fast_dropout.h"
 
 #include <cstdint>
 #include <string>

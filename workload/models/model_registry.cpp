@@ -1,13 +1,13 @@
-#include "workload/model_registry.h"
+#include "workload/models/model_registry.h"
 
 #include <array>
 
-#include "workload/bilstm.h"
-#include "workload/cifar10_cnn.h"
-#include "workload/cifar_small.h"
-#include "workload/mnist_cnn.h"
-#include "workload/mnist_mlp.h"
-#include "workload/resnet50.h"
+#include "workload/models/bilstm.h"
+#include "workload/models/cifar10_cnn.h"
+#include "workload/models/cifar_small.h"
+#include "workload/models/mnist_cnn.h"
+#include "workload/models/mnist_mlp.h"
+#include "workload/models/resnet50.h"
 
 namespace tsum::workload {
 namespace {

@@ -18,8 +18,8 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "workload/dataset.h"
-#include "workload/model.h"
+#include "workload/data/dataset.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

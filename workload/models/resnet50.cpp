@@ -1,4 +1,4 @@
-#include "workload/resnet50.h"
+#include "workload/models/resnet50.h"
 
 namespace tsum::workload {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <optional>
 
-#include "workload/model.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 

@@ -1,6 +1,6 @@
-#include "workload/adadelta.h"
+#include "workload/optim/adadelta.h"
 
-#include "workload/optim_state.h"
+#include "workload/optim/optim_state.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/fused_adam.h"
+#include "workload/optim/fused_adam.h"
 
 #include <ATen/Parallel.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "workload/optim_state.h"
+#include "workload/optim/optim_state.h"
 
 namespace tsum::workload {
 namespace {

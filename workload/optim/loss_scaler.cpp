@@ -1,4 +1,4 @@
-#include "workload/loss_scaler.h"
+#include "workload/optim/loss_scaler.h"
 
 namespace tsum::workload {
 

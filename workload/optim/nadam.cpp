@@ -1,8 +1,8 @@
-#include "workload/nadam.h"
+#include "workload/optim/nadam.h"
 
 #include <cmath>
 
-#include "workload/optim_state.h"
+#include "workload/optim/optim_state.h"
 
 namespace tsum::workload {
 namespace {

@@ -1,10 +1,10 @@
-#include "workload/optimizer_registry.h"
+#include "workload/optim/optimizer_registry.h"
 
 #include <array>
 
-#include "workload/adadelta.h"
-#include "workload/fused_adam.h"
-#include "workload/nadam.h"
+#include "workload/optim/adadelta.h"
+#include "workload/optim/fused_adam.h"
+#include "workload/optim/nadam.h"
 
 namespace tsum::workload {
 namespace {

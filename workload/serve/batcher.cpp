@@ -1,4 +1,4 @@
-#include "workload/batcher.h"
+#include "workload/serve/batcher.h"
 
 #include <algorithm>
 #include <cstring>

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/large_alloc.h"
+#include "workload/serve/large_alloc.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/infer_protocol.h"
+#include "workload/serve/infer_protocol.h"
 
 #include <algorithm>
 #include <bit>

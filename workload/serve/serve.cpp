@@ -1,4 +1,4 @@
-#include "workload/serve.h"
+#include "workload/serve/serve.h"
 
 #include <algorithm>
 #include <charconv>
@@ -27,10 +27,10 @@
 #include <boost/beast/http/write.hpp>
 #include <nlohmann/json.hpp>
 
-#include "workload/host_stats.h"
-#include "workload/infer_protocol.h"
-#include "workload/jpeg.h"
-#include "workload/nvml.h"
+#include "workload/machine/host_stats.h"
+#include "workload/serve/infer_protocol.h"
+#include "workload/infer/jpeg.h"
+#include "workload/machine/nvml.h"
 
 namespace tsum::workload {
 namespace {

@@ -45,7 +45,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "common/result.h"
-#include "workload/batcher.h"
+#include "workload/serve/batcher.h"
 
 namespace tsum::workload {
 

@@ -5,7 +5,7 @@
 //   ready      model, platform, params, threads, device, precision, host, port, max_batch, max_delay_us,
 //              channels, height, width, classes, load_s (model load and warm-up)
 //   serve_end  seconds, stopped_by (client, signal or duration), requests, rejected, batches, images, batch_mean
-#include "workload/serve_engines.h"
+#include "workload/serve/serve_engines.h"
 
 #include <malloc.h>
 #include <torch/script.h>
@@ -14,8 +14,8 @@
 #include <csignal>
 #include <thread>
 
-#include "workload/cpus.h"
-#include "workload/model_registry.h"
+#include "workload/machine/cpus.h"
+#include "workload/models/model_registry.h"
 
 namespace tsum::workload {
 namespace {

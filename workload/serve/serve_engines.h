@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "common/result.h"
-#include "workload/batcher.h"
-#include "workload/event_writer.h"
-#include "workload/options.h"
+#include "workload/serve/batcher.h"
+#include "workload/train/event_writer.h"
+#include "workload/train/options.h"
 
 namespace tsum::workload {
 

@@ -7,7 +7,7 @@
 
 #include <boost/beast/http/error.hpp>
 
-#include "workload/serve.h"
+#include "workload/serve/serve.h"
 
 namespace tsum::workload {
 

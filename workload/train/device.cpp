@@ -1,4 +1,4 @@
-#include "workload/device.h"
+#include "workload/train/device.h"
 
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>

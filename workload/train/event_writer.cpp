@@ -1,4 +1,4 @@
-#include "workload/event_writer.h"
+#include "workload/train/event_writer.h"
 
 #include <time.h>
 

@@ -13,14 +13,14 @@
 
 #include <algorithm>
 
-#include "workload/data_gen.h"
-#include "workload/event_writer.h"
-#include "workload/image_files.h"
-#include "workload/gpu_probe.h"
-#include "workload/infer.h"
-#include "workload/options.h"
-#include "workload/serve_engines.h"
-#include "workload/train_run.h"
+#include "workload/data/data_gen.h"
+#include "workload/train/event_writer.h"
+#include "workload/infer/image_files.h"
+#include "workload/machine/gpu_probe.h"
+#include "workload/infer/infer.h"
+#include "workload/train/options.h"
+#include "workload/serve/serve_engines.h"
+#include "workload/train/train_run.h"
 
 namespace {
 

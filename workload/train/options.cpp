@@ -1,4 +1,4 @@
-#include "workload/options.h"
+#include "workload/train/options.h"
 
 #include <charconv>
 #include <cmath>
@@ -6,10 +6,10 @@
 #include <limits>
 #include <string_view>
 
-#include "workload/dataset.h"
-#include "workload/model_registry.h"
-#include "workload/optimizer_registry.h"
-#include "workload/resnet50.h"
+#include "workload/data/dataset.h"
+#include "workload/models/model_registry.h"
+#include "workload/optim/optimizer_registry.h"
+#include "workload/models/resnet50.h"
 
 namespace tsum::workload {
 namespace {

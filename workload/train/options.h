@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/device.h"
-#include "workload/load_gen.h"
-#include "workload/serve.h"
+#include "workload/train/device.h"
+#include "workload/infer/load_gen.h"
+#include "workload/serve/serve.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/train_run.h"
+#include "workload/train/train_run.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -8,14 +8,14 @@
 #include <chrono>
 #include <filesystem>
 
-#include "workload/cpus.h"
-#include "workload/data_parallel.h"
-#include "workload/distributed.h"
-#include "workload/model_registry.h"
-#include "workload/optimizer_registry.h"
-#include "workload/synthetic_data.h"
-#include "workload/train_state.h"
-#include "workload/trainer.h"
+#include "workload/machine/cpus.h"
+#include "workload/distributed/data_parallel.h"
+#include "workload/distributed/distributed.h"
+#include "workload/models/model_registry.h"
+#include "workload/optim/optimizer_registry.h"
+#include "workload/data/synthetic_data.h"
+#include "workload/train/train_state.h"
+#include "workload/train/trainer.h"
 
 namespace tsum::workload {
 namespace {

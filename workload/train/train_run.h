@@ -9,9 +9,9 @@
 #include <string>
 
 #include "common/result.h"
-#include "workload/dataset.h"
-#include "workload/event_writer.h"
-#include "workload/options.h"
+#include "workload/data/dataset.h"
+#include "workload/train/event_writer.h"
+#include "workload/train/options.h"
 
 namespace tsum::workload {
 

@@ -1,4 +1,4 @@
-#include "workload/train_state.h"
+#include "workload/train/train_state.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <sys/stat.h>
@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <mutex>
 
-#include "workload/adadelta.h"
-#include "workload/nadam.h"
-#include "workload/optim_state.h"
+#include "workload/optim/adadelta.h"
+#include "workload/optim/nadam.h"
+#include "workload/optim/optim_state.h"
 
 namespace tsum::workload {
 namespace {

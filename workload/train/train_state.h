@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "workload/trainer.h"
+#include "workload/train/trainer.h"
 
 namespace tsum::workload {
 

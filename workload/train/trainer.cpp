@@ -1,6 +1,6 @@
-#include "workload/trainer.h"
+#include "workload/train/trainer.h"
 
-#include "workload/train_state.h"
+#include "workload/train/train_state.h"
 
 #include <algorithm>
 #include <chrono>

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "common/result.h"
-#include "workload/augment.h"
-#include "workload/dataset.h"
-#include "workload/device.h"
-#include "workload/loss_scaler.h"
-#include "workload/model.h"
+#include "workload/data/augment.h"
+#include "workload/data/dataset.h"
+#include "workload/train/device.h"
+#include "workload/optim/loss_scaler.h"
+#include "workload/models/model.h"
 
 namespace tsum::workload {
 
