@@ -123,8 +123,14 @@ Result<Predictor> Predictor::learn(std::span<const MeasuredRun> history, const W
       if (!std::isfinite(r.phases[i]) || r.phases[i] < 0)
         return make_error(Code::invalid_argument, "run of " + r.cfg.config + ": phase " +
                                                       std::string(kPhaseNames[i]) + " must be a finite number >= 0");
-  if (auto s = p.add_learn(history); !s) return s.error();
-  p.add_overheads(history);
+  // A failed run measures nothing but a lower bound on its config's learn time (the seconds it learned), which
+  // the resource model takes (ResourcePoint::unfinished); the rest of the model sees finished runs only.
+  std::vector<MeasuredRun> finished;
+  for (const auto& r : history)
+    if (!r.failed) finished.push_back(r);
+    else if (r.phases[kLearn] > 0) p.unfinished_.push_back({r.cfg, r.phases[kLearn], r.memory_used, true});
+  if (auto s = p.add_learn(finished); !s) return s.error();
+  p.add_overheads(finished);
   if (auto s = p.fit_groups(); !s) return s.error();
   return p;
 }
@@ -223,6 +229,8 @@ Status Predictor::fit_groups() {
   }
   const bool resources = opt_.model == LearnModel::resources || (opt_.model == LearnModel::automatic && describes_memory_);
   if (resources && !resource_points.empty()) {
+    for (const auto& u : unfinished_)
+      if (!configs_.contains(u.cfg.config)) resource_points.push_back(u);
     ResourceOptions ro{opt_.particles, opt_.memory_lo_gib, opt_.memory_hi_gib, seed_mix(opt_.seed, "resources")};
     auto model = ResourceModel::fit(resource_points, ro);
     if (!model) return model.error();

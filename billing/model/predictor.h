@@ -130,6 +130,7 @@ class Predictor {
   std::map<std::string, ConfigSpec> config_spec_;
   bool describes_memory_ = false;
   std::optional<ResourceModel> resources_;
+  std::vector<ResourcePoint> unfinished_;  // failed runs: lower bounds on their configs' learn time
   std::map<std::string, PhaseValues> by_type_;      // provider|instance_type|cached
   std::map<std::string, PhaseValues> by_provider_;  // provider|cached
 };

@@ -75,22 +75,29 @@ Result<ResourceModel> ResourceModel::fit(std::span<const ResourcePoint> points, 
     p.cliff_k = cliff ? std::pow(kMaxCliff, u(rng)) : 1.0;
     p.log_cliff_m = std::log(lo) + std::log(hi / lo) * u(rng);
   }
-  for (const auto& pt : points) ++m.measured_families_[family_of(pt.cfg)];
+  if (std::none_of(points.begin(), points.end(), [](const ResourcePoint& p) { return !p.unfinished; }))
+    return make_error(Code::invalid_argument, "resource model: no finished run");
+  for (const auto& pt : points)
+    if (!pt.unfinished) ++m.measured_families_[family_of(pt.cfg)];
   std::vector<double> log_w(m.particles_.size());
   std::vector<double> r(points.size());
   std::vector<const std::vector<double>*> phis;
   for (const auto& pt : points) phis.push_back(&m.log_phi(family_of(pt.cfg)));
   for (size_t i = 0; i < m.particles_.size(); ++i) {
-    double mean = 0;
+    double mean = 0, finished = 0;
     for (size_t k = 0; k < points.size(); ++k) {
       r[k] = std::log(points[k].learn) - m.log_shape(i, points[k].cfg, *phis[k]);
-      mean += r[k];
+      if (!points[k].unfinished) mean += r[k], ++finished;
     }
-    mean /= static_cast<double>(points.size());
-    double sse = 0;
-    for (double x : r) sse += (x - mean) * (x - mean);
+    mean /= finished;
+    double log_like = 0;
+    for (size_t k = 0; k < points.size(); ++k) {
+      const double z = (r[k] - mean) / kFitSd;
+      // An unfinished run: the chance that the config's learn time exceeds the seconds it ran.
+      log_like += points[k].unfinished ? std::max(-50.0, std::log(0.5 * std::erfc(z / std::sqrt(2.0)))) : -0.5 * z * z;
+    }
     m.particles_[i].log_a = mean;
-    log_w[i] = -0.5 * sse / (kFitSd * kFitSd);
+    log_w[i] = log_like;
     for (const auto& pt : points) {
       const double mem = memory_of(pt.cfg);
       if (!pt.memory_used || !(mem > 0)) continue;

@@ -51,6 +51,9 @@ struct ResourcePoint {
   // Its peak resident memory over the machine's memory (MeasuredRun::memory_used): at or above
   // kMemoryBound the job's working set exceeds the config's memory, at or below kMemoryFits it fits.
   std::optional<double> memory_used;
+  // A run that did not finish (MeasuredRun::failed): `learn` is only a lower bound on the config's learn time,
+  // the seconds it learned before it stopped.
+  bool unfinished = false;
 };
 
 inline constexpr double kMemoryBound = 0.9;

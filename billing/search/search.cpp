@@ -766,7 +766,8 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
 // Runs the chosen probe with the seconds the budget leaves it and records what it cost; a run that measured the
 // config joins the history. false: it failed, and measured nothing.
 bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& probe, const SearchRequest& req,
-               ProbeStep& step, SearchResult& out, std::vector<MeasuredRun>& history) {
+               ProbeStep& step, SearchResult& out, std::vector<MeasuredRun>& history,
+               std::vector<MeasuredRun>& unfinished) {
   ProbeSpec spec = req.probe;
   spec.max_s = budget_left < kInfinity ? seconds_within(cand, budget_left) : 0;
   auto run = probe(cand, spec);
@@ -784,6 +785,7 @@ bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& pro
   }
   if (!run || run->failed) {
     step.error = run ? run->failure : run.error().detail;
+    if (run) run->cfg = cand.cfg, run->failed = true, unfinished.push_back(std::move(*run));
     return false;
   }
   run->cfg = cand.cfg;
@@ -805,8 +807,11 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
   bool force_measured = true;           // a search that stops by itself (or in doubt) recommends what it measured
   std::optional<double> entry;          // spent when the first measurement came in
   const std::vector<Place> places = places_of(candidates);
+  std::vector<MeasuredRun> unfinished;  // probes that failed: lower bounds on their configs' learn time
   while (true) {
-    auto predictor = Predictor::learn(history, req.workload, popt);
+    std::vector<MeasuredRun> known = history;
+    known.insert(known.end(), unfinished.begin(), unfinished.end());
+    auto predictor = Predictor::learn(known, req.workload, popt);
     if (!predictor) return predictor.error();
     std::set<std::string> probed;
     for (const auto& r : history) probed.insert(r.cfg.config);
@@ -840,7 +845,7 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     step.expected_probe_cost_p90 = scored[choice.index].probe_cost_p90;
     if (req.on_probe) req.on_probe(out, step);
     expected = expectation_of(scored[choice.index], candidates, scored, probed, req.future_runs);
-    const bool measured = run_probe(cand, out.budget - out.spent, probe, req, step, out, history);
+    const bool measured = run_probe(cand, out.budget - out.spent, probe, req, step, out, history, unfinished);
     if (!measured) excluded.insert(cand.cfg.config), expected.reset();
     out.trace.push_back(std::move(step));
   }

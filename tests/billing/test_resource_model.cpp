@@ -107,6 +107,19 @@ TEST_CASE("the predictor uses the resource model when the runs describe memory, 
   REQUIRE(q.ok());
   CHECK(q->predict(machine("c4", 8, 1.875))->basis == "sparse");
   CHECK(q->predict(machine("m4", 8, 4.0)).error().code == tsum::Code::not_found);
+
+  // A failed run is no measurement: its config is still predicted by the model, not as measured, and no slower
+  // than the seconds it ran before it stopped.
+  MeasuredRun stopped = run(machine("c4", 8, 1.875), 4000);
+  stopped.failed = true;
+  h.push_back(stopped);
+  auto r = Predictor::learn(h, {});
+  REQUIRE(r.ok());
+  auto bounded = r->predict(machine("c4", 8, 1.875));
+  REQUIRE(bounded.ok());
+  CHECK(bounded->basis == "family");
+  CHECK(bounded->runs == 0);
+  CHECK(bounded->mean(kLearn) > 2 * fam->mean(kLearn));
 }
 
 TEST_CASE("the runs CSV describes the machine: family, memory, nodes, CPU model") {
@@ -162,4 +175,28 @@ TEST_CASE("a run that filled its machine's memory puts the job's working set abo
   CHECK(predicted_median(*roomy, large) >= 0.95 * without);
   // The measured configs themselves are predicted as measured either way.
   CHECK(predicted_median(*starved, small) == doctest::Approx(1000).epsilon(0.15));
+}
+
+TEST_CASE("a run that did not finish bounds its config's learn time from below, and the configs like it") {
+  // One config measured; a second config of the family, with twice the cores, ran 3000 s and was stopped: the
+  // curve alone would predict it near 520 s.
+  ResourceOptions opt;
+  opt.memory_lo_gib = 4, opt.memory_hi_gib = 1024;
+  const ConfigSpec small = machine("m", 4, 2), wider = machine("m", 8, 2), widest = machine("m", 16, 2);
+  std::vector<ResourcePoint> finished = {{small, 1000}};
+  auto before = ResourceModel::fit(finished, opt);
+  REQUIRE(before.ok());
+  auto stopped = finished;
+  stopped.push_back({wider, 3000, std::nullopt, true});
+  auto after = ResourceModel::fit(stopped, opt);
+  REQUIRE(after.ok());
+  CHECK(predicted_median(*before, wider) < 1000);
+  // Its own prediction moves past the seconds it ran, and the larger config of its family moves with it.
+  CHECK(predicted_median(*after, wider) > 2500);
+  CHECK(predicted_median(*after, widest) > 2 * predicted_median(*before, widest));
+  // The finished run is still predicted as measured.
+  CHECK(predicted_median(*after, small) == doctest::Approx(1000).epsilon(0.15));
+  // A model needs one finished run: bounds alone are refused.
+  std::vector<ResourcePoint> only_bounds = {{wider, 3000, std::nullopt, true}};
+  CHECK_FALSE(ResourceModel::fit(only_bounds, opt).ok());
 }
