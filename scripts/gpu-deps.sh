@@ -25,6 +25,7 @@ CFG
 # Boost: the headers of Beast and Asio that serve's and load's HTTP take (header-only), as the compiler lists them
 # for the files that include them (about 1,000 headers, 7 MB).
 for f in workload/serve/serve.cpp workload/serve/serve_limits.cpp workload/infer/http_client.cpp workload/infer/load_gen.cpp \
+         workload/infer/load_requests.cpp \
          tests/workload/test_serve.cpp; do
   g++ -std=c++20 -DBOOST_ASIO_NO_DEPRECATED -M -MT x -I. -Itests/workload "$f"
 done | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u | while read -r h; do
