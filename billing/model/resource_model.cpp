@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numbers>
 #include <numeric>
 
 namespace tsum::billing {
@@ -16,6 +17,13 @@ constexpr double kCliffWidth = 0.05;  // of the logistic step, in log memory
 constexpr double kFitSd = 0.15;     // log-sd of a measured config around the model (run noise and misfit)
 constexpr double kDefaultMemLo = 1, kDefaultMemHi = 65536;
 constexpr double kMemoryEvidence = 20;  // how much likelier the side of the working set a run's memory points to
+
+// log P(Z > z) for a standard normal Z; past z = 8, where erfc underflows toward 0, its asymptote (Mills' ratio), so
+// that particles that all miss a bound are still told apart by how far.
+double log_survival(double z) {
+  if (z < 8) return std::log(0.5 * std::erfc(z / std::sqrt(2.0)));
+  return -0.5 * z * z - std::log(z * std::sqrt(2 * std::numbers::pi));
+}
 
 double memory_of(const ConfigSpec& c) { return c.memory_gib > 0 ? c.memory_gib * std::max(1, c.nodes) : 0; }
 
@@ -94,7 +102,7 @@ Result<ResourceModel> ResourceModel::fit(std::span<const ResourcePoint> points, 
     for (size_t k = 0; k < points.size(); ++k) {
       const double z = (r[k] - mean) / kFitSd;
       // An unfinished run: the chance that the config's learn time exceeds the seconds it ran.
-      log_like += points[k].unfinished ? std::max(-50.0, std::log(0.5 * std::erfc(z / std::sqrt(2.0)))) : -0.5 * z * z;
+      log_like += points[k].unfinished ? log_survival(z) : -0.5 * z * z;
     }
     m.particles_[i].log_a = mean;
     log_w[i] = log_like;
