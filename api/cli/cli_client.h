@@ -1,3 +1,7 @@
+// The room api/cli/ owns tsumd's client commands: argument parsing, the spec file (JSON or YAML), packing a folder
+// job's folder, and each command's output. It talks to a daemon over HTTP (api/http/) and uses of the daemon only the
+// spec's checks, the tar writer and the names of statuses and phases.
+//
 // tsumd's client commands: they talk to a running daemon over HTTP (api/cli/cli_http.h) and print tables, or the
 // daemon's JSON with --json. Exit codes are api::ExitCode (docs/cli.md).
 //

@@ -1,3 +1,6 @@
+// The room api/http/ owns HTTP: the Boost.Beast server (TCP and TLS sessions), the router, the client, the types they
+// share and the dashboard's static files. It calls only common/; no route or daemon code is here.
+//
 // HttpServer: accepts TCP connections and serves each with an HttpSession (see http_session.h for the
 // per-connection contract: keep-alive, deadlines, error answers, uploads to files, file bodies).
 //

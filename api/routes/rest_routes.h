@@ -1,3 +1,7 @@
+// The room api/routes/ owns the REST API: each route group (runs, experiments, logs, artifacts, plan, searches,
+// schedules, tokens), paging and the run stream. It turns requests into calls on the daemon's rooms and their answers
+// into JSON; it calls api/http/, daemon/ and billing/.
+//
 // The /v1 REST API on top of the daemon's services. Every /v1 route needs "Authorization: Bearer <token>";
 // an admin token reaches all of them, a run token only POST /v1/runs/{its id}/events.
 //

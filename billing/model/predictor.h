@@ -1,3 +1,7 @@
+// The room billing/model/ owns what a config's run is predicted to take: the predictor (every phase, from measured
+// runs), the resource model across families, the per-family scaling curves, NNLS and the phase priors. Pure math; it
+// calls only billing/'s shared types and common/.
+//
 // Predicts the 8 phases of a config's t_sum from a history of measured runs. Every prediction is a
 // distribution: a vector of samples per phase (and of their sum), drawn with a fixed seed per config.
 //

@@ -1,3 +1,7 @@
+// The room billing/prices/ owns what an up-time costs: billing rules (per second with a minimum, per minute, per 10
+// minutes, per hour), the rule book (rules.json, which rule a provider bills by) and the price catalogs (catalogs/).
+// It calls only common/.
+//
 // Billing rules: how a provider rounds an instance's up-time into billed time. Pure functions, no I/O.
 //
 //   steps(t)  = ceil(t / step_s)                  (round "up", the usual case)

@@ -1,3 +1,7 @@
+// The room billing/search/ owns the adaptive probe search: what each probe is worth, the round's pick, the model's
+// checks, the loop that probes or stops, and the answer as JSON (search_parts.h maps its files). It calls
+// billing/model/ and the planner.
+//
 // Adaptive probing: which config to measure next, and when to stop measuring. A pure library: the caller
 // supplies a probe callback that runs (part of) the workload on a config and returns its measured phases.
 //

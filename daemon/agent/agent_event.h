@@ -1,3 +1,7 @@
+// The room daemon/agent/ owns what runs on a machine and what comes back from it: the agent script (tsum-agent.sh, its
+// protocol in README.md), the one parser of its events, and each run's log lines. It calls the store, runs/ (the
+// ledger takes the events), experiments/ and artifacts/.
+//
 // What an agent reports about its run, and the one parser of it (POST /v1/runs/{id}/events).
 //
 // An event is a JSON object:

@@ -1,3 +1,6 @@
+// The room daemon/artifacts/ owns bytes on disk: blobs by content hash, uploaded data sets and their format checks,
+// each run's results, and the tar writer. It calls only the store.
+//
 // BlobStore: immutable files kept by their SHA-256 under <dir>/<hex>. The trainer bundle, data sets and a run's
 // results are all blobs; machines fetch them by hash (GET /v1/blobs/{sha256}) and check the hash themselves.
 // Adding is atomic (a rename into place) and idempotent: the same bytes are stored once.

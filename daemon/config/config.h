@@ -1,3 +1,7 @@
+// The room daemon/config/ owns the config file and the providers made from it: the parsers of each section (ssh,
+// clouds, Slurm, Kubernetes), the provider registry, and `tsumd check` and `tsumd offers`. It calls providers/,
+// billing/prices/ and runs/ (startup deadlines); the rest of the daemon asks it for a provider by name.
+//
 // The daemon's config file (`tsumd serve --config FILE`): JSON with one section per provider under
 // "providers": "ssh" (providers/ssh), "slurm" (daemon/config/slurm_config.h), "kubernetes"
 // (daemon/config/kube_config.h) and the clouds "aws", "gce", "azure", "hetzner", "yandex"

@@ -1,3 +1,8 @@
+// The room daemon/experiments/ owns what a user asks for: the experiment spec and its workload, parsed and checked at
+// the door, the presets, and submit (a spec turned into queued runs, each config priced against its provider's
+// offers). It calls config/ for the providers, the store to insert, runs/ (statuses), artifacts/ (data sets),
+// providers/ and billing/prices/.
+//
 // The experiment request body, parsed and validated. Unknown fields are errors, so a typo is reported
 // instead of silently ignored.
 //

@@ -1,3 +1,8 @@
+// The room daemon/planning/ owns what the planner learns from and the searches: the plan history kept as runs settle,
+// past runs as trace rows, spot risk from the ledger, and the search runner (billing/search over real probe runs). It
+// calls billing/ for the math, the store, experiments/ and runs/ to queue probes, views/ to price them, config/ and
+// artifacts/.
+//
 // SearchRunner: adaptive searches over configurations (POST /v1/searches). Each search runs
 // billing::adaptive_search (billing/search/search.h) on a thread of its own; every probe it asks for is a real run: a
 // one-config, one-repetition experiment queued through the Store and run by the RunManager, whose ledger phases

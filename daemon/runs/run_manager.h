@@ -1,3 +1,9 @@
+// The room daemon/runs/ owns a run's life from the queue to its end: admission (which queued runs start), the run
+// manager's coroutine per run (launch, machine watch, restart), the ledger (the one door to a run's status and phase
+// marks), the provider's status poller, the watchers of a run's stream and spot recovery. It calls the store to read
+// and write runs, config/ for the providers, schedules/ for spend caps, agent/ for what agents report, artifacts/ for
+// checkpoints and providers/ to make and end machines; views/, planning/ and api/ read what it writes.
+//
 // RunManager owns every live run. Each run is one coroutine that provisions an instance, watches the agent's
 // progress, and always ends by terminating the instance and timing its poweroff, whatever happened before.
 // A dispatcher starts queued runs as the queue limits allow (daemon/runs/admission.h): caps, local cores, fairness.

@@ -1,3 +1,7 @@
+// The room daemon/schedules/ owns what fires by itself and what caps spend: cron expressions, the scheduler (each due
+// time fired once, through experiments/submit) and the budgets per experiment, schedule and provider. It calls the
+// store, experiments/, runs/, config/, artifacts/ and views/ (the settled sums).
+//
 // Schedules: an experiment body fired by a cron expression (daemon/schedules/cron.h) in a time zone, stored in SQLite
 // so they survive restarts.
 //

@@ -1,3 +1,7 @@
+// The room daemon/store/ owns the SQLite file: the connection (db), the one-daemon lock, group commit, the WAL
+// checkpointer, experiments and runs (status only through runs/ledger), tokens, retention and export. Everything in
+// daemon/ reads and writes through it; of the other rooms it takes only types (runs/, experiments/, artifacts/).
+//
 // Reading and creating experiments and runs. Status changes do not happen here: they go through the
 // Ledger. Creating an experiment inserts it and all its runs (queued) in one transaction.
 #pragma once

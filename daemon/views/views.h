@@ -1,3 +1,7 @@
+// The room daemon/views/ owns what is read: each run's JSON (phases, t_sum, cost under every rule), the paged lists,
+// the sums kept as runs settle (totals, the experiment summary) and /metrics. It calls the store, runs/ (statuses),
+// schedules/ (budgets), planning/ (spot risk), providers/ and billing/prices/.
+//
 // The JSON the API returns for runs: phases in seconds, t_sum, metrics, cost under each billing rule. An
 // experiment's detail (api/routes/rest_routes.cpp) lists a page of them, with its summary from the sums the database keeps
 // (daemon/views/experiment_summary.h).

@@ -5,6 +5,7 @@
 - every relative link in README.md and docs/*.md names a file that exists, and every #anchor a heading there;
 - every path docs/architecture.md names in backticks exists;
 - each library folder includes only the folders below it (the layer table of docs/architecture.md);
+- no folder of the product holds more than 22 entries side by side (docs/architecture.md's rooms);
 - no function of the product is over 100 lines (LONG would list an exception with its most lines; none today).
 
 usage: check_docs.py SOURCE_DIR. Prints every problem; exit status 1 if there is one.
@@ -90,6 +91,17 @@ for folder, allowed in LAYERS.items():
                 if m and m.group(1) != folder and m.group(1) in LAYERS and m.group(1) not in allowed:
                     problems.append(f"{os.path.relpath(path, ROOT)}:{n}: {folder}/ includes {m.group(1)}/, a layer "
                                     f"above or beside it")
+
+# --- the rooms ------------------------------------------------------------------------------------------------
+
+MAX_ENTRIES = 22
+for top in ("common", "billing", "sql", "workload", "providers", "daemon", "api", "web"):
+    for dirpath, dirs, files in os.walk(os.path.join(ROOT, top)):
+        dirs[:] = [d for d in dirs if d not in ("node_modules", "dist")]
+        entries = len(dirs) + len(files)
+        if entries > MAX_ENTRIES:
+            problems.append(f"{os.path.relpath(dirpath, ROOT)}/ holds {entries} entries side by side (at most "
+                            f"{MAX_ENTRIES}): give the files that change together a room of their own")
 
 # --- function length ----------------------------------------------------------------------------------------
 

@@ -1,3 +1,6 @@
+// The room workload/data/ owns training data: the readers (IDX, CIFAR-10, token text), generated and synthetic data,
+// augmentation and the in-memory data set. It calls models/ (a model's input shape) and common/.
+//
 // In-memory training data: one split (train or test) of a data set, normalized once so the training
 // loop only slices by index. Four kinds:
 //   idx        MNIST / Fashion-MNIST IDX files, raw or gzip (idx_reader.h): images x/255

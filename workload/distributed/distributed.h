@@ -1,3 +1,6 @@
+// The room workload/distributed/ owns data-parallel training: the ranks joined over c10d, the gradient exchange and
+// its buckets, and the ranks' liveness. It calls train/ (the loops' options) and data/.
+//
 // The ranks of a data-parallel tsum-train run, joined over PyTorch's c10d (libtorch 1.13): rank 0
 // hosts a TCPStore at --master; every rank connects to it, starts a RankWatchdog (heartbeats in the
 // store) and builds a ProcessGroupGloo (TCP, one Gloo thread) on the address it reaches the master

@@ -1,3 +1,7 @@
+// The room workload/infer/ owns measuring inference: `tsum-train infer` (throughput and latency per batch size), the
+// load generator, the latency files, the HTTP client and the JPEG images they read. It calls models/, data/, serve/
+// (the protocol) and machine/.
+//
 // `tsum-train infer`: inference throughput, latency and memory per batch size, after the seed's
 // ResNet-50 study.
 //

@@ -1,3 +1,6 @@
+// The room workload/machine/ owns what the machine has and does: usable CPUs, GPUs (the probe and NVML, tsum-gpustat)
+// and host statistics. It calls common/ and train/ (the device).
+//
 // How many CPUs this process may use: the affinity mask, capped by the cgroup's CPU quota
 // (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us, or v2 cpu.max). A container limited to 1.5 CPUs
 // on a 64-core host gets 2 threads, not 64 (and never hardware_concurrency()/2).

@@ -1,3 +1,6 @@
+// The room workload/models/ owns the networks tsum-train runs (the Keras examples, ResNet-50) and the registry of
+// models by name. It calls data/ for input shapes and common/.
+//
 // Base class for the networks tsum-train can run. A model declares what it reads (InputShape: an
 // image batch [N, channels, height, width] of float32, or a token batch [N, length] of int64) and
 // how its output is scored (LossKind). Concrete models live in their own files and are reachable by

@@ -1,3 +1,6 @@
+// The room workload/optim/ owns the optimizers tsum-train adds to libtorch's (Adadelta, Nadam, fused Adam), fp16 loss
+// scaling and the registry by name. It calls only common/ and libtorch.
+//
 // Optimizers by name. To add one: add a row to the table in optimizer_registry.cpp.
 //
 //   sgd       plain gradient descent                          default lr 0.01

@@ -1,3 +1,6 @@
+// The room workload/serve/ owns `tsum-train serve`: the Open Inference Protocol server, its dynamic batcher, the
+// engines it serves and their limits. It calls models/, train/ (the device), machine/ and infer/'s HTTP client.
+//
 // `tsum-train serve`: a model answering inference requests over HTTP in the Open Inference Protocol (KServe v2,
 // infer_protocol.h), so that Triton's and KServe's clients work against it, with server-side dynamic batching
 // (batcher.h). No libtorch here: the model is an Engine; serve_engines.cpp makes the libtorch ones and runs the

@@ -1,3 +1,7 @@
+// The room workload/train/ owns one tsum-train run: its options and device, the training loops, the checkpoint it
+// resumes from, the JSON-line events the agent reads and main.cpp, which dispatches every subcommand. It calls every
+// other room of workload/.
+//
 // One complete tsum-train run: set threads and seed, resolve the model's defaults, load and
 // normalize the data (or generate synthetic data), build the model and optimizer, train, evaluate,
 // save; emitting ready / epoch* / learn_end / verify / saved (and resumed, checkpoint: train_state.h). The saved event reports the
