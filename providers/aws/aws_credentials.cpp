@@ -30,15 +30,12 @@ extern char** environ;
 
 namespace tsum::providers::aws {
 
-using nlohmann::json;
-using http::expand_home;
-using http::lower;
-using http::parse_ini;
-using http::trim;
-using http::read_login_file;
-using http::tilde;
 using detail::bad;
 using detail::parse_expiry;
+using http::read_login_file;
+using http::tilde;
+using http::trim;
+using nlohmann::json;
 
 // ---- credential_process ---------------------------------------------------------------------------------------
 
