@@ -123,15 +123,9 @@ Result<Predictor> Predictor::learn(std::span<const MeasuredRun> history, const W
       if (!std::isfinite(r.phases[i]) || r.phases[i] < 0)
         return make_error(Code::invalid_argument, "run of " + r.cfg.config + ": phase " +
                                                       std::string(kPhaseNames[i]) + " must be a finite number >= 0");
-  // A failed run measures nothing but a lower bound on its config's learn time (the seconds it learned), which
-  // the resource model takes (ResourcePoint::unfinished); the rest of the model sees finished runs only.
-  std::vector<MeasuredRun> finished;
-  for (const auto& r : history)
-    if (!r.failed) finished.push_back(r);
-    else if (r.phases[kLearn] > 0) p.unfinished_.push_back({r.cfg, r.phases[kLearn], r.memory_used, true});
-  if (auto s = p.add_learn(finished); !s) return s.error();
-  p.add_overheads(finished);
-  if (auto s = p.fit_groups(); !s) return s.error();
+  if (auto s = p.add_learn(history); !s) return s.error();
+  p.add_overheads(history);
+  if (auto s = p.fit_groups(history); !s) return s.error();
   return p;
 }
 
@@ -153,6 +147,7 @@ Status Predictor::add_learn(std::span<const MeasuredRun> history) {
   std::map<std::string, std::vector<PhaseSeconds>> full;
   std::map<std::string, double> memory_used;  // the largest a run of the config used
   for (const auto& r : history) {
+    if (r.failed) continue;  // a lower bound only (fit_groups)
     auto f = fraction_of(r, workload_);
     if (!f) return f.error();
     config_group_[r.cfg.config] = {count_of(r.cfg), group_of(r.cfg)};
@@ -209,6 +204,7 @@ Status Predictor::add_learn(std::span<const MeasuredRun> history) {
 
 void Predictor::add_overheads(std::span<const MeasuredRun> history) {
   for (const auto& r : history) {
+    if (r.failed) continue;
     const bool partial = r.images_done || r.epochs_done;
     for (int ph = 0; ph < 8; ++ph) {
       if (ph == kLearn || (partial && (ph == kVerify || ph == kSave))) continue;
@@ -218,7 +214,7 @@ void Predictor::add_overheads(std::span<const MeasuredRun> history) {
   }
 }
 
-Status Predictor::fit_groups() {
+Status Predictor::fit_groups(std::span<const MeasuredRun> history) {
   std::map<std::string, std::vector<ScalingPoint>> points;
   std::vector<ResourcePoint> resource_points;
   for (const auto& [config, runs] : configs_) {
@@ -229,8 +225,11 @@ Status Predictor::fit_groups() {
   }
   const bool resources = opt_.model == LearnModel::resources || (opt_.model == LearnModel::automatic && describes_memory_);
   if (resources && !resource_points.empty()) {
-    for (const auto& u : unfinished_)
-      if (!configs_.contains(u.cfg.config)) resource_points.push_back(u);
+    // A failed run measures nothing but a lower bound on its config's learn time (the seconds it learned), which
+    // only the resource model takes (ResourcePoint::unfinished), where no finished run measured the config.
+    for (const auto& r : history)
+      if (r.failed && r.phases[kLearn] > 0 && !configs_.contains(r.cfg.config))
+        resource_points.push_back({r.cfg, r.phases[kLearn], r.memory_used, true});
     ResourceOptions ro{opt_.particles, opt_.memory_lo_gib, opt_.memory_hi_gib, seed_mix(opt_.seed, "resources")};
     auto model = ResourceModel::fit(resource_points, ro);
     if (!model) return model.error();

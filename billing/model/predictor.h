@@ -118,7 +118,7 @@ class Predictor {
   std::optional<double> learn_at_rate(const MeasuredRun& r, double fraction) const;
   Prediction empirical(const std::vector<PhaseSeconds>& runs) const;
   void add_overheads(std::span<const MeasuredRun> history);
-  Status fit_groups();
+  Status fit_groups(std::span<const MeasuredRun> history);
   std::vector<double> learn_samples(const ConfigSpec& cfg, Prediction& p, std::mt19937_64& rng) const;
   std::vector<double> phase_samples(const ConfigSpec& cfg, int phase, const std::vector<double>& learn,
                                     Prediction& p, std::mt19937_64& rng) const;
@@ -134,7 +134,6 @@ class Predictor {
   std::map<std::string, ConfigSpec> config_spec_;
   bool describes_memory_ = false;
   std::optional<ResourceModel> resources_;
-  std::vector<ResourcePoint> unfinished_;  // failed runs: lower bounds on their configs' learn time
   std::map<std::string, PhaseValues> by_type_;      // provider|instance_type|cached
   std::map<std::string, PhaseValues> by_provider_;  // provider|cached
 };

@@ -159,7 +159,8 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
 }
 
 // Runs the chosen probe with the seconds the budget leaves it and records what it cost; a run that measured the
-// config joins the history. false: it failed, and measured nothing.
+// config joins the history, one that failed `unfinished` (what it learned bounds the config's learn time). false:
+// it failed.
 bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& probe, const SearchRequest& req,
                ProbeStep& step, SearchResult& out, std::vector<MeasuredRun>& history,
                std::vector<MeasuredRun>& unfinished) {
@@ -178,14 +179,15 @@ bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& pro
     step.probe_cost = expected_cost(cand.rule, cand.hourly_price, step.t_sum);
     out.spent += step.probe_cost;
   }
-  if (!run || run->failed) {
-    step.error = run ? run->failure : run.error().detail;
-    if (run) run->cfg = cand.cfg, run->failed = true, unfinished.push_back(std::move(*run));
+  if (!run) {
+    step.error = run.error().detail;
     return false;
   }
   run->cfg = cand.cfg;
-  history.push_back(std::move(*run));
-  return true;
+  const bool measured = !run->failed;
+  if (!measured) step.error = run->failure;
+  (measured ? history : unfinished).push_back(std::move(*run));
+  return measured;
 }
 
 // The search's answer once it stops: the plan over every config whose probe did not fail, from the runs it measured,
