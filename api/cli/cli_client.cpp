@@ -1,26 +1,16 @@
 #include "api/cli/cli_client.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
-#include <map>
-#include <set>
 #include <sstream>
-#include <thread>
 
 #include "api/cli/cli_commands.h"
 #include "api/cli/spec_file.h"
-#include "api/cli/workdir_pack.h"
-#include "billing/serving.h"
 #include "common/json_util.h"
-#include "daemon/experiments/experiment_spec.h"
 
 namespace tsum::api::cli_detail {
 

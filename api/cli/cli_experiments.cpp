@@ -1,25 +1,17 @@
 // tsumd's client commands on presets, experiments, runs and their logs (api/cli/cli_commands.h).
 #include "api/cli/cli_commands.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
-#include <thread>
 
-#include "api/cli/cli_context.h"
 #include "api/cli/spec_file.h"
 #include "api/cli/workdir_pack.h"
-#include "billing/serving.h"
 #include "common/json_util.h"
 #include "daemon/experiments/experiment_spec.h"
 
