@@ -70,7 +70,7 @@
 # job's container): tsum-train finishes its step, writes its checkpoint and exits 75. Checkpoints live in the
 # checkpoint directory ($WORK/ckpt; a job sees it as TSUM_CHECKPOINT_DIR=/tsum/checkpoint); each one, periodic or
 # at the notice, goes to the daemon as the artifact checkpoint-a<attempt>-<n>.tar.gz, then a "checkpoint" mark
-# names it. After a notice the agent sends what is spooled and leaves the machine to the cloud. A resumed attempt
+# names it (sent beside the trainer, the newest only: see checkpoint_snapshot). After a notice the agent sends what is spooled and leaves the machine to the cloud. A resumed attempt
 # downloads its checkpoint in load_data and unpacks it into the checkpoint directory. On a run of several nodes
 # each rank checkpoints (checkpoint-a<attempt>-n<node>-<n>.tar.gz) at the step the ranks agree on, so a notice to
 # one machine stops them all there (their tsum-train exits 75 too) and each resumes from its own.
@@ -196,16 +196,19 @@ json_str() {
     sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"
 }
 
+# flush: the spooled events in order. Each is claimed by renaming it first: the checkpoint uploader flushes too.
+ME=m  # this process's own files (the uploader's: u)
 flush() {
   for f in "$SPOOL"/*.json; do
     [ -e "$f" ] || return 0
-    code=$(dcurl -sS -o "$WORK/last_response" -w '%{http_code}' --connect-timeout 3 --max-time 15 \
+    mv "$f" "$f.$ME" 2>/dev/null || continue  # the other one has it
+    code=$(dcurl -sS -o "$WORK/last_response.$ME" -w '%{http_code}' --connect-timeout 3 --max-time 15 \
       -H 'Content-Type: application/json' \
-      --data-binary "@$f" "$TSUM_URL/v1/runs/$TSUM_RUN_ID/events" 2>>"$WORK/curl.err") || code=000
+      --data-binary "@$f.$ME" "$TSUM_URL/v1/runs/$TSUM_RUN_ID/events" 2>>"$WORK/curl.err") || code=000
     case $code in
-      2??) rm -f "$f" ;;
-      4??) log "event $(basename "$f") refused, HTTP $code: $(cat "$WORK/last_response")"; mv "$f" "$f.refused" ;;
-      *) return 1 ;;
+      2??) rm -f "$f.$ME" ;;
+      4??) log "event $(basename "$f") refused, HTTP $code: $(cat "$WORK/last_response.$ME")"; mv "$f.$ME" "$f.refused" ;;
+      *) mv "$f.$ME" "$f"; return 1 ;;
     esac
   done
 }
@@ -318,6 +321,7 @@ drain() {
 }
 
 fail() {  # fail PHASE DETAIL
+  ckpt_finish drop
   log "$1 failed: $2"
   logs_final
   emit "$1" error "$(now)" "{\"detail\":$(json_str "$2")}"
@@ -328,6 +332,7 @@ fail() {  # fail PHASE DETAIL
 # interrupted_exit WHAT: after a notice the trainer has stopped (and its checkpoint gone out): what is spooled
 # goes too, and the machine is left to the cloud.
 interrupted_exit() {
+  ckpt_finish send
   log "interrupted: $1; the machine is the cloud's now"
   logs_final
   drain
@@ -417,10 +422,10 @@ upload() {
           sed -n 's/.*"offset":\([0-9]*\).*/\1/p')
     off=${off:-0}
     if [ "$size" -eq 0 ] || [ "$off" -ge "$size" ]; then
-      code=$(dcurl -sS -o "$WORK/last_response" -w '%{http_code}' --max-time 600 -X PUT -H 'Expect:' \
+      code=$(dcurl -sS -o "$WORK/last_response.$ME" -w '%{http_code}' --max-time 600 -X PUT -H 'Expect:' \
         -H "X-Tsum-Sha256: $sha" --data-binary "@$f" "$url" 2>>"$WORK/curl.err") || code=000
     else
-      code=$(tail -c +"$((off + 1))" "$f" | dcurl -sS -o "$WORK/last_response" -w '%{http_code}' --max-time 3600 \
+      code=$(tail -c +"$((off + 1))" "$f" | dcurl -sS -o "$WORK/last_response.$ME" -w '%{http_code}' --max-time 3600 \
         -X PUT -T - -H 'Expect:' -H "X-Tsum-Sha256: $sha" -H "Content-Range: bytes $off-$((size - 1))/$size" \
         "$url" 2>>"$WORK/curl.err") || code=000
     fi
@@ -428,7 +433,7 @@ upload() {
       201) return 0 ;;
       202) tries=0; continue ;;
       409) ;;  # a piece out of place: ask for the offset again
-      4??) echo "upload $name refused, HTTP $code: $(cat "$WORK/last_response")"; return 1 ;;
+      4??) echo "upload $name refused, HTTP $code: $(cat "$WORK/last_response.$ME")"; return 1 ;;
     esac
     tries=$((tries + 1))
     if [ "$(date +%s)" -ge "$deadline" ]; then echo "upload $name failed (HTTP $code, $tries tries)"; return 1; fi
@@ -484,18 +489,69 @@ watch_notice() {
   log "interruption notice ($TSUM_SPOT_NOTICE): $text"
 }
 
-# checkpoint_upload ATTRS: the checkpoint directory goes to the daemon as the next checkpoint artifact, then a
-# checkpoint mark names it (attrs: the artifact, its sha256 and bytes, and ATTRS, the trainer's own event).
+# Checkpoints. When the trainer (or a job) says it has written one, the agent takes it at once: a snapshot in
+# $SNAPS/SEQ of hard links to the checkpoint directory's files (the trainer replaces its files by rename, so the
+# links keep what the mark describes while the next one is written; copies where links cannot go). An uploader
+# beside the trainer sends each snapshot as the artifact checkpoint-a<attempt>-<n>.tar.gz, then a checkpoint mark
+# names it (attrs: the artifact, its sha256 and bytes, and the trainer's own event). On one machine it sends the
+# newest and drops those it superseded, so a slow link or a loaded machine never leaves it behind the trainer: the
+# notice's checkpoint is at most one upload away. A rank of several nodes sends each in turn (the ranks resume from
+# a step every one of them delivered).
+SNAPS="$WORK/snaps"
 CKPT_N=0
-checkpoint_upload() {
-  CKPT_N=$((CKPT_N + 1))
-  name="checkpoint-a${TSUM_ATTEMPT:-1}-$CKPT_N.tar.gz"
-  [ "$NODES" -gt 1 ] && name="checkpoint-a${TSUM_ATTEMPT:-1}-n$NODE-$CKPT_N.tar.gz"  # each rank its own
-  tar -czf "$WORK/$name" --exclude='*.tmp' -C "$CKPT" . 2>"$WORK/ckpt.err" || { log "checkpoint: $(tail -n 1 "$WORK/ckpt.err")"; return 1; }
+uploader=""
+ckpt_take() {  # SRC DST: DST holds SRC's files as they are now, *.tmp left out
+  (cd "$1" && find . ! -name . ! -name '*.tmp' -print) | while IFS= read -r f; do
+    if [ -d "$1/$f" ]; then mkdir -p "$2/$f"; else ln "$1/$f" "$2/$f" 2>/dev/null || cp -p "$1/$f" "$2/$f"; fi
+  done
+}
+checkpoint_snapshot() {  # TRAINER_EVENT
+  [ -z "${TSUM_WARM_ONLY:-}" ] || return 0
+  SEQ=$((SEQ + 1)); CKPT_N=$((CKPT_N + 1))  # its mark's place in the spool, and the artifact's number
+  d="$SNAPS/$(printf '%06d' "$SEQ")"
+  tev=${1:-}; [ -n "$tev" ] || tev='{}'
+  mkdir -p "$d.new/files" && printf '%s\n%s\n' "$CKPT_N" "$tev" > "$d.new/meta"
+  ckpt_take "$CKPT" "$d.new/files" 2>"$WORK/ckpt.err" || true
+  [ -s "$WORK/ckpt.err" ] && log "checkpoint: $(tail -n 1 "$WORK/ckpt.err")"
+  mv "$d.new" "$d"
+  if [ -z "$uploader" ]; then ckpt_uploader & uploader=$!; fi
+}
+ckpt_send() {  # SNAPSHOT: its artifact, then its mark
+  seq=${1##*/}; n=$(sed -n 1p "$1/meta"); trainer=$(sed -n 2p "$1/meta")
+  name="checkpoint-a${TSUM_ATTEMPT:-1}-$n.tar.gz"
+  [ "$NODES" -gt 1 ] && name="checkpoint-a${TSUM_ATTEMPT:-1}-n$NODE-$n.tar.gz"  # each rank its own
+  tar -czf "$WORK/$name" -C "$1/files" . 2>"$WORK/ckpt.err.u" || { log "checkpoint: $(tail -n 1 "$WORK/ckpt.err.u")"; return 1; }
   sha=$(sha256_of "$WORK/$name"); bytes=$(wc -c < "$WORK/$name" | tr -d ' ')
   err=$(upload "$WORK/$name" "$name") || { log "checkpoint: $err"; rm -f "$WORK/$name"; return 1; }
   rm -f "$WORK/$name"
-  emit learn checkpoint "$(now)" "{\"artifact\":\"$name\",\"sha256\":\"$sha\",\"bytes\":$bytes,\"trainer\":${1:-\{\}}}"
+  printf '{"phase":"learn","mark":"checkpoint","mono_s":%s,"attrs":{"artifact":"%s","sha256":"%s","bytes":%s,"trainer":%s}%s}\n' \
+    "$(now)" "$name" "$sha" "$bytes" "$trainer" "$NODE_FIELD" > "$SPOOL/$seq.tmp" && mv "$SPOOL/$seq.tmp" "$SPOOL/$seq.json"
+  flush || true  # else the agent's next flush sends it
+}
+ckpt_uploader() {  # until ckpt_finish asks it to stop with nothing left
+  ME=u
+  while :; do
+    set --  # the snapshots taken whole (not *.new), oldest first
+    for s in "$SNAPS"/[0-9]*; do case ${s##*/} in *[!0-9]*) ;; *) [ -d "$s" ] && set -- "$@" "${s##*/}" ;; esac; done
+    if [ $# -eq 0 ]; then [ -e "$WORK/snaps.stop" ] && exit 0; sleep 0.2; continue; fi
+    take=$1
+    if [ "$NODES" -le 1 ]; then eval "take=\${$#}"; for s; do [ "$s" = "$take" ] || rm -rf "${SNAPS:?}/$s"; done; fi
+    ckpt_send "$SNAPS/$take"
+    rm -rf "${SNAPS:?}/$take"
+  done
+}
+# ckpt_finish send|drop: the uploader stops; with send, once what is taken has gone (within TSUM_DRAIN_S: after a
+# notice the machine goes at the cloud's deadline anyway), with drop at once (the run needs no checkpoint now).
+ckpt_finish() {
+  [ -n "$uploader" ] || return 0
+  if [ "$1" = send ]; then
+    : > "$WORK/snaps.stop"
+    deadline=$(( $(date +%s) + ${TSUM_DRAIN_S:-600} ))
+    while kill -0 "$uploader" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.2; done
+  fi
+  kill "$uploader" 2>/dev/null; wait "$uploader" 2>/dev/null
+  uploader=""
+  rm -rf "${SNAPS:?}" "$WORK/snaps.stop"
 }
 
 # The sampler runs until the agent exits (or the instance is terminated with the whole session).
@@ -505,7 +561,7 @@ start_shipper
 watcher=""
 if [ -n "${TSUM_SPOT_NOTICE:-}" ]; then watch_notice & watcher=$!; fi
 cleanup() {
-  kill "$sampler" $watcher ${shipper:-} 2>/dev/null
+  kill "$sampler" $watcher ${shipper:-} ${uploader:-} 2>/dev/null
   # A machine that is not ours keeps nothing of the run (the spool is gone by now, or undeliverable).
   [ "${TSUM_POWEROFF:-}" = none ] && cd / && rm -rf "$WORK"
 }
@@ -778,7 +834,7 @@ run_job() {
       *'"phase":"learn"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"learn"'*) job_reach 3 "$t" "$(job_attrs "$line")" ;;
       *'"phase":"verify"'*'"mark":"begin"'* | *'"mark":"begin"'*'"phase":"verify"'*) job_reach 4 "$t" ;;
       *'"phase":"verify"'*'"mark":"end"'* | *'"mark":"end"'*'"phase":"verify"'*) job_reach 5 "$t" "$(job_attrs "$line")" ;;
-      *'"event":"checkpoint"'*) checkpoint_upload "{}" ;;
+      *'"event":"checkpoint"'*) checkpoint_snapshot "{}" ;;
       *'"event":"epoch"'*)
         if [ "$pos" -lt 2 ]; then job_reach 2 "$t"; derived="$derived learn.begin"; fi
         if [ "$pos" -eq 2 ]; then epochs=$((epochs + 1)); emit learn progress "$t" "{\"epoch\":$epochs$(job_numbers "$line")}"
@@ -792,7 +848,7 @@ run_job() {
   if [ "$pos" -eq 0 ]; then pos=1; job_mark 1 "$t0" "$DERIVED"; derived="$derived start.end"; fi
   if [ "$pos" -eq 1 ]; then pos=2; job_mark 2 "$start_end" "$DERIVED"; derived="$derived learn.begin"; fi
   if [ -e "$WORK/notice" ]; then  # whatever the job left in its checkpoint directory goes to the daemon
-    checkpoint_upload '{"reason":"signal"}'
+    checkpoint_snapshot '{"reason":"signal"}'
     interrupted_exit "the job exited with status ${rc:-unknown}"
   fi
   if [ "${rc:-1}" -ne 0 ]; then  # the phase it failed in ends with the failure; the ones after it never ran
@@ -800,6 +856,7 @@ run_job() {
     if [ "$pos" -ge 3 ]; then failed=verify; [ "$pos" -eq 3 ] && job_mark 4 "$t"; fi
     fail "$failed" "the job exited with status ${rc:-unknown}: $(tail -n 3 "$WORK/job.log")"
   fi
+  ckpt_finish drop
   while [ "$pos" -lt 5 ]; do
     pos=$((pos + 1)); job_mark "$pos" "$t" "$DERIVED"; derived="$derived $(echo $JOB_MARKS | cut -d' ' -f"$pos")"
   done
@@ -925,7 +982,7 @@ else
                  hand_over verify save "$mono"; phase=save; saved=$line ;;
       verify) hand_over verify save "$mono" "$line"; phase=save ;;
       saved) saved=$line ;;
-      checkpoint) checkpoint_upload "$line" ;;
+      checkpoint) checkpoint_snapshot "$line" ;;
     esac
   done < "$WORK/events.fifo"
   wait "$trainer"; rc=$?
@@ -935,6 +992,7 @@ else
   # A rank of a multi-node run stopped with the others at a checkpoint (another machine had the notice).
   [ "$NODES" -gt 1 ] && [ "$rc" -eq 75 ] && interrupted_exit "tsum-train stopped with every rank at a checkpoint"
   [ "$rc" -eq 0 ] || fail "$phase" "tsum-train exited with status $rc: $(tail -n 3 "$WORK/train.err")"
+  ckpt_finish drop  # trained: the run resumes from nothing now
   if [ "$NODE" -gt 0 ]; then  # rank > 0 neither verifies nor saves: its part ends with the training
     t=$(now)
     [ "$phase" = verify ] && hand_over verify save "$t"

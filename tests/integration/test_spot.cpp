@@ -2,15 +2,20 @@
 // with EC2's two-minute notice (shortened) checkpoints at once and resumes on a new machine; interrupted again
 // without notice, it resumes from its periodic checkpoint; tsumd killed with -9 during that recovery loses
 // nothing; after two interruptions spot_recovery moves it to on-demand, where it finishes with the accuracy of the
-// same training run uninterrupted. No machine is left behind.
+// same training run uninterrupted. No machine is left behind. Its guests send at 16 Mbit/s: a checkpoint takes
+// longer to upload than the trainer takes to write the next.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
+#include <string>
 
 #include "integration/cloud_rig.h"
 
@@ -55,6 +60,17 @@ std::string interrupt_when(CloudRig& rig, const std::string& admin, int attempt,
   return id;
 }
 
+// The hook each guest runs as it boots: its uplink (eth0's egress) held to 16 Mbit/s with tc's token bucket, so
+// a checkpoint (12 MB) takes 6 s to send, longer than checkpoint_every_s: the agent must not fall behind the
+// trainer (a notice's checkpoint queued behind older ones missed the cloud's deadline). Shaped guests are noted in
+// dir/shaped.
+std::string shaped_uplink(const TempDir& dir) {
+  std::ofstream(dir.file("hook.sh")) << "set -u\nD='" << dir.path().string() << "'\n"
+      "ip netns exec \"$TSUM_GUEST_NETNS\" tc qdisc add dev eth0 root tbf rate 16mbit burst 64kbit latency 400ms || exit 1\n"
+      "echo \"$TSUM_GUEST_ID\" >> \"$D/shaped\"\n";
+  return "sh '" + dir.file("hook.sh") + "'";
+}
+
 // Submits run 1: a small spot training on `cloud`'s first offer, with `recovery` as its spot_recovery.
 void submit_spot(CloudRig& rig, const std::string& admin, const std::string& cloud, json recovery = json::object()) {
   auto offers = json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-" + cloud + ".json")).out);
@@ -83,7 +99,8 @@ json finished_run(CloudRig& rig, const std::string& admin) {
 
 TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then without), tsumd is killed during the "
           "recovery, and it finishes on on-demand with an uninterrupted run's accuracy; no machine is left") {
-  CloudRig rig("aws", "", kGuestImage, 0, /*metadata=*/true);
+  TempDir shaping("tsum-spot-shape");
+  CloudRig rig("aws", "", kGuestImage, 0, /*metadata=*/true, shaped_uplink(shaping));
   rig.daemon.start();
   const std::string admin = rig.daemon.admin_token();
   auto offers = json::parse(run_tsumd(rig.dir, "offers --json --config " + rig.dir.file("tsumd-aws.json")).out)["offers"];
@@ -99,8 +116,9 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   INFO(created.body);
   REQUIRE(created.status == 201);
 
-  // 1: a notice (20 s) once the first epoch is done: the agent checkpoints at once.
-  interrupt_when(rig, admin, 1, 20, [](const json& run) { return run["epochs"].size() >= 1; });
+  // 1: a notice (30 s) once the first epoch is done: the agent checkpoints at once, its upload at most one other's
+  // behind on the slow uplink.
+  interrupt_when(rig, admin, 1, 30, [](const json& run) { return run["epochs"].size() >= 1; });
   // 2: no notice, once the second machine has delivered a periodic checkpoint and learned a while since.
   interrupt_when(rig, admin, 2, 0, [](const json& run) {
     return run["attempts"].size() == 2 && run["attempts"][1]["checkpoint"].is_object();
@@ -118,11 +136,18 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
     reference = run_of(rig, admin, 2);
     return is_terminal(run) && is_terminal(reference);
   }, std::chrono::seconds(300));
+  const std::string machine_log = rig.daemon.call("GET", "/v1/runs/1/logs", admin).body;
   INFO(run.dump(2));
+  INFO(machine_log);
   INFO(rig.daemon.log());
   INFO(rig.fake.log());
   REQUIRE(finished);
   REQUIRE(run["status"] == "done");
+  // Every machine was shaped, and every checkpoint the agent took went out whole.
+  std::ifstream shaped(shaping.file("shaped"));
+  const std::string shaped_ids((std::istreambuf_iterator<char>(shaped)), std::istreambuf_iterator<char>());
+  CHECK(std::count(shaped_ids.begin(), shaped_ids.end(), '\n') >= 4);  // three attempts and the reference
+  CHECK(machine_log.find("tsum-agent: checkpoint:") == std::string::npos);
   REQUIRE(reference["status"] == "done");
   CHECK(reference["attempt"] == 1);
 

@@ -134,6 +134,10 @@ TEST_CASE("a spot run with policy cloud moves to a second region, then to a seco
   std::tie(run, reference) = both_done(rig.daemon, admin, std::chrono::seconds(400));
 
   const json& a = run["attempts"];
+  const std::string machine_log = rig.daemon.call("GET", "/v1/runs/1/logs", admin).body;
+  INFO(run.dump(2));
+  INFO(machine_log);
+  INFO(rig.daemon.log());
   REQUIRE(a.size() == 3);
   // The first machine: us-east-1, taken back with notice, its checkpoint held.
   CHECK(a[0]["provider"] == "aws");
