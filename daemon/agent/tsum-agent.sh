@@ -520,7 +520,10 @@ ckpt_send() {  # SNAPSHOT: its artifact, then its mark
   seq=${1##*/}; n=$(sed -n 1p "$1/meta"); trainer=$(sed -n 2p "$1/meta")
   name="checkpoint-a${TSUM_ATTEMPT:-1}-$n.tar.gz"
   [ "$NODES" -gt 1 ] && name="checkpoint-a${TSUM_ATTEMPT:-1}-n$NODE-$n.tar.gz"  # each rank its own
-  tar -czf "$WORK/$name" -C "$1/files" . 2>"$WORK/ckpt.err.u" || { log "checkpoint: $(tail -n 1 "$WORK/ckpt.err.u")"; return 1; }
+  # Status 1 ("file changed as we read it") is the trainer unlinking a file's old name as it puts the next one in
+  # place: the inode's ctime moves, not what the link holds.
+  tar -czf "$WORK/$name" -C "$1/files" . 2>"$WORK/ckpt.err.u" ||
+    [ $? -eq 1 ] || { log "checkpoint: $(tail -n 1 "$WORK/ckpt.err.u")"; rm -f "$WORK/$name"; return 1; }
   sha=$(sha256_of "$WORK/$name"); bytes=$(wc -c < "$WORK/$name" | tr -d ' ')
   err=$(upload "$WORK/$name" "$name") || { log "checkpoint: $err"; rm -f "$WORK/$name"; return 1; }
   rm -f "$WORK/$name"
