@@ -70,8 +70,9 @@
 # job's container): tsum-train finishes its step, writes its checkpoint and exits 75. Checkpoints live in the
 # checkpoint directory ($WORK/ckpt; a job sees it as TSUM_CHECKPOINT_DIR=/tsum/checkpoint); each one, periodic or
 # at the notice, goes to the daemon as the artifact checkpoint-a<attempt>-<n>.tar.gz, then a "checkpoint" mark
-# names it (sent beside the trainer, the newest only: see checkpoint_snapshot). After a notice the agent sends what is spooled and leaves the machine to the cloud. A resumed attempt
-# downloads its checkpoint in load_data and unpacks it into the checkpoint directory. On a run of several nodes
+# names it (sent beside the trainer, the newest only: see checkpoint_snapshot). After a notice the agent sends what
+# is spooled and leaves the machine to the cloud. A resumed attempt downloads its checkpoint in load_data and
+# unpacks it into the checkpoint directory. On a run of several nodes
 # each rank checkpoints (checkpoint-a<attempt>-n<node>-<n>.tar.gz) at the step the ranks agree on, so a notice to
 # one machine stops them all there (their tsum-train exits 75 too) and each resumes from its own.
 #

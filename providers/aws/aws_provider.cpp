@@ -95,12 +95,13 @@ Task<Result<std::vector<Offer>>> AwsProvider::offers(const Requirements& req) {
     if (!catalog_.count(region) || now_s() - catalog_at_s_[region] > static_cast<double>(opts_.catalog_ttl.count())) {
       auto fetched = co_await fetch_catalog(api);
       if (!fetched) co_return make_error(fetched.code(), region + ": " + fetched.error().detail);
-      catalog_[region] = std::move(*fetched);
-      catalog_at_s_[region] = now_s();
-      for (auto& o : catalog_[region]) {  // each type's image (amd64 or arm64), found once with the prices
+      for (auto& o : *fetched) {  // each type's image (amd64 or arm64), found once with the prices
         auto ami = co_await image(region, o.instance_type);
         o.image = ami ? *ami : std::string();
       }
+      // Published once whole: a call while the images were asked for gets them too, not a catalog without them.
+      catalog_[region] = std::move(*fetched);
+      catalog_at_s_[region] = now_s();
     }
     for (const auto& o : catalog_[region])
       if (satisfies(o, req)) out.push_back(o);

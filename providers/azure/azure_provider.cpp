@@ -113,10 +113,10 @@ Task<Result<std::vector<Offer>>> AzureProvider::offers(const Requirements& req) 
   if (!catalog_ || now_s() - catalog_at_s_ > static_cast<double>(opts_.catalog_ttl.count())) {
     auto fetched = co_await fetch_catalog(*api_, opts_.credentials.subscription_id, opts_.location);
     if (!fetched) co_return fetched.error();
-    catalog_ = std::move(*fetched);
-    catalog_at_s_ = now_s();
     auto image = co_await current_image();
-    for (auto& o : *catalog_) o.image = urn_of(image);
+    for (auto& o : *fetched) o.image = urn_of(image);
+    catalog_ = std::move(*fetched);  // once whole: a call while the image was asked for gets it too
+    catalog_at_s_ = now_s();
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)

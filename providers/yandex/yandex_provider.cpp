@@ -65,10 +65,10 @@ Task<Result<std::vector<Offer>>> YandexProvider::offers(const Requirements& req)
   if (!catalog_ || now_s() - catalog_at_s_ > static_cast<double>(opts_.catalog_ttl.count())) {
     auto fetched = co_await fetch_catalog(*api_, opts_.shapes, opts_.zone, opts_.currency, now_s());
     if (!fetched) co_return fetched.error();
-    catalog_ = std::move(*fetched);
-    catalog_at_s_ = now_s();
     auto found = co_await image();  // the family's latest, found once with the prices; unknown if it cannot be
-    for (auto& o : *catalog_) o.image = found ? *found : std::string();
+    for (auto& o : *fetched) o.image = found ? *found : std::string();
+    catalog_ = std::move(*fetched);  // once whole: a call while the image was asked for gets it too
+    catalog_at_s_ = now_s();
   }
   std::vector<Offer> out;
   for (const auto& o : *catalog_)
