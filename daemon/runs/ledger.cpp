@@ -505,6 +505,11 @@ Result<bool> Ledger::record_checkpoint(int64_t run_id, int nodes, const AgentEve
   attrs.erase("path");
   attrs.erase("rank");
   if (nodes > 1) attrs["node"] = ev.node;  // one rank's
+  // When it was taken, on the daemon's clock: received now, sent (ev.mono_s) that long after the trainer wrote it
+  // (its own mono_s, the same clock on the machine). What a machine learned after it is lost if the machine goes.
+  const double taken_ago = attrs.contains("mono_s") && attrs["mono_s"].is_number()
+                               ? ev.mono_s - attrs["mono_s"].get<double>() : 0.0;
+  attrs["taken_at"] = clock_.now_s() - (taken_ago > 0 && taken_ago < 86400 ? taken_ago : 0.0);
   auto st = db_.prepare(
       "INSERT INTO run_checkpoints (run_id, attempt, artifact, sha256, bytes, attrs, received_at) "
       "VALUES (?1, (SELECT attempt FROM runs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING");

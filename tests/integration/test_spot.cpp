@@ -169,9 +169,9 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   CHECK(attempts[0]["notice"]["cloud"] == "aws");
   CHECK(attempts[0]["notice"]["text"].get<std::string>().find("\"action\": \"terminate\"") != std::string::npos);
   CHECK(attempts[0]["checkpoint"]["reason"] == "signal");
-  // lost_s compares the daemon's clock (learn began .. the notice arrived) with the agent's learn_seconds at the
-  // checkpoint, so it carries the delivery delays of both marks (under 2 s quiet, 3.0 s seen under ctest -j 3):
-  // a time under load, not a bound to check. That the notice's checkpoint was resumed, its reason says (above).
+  // lost_s runs from the last checkpoint's taking to the notice's arrival, on the daemon's clock: about nothing
+  // here (the trainer checkpoints as the notice goes out), but the notice's post can be slower than the checkpoint
+  // under load: a time, not a bound to check. That the notice's checkpoint was resumed, its reason says (above).
   CHECK(attempts[0]["lost_s"].get<double>() >= 0);
   CHECK(attempts[0]["lost_s"].get<double>() <= attempts[0]["up_s"].get<double>());
   // AWS charges nothing for a spot instance it interrupts within its first hour.
@@ -183,7 +183,8 @@ TEST_CASE("a spot run on the fake EC2 is interrupted twice (with notice, then wi
   CHECK(attempts[1]["notice"]["source"] == "cloud");
   CHECK(attempts[1]["reason"].get<std::string>().find("Server.SpotInstanceTermination") != std::string::npos);
   CHECK(attempts[1]["checkpoint"]["reason"] == "periodic");
-  CHECK(attempts[1]["lost_s"].get<double>() > 0);
+  CHECK(attempts[1]["checkpoint"]["taken_at"].get<double>() <= attempts[1]["checkpoint"]["received_at"].get<double>());
+  CHECK(attempts[1]["lost_s"].get<double>() > 0);  // the daemon saw the checkpoint before the test took the machine
   CHECK(attempts[1]["lost_s"].get<double>() <= attempts[1]["up_s"].get<double>());
   // After two interruptions, on-demand (spot_recovery.on_demand_after); every attempt its own machine.
   CHECK(attempts.back()["market"] == "on-demand");
