@@ -376,6 +376,17 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
     spent += s->trace[k].probe_cost;
     if (spent > budget_at[k] * (1 + 1e-9)) out.budget_kept = false;
   }
+  // A probe stopped where it could no longer beat the best config measured before it cost at most that config's
+  // run, and its own config was indeed no cheaper (the replay's runs cost what its rows say).
+  double best_before = kInf;
+  for (const auto& step : s->trace) {
+    const double truth = true_cost(c, *row_of.at(step.config));
+    if (!step.error.empty() && step.limit.find("best measured") != std::string::npos) {
+      ++out.stopped_early;
+      if (step.probe_cost > best_before * (1 + 1e-9) || truth < best_before * (1 - 1e-9)) out.stops_kept = false;
+    }
+    if (step.error.empty()) best_before = std::min(best_before, truth);
+  }
   const std::string pick = s->recommendation().candidate.cfg.config;
   out.pick_cost = true_cost(c, *row_of.at(pick));
   out.regret = out.pick_cost / out.optimum - 1;
@@ -408,7 +419,7 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
     char buf[96];
     std::snprintf(buf, sizeof buf, "\n      %-14s run %6.3f probe %6.3f  ", step.config.c_str(),
                   true_cost(c, *row_of.at(step.config)) / out.optimum, step.probe_cost / out.optimum);
-    out.probes_text += buf + (step.error.empty() ? step.why : step.error);
+    out.probes_text += buf + step.why + (step.error.empty() ? "" : " [" + step.error + "]");
   }
   if (!s->trace.empty()) {
     const auto& first = s->trace.front();

@@ -88,6 +88,8 @@ struct Total {
   bool budget_kept = true;     // no probe started whose p90 did not fit, and the spend never passed the budget
   bool total_kept = true;      // total <= the first probe's total + first_budget
   bool budget_fixed = true;    // the budget never changed once set, and never fell below what was spent
+  int stopped_early = 0;       // probes stopped where they could no longer beat the best measured config
+  bool stops_kept = true;      // each cost at most that config's run, and its own config was no cheaper
   int free_probes = 0;         // probes chosen without the model (in doubt, or to spend what max_probes allows)
   bool doubted = false;        // the search stopped trusting its model
   std::string stop_reason;

@@ -29,8 +29,10 @@ double quantile_sorted(std::vector<double>& v, double q) {
 // Whether an objective values a run by its hours (time, budget) rather than by its cost.
 bool time_valued(const PlanRequest& plan) { return plan.objective == Objective::time || plan.objective == Objective::budget; }
 
-// The expected cost of probing c, and its p90 over the prediction's draws (the expectation when none).
-std::pair<double, double> probe_cost_of(const PlanCandidate& c, const Prediction* p, const SearchRequest& req) {
+// The expected cost of probing c, and its p90 over the prediction's draws (the expectation when none); a probe
+// stopped at stop_s seconds (stop_loss_s) costs what it ran.
+std::pair<double, double> probe_cost_of(const PlanCandidate& c, const Prediction* p, const SearchRequest& req,
+                                        double stop_s) {
   double t = 0;
   if (p) {
     const double f = probe_fraction(req.probe, req.workload);
@@ -39,7 +41,7 @@ std::pair<double, double> probe_cost_of(const PlanCandidate& c, const Prediction
     for (size_t i = 0; i < costs.size(); ++i) {
       double ti = f * p->phases[kLearn][i];
       for (int ph : {kStartup, kInstall, kLoadData, kStart, kPoweroff}) ti += p->phases[ph][i];
-      costs[i] = expected_cost(c.rule, c.hourly_price, ti);
+      costs[i] = expected_cost(c.rule, c.hourly_price, std::min(ti, stop_s));
       sum += costs[i];
     }
     if (costs.empty()) return {0, 0};
@@ -249,6 +251,33 @@ std::optional<Choice> pick_by_value(const std::vector<Scored>& scored, std::span
   return best;
 }
 
+// The value of the best config measured whole and feasible (kInfinity when none).
+double measured_incumbent(const std::vector<Scored>& scored) {
+  double best = kInfinity;
+  for (const auto& s : scored)
+    if (s.probed && s.pred && !s.prior && s.feasible) best = std::min(best, s.mean_value);
+  return best;
+}
+
+// The seconds of t_sum past which a whole run of c can no longer beat `incumbent` (the best measured config's
+// value): it has cost more, or taken longer than the incumbent's value in hours, or (cost under a deadline) run
+// past the deadline. A probe is stopped there: what it ran bounds the config's learn time, and what it would have
+// measured past it could not change the pick. kInfinity: no such point (nothing measured yet, a partial probe).
+double stop_loss_s(const PlanCandidate& c, double incumbent, const SearchRequest& req) {
+  if (!(incumbent < kInfinity) || probe_fraction(req.probe, req.workload) < 1) return kInfinity;
+  const auto& plan = req.plan;
+  double s = kInfinity;
+  if (time_valued(plan)) {
+    if (req.value_per_hour > 0) s = incumbent / req.value_per_hour * 3600;
+    if (plan.objective == Objective::budget && plan.budget)
+      s = std::min(s, seconds_within(c, *plan.budget / std::max(1, plan.repetitions)));
+  } else {
+    s = seconds_within(c, incumbent / std::max(1, plan.repetitions));
+  }
+  if (plan.objective == Objective::cost_under_deadline && plan.deadline_s) s = std::min(s, *plan.deadline_s);
+  return s > 0 ? s : kInfinity;
+}
+
 // Widens a prediction's learn draws around their log mean by `factor` (the other phases were measured where
 // the config's provider ran before, and are left as they are).
 void widen(Prediction& p, double factor) {
@@ -287,8 +316,12 @@ std::vector<Scored> score_candidates(const Predictor& predictor, std::span<const
         scored[k].prior = true;
         score_draws(scored[k], candidates[k], req);
       }
+  }
+  const double incumbent = measured_incumbent(scored);
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    scored[k].stop_s = stop_loss_s(candidates[k], incumbent, req);
     std::tie(scored[k].probe_cost, scored[k].probe_cost_p90) =
-        probe_cost_of(candidates[k], scored[k].pred ? &*scored[k].pred : nullptr, req);
+        probe_cost_of(candidates[k], scored[k].pred ? &*scored[k].pred : nullptr, req, scored[k].stop_s);
   }
   return scored;
 }

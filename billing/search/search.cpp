@@ -158,20 +158,25 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
   return budget_spent(scored, candidates, req, entry, *best_any, choice, out);
 }
 
-// Runs the chosen probe with the seconds the budget leaves it and records what it cost; a run that measured the
-// config joins the history, one that failed `unfinished` (what it learned bounds the config's learn time). false:
-// it failed.
-bool run_probe(const PlanCandidate& cand, double budget_left, const ProbeFn& probe, const SearchRequest& req,
-               ProbeStep& step, SearchResult& out, std::vector<MeasuredRun>& history,
+// Runs the chosen probe with the seconds the budget leaves it, or fewer where past them it could no longer beat the
+// best measured config (stop_s), and records what it cost; a run that measured the config joins the history, one
+// that failed `unfinished` (what it learned bounds the config's learn time). false: it failed.
+bool run_probe(const PlanCandidate& cand, double budget_left, double stop_s, const ProbeFn& probe,
+               const SearchRequest& req, ProbeStep& step, SearchResult& out, std::vector<MeasuredRun>& history,
                std::vector<MeasuredRun>& unfinished) {
   ProbeSpec spec = req.probe;
-  spec.max_s = budget_left < kInfinity ? seconds_within(cand, budget_left) : 0;
+  const double budget_s = budget_left < kInfinity ? seconds_within(cand, budget_left) : kInfinity;
+  if (std::min(budget_s, stop_s) < kInfinity) {
+    spec.max_s = step.limit_s = std::min(budget_s, stop_s);
+    step.limit = stop_s < budget_s ? "past it, it would cost more than the best measured config"
+                                   : "what the exploration budget left it";
+  }
   auto run = probe(cand, spec);
   if (run && spec.max_s > 0 && t_sum_of(run->phases) > spec.max_s) {
     // It ran past its limit (a caller that stops it there reports it failed itself): it measures nothing, and
     // what it billed is spent all the same.
     run->failed = true;
-    run->failure = "ran past the " + format_duration(spec.max_s) + " the exploration budget left it";
+    run->failure = "ran past its limit of " + format_duration(spec.max_s) + " (" + step.limit + ")";
   }
   if (run) {
     step.t_sum = t_sum_of(run->phases);
@@ -289,7 +294,8 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     step.expected_probe_cost_p90 = scored[choice.index].probe_cost_p90;
     if (req.on_probe) req.on_probe(out, step);
     expected = expectation_of(scored[choice.index], candidates, scored, probed, req.future_runs);
-    const bool measured = run_probe(cand, out.budget - out.spent, probe, req, step, out, history, unfinished);
+    const bool measured =
+        run_probe(cand, out.budget - out.spent, scored[choice.index].stop_s, probe, req, step, out, history, unfinished);
     if (!measured) excluded.insert(cand.cfg.config), expected.reset();
     out.trace.push_back(std::move(step));
   }

@@ -110,6 +110,8 @@ struct ProbeStep {
   double probe_cost = 0;             // measured t_sum under the config's billing rule
   double t_sum = 0;                  // the probe's measured t_sum
   std::optional<double> memory_used;  // what its machine saw of memory in learn (MeasuredRun::memory_used)
+  double limit_s = 0;                // the t_sum it was stopped at, if it ran that long (0: none)
+  std::string limit;                 // why that limit: the budget, or past it the config could not beat the best
   std::string error;                 // set when the probe failed; the config is then not probed again
 };
 

@@ -13,6 +13,7 @@ json progress_json(const SearchResult& r) {
   for (const auto& s : r.trace) {
     json j = {{"config", s.config},        {"why", s.why},         {"expected_gain", s.expected_gain},
               {"expected_probe_cost", s.expected_probe_cost}, {"probe_cost", s.probe_cost}, {"t_sum", s.t_sum}};
+    if (s.limit_s > 0) j["limit_s"] = s.limit_s, j["limit"] = s.limit;
     if (!s.error.empty()) j["error"] = s.error;
     if (s.memory_used) j["memory_used"] = *s.memory_used;
     trace.push_back(std::move(j));

@@ -33,6 +33,7 @@ struct Scored {
   bool feasible = true;
   double probe_cost = 0;          // expected
   double probe_cost_p90 = 0;
+  double stop_s = kInfinity;      // its probe stops here (stop_loss_s)
   bool probed = false;            // measured: its prediction comes from its own runs
   bool prior = false;             // its group has no run: predicted by prior_prediction, never picked on it
 };

@@ -209,7 +209,7 @@ TEST_CASE("a probe is told the most seconds the budget leaves it, and one that r
   auto u = adaptive_search(table("per_second_60s_min"), {}, unstopped, req);
   REQUIRE(u.ok());
   bool over = false;
-  for (const auto& step : u->trace) over |= step.error.find("ran past the ") == 0;
+  for (const auto& step : u->trace) over |= step.error.find("ran past its limit of ") == 0;
   CHECK(over);
   CHECK(u->recommendation().candidate.cfg.config == "x-2");
 

@@ -9,7 +9,9 @@
 //  - the budget is a budget: fixed when the first measurement comes in, it never changes after, and never falls
 //    below what the search has spent;
 //  - no blind pick: the recommendation never costs more than 5% over the best config the search measured, also
-//    when max_probes (1, 2 or 3, with a probe budget that never binds) stops it.
+//    when max_probes (1, 2 or 3, with a probe budget that never binds) stops it;
+//  - a probe stopped where it could no longer beat the best config measured before it cost at most that config's
+//    run, and its own config was indeed no cheaper: stopping it lost nothing.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -35,10 +37,10 @@ PredictorOptions light_predictor() {
 }  // namespace
 
 TEST_CASE("on 1,000 generated tables the budget holds, the total never exceeds the first probe's plus the budget, "
-          "and no pick is blind") {
+          "no pick is blind, and no probe stopped early lost anything") {
   const char* rules[] = {"step:1,min:60", "step:60,min:60", "step:600,min:600", "step:3600,min:3600"};
   const PredictorOptions popt = light_predictor();
-  int searched = 0, probes = 0, several = 0, budget_stops = 0;
+  int searched = 0, probes = 0, several = 0, budget_stops = 0, stopped_early = 0;
   for (uint64_t seed = 0; seed < 1000; ++seed) {
     CAPTURE(seed);
     const TraceCase c = generated_case(seed + 7000000);
@@ -59,13 +61,16 @@ TEST_CASE("on 1,000 generated tables the budget holds, the total never exceeds t
     CHECK(t.total_kept);
     CHECK_FALSE(t.blind);
     CHECK(t.regret >= 0);
+    CHECK(t.stops_kept);
+    stopped_early += t.stopped_early;
   }
   CHECK(searched == 1000);
   // The searches did search: most probed more than once, and some ran into their budget.
   CHECK(several > 500);
   CHECK(budget_stops > 0);
+  CHECK(stopped_early > 0);
   MESSAGE("1,000 searches, " << probes << " probes, " << several << " with more than one, " << budget_stops
-                             << " stopped by the budget");
+                             << " stopped by the budget, " << stopped_early << " probes stopped early");
 }
 
 TEST_CASE("on 300 generated tables, a search stopped by max_probes recommends no config dearer than the best it "
