@@ -14,7 +14,7 @@ namespace {
 int start_learning_run(DaemonProcess& d, const std::string& admin) {
   REQUIRE(d.call("POST", "/v1/experiments", admin, tiny_experiment(30000, 2000)).status == 201);
   bool learning = eventually([&] { return d.call("GET", "/v1/runs/1", admin).json()["status"] == "learning"; },
-                             std::chrono::seconds(60));
+                             std::chrono::seconds(240));
   INFO(d.log());
   REQUIRE(learning);
   int pgid = d.call("GET", "/v1/runs/1", admin).json()["instance"]["data"]["pid"].get<int>();
