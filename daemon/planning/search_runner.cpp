@@ -68,8 +68,9 @@ Result<std::map<std::string, double>> search_numbers(const json& j) {
   return out;
 }
 
-// A probe run's deadline: what is left of the seconds its budget buys once the provider's usual poweroff is set
-// aside, within an experiment's range; nullopt where the budget sets no limit.
+// A probe run's deadline: what is left of its limit (the seconds its budget buys, or fewer where past them it could
+// no longer beat the best measured config) once the provider's usual poweroff is set aside, within an experiment's
+// range; nullopt where nothing limits it.
 std::optional<int> probe_deadline(double max_s, double poweroff_s) {
   if (!(max_s > 0)) return std::nullopt;
   const double s = max_s - poweroff_s;  // +inf stays +inf; NaN fails the comparisons below
@@ -207,8 +208,8 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
 }
 
 // On the search thread: queues the probe on the executor and waits for its outcome.
-// The exploration budget's limit (ProbeSpec::max_s) becomes the probe run's deadline, which bounds a run from its
-// create call to its save: the provider's usual poweroff is left for the rest.
+// The probe's limit (ProbeSpec::max_s: the budget's, or where it could no longer win) becomes the probe run's
+// deadline, which bounds a run from its create call to its save: the provider's usual poweroff is left for the rest.
 Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c,
                                                  const billing::ProbeSpec& spec) {
   if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
