@@ -381,7 +381,7 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
   double best_before = kInf;
   for (const auto& step : s->trace) {
     const double truth = true_cost(c, *row_of.at(step.config));
-    if (!step.error.empty() && step.limit.find("best measured") != std::string::npos) {
+    if (!step.error.empty() && step.limit == kLimitPastBest) {
       ++out.stopped_early;
       if (step.probe_cost > best_before * (1 + 1e-9) || truth < best_before * (1 - 1e-9)) out.stops_kept = false;
     }

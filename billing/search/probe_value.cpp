@@ -122,19 +122,24 @@ void use_measured_value(Scored& s, const PlanCandidate& c, std::span<const Measu
   s.mean_cost = cost_sum / runs;
 }
 
-double incumbent_of(const std::vector<Scored>& scored, const std::set<std::string>& probed,
-                    std::span<const PlanCandidate> candidates) {
-  double best_probed = kInfinity, best_any = kInfinity, worst = 0;
+// The value of the best config measured whole and feasible (kInfinity when none).
+double measured_incumbent(const std::vector<Scored>& scored) {
+  double best = kInfinity;
+  for (const auto& s : scored)
+    if (s.probed && s.pred && !s.prior && s.feasible) best = std::min(best, s.mean_value);
+  return best;
+}
+
+// What a probe must improve on: the best measured config, else the best predicted feasible one, else the worst.
+double incumbent_of(const std::vector<Scored>& scored) {
+  if (const double measured = measured_incumbent(scored); measured < kInfinity) return measured;
+  double best_any = kInfinity, worst = 0;
   for (const auto& s : scored) {
     if (!s.pred || s.prior) continue;
     worst = std::max(worst, s.mean_value);
-    if (!s.feasible) continue;
-    best_any = std::min(best_any, s.mean_value);
-    if (probed.contains(candidates[s.index].cfg.config)) best_probed = std::min(best_probed, s.mean_value);
+    if (s.feasible) best_any = std::min(best_any, s.mean_value);
   }
-  if (best_probed < kInfinity) return best_probed;
-  if (best_any < kInfinity) return best_any;
-  return worst;
+  return best_any < kInfinity ? best_any : worst;
 }
 
 double expected_improvement(const Scored& s, double incumbent) {
@@ -232,7 +237,7 @@ std::optional<Choice> pick_by_value(const std::vector<Scored>& scored, std::span
                                     const std::set<std::string>& probed, const std::set<std::string>& excluded,
                                     const SearchRequest& req, double budget_left, double discount,
                                     std::optional<Choice>& best_any) {
-  const double incumbent = incumbent_of(scored, probed, candidates);
+  const double incumbent = incumbent_of(scored);
   std::optional<Choice> best;
   double best_net = 0, any_net = 0;
   for (const auto& s : scored) {
@@ -248,14 +253,6 @@ std::optional<Choice> pick_by_value(const std::vector<Scored>& scored, std::span
     if (s.probe_cost_p90 > budget_left) continue;
     if (!best || net > best_net) best_net = net, best = c;
   }
-  return best;
-}
-
-// The value of the best config measured whole and feasible (kInfinity when none).
-double measured_incumbent(const std::vector<Scored>& scored) {
-  double best = kInfinity;
-  for (const auto& s : scored)
-    if (s.probed && s.pred && !s.prior && s.feasible) best = std::min(best, s.mean_value);
   return best;
 }
 

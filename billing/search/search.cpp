@@ -166,10 +166,9 @@ bool run_probe(const PlanCandidate& cand, double budget_left, double stop_s, con
                std::vector<MeasuredRun>& unfinished) {
   ProbeSpec spec = req.probe;
   const double budget_s = budget_left < kInfinity ? seconds_within(cand, budget_left) : kInfinity;
-  if (std::min(budget_s, stop_s) < kInfinity) {
-    spec.max_s = step.limit_s = std::min(budget_s, stop_s);
-    step.limit = stop_s < budget_s ? "past it, it would cost more than the best measured config"
-                                   : "what the exploration budget left it";
+  if (const double limit = std::min(budget_s, stop_s); limit < kInfinity) {
+    spec.max_s = step.limit_s = limit;
+    step.limit = stop_s < budget_s ? kLimitPastBest : kLimitBudget;
   }
   auto run = probe(cand, spec);
   if (run && spec.max_s > 0 && t_sum_of(run->phases) > spec.max_s) {
@@ -293,7 +292,7 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     step.expected_probe_cost = choice.probe_cost;
     step.expected_probe_cost_p90 = scored[choice.index].probe_cost_p90;
     if (req.on_probe) req.on_probe(out, step);
-    expected = expectation_of(scored[choice.index], candidates, scored, probed, req.future_runs);
+    expected = expectation_of(scored[choice.index], candidates, scored, req.future_runs);
     const bool measured =
         run_probe(cand, out.budget - out.spent, scored[choice.index].stop_s, probe, req, step, out, history, unfinished);
     if (!measured) excluded.insert(cand.cfg.config), expected.reset();

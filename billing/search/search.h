@@ -101,6 +101,10 @@ struct SearchRequest {
   std::function<void(const struct SearchResult&, const struct ProbeStep&)> on_probe;
 };
 
+// Why a probe had a limit (ProbeStep::limit).
+inline constexpr const char* kLimitPastBest = "past it, it would cost more than the best measured config";
+inline constexpr const char* kLimitBudget = "what the exploration budget left it";
+
 struct ProbeStep {
   std::string config;
   std::string why;                   // "explore: ..." or "expected saving ..."

@@ -23,8 +23,7 @@ std::pair<double, double> log_moments(const std::vector<double>& draws) {
 }
 
 std::optional<Expectation> expectation_of(const Scored& s, std::span<const PlanCandidate> candidates,
-                                          const std::vector<Scored>& scored, const std::set<std::string>& probed,
-                                          double future_runs) {
+                                          const std::vector<Scored>& scored, double future_runs) {
   if (!s.pred || s.probed) return std::nullopt;
   Expectation e;
   e.config = candidates[s.index].cfg.config;
@@ -32,7 +31,7 @@ std::optional<Expectation> expectation_of(const Scored& s, std::span<const PlanC
     e.band = CandidateBand{e.config, quantile_of(s, 0.1), s.mean_value, quantile_of(s, 0.9), false, s.pred->basis};
     std::tie(e.log_learn_mean, e.log_learn_sd) = log_moments(s.pred->phases[kLearn]);
   }
-  e.incumbent = incumbent_of(scored, probed, candidates);
+  e.incumbent = incumbent_of(scored);
   double below = 0;
   for (size_t i = 0; i < s.value.size(); ++i) below += s.valid[i] && s.value[i] < e.incumbent;
   e.p_improve = below / static_cast<double>(std::max<size_t>(1, s.value.size()));
@@ -130,7 +129,7 @@ std::optional<Choice> explore_freely(const std::vector<Scored>& scored, std::spa
   for (double x : logs) mu += x / std::max(1.0, n);
   for (double x : logs) var += (x - mu) * (x - mu) / std::max(1.0, n - 1);
   saving = req.future_runs *
-           lognormal_improvement(incumbent_of(scored, probed, candidates), mu, std::max(std::sqrt(var), std::log(2.0)));
+           lognormal_improvement(incumbent_of(scored), mu, std::max(std::sqrt(var), std::log(2.0)));
   std::vector<const Scored*> open;  // affordable and never tried
   std::vector<size_t> tried;        // probed, or whose probe failed
   double cheapest = kInfinity;

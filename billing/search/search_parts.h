@@ -67,8 +67,8 @@ struct Place {
 // probe_value.cpp
 double quantile_sorted(std::vector<double>& v, double q);
 double seconds_within(const PlanCandidate& c, double money);
-double incumbent_of(const std::vector<Scored>& scored, const std::set<std::string>& probed,
-                    std::span<const PlanCandidate> candidates);
+double measured_incumbent(const std::vector<Scored>& scored);
+double incumbent_of(const std::vector<Scored>& scored);
 double expected_improvement(const Scored& s, double incumbent);
 std::string money(double v);
 std::string percent(double share);
@@ -92,8 +92,7 @@ const Scored* scored_of(const std::vector<Scored>& scored, std::span<const PlanC
 // search_doubt.cpp
 std::pair<double, double> log_moments(const std::vector<double>& draws);
 std::optional<Expectation> expectation_of(const Scored& s, std::span<const PlanCandidate> candidates,
-                                          const std::vector<Scored>& scored, const std::set<std::string>& probed,
-                                          double future_runs);
+                                          const std::vector<Scored>& scored, double future_runs);
 void judge_last_probe(const Expectation& e, const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
                       const SearchRequest& req, SearchResult& out);
 std::optional<std::string> doubt(SearchResult& out);

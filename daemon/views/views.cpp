@@ -357,9 +357,9 @@ Result<Views::Attempts> Views::attempts_json(const RunRow& r, const std::vector<
       }
       // Redone: what it learned after its last checkpoint was taken until it stopped (both on the daemon's clock),
       // else all it learned past the checkpoint it resumed from.
-      const bool own = last_checkpoint.is_object() && last_checkpoint.value("taken_at", 0.0) > 0;
-      const double redone = own ? std::clamp(stop - last_checkpoint.value("taken_at", 0.0), 0.0, learned)
-                                : std::max(0.0, learned - (kept_learn_s - resumed_learn_s));
+      const double taken_at = last_checkpoint.is_object() ? last_checkpoint.value("taken_at", 0.0) : 0.0;
+      const double redone = taken_at > 0 ? std::clamp(stop - taken_at, 0.0, learned)
+                                         : std::max(0.0, learned - (kept_learn_s - resumed_learn_s));
       lost += redone;
       lost_here = redone;
       learned_here = learned;
