@@ -48,6 +48,7 @@ struct Options {
   bool explain = false;  // print each table where the search misses by more than 5% after 3 probes
   std::string scout;     // runs.csv of the Scout replay; "" = skip it
   std::string only;      // Scout workloads whose name contains this (--only)
+  std::string sets;      // --totals: only the sets whose name starts with this (--sets)
   int scout_seeds = 20;
   bool synthetic = true;
   LearnModel model = LearnModel::automatic;
@@ -312,6 +313,7 @@ Options parse(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--scout")) o.scout = argv[i + 1];
     else if (!std::strcmp(argv[i], "--scout-seeds")) o.scout_seeds = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--only")) o.only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--sets")) o.sets = argv[i + 1];
     else if (!std::strcmp(argv[i], "--ibm")) o.ibm = argv[i + 1];
     else if (!std::strcmp(argv[i], "--trimtuner")) o.trimtuner = argv[i + 1];
     else if (!std::strcmp(argv[i], "--generated")) o.generated = std::max(0, std::atoi(argv[i + 1]));
@@ -330,7 +332,7 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   g_model = o.model;
-  if (int rc = tsum::bench::run_totals({o.scout, o.ibm, o.trimtuner, o.generated, o.seed, o.explain, o.model}); rc != 0)
+  if (int rc = tsum::bench::run_totals({o.scout, o.ibm, o.trimtuner, o.generated, o.seed, o.explain, o.model, true, o.sets}); rc != 0)
     return rc;
   if (o.totals_only) return 0;
   if (!o.synthetic) return o.scout.empty() ? 0 : tsum::bench::run_scout({o.scout, o.scout_seeds, std::max(8, o.max_probes), o.explain, o.only, o.model});

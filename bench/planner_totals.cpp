@@ -34,6 +34,7 @@ struct SetResult {
   Calibration calibration;    // of the rounds of the searches limited to 6 probes
   std::vector<double> good_first;  // 100 runs: the total where the first probe was already within 5%
   int cases = 0, blind = 0, budget_broken = 0, total_broken = 0, errors = 0;
+  int with_cliff = 0, missed_cliff = 0;  // searches on a table with a working set; of them, none probed above it
   // The worst case with 100 planned runs: which, under which rule, its total, where its probes went and why it stopped.
   double worst_ratio = 0;
   std::string worst;
@@ -58,6 +59,12 @@ void run_totals_case(const TraceCase& c, const BillingRule& rule, const TotalsOp
       continue;
     }
     out.ratio[i].push_back(t.ratio);
+    if (i == 1 && c.working_set_gib > 0 && c.rows.front().cand.cfg.memory_gib > 0) {
+      ++out.with_cliff, out.missed_cliff += !t.probed_above_working_set;
+      if (o.explain && !t.probed_above_working_set)
+        std::printf("  never above the working set: %s %s, %d probes: %s%s\n", c.name.c_str(), rule.name.c_str(),
+                    t.probes, t.stop_reason.c_str(), t.probes_text.c_str());
+    }
     if (i == 1 && t.ratio > out.worst_ratio) {
       out.worst_ratio = t.ratio;
       char head[160];
@@ -218,6 +225,7 @@ int run_totals(const TotalsOptions& o) {
   bool all_kept = true;
   std::vector<std::pair<std::string, SetResult>> results;
   for (const auto& [name, cases] : sets) {
+    if (!name.starts_with(o.sets)) continue;
     SetResult r;
     for (const auto& c : cases)
       for (const auto& rule : kRules) {
@@ -230,6 +238,9 @@ int run_totals(const TotalsOptions& o) {
         run_totals_case(c, *br, o, r);
       }
     print_set(name.c_str(), r);
+    if (r.with_cliff > 0)
+      std::printf("%-22s      100 planned runs, stopping by itself: %d of %d searches on a table with a working set never probed a "
+                  "config that holds it\n", "", r.missed_cliff, r.with_cliff);
     all_kept = all_kept && r.budget_broken == 0 && r.total_broken == 0 && r.blind == 0;
     results.emplace_back(name, std::move(r));
   }

@@ -18,6 +18,7 @@ struct TotalsOptions {
   bool explain = false;       // print the costly cases and any that break a check, with their probes
   billing::LearnModel model = billing::LearnModel::automatic;
   bool time_rounds = true;    // also time a search's rounds at 70, 300 and 1,000 candidates
+  std::string sets;           // only the sets whose name starts with this ("" = all)
 };
 
 int run_totals(const TotalsOptions& o);

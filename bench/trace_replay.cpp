@@ -364,8 +364,11 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
     out.budget_fixed = false;
   out.probes = static_cast<int>(s->trace.size());
   out.doubted = !s->doubt.empty();
-  for (const auto& step : s->trace)
+  for (const auto& step : s->trace) {
     out.free_probes += step.why.find("the config least like any probed") != std::string::npos;
+    const auto& cfg = row_of.at(step.config)->cand.cfg;
+    out.probed_above_working_set |= c.working_set_gib > 0 && cfg.memory_gib * cfg.nodes >= c.working_set_gib;
+  }
   out.spent = s->spent;
   out.budget = s->budget;
   out.stop_reason = s->stop_reason;

@@ -92,6 +92,8 @@ struct Total {
   bool stops_kept = true;      // each cost at most that config's run, and its own config was no cheaper
   int free_probes = 0;         // probes chosen without the model (in doubt, or to spend what max_probes allows)
   bool doubted = false;        // the search stopped trusting its model
+  // A table with a working set: whether some probe ran a config whose cluster memory holds it (the cliff found).
+  bool probed_above_working_set = false;
   std::string stop_reason;
   std::string probes_text;     // each probe: config, its cost over the optimum's run, and why
 };

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "billing/model/phase_priors.h"
+#include "billing/model/resource_model.h"
 
 namespace tsum::billing::search_detail {
 
@@ -253,6 +254,60 @@ std::optional<Choice> pick_by_value(const std::vector<Scored>& scored, std::span
     if (s.probe_cost_p90 > budget_left) continue;
     if (!best || net > best_net) best_net = net, best = c;
   }
+  return best;
+}
+
+constexpr const char* kWhyPastMemory = "every probe filled its memory";
+
+// Where every probe that reported its memory filled it (MeasuredRun::memory_used at or above kMemoryBound), the
+// job's working set lies above all of them: a memory cliff no probe has seen past, whose height the model can only
+// guess from its prior. The probe that tells is the cheapest to probe of the configs with more cluster memory than
+// any probed (its cost capped where it could no longer beat the best measured config, so it is cheap exactly when
+// it would lose), if its p90 fits what is left of the budget. nullopt: some probe's working set fitted, none
+// reported its memory, or no such config is left; where there are such configs but none fits the budget,
+// `unaffordable` says so, for the stop reason.
+std::optional<Choice> probe_past_memory(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
+                                        const std::vector<ProbeStep>& trace, const std::set<std::string>& probed,
+                                        const std::set<std::string>& excluded, const SearchRequest& req,
+                                        double budget_left, std::string& unaffordable) {
+  const auto cluster_memory = [](const ConfigSpec& c) { return c.memory_gib * std::max(1, c.nodes); };
+  double probed_memory = 0;
+  bool filled = false;
+  for (const auto& step : trace) {
+    const auto it = std::find_if(candidates.begin(), candidates.end(),
+                                 [&](const PlanCandidate& c) { return c.cfg.config == step.config; });
+    if (it == candidates.end()) continue;
+    probed_memory = std::max(probed_memory, cluster_memory(it->cfg));
+    if (!step.memory_used) continue;
+    if (*step.memory_used < kMemoryBound) return std::nullopt;
+    filled = true;
+  }
+  if (!filled) return std::nullopt;
+  const double incumbent = incumbent_of(scored);
+  std::optional<Choice> best;
+  const Scored* cheapest_unaffordable = nullptr;  // by p90, where none fits the budget
+  for (const auto& s : scored) {
+    const auto& cfg = candidates[s.index].cfg;
+    if (!s.pred || probed.contains(cfg.config) || excluded.contains(cfg.config)) continue;
+    if (!(cluster_memory(cfg) > probed_memory)) continue;
+    if (s.probe_cost_p90 > budget_left) {
+      if (!cheapest_unaffordable || s.probe_cost_p90 < cheapest_unaffordable->probe_cost_p90) cheapest_unaffordable = &s;
+      continue;
+    }
+    if (best && s.probe_cost >= best->probe_cost) continue;
+    const double gain = expected_improvement(s, incumbent) * req.future_runs;
+    best = Choice{s.index,
+                  std::string(kWhyPastMemory) + " (up to " + money(probed_memory) +
+                      " GiB a cluster): the working set lies above them all, and this is the cheapest config past "
+                      "them to probe (" + money(s.probe_cost) + ", expected saving " + money(gain) + ")",
+                  gain, s.probe_cost, false};
+  }
+  if (!best && cheapest_unaffordable)
+    unaffordable = std::string(kWhyPastMemory) + " (up to " + money(probed_memory) +
+                   " GiB a cluster), and no config with more fits the " + money(budget_left) +
+                   " left of the budget (the cheapest to probe, " +
+                   candidates[cheapest_unaffordable->index].cfg.config + ", may cost " +
+                   money(cheapest_unaffordable->probe_cost_p90) + " at p90)";
   return best;
 }
 

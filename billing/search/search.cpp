@@ -150,12 +150,21 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
       return probe_next(*free);
     }
   }
+  // Where it would stop, a working set above every probed config is looked past first.
+  const bool worth_one = best_any->gain > best_any->probe_cost && choice && choice->gain > choice->probe_cost;
+  std::string unaffordable;  // why no probe past the memory probed, where one would have been taken
+  if (!worth_one)
+    if (auto past = probe_past_memory(scored, candidates, out.trace, probed, excluded, req, budget_left, unaffordable))
+      return probe_next(*past);
   if (best_any->gain <= best_any->probe_cost)
     return stop_with("no probe is worth its cost: the best, " + candidates[best_any->index].cfg.config +
                      ", is expected to save " + money(best_any->gain) + " over the " + money(req.future_runs) +
-                     " planned runs for a probe of " + money(best_any->probe_cost));
-  if (choice && choice->gain > choice->probe_cost) return probe_next(*choice);
-  return budget_spent(scored, candidates, req, entry, *best_any, choice, out);
+                     " planned runs for a probe of " + money(best_any->probe_cost) +
+                     (unaffordable.empty() ? "" : "; " + unaffordable));
+  if (worth_one) return probe_next(*choice);
+  Decision d = budget_spent(scored, candidates, req, entry, *best_any, choice, out);
+  if (!unaffordable.empty()) d.stop += "; " + unaffordable;
+  return d;
 }
 
 // Runs the chosen probe with the seconds the budget leaves it, or fewer where past them it could no longer beat the

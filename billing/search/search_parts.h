@@ -78,6 +78,10 @@ std::optional<Choice> pick_by_value(const std::vector<Scored>& scored, std::span
                                     const std::set<std::string>& probed, const std::set<std::string>& excluded,
                                     const SearchRequest& req, double budget_left, double discount,
                                     std::optional<Choice>& best_any);
+std::optional<Choice> probe_past_memory(const std::vector<Scored>& scored, std::span<const PlanCandidate> candidates,
+                                        const std::vector<ProbeStep>& trace, const std::set<std::string>& probed,
+                                        const std::set<std::string>& excluded, const SearchRequest& req,
+                                        double budget_left, std::string& unaffordable);
 std::vector<Scored> score_candidates(const Predictor& predictor, std::span<const PlanCandidate> candidates,
                                      std::span<const MeasuredRun> history, const std::set<std::string>& probed,
                                      const SearchRequest& req, const PredictorOptions& popt, double widening);

@@ -11,7 +11,9 @@
 //  - no blind pick: the recommendation never costs more than 5% over the best config the search measured, also
 //    when max_probes (1, 2 or 3, with a probe budget that never binds) stops it;
 //  - a probe stopped where it could no longer beat the best config measured before it cost at most that config's
-//    run, and its own config was indeed no cheaper: stopping it lost nothing.
+//    run, and its own config was indeed no cheaper: stopping it lost nothing;
+//  - on tables whose job's working set lies above every cheap small cluster (bench/trace_replay.h cliff_case),
+//    with the memory an agent reports, a search looks past the memory it probed before it stops.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -147,4 +149,32 @@ TEST_CASE("generated tables have the traces' shape") {
   }
   CHECK(timeouts > 50);
   CHECK(cliffs > 0);
+}
+
+TEST_CASE("on 100 tables whose working set lies above the clusters probed first, a search probes past it before it "
+          "stops, as far as its budget allows") {
+  const char* rules[] = {"step:1,min:60", "step:60,min:60", "step:600,min:600", "step:3600,min:3600"};
+  const PredictorOptions popt = light_predictor();
+  int above = 0, searched = 0;
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    CAPTURE(seed);
+    TraceCase c = cliff_case(seed + 9000000);
+    c.sampled = true;
+    REQUIRE(c.working_set_gib > 0);
+    auto rule = parse_rule(rules[seed % 4]);
+    REQUIRE(rule);
+    const Total t = replay_total(c, *rule, 100, 0, popt);
+    CAPTURE(t.stop_reason);
+    CAPTURE(t.probes_text);
+    REQUIRE(t.ok);
+    ++searched;
+    above += t.probed_above_working_set;
+    // One that never reached the working set did not stop before it looked past the memory it had probed: it
+    // says that no config with more memory fitted what was left of its budget.
+    if (!t.probed_above_working_set)
+      CHECK(t.stop_reason.find("no config with more fits the") != std::string::npos);
+  }
+  CHECK(searched == 100);
+  CHECK(above >= 90);
+  MESSAGE(above << " of 100 searches probed a cluster that holds the working set");
 }
