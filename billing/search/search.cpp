@@ -126,6 +126,18 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
   if (last_probe && predicted && !predicted->probed && predicted->feasible && predicted->probe_cost_p90 <= budget_left)
     return probe_next(Choice{predicted->index, "the last probe measures the predicted pick", 0, predicted->probe_cost, false});
   if (std::none_of(scored.begin(), scored.end(), [](const Scored& s) { return s.pred.has_value(); })) {
+    // Nothing measured yet. Once a probe has failed there, the cheap group's guess was wrong (a job that does
+    // not finish on the cheapest machines often needs bigger ones): the next probe goes where the failed ones
+    // were not, the config least like any tried for its probe cost.
+    if (!out.trace.empty()) {
+      double unused = 0;
+      if (auto away = explore_freely(scored, candidates, places, probed, excluded, req, budget_left, unused)) {
+        away->why = "explore away from the " + std::to_string(out.trace.size()) +
+                    (out.trace.size() == 1 ? " probe" : " probes") +
+                    " that failed: the config least like any tried (family, cores, nodes, memory) for its probe cost";
+        return probe_next(*away);
+      }
+    }
     auto first = pick_exploration(scored, candidates, excluded, req.plan.objective);
     if (first && first->probe_cost > budget_left)
       return stop_with("the probe budget " + money(out.budget) + " does not cover a first probe (" +

@@ -421,6 +421,47 @@ TEST_CASE("a failing probe is recorded and the config is not tried again") {
   CHECK(listed);
 }
 
+TEST_CASE("once a probe fails before anything is measured, the next goes away from it, not to the next cheapest") {
+  // Family a is the cheaper to probe and the job fails on every size of it (too little memory per machine);
+  // it runs on family b. Probing by cheapness alone would go on trying a's sizes.
+  std::vector<PlanCandidate> cands;
+  for (const char* family : {"a", "b"})
+    for (int cores : {2, 4})
+      for (int nodes = 1; nodes <= 5; ++nodes) {
+        PlanCandidate c;
+        c.cfg.cpu_family = family;
+        c.cfg.provider = "aws";
+        c.cfg.cores = cores;
+        c.cfg.nodes = nodes;
+        c.cfg.memory_gib = cores * (family[0] == 'a' ? 2.0 : 8.0);
+        c.cfg.instance_type = std::string(family) + "." + std::to_string(cores) + "c";
+        c.cfg.config = std::to_string(nodes) + "x" + c.cfg.instance_type;
+        c.hourly_price = (family[0] == 'a' ? 0.04 : 0.06) * cores * nodes;
+        c.rule = *parse_rule("per_second_60s_min");
+        cands.push_back(c);
+      }
+  ProbeFn job = [](const PlanCandidate& c, const ProbeSpec&) -> Result<MeasuredRun> {
+    MeasuredRun r;
+    r.cfg = c.cfg;
+    r.phases = true_phases(c.cfg.cores * c.cfg.nodes);
+    if (c.cfg.cpu_family == "a") r.phases[kLearn] = 30, r.failed = true, r.failure = "out of memory";
+    return r;
+  };
+  SearchRequest req;
+  req.workload = {10, 60000};
+  req.future_runs = 100;
+  req.predictor.samples = 300;
+  auto r = adaptive_search(cands, {}, job, req);
+  REQUIRE(r.ok());
+  REQUIRE(r->trace.size() >= 2);
+  CHECK(r->trace[0].config.find("a.") != std::string::npos);  // the cheaper group first
+  CHECK(r->trace[0].error == "out of memory");
+  CHECK(r->trace[1].why.starts_with("explore away from the 1 probe that failed"));
+  CHECK(r->trace[1].config.find("b.") != std::string::npos);
+  CHECK(r->trace[1].error.empty());
+  CHECK(r->recommendation().candidate.cfg.cpu_family == "b");
+}
+
 TEST_CASE("each round has a pick and every predicted candidate's band, cheapest first") {
   auto req = request();
   req.future_runs = 1000;
