@@ -366,8 +366,8 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
   out.doubted = !s->doubt.empty();
   for (const auto& step : s->trace) {
     out.free_probes += step.why.find("the config least like any probed") != std::string::npos;
-    const auto& cfg = row_of.at(step.config)->cand.cfg;
-    out.probed_above_working_set |= c.working_set_gib > 0 && cfg.memory_gib * cfg.nodes >= c.working_set_gib;
+    const double memory = row_of.at(step.config)->cand.cfg.cluster_memory_gib();
+    out.probed_above_working_set |= c.working_set_gib > 0 && memory >= c.working_set_gib;
   }
   out.spent = s->spent;
   out.budget = s->budget;

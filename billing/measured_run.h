@@ -2,6 +2,7 @@
 // took on one). Plain data, shared by the predictor, the planner and the search.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <optional>
@@ -39,6 +40,9 @@ struct ConfigSpec {
   // cores (or GPUs) times nodes, as Ernest fits over machines; the price is per machine (the candidate's
   // hourly price is all of them).
   int nodes = 1;
+
+  // The memory of all its machines (0 = unknown).
+  double cluster_memory_gib() const { return memory_gib > 0 ? memory_gib * std::max(1, nodes) : 0; }
 };
 
 // The family of an instance type, from its name where the catalog or provider names none: the part before

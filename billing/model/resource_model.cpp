@@ -25,8 +25,6 @@ double log_survival(double z) {
   return -0.5 * z * z - std::log(z * std::sqrt(2 * std::numbers::pi));
 }
 
-double memory_of(const ConfigSpec& c) { return c.memory_gib > 0 ? c.memory_gib * std::max(1, c.nodes) : 0; }
-
 }  // namespace
 
 std::string ResourceModel::family_of(const ConfigSpec& c) {
@@ -55,7 +53,7 @@ double ResourceModel::log_shape(size_t i, const ConfigSpec& cfg, const std::vect
   const double n = count_of(cfg);
   double shape = p.serial + (1 - p.serial) / n + (1 - p.serial) * n / (p.sweet * p.sweet);
   double log_t = log_phi[i] + std::log(shape);
-  const double m = memory_of(cfg);
+  const double m = cfg.cluster_memory_gib();
   if (m > 0 && p.cliff_k > 1) {
     const double x = (std::log(m) - p.log_cliff_m) / kCliffWidth;
     if (x < 35) log_t += std::log1p((p.cliff_k - 1) / (1.0 + std::exp(x)));  // beyond, below() < 1e-15
@@ -107,7 +105,7 @@ Result<ResourceModel> ResourceModel::fit(std::span<const ResourcePoint> points, 
     m.particles_[i].log_a = mean;
     log_w[i] = log_like;
     for (const auto& pt : points) {
-      const double mem = memory_of(pt.cfg);
+      const double mem = pt.cfg.cluster_memory_gib();
       if (!pt.memory_used || !(mem > 0)) continue;
       const Particle& p = m.particles_[i];
       const bool fits_here = p.cliff_k <= 1 || p.log_cliff_m <= std::log(mem);

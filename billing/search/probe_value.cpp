@@ -270,26 +270,25 @@ std::optional<Choice> probe_past_memory(const std::vector<Scored>& scored, std::
                                         const std::vector<ProbeStep>& trace, const std::set<std::string>& probed,
                                         const std::set<std::string>& excluded, const SearchRequest& req,
                                         double budget_left, std::string& unaffordable) {
-  const auto cluster_memory = [](const ConfigSpec& c) { return c.memory_gib * std::max(1, c.nodes); };
   double probed_memory = 0;
   bool filled = false;
   for (const auto& step : trace) {
-    const auto it = std::find_if(candidates.begin(), candidates.end(),
-                                 [&](const PlanCandidate& c) { return c.cfg.config == step.config; });
-    if (it == candidates.end()) continue;
-    probed_memory = std::max(probed_memory, cluster_memory(it->cfg));
+    const Scored* tried = scored_of(scored, candidates, step.config);
+    if (!tried) continue;
+    probed_memory = std::max(probed_memory, candidates[tried->index].cfg.cluster_memory_gib());
     if (!step.memory_used) continue;
     if (*step.memory_used < kMemoryBound) return std::nullopt;
     filled = true;
   }
   if (!filled) return std::nullopt;
+  const std::string filled_up_to = std::string(kWhyPastMemory) + " (up to " + money(probed_memory) + " GiB a cluster)";
   const double incumbent = incumbent_of(scored);
   std::optional<Choice> best;
   const Scored* cheapest_unaffordable = nullptr;  // by p90, where none fits the budget
   for (const auto& s : scored) {
     const auto& cfg = candidates[s.index].cfg;
     if (!s.pred || probed.contains(cfg.config) || excluded.contains(cfg.config)) continue;
-    if (!(cluster_memory(cfg) > probed_memory)) continue;
+    if (!(cfg.cluster_memory_gib() > probed_memory)) continue;
     if (s.probe_cost_p90 > budget_left) {
       if (!cheapest_unaffordable || s.probe_cost_p90 < cheapest_unaffordable->probe_cost_p90) cheapest_unaffordable = &s;
       continue;
@@ -297,14 +296,12 @@ std::optional<Choice> probe_past_memory(const std::vector<Scored>& scored, std::
     if (best && s.probe_cost >= best->probe_cost) continue;
     const double gain = expected_improvement(s, incumbent) * req.future_runs;
     best = Choice{s.index,
-                  std::string(kWhyPastMemory) + " (up to " + money(probed_memory) +
-                      " GiB a cluster): the working set lies above them all, and this is the cheapest config past "
-                      "them to probe (" + money(s.probe_cost) + ", expected saving " + money(gain) + ")",
+                  filled_up_to + ": the working set lies above them all, and this is the cheapest config past them "
+                                 "to probe (" + money(s.probe_cost) + ", expected saving " + money(gain) + ")",
                   gain, s.probe_cost, false};
   }
   if (!best && cheapest_unaffordable)
-    unaffordable = std::string(kWhyPastMemory) + " (up to " + money(probed_memory) +
-                   " GiB a cluster), and no config with more fits the " + money(budget_left) +
+    unaffordable = filled_up_to + ", and no config with more fits the " + money(budget_left) +
                    " left of the budget (the cheapest to probe, " +
                    candidates[cheapest_unaffordable->index].cfg.config + ", may cost " +
                    money(cheapest_unaffordable->probe_cost_p90) + " at p90)";

@@ -20,10 +20,7 @@ namespace {
 PredictorOptions with_memory_range(PredictorOptions opt, std::span<const PlanCandidate> candidates) {
   double lo = kInfinity, hi = 0;
   for (const auto& c : candidates)
-    if (c.cfg.memory_gib > 0) {
-      const double m = c.cfg.memory_gib * std::max(1, c.cfg.nodes);
-      lo = std::min(lo, m), hi = std::max(hi, m);
-    }
+    if (const double m = c.cfg.cluster_memory_gib(); m > 0) lo = std::min(lo, m), hi = std::max(hi, m);
   if (opt.memory_lo_gib <= 0 && hi > 0) opt.memory_lo_gib = lo / 1.5, opt.memory_hi_gib = hi * 1.5;
   return opt;
 }

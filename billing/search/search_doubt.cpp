@@ -88,7 +88,7 @@ std::vector<Place> places_of(std::span<const PlanCandidate> candidates) {
     const auto& cfg = c.cfg;
     Place p{Predictor::group_of(cfg),
             {std::log2(std::max(1, cfg.gpus > 0 ? cfg.gpus : cfg.cores)), std::log2(std::max(1, cfg.nodes)),
-             cfg.memory_gib > 0 ? std::log2(cfg.memory_gib * std::max(1, cfg.nodes)) : 0.0}};
+             cfg.memory_gib > 0 ? std::log2(cfg.cluster_memory_gib()) : 0.0}};
     for (int d = 0; d < 3; ++d) lo[d] = std::min(lo[d], p.x[d]), hi[d] = std::max(hi[d], p.x[d]);
     out.push_back(std::move(p));
   }
