@@ -47,7 +47,7 @@ struct Options {
   int max_probes = 6;
   bool explain = false;  // print each table where the search misses by more than 5% after 3 probes
   std::string scout;     // runs.csv of the Scout replay; "" = skip it
-  std::string only;      // Scout workloads whose name contains this (--only)
+  std::string only;      // Scout workloads (with --totals, cases of any set) whose name contains this (--only)
   std::string sets;      // --totals: only the sets whose name starts with this (--sets)
   int scout_seeds = 20;
   bool synthetic = true;
@@ -332,7 +332,7 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   g_model = o.model;
-  if (int rc = tsum::bench::run_totals({o.scout, o.ibm, o.trimtuner, o.generated, o.seed, o.explain, o.model, true, o.sets}); rc != 0)
+  if (int rc = tsum::bench::run_totals({o.scout, o.ibm, o.trimtuner, o.generated, o.seed, o.explain, o.model, true, o.sets, o.only}); rc != 0)
     return rc;
   if (o.totals_only) return 0;
   if (!o.synthetic) return o.scout.empty() ? 0 : tsum::bench::run_scout({o.scout, o.scout_seeds, std::max(8, o.max_probes), o.explain, o.only, o.model});

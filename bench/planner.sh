@@ -10,7 +10,8 @@
 # config already measured), the calibration of the bands and of P(within tolerance) by decile, and where a
 # search left to stop by itself ends with 10 and 100 future runs, with its spend as a share of their cost.
 #   bench/planner.sh [--totals] [--generated N] [--tables N] [--seed S] [--max-probes K] [--explain]
-#                    [--scout-seeds N] [--no-synthetic] [--only WORKLOAD] [--sets NAME] [--model automatic|resources|family]
+#                    [--scout-seeds N] [--no-synthetic] [--only TEXT] [--sets NAME] [--model automatic|resources|family]
+#   --only TEXT: the Scout workloads, or with --totals the cases of every set, whose name contains TEXT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

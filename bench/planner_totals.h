@@ -19,6 +19,7 @@ struct TotalsOptions {
   billing::LearnModel model = billing::LearnModel::automatic;
   bool time_rounds = true;    // also time a search's rounds at 70, 300 and 1,000 candidates
   std::string sets;           // only the sets whose name starts with this ("" = all)
+  std::string only;           // only the cases whose name contains this ("" = all)
 };
 
 int run_totals(const TotalsOptions& o);
