@@ -49,6 +49,7 @@ struct Options {
   std::string scout;     // runs.csv of the Scout replay; "" = skip it
   std::string only;      // Scout workloads (with --totals, cases of any set) whose name contains this (--only)
   std::string sets;      // --totals: only the sets whose name starts with this (--sets)
+  uint64_t predictor_seed = 1;  // --totals: the predictor's seed (--predictor-seed)
   int scout_seeds = 20;
   bool synthetic = true;
   LearnModel model = LearnModel::automatic;
@@ -309,6 +310,7 @@ Options parse(int argc, char** argv) {
     }
     if (!std::strcmp(argv[i], "--tables")) o.tables = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--seed")) o.seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--predictor-seed")) o.predictor_seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (!std::strcmp(argv[i], "--max-probes")) o.max_probes = std::max(3, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--scout")) o.scout = argv[i + 1];
     else if (!std::strcmp(argv[i], "--scout-seeds")) o.scout_seeds = std::max(1, std::atoi(argv[i + 1]));
@@ -332,7 +334,7 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   g_model = o.model;
-  if (int rc = tsum::bench::run_totals({o.scout, o.ibm, o.trimtuner, o.generated, o.seed, o.explain, o.model, true, o.sets, o.only}); rc != 0)
+  if (int rc = tsum::bench::run_totals({o.scout, o.ibm, o.trimtuner, o.generated, o.seed, o.explain, o.model, true, o.sets, o.only, o.predictor_seed}); rc != 0)
     return rc;
   if (o.totals_only) return 0;
   if (!o.synthetic) return o.scout.empty() ? 0 : tsum::bench::run_scout({o.scout, o.scout_seeds, std::max(8, o.max_probes), o.explain, o.only, o.model});

@@ -10,8 +10,10 @@
 # config already measured), the calibration of the bands and of P(within tolerance) by decile, and where a
 # search left to stop by itself ends with 10 and 100 future runs, with its spend as a share of their cost.
 #   bench/planner.sh [--totals] [--generated N] [--tables N] [--seed S] [--max-probes K] [--explain]
-#                    [--scout-seeds N] [--no-synthetic] [--only TEXT] [--sets NAME] [--model automatic|resources|family]
+#                    [--scout-seeds N] [--no-synthetic] [--only TEXT] [--sets NAME] [--predictor-seed S]
+#                    [--model automatic|resources|family]
 #   --only TEXT: the Scout workloads, or with --totals the cases of every set, whose name contains TEXT
+#   --predictor-seed S: with --totals, the predictor's seed (its particles and draws; default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

@@ -40,9 +40,10 @@ struct SetResult {
   std::string worst;
 };
 
-PredictorOptions predictor(LearnModel model) {
+PredictorOptions predictor(LearnModel model, uint64_t seed) {
   PredictorOptions p;
   p.model = model;
+  p.seed = seed;
   p.samples = 400;
   p.bootstrap = 100;
   return p;
@@ -52,7 +53,7 @@ void run_totals_case(const TraceCase& c, const BillingRule& rule, const TotalsOp
   ++out.cases;
   for (int i = 0; i < 2; ++i) {
     const double runs = i ? 100 : 10;
-    const Total t = replay_total(c, rule, runs, 0, predictor(o.model));
+    const Total t = replay_total(c, rule, runs, 0, predictor(o.model, o.predictor_seed));
     if (!t.ok) {
       ++out.errors;
       if (o.explain) std::printf("  %s %s: %s\n", c.name.c_str(), rule.name.c_str(), t.error.c_str());
@@ -92,7 +93,7 @@ void run_totals_case(const TraceCase& c, const BillingRule& rule, const TotalsOp
   // The max_probes series, with a probe budget large enough never to bind (as issue 50 measured it).
   for (int k : {1, 2, 3, 6}) {
     const Total t =
-        replay_total(c, rule, 100, k, predictor(o.model), kUnboundBudget, k == 6 ? &out.calibration : nullptr);
+        replay_total(c, rule, 100, k, predictor(o.model, o.predictor_seed), kUnboundBudget, k == 6 ? &out.calibration : nullptr);
     if (k == 3) out.regret3.push_back(t.ok ? t.regret : INFINITY);
     if (k == 6) {
       out.regret6.push_back(t.ok ? t.regret : INFINITY);

@@ -20,6 +20,7 @@ struct TotalsOptions {
   bool time_rounds = true;    // also time a search's rounds at 70, 300 and 1,000 candidates
   std::string sets;           // only the sets whose name starts with this ("" = all)
   std::string only;           // only the cases whose name contains this ("" = all)
+  uint64_t predictor_seed = 1;  // the predictor's seed (PredictorOptions::seed): its particles and draws
 };
 
 int run_totals(const TotalsOptions& o);

@@ -71,6 +71,7 @@ Result<ResourceModel> ResourceModel::fit(std::span<const ResourcePoint> points, 
   m.seed_ = opt.seed;
   const double lo = opt.memory_lo_gib > 0 ? opt.memory_lo_gib : kDefaultMemLo;
   const double hi = opt.memory_hi_gib > lo ? opt.memory_hi_gib : std::max(kDefaultMemHi, 2 * lo);
+  const bool ranged = opt.memory_lo_gib > 0 && opt.memory_hi_gib > opt.memory_lo_gib;
   std::mt19937_64 rng(opt.seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   m.particles_.resize(opt.particles);
@@ -79,7 +80,9 @@ Result<ResourceModel> ResourceModel::fit(std::span<const ResourcePoint> points, 
     p.sweet = 4.0 * std::pow(128.0, u(rng));     // [4, 512]
     const bool cliff = u(rng) >= kNoCliff;
     p.cliff_k = cliff ? std::pow(kMaxCliff, u(rng)) : 1.0;
-    p.log_cliff_m = std::log(lo) + std::log(hi / lo) * u(rng);
+    // Uniform over the memory of the configs planned (docs/planner.md, "Where a cliff lies"); without that range,
+    // scale-free over the wide default.
+    p.log_cliff_m = ranged ? std::log(lo + (hi - lo) * u(rng)) : std::log(lo) + std::log(hi / lo) * u(rng);
   }
   if (std::none_of(points.begin(), points.end(), [](const ResourcePoint& p) { return !p.unfinished; }))
     return make_error(Code::invalid_argument, "resource model: no finished run");

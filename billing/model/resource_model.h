@@ -13,8 +13,10 @@
 //
 // The unknowns are a particle ensemble drawn from the prior:
 //   s log-uniform [0.005, 0.5];  c* log-uniform [4, 512];  φ_f log-normal(0, kFamilySd) per family;
-//   no cliff (K = 1) with probability kNoCliff, else K log-uniform [1, 30] and M* log-uniform over the
-//   memory range of the configs being planned (or a wide default);
+//   no cliff (K = 1) with probability kNoCliff, else K log-uniform [1, 30] and M* uniform over the memory
+//   range of the configs being planned (Scout's three jobs with a cliff have it in the upper half of their
+//   log-memory range, where a log-uniform prior puts too little: docs/planner.md), or log-uniform over a wide
+//   default where that range is not given;
 // the scale a of each particle is fitted to the measured configs in log space, and the particles are weighted
 // by how well they fit (Gaussian log-residuals of sd kFitSd, importance sampling). A prediction samples a
 // particle by weight, then log-normal model error of sd kFitSd: so a config close (in C, M and family) to
