@@ -230,9 +230,9 @@ int run_totals(const TotalsOptions& o) {
   for (const auto& [name, cases] : sets) {
     if (!name.starts_with(o.sets)) continue;
     SetResult r;
-    for (const auto& c : cases)
+    for (const auto& c : cases) {
+      if (c.name.find(o.only) == std::string::npos) continue;
       for (const auto& rule : kRules) {
-        if (c.name.find(o.only) == std::string::npos) continue;
         auto br = parse_rule(rule.spec);
         if (!br) return 1;
         br->name = rule.name;
@@ -241,6 +241,7 @@ int run_totals(const TotalsOptions& o) {
           continue;
         run_totals_case(c, *br, o, r);
       }
+    }
     print_set(name.c_str(), r);
     if (r.with_cliff > 0)
       std::printf("%-22s      100 planned runs, stopping by itself: %d of %d searches on a table with a working set never probed a "

@@ -155,9 +155,9 @@ TEST_CASE("the runs CSV describes the machine: family, memory, nodes, CPU model"
 
 TEST_CASE("a run that filled its machine's memory puts the job's working set above it; one that used little, below") {
   // Two small configs of one family measured, Amdahl-like; a config with 8x their memory is predicted. The prior's
-  // memory range is the one a search gives these three configs (8-64 GiB, widened by 1.5 either way).
+  // memory range is the one a search gives these three configs (8-128 GiB, widened by 1.5 either way).
   ResourceOptions opt;
-  opt.memory_lo_gib = 8 / 1.5, opt.memory_hi_gib = 64 * 1.5;
+  opt.memory_lo_gib = 8 / 1.5, opt.memory_hi_gib = 128 * 1.5;
   const ConfigSpec small = machine("m", 4, 2), wider = machine("m", 8, 2), large = machine("m", 8, 2, 8);
   std::vector<ResourcePoint> unsampled = {{small, 1000}, {wider, 520}};
   auto blind = ResourceModel::fit(unsampled, opt);
