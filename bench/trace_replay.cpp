@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -372,6 +373,16 @@ Total replay_total(TraceCase c, const BillingRule& rule, double future_runs, int
   out.spent = s->spent;
   out.budget = s->budget;
   out.stop_reason = s->stop_reason;
+  // The search stops on its budget only where no probe that fits it is worth its cost (issue 64): its stop reason
+  // names the affordable probe worth most with its saving and cost (4 significant digits), or says none fits.
+  if (out.stop_reason.starts_with("the exploration budget is spent")) {
+    static const std::regex affordable(
+        "; the affordable probe worth most, .+?, is expected to save (\\S+) for a probe of (\\S+): not worth it");
+    std::smatch m;
+    out.budget_stop_kept = std::regex_search(out.stop_reason, m, affordable)
+                               ? std::stod(m[1].str()) <= std::stod(m[2].str()) * (1 + 1e-3)
+                               : out.stop_reason.find("; no other probe's p90 cost fits the ") != std::string::npos;
+  }
   if (out.first_budget == kInf) out.first_budget = s->budget;
   // Nor did a probe, however long it ran, take the spend past the budget of the round that started it.
   double spent = 0;

@@ -90,6 +90,8 @@ struct Total {
   bool budget_fixed = true;    // the budget never changed once set, and never fell below what was spent
   int stopped_early = 0;       // probes stopped where they could no longer beat the best measured config
   bool stops_kept = true;      // each cost at most that config's run, and its own config was no cheaper
+  // A stop on the budget named the affordable probe worth most and its saving at most its cost, or said none fits.
+  bool budget_stop_kept = true;
   int free_probes = 0;         // probes chosen without the model (in doubt, or to spend what max_probes allows)
   bool doubted = false;        // the search stopped trusting its model
   // A table with a working set: whether some probe ran a config whose cluster memory holds it (the cliff found).

@@ -12,6 +12,8 @@
 //    when max_probes (1, 2 or 3, with a probe budget that never binds) stops it;
 //  - a probe stopped where it could no longer beat the best config measured before it cost at most that config's
 //    run, and its own config was indeed no cheaper: stopping it lost nothing;
+//  - a search stops on its budget only where no probe that fits it is worth its cost: its stop reason names the
+//    affordable probe worth most, saving at most its cost, or says that none fits;
 //  - on tables whose job's working set lies above every cheap small cluster (bench/trace_replay.h cliff_case),
 //    with the memory an agent reports, a search looks past the memory it probed before it stops.
 #include <doctest/doctest.h>
@@ -39,10 +41,10 @@ PredictorOptions light_predictor() {
 }  // namespace
 
 TEST_CASE("on 1,000 generated tables the budget holds, the total never exceeds the first probe's plus the budget, "
-          "no pick is blind, and no probe stopped early lost anything") {
+          "no pick is blind, no probe stopped early lost anything, and no budget stop left a probe worth its cost") {
   const char* rules[] = {"step:1,min:60", "step:60,min:60", "step:600,min:600", "step:3600,min:3600"};
   const PredictorOptions popt = light_predictor();
-  int searched = 0, probes = 0, several = 0, budget_stops = 0, stopped_early = 0;
+  int searched = 0, probes = 0, several = 0, budget_stops = 0, affordable_named = 0, stopped_early = 0;
   for (uint64_t seed = 0; seed < 1000; ++seed) {
     CAPTURE(seed);
     const TraceCase c = generated_case(seed + 7000000);
@@ -58,6 +60,8 @@ TEST_CASE("on 1,000 generated tables the budget holds, the total never exceeds t
     probes += t.probes;
     several += t.probes > 1;
     budget_stops += t.stop_reason.starts_with("the exploration budget is spent");
+    affordable_named += t.stop_reason.find("; the affordable probe worth most, ") != std::string::npos;
+    CHECK(t.budget_stop_kept);  // no stop on the budget while a probe that fits it is worth its cost
     CHECK(t.budget_kept);
     CHECK(t.budget_fixed);
     CHECK(t.total_kept);
@@ -70,9 +74,12 @@ TEST_CASE("on 1,000 generated tables the budget holds, the total never exceeds t
   // The searches did search: most probed more than once, and some ran into their budget.
   CHECK(several > 500);
   CHECK(budget_stops > 0);
+  CHECK(affordable_named > 0);
   CHECK(stopped_early > 0);
   MESSAGE("1,000 searches, " << probes << " probes, " << several << " with more than one, " << budget_stops
-                             << " stopped by the budget, " << stopped_early << " probes stopped early");
+                             << " stopped by the budget (" << affordable_named
+                             << " naming an affordable probe not worth its cost), " << stopped_early
+                             << " probes stopped early");
 }
 
 TEST_CASE("on 300 generated tables, a search stopped by max_probes recommends no config dearer than the best it "
