@@ -273,15 +273,15 @@ asio::awaitable<Result<billing::MeasuredRun>> SearchRunner::await_run(int64_t ru
   const std::string failure = "probe run " + std::to_string(run_id) + " " + (*view)["status"].get<std::string>() +
                               ": " + (*view).value("reason", "");
   if ((*view)["status"] != "done" || !(*view)["t_sum"].is_number()) {
-    // What it ran is billed all the same: its phases as far as they were measured.
-    const json phases = one_machine_phases(*view);
+    // What it ran is billed all the same: the phases it measured, and its machine's up time beyond them in the
+    // phase it was stopped in (a probe stopped at its limit while learning: the seconds it learned).
+    auto phases = unfinished_phases(*view);
+    if (!phases) co_return make_error(Code::unavailable, failure);
     billing::MeasuredRun m;
     m.failed = true;
     m.failure = failure;
-    for (size_t i = 0; i < billing::kPhaseNames.size(); ++i)
-      if (const json& v = phases[std::string(billing::kPhaseNames[i])]; v.is_number()) m.phases[i] = v.get<double>();
-    if (billing::t_sum_of(m.phases) > 0) co_return m;
-    co_return make_error(Code::unavailable, failure);
+    m.phases = *phases;
+    co_return m;
   }
   s->probes[index]["t_sum"] = (*view)["t_sum"];
   if (view->value("attempt", 1) > 1) s->probes[index]["attempts"] = (*view)["attempt"];

@@ -45,6 +45,32 @@ json one_machine_phases(const json& run_view) {
   return out;
 }
 
+std::optional<std::array<double, 8>> unfinished_phases(const json& run_view) {
+  if (!run_view.is_object()) return std::nullopt;
+  const json phases = one_machine_phases(run_view);
+  if (!phases.is_object()) return std::nullopt;
+  std::array<double, 8> out{};
+  double measured = 0;
+  std::optional<size_t> open;  // the first phase not measured
+  for (size_t i = 0; i < billing::kPhaseNames.size(); ++i) {
+    const json& v = phases.value(std::string(billing::kPhaseNames[i]), json());
+    if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0) {
+      out[i] = v.get<double>();
+      measured += out[i];
+    } else if (!open) {
+      open = i;
+    }
+  }
+  if (!(measured > 0)) return std::nullopt;
+  double up = 0;
+  for (const auto& a : run_view.value("attempts", json::array()))
+    if (a.is_object() && a.value("up_s", json()).is_number()) up += a["up_s"].get<double>();
+  // The open phase took what the machines were up beyond the phases measured; the poweroff it was stopped with is
+  // measured already (the daemon's own mark), so nothing is counted twice.
+  if (open && std::isfinite(up) && up > measured) out[*open] = up - measured;
+  return out;
+}
+
 billing::SpotModel spot_model(const SpotExposure& seen, const RunConfig::SpotRecovery& recovery,
                               const std::string& provider, double on_demand_price, double prior_rate,
                               const std::vector<double>& restarts) {

@@ -3,6 +3,7 @@
 // machine plus its startup, install, load_data and start), folded into a billing::SpotModel for a candidate.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,13 @@ std::vector<double> restarts_of(const nlohmann::json& run_view);
 // attempt kept (learned less redone) plus the last one's, and the last one's verify, save and poweroff. A phase the
 // job did not mark (the view's `unmarked`) took no time of its own: 0. Null where a phase is not known.
 nlohmann::json one_machine_phases(const nlohmann::json& run_view);
+
+// What a run that did not finish (stopped at its deadline, failed, cancelled) was billed, as its phases: those it
+// measured (one_machine_phases), and the rest of its machines' up time (its attempts' `up_s`, create to gone on the
+// daemon's clock) in the first phase it did not finish, the one it was in when it stopped. A probe stopped at its
+// deadline while learning thus costs what its machine was up, and its learn phase is the seconds it learned: a
+// lower bound on the config's learn time. Phases after that one are 0; nullopt where nothing was measured.
+std::optional<std::array<double, 8>> unfinished_phases(const nlohmann::json& run_view);
 
 // Whether a run view's install or load_data was cold: it downloaded the bundle or the data set, or pulled its
 // image, where a warm machine finds them in its cache. What tells configs measured alike from configs that were not.

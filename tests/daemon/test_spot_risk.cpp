@@ -59,6 +59,42 @@ TEST_CASE("one_machine_phases: the first machine's setup, the learning every mac
   CHECK(one_machine_phases(unmarked)["start"].is_null());
 }
 
+TEST_CASE("unfinished_phases: what a stopped run was billed, its machine's up time beyond the phases measured in "
+          "the phase it was stopped in") {
+  // As GET /v1/runs shows a trace run stopped at its 10 s deadline while learning: up 12 s, 5 s of phases measured.
+  const json stopped = {{"phases", {{"startup", 1.0}, {"install", 1.0}, {"load_data", 1.0}, {"start", 1.0},
+                                    {"learn", nullptr}, {"verify", nullptr}, {"save", nullptr}, {"poweroff", 1.0}}},
+                        {"attempts", json::array({{{"attempt", 1}, {"up_s", 12.0}}})}};
+  auto p = unfinished_phases(stopped);
+  REQUIRE(p.has_value());
+  CHECK((*p)[4] == doctest::Approx(7));  // learn: what it learned, a lower bound on the config's learn time
+  CHECK((*p)[5] == 0);
+  CHECK((*p)[6] == 0);
+  CHECK((*p)[7] == 1);
+  double t_sum = 0;
+  for (double s : *p) t_sum += s;
+  CHECK(t_sum == doctest::Approx(12));  // what the machine was billed for
+  // Stopped while installing: the rest of its up time is install's, and learn is unknown (0).
+  json installing = stopped;
+  installing["phases"]["install"] = nullptr;
+  installing["phases"]["load_data"] = nullptr;
+  installing["phases"]["start"] = nullptr;
+  auto q = unfinished_phases(installing);
+  REQUIRE(q.has_value());
+  CHECK((*q)[1] == doctest::Approx(10));
+  CHECK((*q)[4] == 0);
+  // No up time known (a machine that never reported its poweroff): the phases measured, nothing added.
+  json no_up = stopped;
+  no_up["attempts"][0]["up_s"] = nullptr;
+  auto r = unfinished_phases(no_up);
+  REQUIRE(r.has_value());
+  CHECK((*r)[4] == 0);
+  // Nothing measured: nothing to bill from.
+  json nothing = {{"phases", json::object()}};
+  CHECK_FALSE(unfinished_phases(nothing).has_value());
+  CHECK_FALSE(unfinished_phases(json::array()).has_value());
+}
+
 TEST_CASE("spot_model: the type's measured rate over the prior, the run's recovery policy, AWS's free hour, the "
           "mean restart") {
   RunConfig::SpotRecovery recovery{.max_interruptions = 3, .on_demand_after = 2, .checkpoint_every_s = 60};

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "billing/prices/billing_rule.h"
 #include "daemon/store/db.h"
 #include "integration/daemon_process.h"
 
@@ -134,6 +135,55 @@ TEST_CASE("search: probes the trace's configs as real runs, stays within its bud
 
 TEST_CASE("search: past its exploring probe, it follows the expected gain to the cheapest config") {
   search_finds_cheapest("0.20", "trace/t-8c");
+}
+
+TEST_CASE("search: a probe stopped at its limit while learning is billed for its machine's up time, and what it "
+          "learned bounds its config") {
+  // t-4c is probed first (the group's second smallest) and measured: 12 s at 3.6/h. t-2c then looks cheaper by the
+  // cores it would use, but learns for 60 s: at 0.9/h it could no longer win past 48 s, so its probe run gets a
+  // deadline (less the trace provider's usual poweroff) and is stopped while learning. Speed 1: the deadline is on
+  // the daemon's clock, as the recorded phases are.
+  TempDir dir;
+  std::ofstream(dir.file("trace.csv"))
+      << "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,"
+         "save,poweroff\n"
+         "t-2c,trace,t-2c,2,0,0.9,1,1,1,1,60,1,1,1\n"
+         "t-4c,trace,t-4c,4,0,3.6,1,1,1,1,4,1,1,1\n"
+         "t-8c,trace,t-8c,8,0,20,1,1,1,1,2,1,1,1\n";
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "1"});
+  nlohmann::json body = {{"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
+                         {"candidates", nlohmann::json::array()},
+                         {"objective", "cost"},
+                         {"future_runs", 100},
+                         {"billing", "step:1,min:1"}};
+  for (const char* t : {"t-2c", "t-4c", "t-8c"}) body["candidates"].push_back({{"provider", "trace"}, {"instance_type", t}});
+  const nlohmann::json s = finished_search(d, admin, body);
+  INFO(s.dump(2));
+  REQUIRE(s["status"] == "done");
+  const auto rule = billing::parse_rule("step:1,min:1");
+  REQUIRE(rule);
+  double spent = 0;
+  int stopped = 0;
+  for (size_t i = 0; i < s["trace"].size(); ++i) {
+    const auto& step = s["trace"][i];
+    auto run = d.call("GET", "/v1/runs/" + std::to_string(s["probes"][i]["run_id"].get<int64_t>()), admin).json();
+    spent += step["probe_cost"].get<double>();
+    if (run["status"] == "done") continue;
+    ++stopped;
+    CHECK(step["config"] == "trace/t-2c");
+    CHECK(run["reason"].get<std::string>().find("deadline") != std::string::npos);
+    CHECK(run["phases"]["learn"].is_null());  // the ledger measured no learn phase: it never ended
+    // The search counts what the machine was up, as the provider bills it, not only the phases that ended...
+    const double up = run["attempts"][0]["up_s"].get<double>();
+    CHECK(step["t_sum"].get<double>() == doctest::Approx(up));
+    CHECK(step["probe_cost"].get<double>() == doctest::Approx(billing::cost(*rule, 0.9, up)));
+    // ...and the seconds it learned (its up time past the 4 s of setup and its poweroff) are more than setup alone.
+    CHECK(up > 6);
+  }
+  CHECK(stopped == 1);
+  CHECK(s["spent"].get<double>() == doctest::Approx(spent));
 }
 
 TEST_CASE("search: bad requests are refused with the reason, unknown searches are 404, and without a probe_budget "
