@@ -45,7 +45,8 @@ class TraceProvider final : public Provider {
 
   std::string_view name() const override { return "trace"; }
   Capabilities capabilities() const override {
-    return {.gpus = true, .spot = false, .docker = true, .native = true, .reaches_daemon = true};
+    return {.gpus = true, .spot = false, .docker = true, .native = true, .reaches_daemon = true,
+            .time_scale = opts_.speed};
   }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;
