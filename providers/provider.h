@@ -38,9 +38,6 @@ struct Capabilities {
   // Its machines run one run after another and keep a cache of what they unpacked (TSUM_CACHE_DIR: the local host).
   // The daemon fills it before each run, unmeasured, so every run of an experiment finds it warm.
   bool machine_cache = false;
-  // Its machines' seconds per second of the daemon's clock: a trace replayed at --trace-speed N runs N recorded
-  // seconds in each. A run's deadline is in its machine's seconds, so the daemon stops it after deadline / time_scale.
-  double time_scale = 1;
 };
 
 struct Requirements {

@@ -179,14 +179,13 @@ Decision decide(const std::vector<Scored>& scored, std::span<const PlanCandidate
 // Runs the chosen probe with the seconds the budget leaves it, or fewer where past them it could no longer beat the
 // best measured config (stop_s), and records what it cost; a run that measured the config joins the history, one
 // that failed `unfinished` (what it learned bounds the config's learn time). false: it failed.
-bool run_probe(const PlanCandidate& cand, double budget_left, double stop_s, double poweroff_s, const ProbeFn& probe,
+bool run_probe(const PlanCandidate& cand, double budget_left, double stop_s, const ProbeFn& probe,
                const SearchRequest& req, ProbeStep& step, SearchResult& out, std::vector<MeasuredRun>& history,
                std::vector<MeasuredRun>& unfinished) {
   ProbeSpec spec = req.probe;
   const double budget_s = budget_left < kInfinity ? seconds_within(cand, budget_left) : kInfinity;
   if (const double limit = std::min(budget_s, stop_s); limit < kInfinity) {
     spec.max_s = step.limit_s = limit;
-    if (poweroff_s > 0 && std::isfinite(poweroff_s)) spec.poweroff_s = poweroff_s;
     step.limit = stop_s < budget_s ? kLimitPastBest : kLimitBudget;
   }
   auto run = probe(cand, spec);
@@ -313,9 +312,7 @@ Result<SearchResult> adaptive_search(std::span<const PlanCandidate> candidates, 
     if (req.on_probe) req.on_probe(out, step);
     expected = expectation_of(scored[choice.index], candidates, scored, req.future_runs);
     const bool measured =
-        run_probe(cand, out.budget - out.spent, scored[choice.index].stop_s,
-                  scored[choice.index].pred ? scored[choice.index].pred->mean(kPoweroff) : 0, probe, req, step, out,
-                  history, unfinished);
+        run_probe(cand, out.budget - out.spent, scored[choice.index].stop_s, probe, req, step, out, history, unfinished);
     if (!measured) excluded.insert(cand.cfg.config), expected.reset();
     out.trace.push_back(std::move(step));
   }

@@ -71,9 +71,6 @@ struct ProbeSpec {
   double images = 0;
   double epochs = 0;
   double max_s = 0;
-  // The probe's expected poweroff (the model's, from the provider's measured runs): a caller whose limit ends
-  // before poweroff (a run's deadline, create to save) sets it max_s - poweroff_s. 0: nothing predicts it.
-  double poweroff_s = 0;
 };
 
 // The default exploration budget: this share of the planned runs' cost at the best measured config.

@@ -213,9 +213,7 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
 Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c,
                                                  const billing::ProbeSpec& spec) {
   if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
-  // The poweroff the model expects of this config (its provider's measured runs), else the provider's usual one.
-  const std::optional<int> deadline_s =
-      probe_deadline(spec.max_s, spec.poweroff_s > 0 ? spec.poweroff_s : billing::phase_prior(c.cfg.provider).poweroff);
+  const std::optional<int> deadline_s = probe_deadline(spec.max_s, billing::phase_prior(c.cfg.provider).poweroff);
   auto done = std::make_shared<ProbePromise>();
   auto outcome = done->get_future();
   asio::co_spawn(io_, probe_run(s, s->config_of.at(c.cfg.config), deadline_s, done), asio::detached);
@@ -277,8 +275,7 @@ asio::awaitable<Result<billing::MeasuredRun>> SearchRunner::await_run(int64_t ru
   if ((*view)["status"] != "done" || !(*view)["t_sum"].is_number()) {
     // What it ran is billed all the same: the phases it measured, and its machine's up time beyond them in the
     // phase it was stopped in (a probe stopped at its limit while learning: the seconds it learned).
-    const auto* provider = s_.providers.get(view->value("config", json::object()).value("provider", std::string()));
-    auto phases = unfinished_phases(*view, provider ? provider->capabilities().time_scale : 1.0);
+    auto phases = unfinished_phases(*view);
     if (!phases) co_return make_error(Code::unavailable, failure);
     billing::MeasuredRun m;
     m.failed = true;

@@ -45,7 +45,7 @@ json one_machine_phases(const json& run_view) {
   return out;
 }
 
-std::optional<std::array<double, 8>> unfinished_phases(const json& run_view, double time_scale) {
+std::optional<std::array<double, 8>> unfinished_phases(const json& run_view) {
   if (!run_view.is_object()) return std::nullopt;
   const json phases = one_machine_phases(run_view);
   if (!phases.is_object()) return std::nullopt;
@@ -66,12 +66,8 @@ std::optional<std::array<double, 8>> unfinished_phases(const json& run_view, dou
   for (const auto& a : run_view.value("attempts", json::array()))
     if (a.is_object() && a.value("up_s", json()).is_number()) up += a["up_s"].get<double>();
   // The open phase took what the machines were up beyond the phases measured; the poweroff it was stopped with is
-  // measured already (the daemon's own mark), so nothing is counted twice. Between startup and poweroff the
-  // machine's seconds are time_scale of the daemon's.
-  const double scale = time_scale > 0 && std::isfinite(time_scale) ? time_scale : 1.0;
-  const double own = out[billing::kStartup] + out[billing::kPoweroff];
-  const double inner = (up - own) * scale - (measured - own);
-  if (open && std::isfinite(inner) && inner > 0) out[*open] = inner;
+  // measured already (the daemon's own mark), so nothing is counted twice.
+  if (open && std::isfinite(up) && up > measured) out[*open] = up - measured;
   return out;
 }
 

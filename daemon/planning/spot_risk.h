@@ -32,10 +32,7 @@ nlohmann::json one_machine_phases(const nlohmann::json& run_view);
 // daemon's clock) in the first phase it did not finish, the one it was in when it stopped. A probe stopped at its
 // deadline while learning thus costs what its machine was up, and its learn phase is the seconds it learned: a
 // lower bound on the config's learn time. Phases after that one are 0; nullopt where nothing was measured.
-// time_scale: the provider's (providers::Capabilities), for a replay whose machine runs that many of its seconds in
-// each of the daemon's: the up time between startup and poweroff (which the daemon measures on its own clock) is
-// that many of the machine's seconds.
-std::optional<std::array<double, 8>> unfinished_phases(const nlohmann::json& run_view, double time_scale = 1);
+std::optional<std::array<double, 8>> unfinished_phases(const nlohmann::json& run_view);
 
 // Whether a run view's install or load_data was cold: it downloaded the bundle or the data set, or pulled its
 // image, where a warm machine finds them in its cache. What tells configs measured alike from configs that were not.

@@ -30,10 +30,6 @@ using std::chrono::milliseconds;
 asio::awaitable<RunManager::Outcome> RunManager::watch(LiveRun& live, const Launch& l) {
   const auto startup_limit = startup_deadline(l.row.provider);
   const std::string field = startup_deadline_field(l.row.provider);
-  // The run's deadline on the daemon's clock: its machine's seconds over the provider's time scale (a replay's).
-  const double scale = l.provider->capabilities().time_scale;
-  const auto deadline = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(static_cast<double>(l.run_deadline.count()) / (scale > 0 ? scale : 1.0)));
   // The provider's poller reports the instance's status once per interval, for this run and its others.
   // Keys: the run id for a run of one machine; -((run id << 8) | node) - 1 for each machine of a group.
   struct Unwatch {
@@ -69,16 +65,13 @@ asio::awaitable<RunManager::Outcome> RunManager::watch(LiveRun& live, const Laun
                                                std::to_string(startup_limit.count()) + " s (" + l.row.provider +
                                                "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")" +
                                                (waiting.empty() ? "" : "; still waiting: " + waiting)};
-    if (now - l.t0 > deadline)
+    if (now - l.t0 > l.run_deadline)
       co_return Outcome{RunStatus::failed,
                         "run exceeded its deadline of " + std::to_string(l.run_deadline.count()) + " s"};
     // Every poll (a quarter second), so no billing step of a second or more passes unchecked.
     if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Outcome{RunStatus::cancelled, **over};
     if (auto ended = judge_polled(live, l, machines.size(), waiting)) co_return *ended;
-    // Woken at the deadline itself where it comes before the next poll: a replay's machine runs time_scale of its
-    // seconds in each of ours, so a quarter second late would be minutes of its time.
-    live.wake.expires_after(std::min<std::chrono::steady_clock::duration>(opts_.poll, l.t0 + deadline - now +
-                                                                                     std::chrono::milliseconds(1)));
+    live.wake.expires_after(opts_.poll);
     boost::system::error_code ec;
     co_await live.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }

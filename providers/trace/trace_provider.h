@@ -45,8 +45,7 @@ class TraceProvider final : public Provider {
 
   std::string_view name() const override { return "trace"; }
   Capabilities capabilities() const override {
-    return {.gpus = true, .spot = false, .docker = true, .native = true, .reaches_daemon = true,
-            .time_scale = opts_.speed};
+    return {.gpus = true, .spot = false, .docker = true, .native = true, .reaches_daemon = true};
   }
   Task<Result<std::vector<Offer>>> offers(const Requirements& req) override;
   Task<Result<InstanceHandle>> create(const Offer& offer, const LaunchSpec& spec) override;

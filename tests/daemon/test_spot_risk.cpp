@@ -89,18 +89,6 @@ TEST_CASE("unfinished_phases: what a stopped run was billed, its machine's up ti
   auto r = unfinished_phases(no_up);
   REQUIRE(r.has_value());
   CHECK((*r)[4] == 0);
-  // A replay at 100x (--trace-speed 100): the daemon measured startup and poweroff on its own clock (0.01 and
-  // 0.2 s), the stand-in's install, load_data and start are recorded seconds (46), and it learned 100 recorded
-  // seconds before its deadline: up 0.01 + 1.46 + 0.2 s of the daemon's.
-  const json replay = {{"phases", {{"startup", 0.01}, {"install", 30.0}, {"load_data", 12.0}, {"start", 4.0},
-                                   {"learn", nullptr}, {"verify", nullptr}, {"save", nullptr}, {"poweroff", 0.2}}},
-                       {"attempts", json::array({{{"attempt", 1}, {"up_s", 1.67}}})}};
-  auto fast = unfinished_phases(replay, 100);
-  REQUIRE(fast.has_value());
-  CHECK((*fast)[4] == doctest::Approx(100));
-  auto unscaled = unfinished_phases(replay);  // as if its seconds were the daemon's: its phases already exceed it
-  REQUIRE(unscaled.has_value());
-  CHECK((*unscaled)[4] == 0);
   // Nothing measured: nothing to bill from.
   json nothing = {{"phases", json::object()}};
   CHECK_FALSE(unfinished_phases(nothing).has_value());
