@@ -118,6 +118,10 @@ struct LaunchSpec {
   // spot_recovery.zones); empty: the provider's own. Spot clouds only (AWS, GCE, Azure, Yandex).
   std::string zone = {};
   int nodes = 1;                        // machines this create makes: > 1 only where Capabilities::gang_nodes
+  // The run's deadline in seconds from this create (0: none). The daemon stops the run there on its own clock; a
+  // provider whose machines keep another clock (a trace replay at --trace-speed N: N recorded seconds to each of
+  // the daemon's) stops its machine at this second of that clock and says so (InstanceStatus::past_deadline).
+  double deadline_s = 0;
 };
 
 // Stored verbatim in SQLite; enough to find the instance again after a daemon restart.
@@ -157,6 +161,9 @@ struct InstanceStatus {
   bool interrupted = false;
   // An exited machine's agent's exit status, where the provider knows it (the local host).
   std::optional<int> exit_status = std::nullopt;
+  // The machine stopped itself at LaunchSpec::deadline_s on its own clock (an exited machine): the run failed
+  // by its deadline, as when the daemon's clock passes it.
+  bool past_deadline = false;
 };
 
 // The most machines of a provider that may run at once by the account's quota, and what it was read from.

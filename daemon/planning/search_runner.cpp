@@ -88,6 +88,7 @@ struct SearchRunner::Search {
   billing::SearchRequest req;
   json probes = json::array();  // touched on the executor only
   json progress;                // the trace and rounds so far (search_progress_json); executor only
+  std::map<std::string, double> poweroff_seen;  // provider -> the longest poweroff its probes took; search thread only
 };
 
 SearchRunner::SearchRunner(asio::io_context& io, SearchServices s) : io_(io), s_(std::move(s)) {
@@ -209,11 +210,15 @@ asio::awaitable<Result<int64_t>> SearchRunner::start(const json& request) {
 
 // On the search thread: queues the probe on the executor and waits for its outcome.
 // The probe's limit (ProbeSpec::max_s: the budget's, or where it could no longer win) becomes the probe run's
-// deadline, which bounds a run from its create call to its save: the provider's usual poweroff is left for the rest.
+// deadline, which bounds a run from its create call to its save: the poweroff is left for the rest, the longest the
+// search's probes on that provider took, else the provider's usual one.
 Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, const billing::PlanCandidate& c,
                                                  const billing::ProbeSpec& spec) {
   if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
-  const std::optional<int> deadline_s = probe_deadline(spec.max_s, billing::phase_prior(c.cfg.provider).poweroff);
+  const auto seen = s->poweroff_seen.find(c.cfg.provider);
+  const double poweroff =
+      seen != s->poweroff_seen.end() ? seen->second : billing::phase_prior(c.cfg.provider).poweroff;
+  const std::optional<int> deadline_s = probe_deadline(spec.max_s, poweroff);
   auto done = std::make_shared<ProbePromise>();
   auto outcome = done->get_future();
   asio::co_spawn(io_, probe_run(s, s->config_of.at(c.cfg.config), deadline_s, done), asio::detached);
@@ -222,7 +227,12 @@ Result<billing::MeasuredRun> SearchRunner::probe(std::shared_ptr<Search> s, cons
     if (stopping_) return make_error(Code::cancelled, "the daemon is stopping");
     if (std::chrono::steady_clock::now() > deadline) return make_error(Code::timeout, "probe did not finish in time");
   }
-  return outcome.get();
+  auto run = outcome.get();
+  if (run && std::isfinite(run->phases[billing::kPoweroff])) {
+    double& longest = s->poweroff_seen.try_emplace(c.cfg.provider, 0.0).first->second;
+    longest = std::max(longest, run->phases[billing::kPoweroff]);
+  }
+  return run;
 }
 
 asio::awaitable<void> SearchRunner::probe_run(std::shared_ptr<Search> s, RunConfig config,
@@ -248,12 +258,13 @@ asio::awaitable<void> SearchRunner::probe_run(std::shared_ptr<Search> s, RunConf
                        {"experiment_id", *exp},
                        {"run_id", runs->front().id}, {"status", "queued"}, {"t_sum", nullptr}});
   (void)save(*s, "running", "", nullptr);
-  auto measured = co_await await_run(runs->front().id, index, s);
+  auto measured = co_await await_run(runs->front().id, index, spec.deadline_s, s);
   (void)save(*s, "running", "", nullptr);
   done->set_value(std::move(measured));
 }
 
 asio::awaitable<Result<billing::MeasuredRun>> SearchRunner::await_run(int64_t run_id, size_t index,
+                                                                       std::optional<int> deadline_s,
                                                                        std::shared_ptr<Search> s) {
   asio::steady_timer timer(io_);
   const auto deadline = std::chrono::steady_clock::now() + kProbeDeadline;
@@ -274,8 +285,11 @@ asio::awaitable<Result<billing::MeasuredRun>> SearchRunner::await_run(int64_t ru
                               ": " + (*view).value("reason", "");
   if ((*view)["status"] != "done" || !(*view)["t_sum"].is_number()) {
     // What it ran is billed all the same: the phases it measured, and its machine's up time beyond them in the
-    // phase it was stopped in (a probe stopped at its limit while learning: the seconds it learned).
-    auto phases = unfinished_phases(*view);
+    // phase it was stopped in (a probe stopped at its limit while learning: the seconds it learned). One stopped at
+    // its deadline was up that long, on its machine's clock, before its poweroff.
+    std::optional<double> stopped_at;
+    if (deadline_s && view->value("reason", "") == deadline_reason(*deadline_s)) stopped_at = *deadline_s;
+    auto phases = unfinished_phases(*view, stopped_at);
     if (!phases) co_return make_error(Code::unavailable, failure);
     billing::MeasuredRun m;
     m.failed = true;

@@ -81,6 +81,7 @@ class SearchRunner {
   boost::asio::awaitable<void> probe_run(std::shared_ptr<Search> s, RunConfig config, std::optional<int> deadline_s,
                                          std::shared_ptr<ProbePromise> done);
   boost::asio::awaitable<Result<billing::MeasuredRun>> await_run(int64_t run_id, size_t probe_index,
+                                                                 std::optional<int> deadline_s,
                                                                  std::shared_ptr<Search> s);
   boost::asio::awaitable<Result<billing::PlanCandidate>> candidate(const RunConfig& c, const std::string& billing);
   void finish(std::shared_ptr<Search> s, Result<billing::SearchResult> r);

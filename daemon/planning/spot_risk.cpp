@@ -45,7 +45,7 @@ json one_machine_phases(const json& run_view) {
   return out;
 }
 
-std::optional<std::array<double, 8>> unfinished_phases(const json& run_view) {
+std::optional<std::array<double, 8>> unfinished_phases(const json& run_view, std::optional<double> stopped_at_s) {
   if (!run_view.is_object()) return std::nullopt;
   const json phases = one_machine_phases(run_view);
   if (!phases.is_object()) return std::nullopt;
@@ -65,6 +65,8 @@ std::optional<std::array<double, 8>> unfinished_phases(const json& run_view) {
   double up = 0;
   for (const auto& a : run_view.value("attempts", json::array()))
     if (a.is_object() && a.value("up_s", json()).is_number()) up += a["up_s"].get<double>();
+  if (stopped_at_s && std::isfinite(*stopped_at_s) && *stopped_at_s > 0)
+    up = std::max(up, *stopped_at_s + out[billing::kPoweroff]);
   // The open phase took what the machines were up beyond the phases measured; the poweroff it was stopped with is
   // measured already (the daemon's own mark), so nothing is counted twice.
   if (open && std::isfinite(up) && up > measured) out[*open] = up - measured;

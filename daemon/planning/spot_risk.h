@@ -32,7 +32,10 @@ nlohmann::json one_machine_phases(const nlohmann::json& run_view);
 // daemon's clock) in the first phase it did not finish, the one it was in when it stopped. A probe stopped at its
 // deadline while learning thus costs what its machine was up, and its learn phase is the seconds it learned: a
 // lower bound on the config's learn time. Phases after that one are 0; nullopt where nothing was measured.
-std::optional<std::array<double, 8>> unfinished_phases(const nlohmann::json& run_view);
+// stopped_at_s: the run was stopped at its deadline, that many seconds after its create, so its machine was up at
+// least that long before its poweroff, whatever the daemon's clock saw (a trace replay's machine keeps its own).
+std::optional<std::array<double, 8>> unfinished_phases(const nlohmann::json& run_view,
+                                                       std::optional<double> stopped_at_s = std::nullopt);
 
 // Whether a run view's install or load_data was cold: it downloaded the bundle or the data set, or pulled its
 // image, where a warm machine finds them in its cache. What tells configs measured alike from configs that were not.

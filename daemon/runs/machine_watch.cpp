@@ -66,8 +66,7 @@ asio::awaitable<RunManager::Outcome> RunManager::watch(LiveRun& live, const Laun
                                                "'s startup deadline" + (field.empty() ? "" : ", " + field) + ")" +
                                                (waiting.empty() ? "" : "; still waiting: " + waiting)};
     if (now - l.t0 > l.run_deadline)
-      co_return Outcome{RunStatus::failed,
-                        "run exceeded its deadline of " + std::to_string(l.run_deadline.count()) + " s"};
+      co_return Outcome{RunStatus::failed, deadline_reason(l.run_deadline.count())};
     // Every poll (a quarter second), so no billing step of a second or more passes unchecked.
     if (auto over = s_.budget.over_cap(live.id); over && *over) co_return Outcome{RunStatus::cancelled, **over};
     if (auto ended = judge_polled(live, l, machines.size(), waiting)) co_return *ended;
@@ -141,6 +140,8 @@ std::optional<RunManager::Outcome> RunManager::judge_polled(LiveRun& live, const
     }
     if (st && st->state == InstanceState::gone)
       return Outcome{RunStatus::failed, who + "instance disappeared: " + st->detail};
+    if (st && st->state == InstanceState::exited && st->past_deadline)
+      return Outcome{RunStatus::failed, deadline_reason(l.run_deadline.count())};
     if (st && st->state == InstanceState::exited)  // the agent delivers its events before it exits
       return Outcome{RunStatus::failed, who + st->detail + " before the run finished"};
   }

@@ -184,6 +184,7 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::create_machines(
   std::vector<InstanceHandle> created;
   for (int node = 0; node < (gang ? 1 : nodes); ++node) {
     providers::LaunchSpec node_spec = l.spec;
+    node_spec.deadline_s = static_cast<double>(l.run_deadline.count());  // from t0, this create
     if (gang) {
       node_spec.nodes = nodes;
     } else if (nodes > 1) {

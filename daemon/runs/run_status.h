@@ -27,6 +27,11 @@ inline std::string status_names() {
   return out;
 }
 constexpr bool is_terminal(RunStatus s) { return s >= RunStatus::done; }
+// Why a run failed at its deadline: the daemon's clock passed it, or the machine stopped there on its own clock
+// (providers::InstanceStatus::past_deadline). The search runner reads a probe stopped at its limit by it.
+inline std::string deadline_reason(long long deadline_s) {
+  return "run exceeded its deadline of " + std::to_string(deadline_s) + " s";
+}
 inline std::optional<RunStatus> parse_status(std::string_view s) {
   for (size_t i = 0; i < kStatusNames.size(); ++i)
     if (kStatusNames[i] == s) return static_cast<RunStatus>(i);

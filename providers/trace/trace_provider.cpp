@@ -5,6 +5,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
 #include <cmath>
 
 #include "billing/prices/billing_rule.h"
@@ -26,11 +27,15 @@ struct TraceProvider::Instance {
   InstanceState state = InstanceState::running;
   std::string detail = "stand-in agent running";
   bool stopped = false;  // terminate() was called
+  double deadline_s = 0;     // LaunchSpec::deadline_s, on the recorded clock; 0: none
+  double clock_s = 0;        // recorded seconds since create
+  bool past_deadline = false;
   asio::steady_timer timer;
 
   InstanceHandle handle() const {
+    const int nodes = std::max(1, row.run.cfg.nodes);  // the machine it stands for: all of them (offers())
     return {"trace", id, {{"config", row.run.cfg.config}, {"line", row.line}, {"run_id", run_id},
-                          {"cores", row.run.cfg.cores}, {"gpus", row.run.cfg.gpus}}};
+                          {"cores", row.run.cfg.cores * nodes}, {"gpus", row.run.cfg.gpus * nodes}}};
   }
 };
 
@@ -79,22 +84,23 @@ Task<Result<std::vector<Offer>>> TraceProvider::offers(const Requirements& req) 
     const auto& first = *rows.front();
     const auto& cfg = first.run.cfg;
     if (!req.instance_type.empty() && req.instance_type != type) continue;
-    if (cfg.cores < req.min_vcpus || cfg.gpus < req.gpus) continue;
+    if (cfg.cores * std::max(1, cfg.nodes) < req.min_vcpus || cfg.gpus * std::max(1, cfg.nodes) < req.gpus) continue;
+    const int nodes = std::max(1, cfg.nodes);  // one instance stands for all of them
     Offer o;
     o.provider = "trace";
     o.instance_type = type;
-    o.vcpus = cfg.cores;
-    o.gpus = cfg.gpus;
+    o.vcpus = cfg.cores * nodes;
+    o.gpus = cfg.gpus * nodes;
     o.gpu_type = cfg.gpu_type;
-    o.memory_gib = cfg.memory_gib;
+    o.memory_gib = cfg.memory_gib * nodes;
     o.family = cfg.cpu_family;
     o.cpu_model = cfg.cpu_model;
     o.hourly_price = first.price_per_hour;
     if (!first.currency.empty()) o.currency = first.currency;
     o.region = "trace";
     o.billing_rule = opts_.billing;
-    o.note = "replays " + cfg.config + " (" + std::to_string(rows.size()) + " recorded runs); billing " +
-             opts_.billing;
+    o.note = "replays " + cfg.config + " (" + std::to_string(rows.size()) + " recorded runs" +
+             (nodes > 1 ? ", a cluster of " + std::to_string(nodes) + " machines" : "") + "); billing " + opts_.billing;
     out.push_back(std::move(o));
   }
   co_return out;
@@ -127,6 +133,7 @@ Task<Result<InstanceHandle>> TraceProvider::create(const Offer& offer, const Lau
   inst->url = env("TSUM_URL") + "/v1/runs/" + env("TSUM_RUN_ID") + "/events";
   inst->run_id = env("TSUM_RUN_ID");
   inst->run_token = env("TSUM_TOKEN");
+  if (std::isfinite(spec.deadline_s) && spec.deadline_s > 0) inst->deadline_s = spec.deadline_s;
   instances_[inst->id] = inst;
   asio::co_spawn(ex_, play(inst), asio::detached);
   co_return inst->handle();
@@ -138,6 +145,24 @@ Task<bool> TraceProvider::wait(Instance& inst, double recorded_s) {
   boost::system::error_code ec;
   co_await inst.timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   co_return !inst.stopped;
+}
+
+// Runs `recorded_s` of the recorded clock, or what its deadline leaves: there the instance exits past its deadline.
+// false once it stopped (terminated, or at its deadline).
+Task<bool> TraceProvider::run_for(Instance& inst, double recorded_s, std::string_view phase) {
+  const double left = inst.deadline_s > 0 ? std::max(0.0, inst.deadline_s - inst.clock_s) : recorded_s;
+  if (recorded_s <= left) {
+    if (!co_await wait(inst, recorded_s)) co_return false;
+    inst.clock_s += recorded_s;
+    co_return true;
+  }
+  if (!co_await wait(inst, left)) co_return false;
+  inst.clock_s = inst.deadline_s;
+  inst.past_deadline = true;
+  inst.state = InstanceState::exited;
+  inst.detail = "stand-in agent stopped at the run's deadline of " + std::to_string(std::lround(inst.deadline_s)) +
+                " s (recorded seconds), in " + std::string(phase) + " of line " + std::to_string(inst.row.line);
+  co_return false;
 }
 
 Task<Status> TraceProvider::post_mark(Instance& inst, std::string_view phase, std::string_view mark, double mono_s) {
@@ -159,12 +184,12 @@ Task<Status> TraceProvider::post_mark(Instance& inst, std::string_view phase, st
 // The stand-in agent: first sign of life after startup, then install … save with the recorded durations.
 Task<void> TraceProvider::play(std::shared_ptr<Instance> inst) {
   const auto& p = inst->row.run.phases;
-  if (!co_await wait(*inst, p[billing::kStartup])) co_return;
+  if (!co_await run_for(*inst, p[billing::kStartup], billing::kPhaseNames[billing::kStartup])) co_return;
   double mono = 0;  // the stand-in's monotonic clock, advanced by exactly the recorded durations
   for (int i = billing::kInstall; i <= billing::kSave; ++i) {
     std::string_view phase = billing::kPhaseNames[i];
     auto begun = co_await post_mark(*inst, phase, kBegin, mono);
-    if (begun && !co_await wait(*inst, p[i])) co_return;
+    if (begun && !co_await run_for(*inst, p[i], phase)) co_return;
     mono += p[i];
     Status ended = begun;
     if (begun) ended = co_await post_mark(*inst, phase, kEnd, mono);
@@ -182,7 +207,9 @@ Task<void> TraceProvider::play(std::shared_ptr<Instance> inst) {
 Task<Result<InstanceStatus>> TraceProvider::describe(const InstanceHandle& h) {
   auto it = instances_.find(h.id);
   if (it == instances_.end()) co_return InstanceStatus{InstanceState::gone, "no such trace instance", ""};
-  co_return InstanceStatus{it->second->state, it->second->detail, "trace"};
+  InstanceStatus st{it->second->state, it->second->detail, "trace"};
+  st.past_deadline = it->second->past_deadline;
+  co_return st;
 }
 
 Task<Status> TraceProvider::terminate(const InstanceHandle& h) {

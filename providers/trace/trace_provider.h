@@ -16,6 +16,14 @@
 // stand-in waits startup/speed before its first event and terminate waits poweroff/speed, so those two
 // phases show the compressed wall time (plus the daemon's reaction time). At speed 1 they match the CSV.
 //
+// Deadlines. A run's deadline (LaunchSpec::deadline_s) is kept on the recorded clock: the stand-in stops when the
+// recorded seconds since its create (startup, then install … save) reach it, and its instance exits past its
+// deadline (InstanceStatus::past_deadline), so a run stopped at its deadline stops at the same recorded second at
+// any speed. On the daemon's clock, a deadline would let a replay at speed N run N times past it.
+//
+// A CSV row of N nodes (its `nodes` column) is one instance standing for the whole cluster, as its price and its
+// recorded times are: its offer has the vCPUs, GPUs and memory of all N machines.
+//
 // Instances live in this process: after a daemon restart they are gone, and describe() says so.
 #pragma once
 
@@ -61,6 +69,7 @@ class TraceProvider final : public Provider {
   Task<void> play(std::shared_ptr<Instance> inst);
   Task<Status> post_mark(Instance& inst, std::string_view phase, std::string_view mark, double mono_s);
   Task<bool> wait(Instance& inst, double recorded_s);
+  Task<bool> run_for(Instance& inst, double recorded_s, std::string_view phase);
   const billing::CsvRun* next_row(const std::string& instance_type);
 
   boost::asio::any_io_executor ex_;

@@ -1,5 +1,6 @@
 // What the planner reads of spot runs from their views (daemon/planning/spot_risk.h): restarts of resumed attempts, a run
 // of several machines as one machine's phases, and the interruption model of a candidate.
+#include <cmath>
 #include <doctest/doctest.h>
 
 #include "daemon/planning/spot_risk.h"
@@ -89,6 +90,15 @@ TEST_CASE("unfinished_phases: what a stopped run was billed, its machine's up ti
   auto r = unfinished_phases(no_up);
   REQUIRE(r.has_value());
   CHECK((*r)[4] == 0);
+  // Stopped at its deadline on its machine's own clock (a trace replayed 1000x faster: the daemon saw 0.5 s pass):
+  // up the deadline's 3,600 s before its poweroff, whatever the daemon's clock says; a longer up time stands.
+  json replayed = stopped;
+  replayed["attempts"][0]["up_s"] = 0.5;
+  auto at = unfinished_phases(replayed, 3600.0);
+  REQUIRE(at.has_value());
+  CHECK((*at)[4] == doctest::Approx(3600 - 4));  // learn: from the end of start to the deadline
+  CHECK(unfinished_phases(stopped, 3.0).value()[4] == doctest::Approx(7));
+  CHECK(unfinished_phases(replayed, std::nan("")).value()[4] == 0);  // no number: the daemon's up time alone
   // Nothing measured: nothing to bill from.
   json nothing = {{"phases", json::object()}};
   CHECK_FALSE(unfinished_phases(nothing).has_value());

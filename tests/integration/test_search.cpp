@@ -2,6 +2,7 @@
 // within its probe budget, finds the known cheapest config, and is still there after a restart.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "billing/prices/billing_rule.h"
@@ -181,6 +182,59 @@ TEST_CASE("search: a probe stopped at its limit while learning is billed for its
     CHECK(step["probe_cost"].get<double>() == doctest::Approx(billing::cost(*rule, 0.9, up)));
     // ...and the seconds it learned (its up time past the 4 s of setup and its poweroff) are more than setup alone.
     CHECK(up > 6);
+  }
+  CHECK(stopped == 1);
+  CHECK(s["spent"].get<double>() == doctest::Approx(spent));
+}
+
+TEST_CASE("search: a replay at --trace-speed 1000 stops a probe at its limit on the recorded clock, and bills it so") {
+  // The case above with every recorded second x100, replayed 1000x faster than recorded: t-2c's probe would run
+  // 6,800 recorded seconds (6.8 s of the daemon's); it is stopped where it can no longer win, near 4,800. The
+  // daemon's own clock would stop it only after 4,800 of its seconds, so the stand-in keeps the deadline on the
+  // recorded clock (LaunchSpec::deadline_s) and the probe is billed for the recorded seconds it was up.
+  TempDir dir;
+  std::ofstream(dir.file("trace.csv"))
+      << "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,"
+         "save,poweroff\n"
+         "t-2c,trace,t-2c,2,0,0.9,100,100,100,100,6000,100,100,100\n"
+         "t-4c,trace,t-4c,4,0,3.6,100,100,100,100,400,100,100,100\n"
+         "t-8c,trace,t-8c,8,0,20,100,100,100,100,200,100,100,100\n";
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "1000"});
+  nlohmann::json body = {{"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
+                         {"candidates", nlohmann::json::array()},
+                         {"objective", "cost"},
+                         {"future_runs", 100},
+                         {"billing", "step:1,min:1"}};
+  for (const char* t : {"t-2c", "t-4c", "t-8c"}) body["candidates"].push_back({{"provider", "trace"}, {"instance_type", t}});
+  const nlohmann::json s = finished_search(d, admin, body);
+  INFO(s.dump(2));
+  REQUIRE(s["status"] == "done");
+  double spent = 0;
+  int stopped = 0;
+  for (size_t i = 0; i < s["trace"].size(); ++i) {
+    const auto& step = s["trace"][i];
+    auto run = d.call("GET", "/v1/runs/" + std::to_string(s["probes"][i]["run_id"].get<int64_t>()), admin).json();
+    INFO(run.dump(2));
+    spent += step["probe_cost"].get<double>();
+    if (run["status"] == "done") continue;
+    ++stopped;
+    CHECK(step["config"] == "trace/t-2c");
+    const auto experiment = d.call("GET", "/v1/experiments/" + run["experiment_id"].dump(), admin).json();
+    const double deadline = experiment["spec"]["deadline"].get<double>();
+    CHECK(run["reason"] == "run exceeded its deadline of " + std::to_string(std::lround(deadline)) + " s");
+    CHECK(run["phases"]["learn"].is_null());
+    // Stopped at its limit, set aside for its poweroff, not run whole (6,800 recorded seconds)...
+    const double limit = step["limit_s"].get<double>();
+    CHECK(deadline <= limit);
+    CHECK(deadline > limit - 60);
+    // ...and billed for the recorded seconds up to its deadline plus its poweroff, far more than the daemon's clock
+    // saw pass (a thousandth of them).
+    const double t_sum = step["t_sum"].get<double>();
+    CHECK(t_sum >= deadline);
+    CHECK(t_sum < deadline + 60);
+    CHECK(run["attempts"][0]["up_s"].get<double>() < t_sum / 20);
   }
   CHECK(stopped == 1);
   CHECK(s["spent"].get<double>() == doctest::Approx(spent));

@@ -152,3 +152,29 @@ TEST_CASE("trace: a malformed CSV or speed stops tsumd serve with a message nami
   CHECK(out.find("--trace-speed") != std::string::npos);
   CHECK(out.find("rc=2") != std::string::npos);
 }
+
+TEST_CASE("trace: a row of N nodes is one instance standing for the cluster: its offer has all N machines") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  d.start({"--trace",
+           write_file(dir, "trace.csv",
+                      "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,"
+                      "verify,save,poweroff,memory_gib,nodes,family\n"
+                      "4xr3.2xlarge,trace,4xr3.2xlarge,8,0,2.66,0,115,30,10,700,0,10,0,61,4,r3\n"
+                      "c4.large,trace,c4.large,2,0,0.10,0,115,30,10,9000,0,10,0,3.75,,c4\n")});
+  auto offers = d.call("GET", "/v1/offers", admin);
+  REQUIRE(offers.status == 200);
+  std::map<std::string, nlohmann::json> trace;
+  const nlohmann::json listed = offers.json()["offers"];
+  for (const auto& o : listed)
+    if (o["provider"] == "trace") trace[o["instance_type"].get<std::string>()] = o;
+  INFO(offers.body);
+  REQUIRE(trace.size() == 2);
+  CHECK(trace["4xr3.2xlarge"]["vcpus"] == 32);
+  CHECK(trace["4xr3.2xlarge"]["memory_gib"].get<double>() == doctest::Approx(244));
+  CHECK(trace["4xr3.2xlarge"]["hourly_price"].get<double>() == doctest::Approx(2.66));  // the CSV's: all of them
+  CHECK(trace["4xr3.2xlarge"]["note"].get<std::string>().find("a cluster of 4 machines") != std::string::npos);
+  CHECK(trace["c4.large"]["vcpus"] == 2);
+  CHECK(trace["c4.large"]["memory_gib"].get<double>() == doctest::Approx(3.75));
+}
