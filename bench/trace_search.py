@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Scout through the daemon, as a user (or the issues' hidden-trace replays) would search it: each Scout job's
 completed rows become a `tsumd serve --trace` CSV (a cluster of N machines as one instance type, `<N>x<type>`, with
-its vCPUs, memory and price for all N; 165 s of overheads around the recorded runtime, startup and poweroff folded
+its vCPUs, memory and price for all N and its family; with --layout nodes one machine's vCPUs and memory, a `nodes`
+column and no family, which the daemon then reads from the name; 165 s of overheads around the recorded runtime, startup and poweroff folded
 into install because the daemon measures those two on its own clock), and each job is searched by
 `POST /v1/searches` under 4 billing rules with 100 planned runs and the default budget. Prints, for each case,
 what the user pays in all over what 100 runs at the optimum cost (probes plus 100 runs on the pick), the pick, the
@@ -10,6 +11,7 @@ has no way to say that a run failed.
 
     python3 bench/trace_search.py [--tsumd build/bin/tsumd] [--scout ../shared/testdata/scout/runs.csv]
                                   [--speed 10000] [--jobs a,b] [--rules sec60,min,10min,hour]
+                                  [--layout totals|nodes]
 """
 import argparse
 import csv
@@ -33,18 +35,21 @@ def billed(rule, price, t_sum):
     return price * math.ceil(max(t_sum, minimum) / step - 1e-9) * step / 3600
 
 
-def write_trace(path, rows):
+def write_trace(path, rows, layout):
+    """layout "totals": a cluster's vCPUs and memory for all its machines, and its family; "nodes": one machine's
+    and a nodes column, no family (the daemon reads it from the name)."""
     with open(path, "w") as f:
         f.write("config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,"
-                "verify,save,poweroff,memory_gib,family\n")
+                "verify,save,poweroff,memory_gib," + ("family" if layout == "totals" else "nodes") + "\n")
         for r in rows:
             n, itype = int(r["nodes"]), r["instance_type"]
             name = f"{n}x{itype}"
+            k = n if layout == "totals" else 1
             f.write(",".join(str(v) for v in [
-                name, "trace", name, int(r["vcpus_per_node"]) * n, 0, float(r["price_per_hour_per_node"]) * n,
+                name, "trace", name, int(r["vcpus_per_node"]) * k, 0, float(r["price_per_hour_per_node"]) * n,
                 PHASES["startup"], PHASES["install"], PHASES["load_data"], PHASES["start"], r["runtime_s"],
-                PHASES["verify"], PHASES["save"], PHASES["poweroff"], float(r["memory_gib_per_node"]) * n,
-                itype.split(".")[0]]) + "\n")
+                PHASES["verify"], PHASES["save"], PHASES["poweroff"], float(r["memory_gib_per_node"]) * k,
+                itype.split(".")[0] if layout == "totals" else n]) + "\n")
 
 
 def search(d, rows, rule, timeout_s):
@@ -73,18 +78,21 @@ def main():
     ap.add_argument("--jobs", default="")
     ap.add_argument("--rules", default="sec60,min,10min,hour")
     ap.add_argument("--timeout", type=float, default=900, help="seconds one search may take")
+    ap.add_argument("--layout", choices=["totals", "nodes"], default="totals",
+                    help="a cluster's machine in the CSV: totals and a family column, or one machine and nodes")
     a = ap.parse_args()
     rows = [r for r in csv.DictReader(open(a.scout)) if r["completed"] == "1"]
     jobs = a.jobs.split(",") if a.jobs else sorted({r["workload"] for r in rows})
     rules = a.rules.split(",")
     print(f"trace_search on {cpu_model()}, {os.cpu_count()} cores, {datetime.date.today()}: Scout's completed rows "
-          f"through tsumd serve --trace --trace-speed {a.speed:g}, POST /v1/searches, 100 planned runs, default budget")
+          f"through tsumd serve --trace --trace-speed {a.speed:g} (CSV layout: {a.layout}), POST /v1/searches, 100 planned "
+          f"runs, default budget")
     totals = []
     with tempfile.TemporaryDirectory() as work:
         for job in jobs:
             mine = [r for r in rows if r["workload"] == job]
             trace = os.path.join(work, job + ".csv")
-            write_trace(trace, mine)
+            write_trace(trace, mine, a.layout)
             d = Daemon(os.path.abspath(a.tsumd), work, os.path.join(work, job + ".db"),
                        ["--trace", trace, "--trace-speed", str(a.speed)])
             d.start()

@@ -47,8 +47,14 @@ struct ConfigSpec {
 
 // The family of an instance type, from its name where the catalog or provider names none: the part before
 // the first '.' ("c4.large" -> "c4") or '-' ("n2-standard-8" -> "n2"), "Standard_" and its letters on Azure
-// ("Standard_D4s_v5" -> "Standard_D"), else the leading letters ("cx22" -> "cx").
+// ("Standard_D4s_v5" -> "Standard_D"), else the leading letters ("cx22" -> "cx"). A cluster named by its count of
+// machines ("4xr3.2xlarge", as a trace names a recorded cluster of 4 r3.2xlarge) is of its machines' family.
 inline std::string instance_family(std::string_view type) {
+  size_t digits = 0;
+  while (digits < type.size() && std::isdigit(static_cast<unsigned char>(type[digits]))) ++digits;
+  if (digits > 0 && digits + 1 < type.size() && type[digits] == 'x' &&
+      std::isalpha(static_cast<unsigned char>(type[digits + 1])))
+    type.remove_prefix(digits + 1);
   if (type.starts_with("Standard_")) {
     size_t end = 9;
     while (end < type.size() && std::isalpha(static_cast<unsigned char>(type[end]))) ++end;

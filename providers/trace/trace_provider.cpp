@@ -84,8 +84,8 @@ Task<Result<std::vector<Offer>>> TraceProvider::offers(const Requirements& req) 
     const auto& first = *rows.front();
     const auto& cfg = first.run.cfg;
     if (!req.instance_type.empty() && req.instance_type != type) continue;
-    if (cfg.cores * std::max(1, cfg.nodes) < req.min_vcpus || cfg.gpus * std::max(1, cfg.nodes) < req.gpus) continue;
     const int nodes = std::max(1, cfg.nodes);  // one instance stands for all of them
+    if (cfg.cores * nodes < req.min_vcpus || cfg.gpus * nodes < req.gpus) continue;
     Offer o;
     o.provider = "trace";
     o.instance_type = type;

@@ -42,6 +42,10 @@ TEST_CASE("instance families are read from instance type names") {
   CHECK(instance_family("Standard_D4s_v5") == "Standard_D");
   CHECK(instance_family("cx22") == "cx");
   CHECK(instance_family("local-2c") == "local");
+  CHECK(instance_family("4xr3.2xlarge") == "r3");  // a recorded cluster of 4 r3.2xlarge
+  CHECK(instance_family("12xm4.large") == "m4");
+  CHECK(instance_family("x1.16xlarge") == "x1");   // no count: a family that begins with x
+  CHECK(instance_family("2x") == "2x");            // no machine after the count: the name as it is
   CHECK(instance_family("") == "");
 }
 
