@@ -58,9 +58,7 @@ asio::awaitable<std::optional<RunManager::Outcome>> RunManager::prepare_launch(L
   if (!l.provider) co_return Outcome{RunStatus::failed, "provider '" + row->provider + "' is not configured"};
   auto exp = s_.store.experiment(row->experiment_id);
   if (!exp) co_return Outcome{RunStatus::failed, exp.error().detail};
-  l.run_deadline = exp->spec.deadline_s
-                       ? std::min<std::chrono::seconds>(opts_.run_deadline, std::chrono::seconds(*exp->spec.deadline_s))
-                       : opts_.run_deadline;
+  l.run_deadline = exp->spec.deadline_s ? std::chrono::seconds(*exp->spec.deadline_s) : opts_.run_deadline;
   if (auto st = s_.ledger.advance(live.id, RunStatus::provisioning, "dispatched"); !st)  // e.g. the disk is full:
     co_return Outcome{st.error().code == Code::unavailable ? RunStatus::queued : RunStatus::failed,  // try later
                       st.error().detail};

@@ -59,7 +59,7 @@ struct RunManagerOptions {
   // create → the agent's first event, by provider name; a provider not named gets its default
   // (default_startup_deadline). Filled from the config file's startup_deadline_s fields.
   std::map<std::string, std::chrono::seconds> startup_deadlines;
-  std::chrono::seconds run_deadline{6 * 3600};  // create → save end
+  std::chrono::seconds run_deadline{6 * 3600};  // create → save end, for a run whose experiment names no deadline
   std::chrono::seconds poweroff_deadline{300};  // terminate → the provider confirms it is gone
   std::chrono::milliseconds poll{250};
   std::chrono::milliseconds describe_interval{1000};  // how often each provider is asked about its instances

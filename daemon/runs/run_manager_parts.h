@@ -51,7 +51,7 @@ struct RunManager::LiveRun {
 struct RunManager::Launch {
   RunRow row;
   providers::Provider* provider = nullptr;
-  std::chrono::seconds run_deadline{0};  // the daemon's, or the experiment's when shorter
+  std::chrono::seconds run_deadline{0};  // the experiment's deadline, else the daemon's
   providers::Offer offer;
   providers::LaunchSpec spec;
   std::chrono::steady_clock::time_point t0;  // the first create call: the startup deadline counts from here

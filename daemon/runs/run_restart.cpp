@@ -214,9 +214,7 @@ Status RunManager::adopt(const RunRow& r, providers::Provider& p, const Instance
   l->row = r;
   l->provider = &p;
   l->instance = h;
-  l->run_deadline = exp->spec.deadline_s
-                        ? std::min<std::chrono::seconds>(opts_.run_deadline, std::chrono::seconds(*exp->spec.deadline_s))
-                        : opts_.run_deadline;
+  l->run_deadline = exp->spec.deadline_s ? std::chrono::seconds(*exp->spec.deadline_s) : opts_.run_deadline;
   // The deadlines count from the first create, which the ledger has on the daemon's clock (startup's begin).
   auto phases = s_.ledger.phases(r.id);
   if (!phases) return phases.error();

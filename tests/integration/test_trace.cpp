@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "billing/prices/billing_rule.h"
@@ -177,4 +178,46 @@ TEST_CASE("trace: a row of N nodes is one instance standing for the cluster: its
   CHECK(trace["4xr3.2xlarge"]["note"].get<std::string>().find("a cluster of 4 machines") != std::string::npos);
   CHECK(trace["c4.large"]["vcpus"] == 2);
   CHECK(trace["c4.large"]["memory_gib"].get<double>() == doctest::Approx(3.75));
+}
+
+TEST_CASE("trace: a run's deadline holds on the recorded clock: the daemon's 6 h stops a 7 h run, the experiment's "
+          "own deadline of a day lets it finish") {
+  TempDir dir;
+  DaemonProcess d(dir.file("t.db"));
+  std::string admin = d.admin_token();
+  // 7 recorded hours, 2.5 s of the daemon's at speed 10,000.
+  d.start({"--trace",
+           write_file(dir, "trace.csv",
+                      "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,"
+                      "verify,save,poweroff\n"
+                      "long,trace,long,8,0,1.0,60,100,100,40,25000,100,100,30\n"),
+           "--trace-speed", "10000"});
+  auto run_of = [&](std::optional<int> deadline) {
+    nlohmann::json body = {{"name", "long"},
+                           {"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
+                           {"configs", {{{"provider", "trace"}, {"instance_type", "long"}}}}};
+    if (deadline) body["deadline"] = *deadline;
+    auto created = d.call("POST", "/v1/experiments", admin, body.dump());
+    INFO(created.body);
+    REQUIRE(created.status == 201);
+    nlohmann::json exp;
+    const bool finished = eventually([&] {
+      exp = d.call("GET", "/v1/experiments/" + created.json()["id"].dump(), admin).json();
+      return exp["status"] == "done" || exp["status"] == "failed";
+    }, std::chrono::seconds(60));
+    INFO(exp.dump(2));
+    REQUIRE(finished);
+    return d.call("GET", "/v1/runs/" + exp["runs"][0]["id"].dump(), admin).json();
+  };
+  const auto capped = run_of(std::nullopt);
+  INFO(capped.dump(2));
+  CHECK(capped["status"] == "failed");
+  CHECK(capped["reason"] == "run exceeded its deadline of 21600 s");
+  CHECK(capped["phases"]["start"].get<double>() == doctest::Approx(40));  // the phases before it are the recorded ones
+  CHECK(capped["phases"]["learn"].is_null());                             // stopped in learn, as a machine would be
+  CHECK(capped["attempts"][0]["up_s"].get<double>() < 60);                // on the daemon's clock: seconds, not hours
+  const auto day = run_of(86400);
+  INFO(day.dump(2));
+  CHECK(day["status"] == "done");
+  CHECK(day["phases"]["learn"].get<double>() == doctest::Approx(25000));
 }
