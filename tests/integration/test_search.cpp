@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <tuple>
 
 #include "billing/prices/billing_rule.h"
 #include "daemon/store/db.h"
@@ -138,6 +139,34 @@ TEST_CASE("search: past its exploring probe, it follows the expected gain to the
   search_finds_cheapest("0.20", "trace/t-8c");
 }
 
+namespace {
+
+// A trace where t-2c learns 60 s, t-4c 4 s and t-8c 2 s (every other phase 1 s), each time x `scale`, at 0.9, 3.6
+// and 20 per hour: the daemon is started on it at `speed`, searched under step:1,min:1 with 100 planned runs, and
+// the finished search returned. t-2c's probe can no longer win partway through its learning.
+nlohmann::json search_that_stops_t2c(DaemonProcess& d, const std::string& admin, const TempDir& dir, int scale,
+                                     const std::string& speed) {
+  std::ofstream csv(dir.file("trace.csv"));
+  csv << "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,"
+         "save,poweroff\n";
+  for (auto [type, cores, price, learn] : {std::tuple{"t-2c", 2, "0.9", 60}, {"t-4c", 4, "3.6", 4}, {"t-8c", 8, "20", 2}}) {
+    const std::string s = std::to_string(scale);
+    csv << type << ",trace," << type << "," << cores << ",0," << price << "," << s << "," << s << "," << s << "," << s
+        << "," << learn * scale << "," << s << "," << s << "," << s << "\n";
+  }
+  csv.close();
+  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", speed});
+  nlohmann::json body = {{"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
+                         {"candidates", nlohmann::json::array()},
+                         {"objective", "cost"},
+                         {"future_runs", 100},
+                         {"billing", "step:1,min:1"}};
+  for (const char* t : {"t-2c", "t-4c", "t-8c"}) body["candidates"].push_back({{"provider", "trace"}, {"instance_type", t}});
+  return finished_search(d, admin, body);
+}
+
+}  // namespace
+
 TEST_CASE("search: a probe stopped at its limit while learning is billed for its machine's up time, and what it "
           "learned bounds its config") {
   // t-4c is probed first (the group's second smallest) and measured: 12 s at 3.6/h. t-2c then looks cheaper by the
@@ -145,22 +174,9 @@ TEST_CASE("search: a probe stopped at its limit while learning is billed for its
   // deadline (less the trace provider's usual poweroff) and is stopped while learning. Speed 1: the deadline is on
   // the daemon's clock, as the recorded phases are.
   TempDir dir;
-  std::ofstream(dir.file("trace.csv"))
-      << "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,"
-         "save,poweroff\n"
-         "t-2c,trace,t-2c,2,0,0.9,1,1,1,1,60,1,1,1\n"
-         "t-4c,trace,t-4c,4,0,3.6,1,1,1,1,4,1,1,1\n"
-         "t-8c,trace,t-8c,8,0,20,1,1,1,1,2,1,1,1\n";
   DaemonProcess d(dir.file("t.db"));
   std::string admin = d.admin_token();
-  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "1"});
-  nlohmann::json body = {{"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
-                         {"candidates", nlohmann::json::array()},
-                         {"objective", "cost"},
-                         {"future_runs", 100},
-                         {"billing", "step:1,min:1"}};
-  for (const char* t : {"t-2c", "t-4c", "t-8c"}) body["candidates"].push_back({{"provider", "trace"}, {"instance_type", t}});
-  const nlohmann::json s = finished_search(d, admin, body);
+  const nlohmann::json s = search_that_stops_t2c(d, admin, dir, 1, "1");
   INFO(s.dump(2));
   REQUIRE(s["status"] == "done");
   const auto rule = billing::parse_rule("step:1,min:1");
@@ -193,22 +209,9 @@ TEST_CASE("search: a replay at --trace-speed 1000 stops a probe at its limit on 
   // daemon's own clock would stop it only after 4,800 of its seconds, so the stand-in keeps the deadline on the
   // recorded clock (LaunchSpec::deadline_s) and the probe is billed for the recorded seconds it was up.
   TempDir dir;
-  std::ofstream(dir.file("trace.csv"))
-      << "config,provider,instance_type,cores,gpus,price_per_hour,startup,install,load_data,start,learn,verify,"
-         "save,poweroff\n"
-         "t-2c,trace,t-2c,2,0,0.9,100,100,100,100,6000,100,100,100\n"
-         "t-4c,trace,t-4c,4,0,3.6,100,100,100,100,400,100,100,100\n"
-         "t-8c,trace,t-8c,8,0,20,100,100,100,100,200,100,100,100\n";
   DaemonProcess d(dir.file("t.db"));
   std::string admin = d.admin_token();
-  d.start({"--trace", dir.file("trace.csv"), "--trace-speed", "1000"});
-  nlohmann::json body = {{"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
-                         {"candidates", nlohmann::json::array()},
-                         {"objective", "cost"},
-                         {"future_runs", 100},
-                         {"billing", "step:1,min:1"}};
-  for (const char* t : {"t-2c", "t-4c", "t-8c"}) body["candidates"].push_back({{"provider", "trace"}, {"instance_type", t}});
-  const nlohmann::json s = finished_search(d, admin, body);
+  const nlohmann::json s = search_that_stops_t2c(d, admin, dir, 100, "1000");
   INFO(s.dump(2));
   REQUIRE(s["status"] == "done");
   double spent = 0;

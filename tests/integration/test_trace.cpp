@@ -197,16 +197,7 @@ TEST_CASE("trace: a run's deadline holds on the recorded clock: the daemon's 6 h
                            {"workload", {{"model", "mnist_cnn"}, {"dataset", "fashion-mnist"}, {"epochs", 1}}},
                            {"configs", {{{"provider", "trace"}, {"instance_type", "long"}}}}};
     if (deadline) body["deadline"] = *deadline;
-    auto created = d.call("POST", "/v1/experiments", admin, body.dump());
-    INFO(created.body);
-    REQUIRE(created.status == 201);
-    nlohmann::json exp;
-    const bool finished = eventually([&] {
-      exp = d.call("GET", "/v1/experiments/" + created.json()["id"].dump(), admin).json();
-      return exp["status"] == "done" || exp["status"] == "failed";
-    }, std::chrono::seconds(60));
-    INFO(exp.dump(2));
-    REQUIRE(finished);
+    const nlohmann::json exp = wait_experiment(d, admin, submit_experiment(d, admin, body), std::chrono::seconds(60));
     return d.call("GET", "/v1/runs/" + exp["runs"][0]["id"].dump(), admin).json();
   };
   const auto capped = run_of(std::nullopt);
